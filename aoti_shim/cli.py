@@ -1,0 +1,64 @@
+"""The ``aoti-shim`` command line: one parser, subcommands registered by their modules.
+
+Each subcommand module exposes ``register(subparsers)``, which adds a parser whose
+``run`` default takes the parsed namespace and returns an exit status. Modules are
+kept light at import time: heavy imports (LIEF, torch) happen inside ``run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from aoti_shim import __version__
+from aoti_shim.errors import EXIT_USAGE, AotiShimError
+
+# Module paths of subcommands, in --help order.
+COMMAND_MODULES: tuple[str, ...] = (
+    "aoti_shim.checks.command",
+    "aoti_shim.rename_header",
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and the usage exit bit."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise AotiShimError(f"{self.prog}: {message}", exit_code=EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="aoti-shim", description="Private-prefix AOTInductor shims: check, build, smoke.")
+    parser.add_argument("--version", action="version", version=f"aoti-shim {__version__}")
+    parser.add_argument(
+        "--cmake-dir",
+        action="store_true",
+        help="print the folder holding AotiShimConfig.cmake (for -DAotiShim_DIR=...) and exit",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.cmake_dir:
+            from aoti_shim.paths import cmake_dir
+
+            print(cmake_dir())
+            return 0
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return EXIT_USAGE
+        return int(args.run(args))
+    except AotiShimError as e:
+        print(f"aoti-shim: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("aoti-shim: interrupted", file=sys.stderr)
+        return 130
