@@ -1,0 +1,94 @@
+"""Run the checker: read the inputs, decide the prefix, evaluate the rules."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from aoti_shim.checks import prefix as prefix_rules
+from aoti_shim.checks import suppressions as suppression_file
+from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
+from aoti_shim.checks.references import close_all, open_references
+from aoti_shim.checks.report import CheckedArtifact, Report
+from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
+from aoti_shim.errors import UsageError
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    shims: tuple[str, ...] = ()
+    models: tuple[str, ...] = ()
+    against: tuple[str, ...] = ()
+    prefix: str | None = None
+    suppressions: str | None = None
+    # Suppression tables given inline (the plugin reads them from pyproject.toml).
+    inline_suppressions: tuple[dict[str, str], ...] = ()
+    torch_search_paths: tuple[str, ...] = ()
+    member_limit: int = DEFAULT_MEMBER_LIMIT
+
+
+def _read(art: Artifact, role: str) -> Library:
+    with ElfImage(art.path, display=art.display) as image:
+        if not image.has_dynsym:
+            return Library(display=art.display, role=role, exports={}, imports={})
+        exports: dict = {}
+        imports: dict = {}
+        for sym in image.symbols():
+            if sym.is_export and sym.name:
+                exports[sym.name] = sym
+            elif sym.is_import:
+                imports[sym.name] = sym
+        return Library(display=art.display, role=role, exports=exports, imports=imports)
+
+
+def run_check(settings: CheckSettings) -> Report:
+    if not settings.shims and not settings.models:
+        raise UsageError("nothing to check: give --shim and/or --model inputs")
+    sups = ()
+    if settings.suppressions:
+        sups = suppression_file.load(settings.suppressions, RULES_BY_ID)
+    if settings.inline_suppressions:
+        sups = sups + suppression_file.parse(settings.inline_suppressions, "pyproject.toml", RULES_BY_ID)
+    with Workspace() as ws:
+        shim_arts = collect(settings.shims, ws, member_limit=settings.member_limit)
+        model_arts = collect(settings.models, ws, member_limit=settings.member_limit)
+        shims = [_read(a, "shim") for a in shim_arts]
+        models = [_read(a, "model") for a in model_arts]
+        if settings.shims and not shims:
+            raise UsageError(f"--shim {' '.join(settings.shims)}: no ELF file found")
+        if settings.models and not models:
+            raise UsageError(f"--model {' '.join(settings.models)}: no ELF file found")
+        if settings.prefix is not None:
+            prefix, source = prefix_rules.validate(settings.prefix), "given"
+        else:
+            inferred = prefix_rules.infer(n for lib in shims for n in lib.exports)
+            if inferred is None and not shims:
+                inferred = prefix_rules.infer(n for lib in models for n in lib.imports)
+            prefix, source = inferred, ("inferred" if inferred else "none")
+        checked = frozenset(os.path.realpath(a.path) for a in (*shim_arts, *model_arts))
+        refs = open_references(
+            settings.against, ws, torch_search_paths=settings.torch_search_paths, exclude=checked
+        )
+        try:
+            ctx = Context(prefix=prefix, shims=shims, models=models, references=refs)
+            findings = evaluate(ctx)
+            reference_names = tuple(r.display for r in refs)
+        finally:
+            close_all(refs)
+    kept, suppressed, unused = suppression_file.apply(findings, sups)
+    skipped = []
+    if not settings.against:
+        skipped.append(("COLLISION", "no --against reference given"))
+    if not shims or not prefix:
+        skipped.append(("UNSATISFIED_IMPORT", "needs --shim libraries and a prefix"))
+    return Report(
+        findings=tuple(kept),
+        prefix=prefix,
+        prefix_source=source,
+        artifacts=tuple(CheckedArtifact(lib.display, lib.role) for lib in (*shims, *models)),
+        references=reference_names,
+        suppressed=tuple(suppressed),
+        unused_suppressions=tuple(s.describe() for s in unused),
+        skipped_rules=tuple(skipped),
+    )

@@ -1,0 +1,79 @@
+"""``aoti-shim check``: the command-line face of :func:`aoti_shim.checks.run_check`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+
+from aoti_shim.errors import AotiShimError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "check",
+        help="check shim libraries and model blobs for symbol collisions",
+        description=(
+            "Check that shim libraries export only prefixed aoti_torch_* names that collide with "
+            "nothing in the references, and that model blobs import only prefixed names the shims provide. "
+            "Exit status is a bitmask: 1 tool error, 2 usage error, 4 warnings (with --fail-on any), 8 blocking findings."
+        ),
+    )
+    p.add_argument("--shim", nargs="+", default=[], metavar="PATH", help="shim libraries: .so files, folders or wheels")
+    p.add_argument("--model", nargs="+", default=[], metavar="PATH", help="AOTInductor blobs: .so files, folders or wheels")
+    p.add_argument(
+        "--against",
+        nargs="+",
+        default=[],
+        metavar="REF",
+        help="references that must not collide: 'torch' (the installed torch's lib/), paths, wheels or snapshots",
+    )
+    p.add_argument("--prefix", help="the private prefix (default: inferred from the shims' exports)")
+    p.add_argument("--format", default="text", choices=("text", "json", "sarif", "github", "junit"))
+    p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of standard output")
+    p.add_argument("--suppressions", metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
+    p.add_argument("--fail-on", default="blocking", choices=("blocking", "any", "never"))
+    p.add_argument("--color", default="auto", choices=("auto", "always", "never"))
+    p.set_defaults(run=run)
+
+
+def _write_atomically(path: str, text: str) -> None:
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aoti-shim-")
+    except OSError as e:
+        raise AotiShimError(f"--output {path}: cannot write: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    from aoti_shim.checks import CheckSettings, render, run_check
+
+    settings = CheckSettings(
+        shims=tuple(args.shim),
+        models=tuple(args.model),
+        against=tuple(args.against),
+        prefix=args.prefix,
+        suppressions=args.suppressions,
+    )
+    report = run_check(settings)
+    stream_is_tty = args.output is None and sys.stdout.isatty()
+    color = args.color == "always" or (args.color == "auto" and stream_is_tty and "NO_COLOR" not in os.environ)
+    text = render(report, args.format, color=color)
+    if args.output:
+        _write_atomically(args.output, text)
+    else:
+        sys.stdout.write(text)
+    if args.format in ("text",) and report.prefix_source == "inferred" and args.output is None:
+        pass  # the text table already names the inferred prefix
+    elif report.prefix_source == "inferred":
+        print(f"aoti-shim: prefix inferred from the shims: {report.prefix}", file=sys.stderr)
+    return report.exit_code(args.fail_on)

@@ -1,0 +1,640 @@
+"""Read an ELF file's dynamic symbol table with mmap and struct, nothing else.
+
+Only the section headers, ``.dynsym``, its string table, ``.gnu.version``,
+``.gnu.hash``, ``.dynamic`` and notes are touched, so a 480 MiB ``libtorch_cuda.so``
+costs a few pages. Every offset, size, count and link is checked against the file
+before it is used: the checker reads binaries that anyone can submit, and a bad one
+must end in one :class:`InputError` line, never another exception.
+
+Speed: a full scan filters raw ``iter_unpack`` tuples on ``st_info``/``st_shndx``
+before any name is decoded, and keeps ``name -> packed int`` dicts; :class:`Symbol`
+objects are only made for the entries a caller reads. Questions about one name
+(``find_export``) go through ``.gnu.hash`` and never scan.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import stat
+import struct
+import sys
+from array import array
+from dataclasses import dataclass
+from typing import Iterator, Mapping
+
+from aoti_shim.errors import InputError
+
+ELF_MAGIC = b"\x7fELF"
+
+# Symbol binding, type and visibility (st_info, st_other).
+STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
+STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_TLS, STT_GNU_IFUNC = 0, 1, 2, 6, 10
+STV_DEFAULT, STV_INTERNAL, STV_HIDDEN, STV_PROTECTED = 0, 1, 2, 3
+SHN_UNDEF = 0
+
+SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 3, 6, 7, 8, 11
+SHT_GNU_HASH, SHT_GNU_VERSYM = 0x6FFFFFF6, 0x6FFFFFFF
+DT_NULL, DT_NEEDED, DT_SONAME = 0, 1, 14
+NT_GNU_BUILD_ID = 3
+
+BIND_NAMES = {STB_LOCAL: "LOCAL", STB_GLOBAL: "GLOBAL", STB_WEAK: "WEAK", STB_GNU_UNIQUE: "UNIQUE"}
+TYPE_NAMES = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 3: "SECTION", 4: "FILE", 5: "COMMON", 6: "TLS", 10: "IFUNC"}
+
+_EXPORT_BINDS = frozenset((STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE))
+_EXPORT_VISIBILITIES = frozenset((STV_DEFAULT, STV_PROTECTED))
+# Every st_info byte whose binding can be bound to from outside (any type).
+_EXPORT_INFOS = frozenset(b << 4 | t for b in _EXPORT_BINDS for t in range(16))
+_IMPORT_INFOS = frozenset(i for i in range(256) if i >> 4 != STB_LOCAL)
+
+# Caps that keep a hostile header from costing unbounded time or memory.
+_MAX_SECTIONS = 1 << 16
+_MAX_DYNAMIC_ENTRIES = 1 << 16
+_MAX_NOTE_SECTION = 1 << 20
+
+# Packed symbol facts: st_info in bits 0-7, st_other in 8-15, defined 16, versioned 17.
+_DEFINED_BIT = 1 << 16
+_VERSIONED_BIT = 1 << 17
+
+
+@dataclass(frozen=True)
+class Symbol:
+    """One dynamic symbol, as the dynamic linker sees it."""
+
+    name: str
+    bind: int
+    type: int
+    visibility: int
+    defined: bool
+    versioned: bool
+
+    @property
+    def bind_name(self) -> str:
+        return BIND_NAMES.get(self.bind, str(self.bind))
+
+    @property
+    def type_name(self) -> str:
+        return TYPE_NAMES.get(self.type, str(self.type))
+
+    @property
+    def is_export(self) -> bool:
+        return self.defined and self.bind in _EXPORT_BINDS and self.visibility in _EXPORT_VISIBILITIES
+
+    @property
+    def is_import(self) -> bool:
+        return not self.defined and self.bind != STB_LOCAL and bool(self.name)
+
+    def pack(self) -> int:
+        """The compact form :class:`SymbolTable` stores (and snapshots write)."""
+        return pack_symbol(self.bind, self.type, self.visibility, self.defined, self.versioned)
+
+
+def pack_symbol(bind: int, type: int, visibility: int, defined: bool, versioned: bool) -> int:
+    return (
+        ((bind & 0xF) << 4 | (type & 0xF))
+        | (visibility & 0x3) << 8
+        | (_DEFINED_BIT if defined else 0)
+        | (_VERSIONED_BIT if versioned else 0)
+    )
+
+
+def unpack_symbol(name: str, packed: int) -> Symbol:
+    return Symbol(
+        name=name,
+        bind=(packed >> 4) & 0xF,
+        type=packed & 0xF,
+        visibility=(packed >> 8) & 0x3,
+        defined=bool(packed & _DEFINED_BIT),
+        versioned=bool(packed & _VERSIONED_BIT),
+    )
+
+
+class SymbolTable(Mapping[str, Symbol]):
+    """A read-only ``name -> Symbol`` mapping over packed ints.
+
+    Membership, iteration and ``len`` never build a :class:`Symbol`; one is made
+    only when a value is read, so a 75k-entry table stays cheap.
+    """
+
+    __slots__ = ("_packed",)
+
+    def __init__(self, packed: dict[str, int]) -> None:
+        self._packed = packed
+
+    def __getitem__(self, name: str) -> Symbol:
+        return unpack_symbol(name, self._packed[name])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._packed
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def packed(self) -> Mapping[str, int]:
+        return self._packed
+
+    def __repr__(self) -> str:
+        return f"SymbolTable({len(self._packed)} symbols)"
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """struct formats for one ELF class and byte order."""
+
+    ehdr: struct.Struct
+    shdr: struct.Struct
+    sym: struct.Struct
+    # (st_name, st_info, st_other, st_shndx) of one symbol, the rest skipped.
+    sym_key: struct.Struct
+    dyn: struct.Struct
+    word: struct.Struct
+    bloom_word: struct.Struct
+    endian: str
+
+
+def _layout(elf_class: int, endian: str) -> _Layout:
+    if elf_class == 2:
+        return _Layout(
+            ehdr=struct.Struct(endian + "16sHHIQQQIHHHHHH"),
+            shdr=struct.Struct(endian + "IIQQQQIIQQ"),
+            sym=struct.Struct(endian + "IBBHQQ"),
+            sym_key=struct.Struct(endian + "IBBH16x"),
+            dyn=struct.Struct(endian + "qQ"),
+            word=struct.Struct(endian + "I"),
+            bloom_word=struct.Struct(endian + "Q"),
+            endian=endian,
+        )
+    return _Layout(
+        ehdr=struct.Struct(endian + "16sHHIIIIIHHHHHH"),
+        shdr=struct.Struct(endian + "IIIIIIIIII"),
+        sym=struct.Struct(endian + "IIIBBH"),
+        sym_key=struct.Struct(endian + "I8xBBH"),
+        dyn=struct.Struct(endian + "iI"),
+        word=struct.Struct(endian + "I"),
+        bloom_word=struct.Struct(endian + "I"),
+        endian=endian,
+    )
+
+
+@dataclass(frozen=True)
+class _Section:
+    type: int
+    offset: int
+    size: int
+    link: int
+    entsize: int
+
+
+@dataclass(frozen=True)
+class _GnuHash:
+    nbuckets: int
+    symoffset: int
+    bloom_size: int
+    bloom_shift: int
+    bloom_off: int
+    buckets_off: int
+    chain_off: int
+    end: int
+
+
+_hash_cache: dict[str, tuple[bytes, int]] = {}
+
+
+def gnu_hash(name: bytes) -> int:
+    """The GNU dynamic linker's symbol hash (djb2, 32-bit)."""
+    h = 5381
+    for c in name:
+        h = (h * 33 + c) & 0xFFFFFFFF
+    return h
+
+
+def _hashed(name: str) -> tuple[bytes, int]:
+    # The same few hundred names are looked up in every reference: hash once.
+    found = _hash_cache.get(name)
+    if found is None:
+        key = name.encode("utf-8", "surrogatepass")
+        found = (key, gnu_hash(key))
+        if len(_hash_cache) < 1 << 16:
+            _hash_cache[name] = found
+    return found
+
+
+def _decode(raw: bytes) -> str:
+    # Names are bytes to the linker; undecodable ones must still print and serialise.
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def is_elf(path: str | os.PathLike[str]) -> bool:
+    """True when the file starts with the ELF magic (names are not trusted)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+class ElfImage:
+    """A read-only view of one ELF file's dynamic linking facts.
+
+    Use as a context manager; nothing is read past what a question needs.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], display: str | None = None) -> None:
+        self.path = os.fspath(path)
+        self.display = display or self.path
+        self._mm: mmap.mmap | None = None
+        self._size = 0
+        self._tables: tuple[SymbolTable, SymbolTable] | None = None
+        self._dynsym_cache: tuple[_Section, _Section] | None = None
+        self._gnu: _GnuHash | None | bool = False
+        self._versym_cache: array[int] | None | bool = False
+        self._open()
+
+    # -- opening and validation -------------------------------------------------
+
+    def _fail(self, why: str) -> InputError:
+        return InputError(f"{self.display}: {why}")
+
+    def _open(self) -> None:
+        try:
+            # O_NONBLOCK: a FIFO must not hang the checker; it is refused below.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            raise self._fail(f"cannot open: {e.strerror or e}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise self._fail("not a regular file")
+            size = st.st_size
+            if size < 16:
+                raise self._fail("not an ELF file (too short)")
+            try:
+                self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError, OverflowError) as e:
+                raise self._fail(f"cannot map: {e}") from None
+        finally:
+            os.close(fd)
+        self._size = size
+        try:
+            self._parse_header()
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._mm is not None:
+            self._mm.close()
+            self._mm = None
+
+    def __enter__(self) -> ElfImage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _map(self) -> mmap.mmap:
+        if self._mm is None:
+            raise self._fail("read after close")
+        return self._mm
+
+    def _check_range(self, offset: int, length: int, what: str) -> None:
+        if offset < 0 or length < 0 or offset + length > self._size:
+            raise self._fail(f"{what} lies outside the file (offset {offset}, size {length})")
+
+    def _bytes(self, offset: int, length: int, what: str) -> bytes:
+        self._check_range(offset, length, what)
+        return self._map()[offset : offset + length]
+
+    def _parse_header(self) -> None:
+        mm = self._map()
+        ident = mm[:16]
+        if ident[:4] != ELF_MAGIC:
+            raise self._fail("not an ELF file (bad magic)")
+        if ident[4] not in (1, 2):
+            raise self._fail(f"unknown ELF class {ident[4]}")
+        if ident[5] not in (1, 2):
+            raise self._fail(f"unknown ELF data encoding {ident[5]}")
+        self.elf_class = 64 if ident[4] == 2 else 32
+        self.big_endian = ident[5] == 2
+        lay = _layout(ident[4], ">" if self.big_endian else "<")
+        self._lay = lay
+        hdr = lay.ehdr.unpack(self._bytes(0, lay.ehdr.size, "ELF header"))
+        (_, self.e_type, self.machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, _) = hdr
+        if shoff == 0:
+            raise self._fail("has no section headers")
+        if shentsize != lay.shdr.size:
+            raise self._fail(f"bad section header size {shentsize}")
+        if shnum == 0:
+            # Extended numbering: the real count lives in section 0's sh_size.
+            shnum = lay.shdr.unpack(self._bytes(shoff, lay.shdr.size, "section header 0"))[5]
+        if shnum > _MAX_SECTIONS:
+            raise self._fail(f"implausible section count {shnum}")
+        table = self._bytes(shoff, shnum * lay.shdr.size, "section header table")
+        self._sections = [
+            _Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9])
+            for raw in lay.shdr.iter_unpack(table)
+        ]
+        self._dynsym_index = next((i for i, s in enumerate(self._sections) if s.type == SHT_DYNSYM), None)
+
+    def _section(self, index: int, what: str) -> _Section:
+        if not 0 <= index < len(self._sections):
+            raise self._fail(f"{what} links to missing section {index}")
+        return self._sections[index]
+
+    def _first(self, sh_type: int) -> _Section | None:
+        return next((s for s in self._sections if s.type == sh_type), None)
+
+    # -- the dynamic symbol table ---------------------------------------------
+
+    @property
+    def has_dynsym(self) -> bool:
+        return self._dynsym_index is not None
+
+    def _dynsym(self) -> tuple[_Section, _Section]:
+        if self._dynsym_cache is not None:
+            return self._dynsym_cache
+        if self._dynsym_index is None:
+            raise self._fail("has no dynamic symbol table")
+        sym = self._sections[self._dynsym_index]
+        if sym.entsize != self._lay.sym.size:
+            raise self._fail(f"bad .dynsym entry size {sym.entsize}")
+        if sym.size % sym.entsize:
+            raise self._fail(f".dynsym size {sym.size} is not a multiple of its entry size")
+        self._check_range(sym.offset, sym.size, ".dynsym")
+        if sym.link == self._dynsym_index:
+            raise self._fail(".dynsym names itself as its string table")
+        strtab = self._section(sym.link, ".dynsym")
+        if strtab.type != SHT_STRTAB:
+            raise self._fail(f".dynsym links to section {sym.link}, which is not a string table")
+        self._check_range(strtab.offset, strtab.size, ".dynstr")
+        if strtab.size == 0:
+            raise self._fail(".dynstr is empty")
+        self._dynsym_cache = (sym, strtab)
+        return sym, strtab
+
+    def _name_at(self, strtab: _Section, offset: int) -> str:
+        if not 0 <= offset < strtab.size:
+            raise self._fail(f"name offset {offset} is past its string table")
+        mm = self._map()
+        start = strtab.offset + offset
+        end = mm.find(b"\0", start, strtab.offset + strtab.size)
+        if end < 0:
+            raise self._fail("unterminated name in a string table")
+        return _decode(mm[start:end])
+
+    def _versym(self) -> array[int] | None:
+        """``.gnu.version`` as native ints, or None without one."""
+        if self._versym_cache is not False:
+            return self._versym_cache  # type: ignore[return-value]
+        sec = self._first(SHT_GNU_VERSYM)
+        result = None
+        if sec is not None:
+            sym, _ = self._dynsym()
+            count = sym.size // sym.entsize
+            if sec.size < count * 2:
+                raise self._fail(".gnu.version is shorter than .dynsym")
+            result = array("H", self._bytes(sec.offset, count * 2, ".gnu.version"))
+            if self.big_endian != (sys.byteorder == "big"):
+                result.byteswap()
+        self._versym_cache = result
+        return result
+
+    def symbol_count(self) -> int:
+        sym, _ = self._dynsym()
+        return sym.size // sym.entsize
+
+    def _keys(self) -> list[tuple[int, int, int, int]]:
+        """(st_name, st_info, st_other, st_shndx) of every entry but the null one."""
+        sym, _ = self._dynsym()
+        key = self._lay.sym_key
+        view = memoryview(self._map())[sym.offset + sym.entsize : sym.offset + sym.size]
+        try:
+            return list(key.iter_unpack(view))
+        finally:
+            view.release()
+
+    def _strings(self, strtab: _Section) -> bytes | str:
+        """The string table, decoded once when it is ASCII (slices are then names)."""
+        raw = self._bytes(strtab.offset, strtab.size, ".dynstr")
+        if raw[-1:] != b"\0":
+            raise self._fail(".dynstr does not end in a NUL byte")
+        return raw.decode("ascii") if raw.isascii() else raw
+
+    def _build_tables(self) -> tuple[SymbolTable, SymbolTable]:
+        if self._tables is not None:
+            return self._tables
+        sym, strtab = self._dynsym()
+        keys = self._keys()
+        exp_infos, imp_infos, vis_ok = _EXPORT_INFOS, _IMPORT_INFOS, _EXPORT_VISIBILITIES
+        # Filter on the raw ints first: most of a big library's entries are never named.
+        export_rows = [
+            (i, k[0], k[1], k[2])
+            for i, k in enumerate(keys, 1)
+            if k[3] and k[1] in exp_infos and k[2] & 3 in vis_ok
+        ]
+        import_rows = [(i, k[0], k[1], k[2]) for i, k in enumerate(keys, 1) if not k[3] and k[1] in imp_infos]
+        del keys
+        limit = strtab.size
+        for rows in (export_rows, import_rows):
+            if rows and max(r[1] for r in rows) >= limit:
+                raise self._fail(f"a symbol name offset is past .dynstr (size {limit})")
+        strings = self._strings(strtab)
+        versym = self._versym()
+        tables = []
+        for rows, defined in ((export_rows, _DEFINED_BIT), (import_rows, 0)):
+            if isinstance(strings, str):
+                find = strings.find
+                names = [strings[r[1] : find("\0", r[1])] for r in rows]
+            else:
+                findb = strings.find
+                names = [_decode(strings[r[1] : findb(b"\0", r[1])]) for r in rows]
+            if versym is None:
+                packed = [r[2] | r[3] << 8 | defined for r in rows]
+            else:
+                packed = [
+                    r[2] | r[3] << 8 | defined | (_VERSIONED_BIT if (versym[r[0]] & 0x7FFF) >= 2 else 0) for r in rows
+                ]
+            # Duplicate names (rare: a versioned pair) keep the first, as the old reader's last-wins scan
+            # would pick arbitrarily; the dynamic linker picks by version, which the checker ignores.
+            table: dict[str, int] = {}
+            for name, value in zip(names, packed):
+                if name:
+                    table.setdefault(name, value)
+            tables.append(SymbolTable(table))
+        self._tables = (tables[0], tables[1])
+        return self._tables
+
+    def symbols(self) -> Iterator[Symbol]:
+        """Every dynamic symbol but the null entry at index 0, in table order."""
+        sym, strtab = self._dynsym()
+        keys = self._keys()
+        versym = self._versym()
+        strings = self._strings(strtab)
+        size = strtab.size
+        for i, (st_name, st_info, st_other, st_shndx) in enumerate(keys, 1):
+            if st_name >= size:
+                raise self._fail(f"symbol name offset {st_name} is past .dynstr (size {size})")
+            if isinstance(strings, str):
+                name = strings[st_name : strings.find("\0", st_name)]
+            else:
+                name = _decode(strings[st_name : strings.find(b"\0", st_name)])
+            yield Symbol(
+                name=name,
+                bind=st_info >> 4,
+                type=st_info & 0xF,
+                visibility=st_other & 0x3,
+                defined=st_shndx != SHN_UNDEF,
+                versioned=versym is not None and (versym[i] & 0x7FFF) >= 2,
+            )
+
+    def exports(self) -> SymbolTable:
+        """Defined symbols that another object can bind to, by name."""
+        return self._build_tables()[0]
+
+    def imports(self) -> SymbolTable:
+        """Undefined symbols this object asks the dynamic linker for, by name."""
+        return self._build_tables()[1]
+
+    def export_names(self) -> set[str]:
+        return set(self._build_tables()[0])
+
+    def import_names(self) -> set[str]:
+        return set(self._build_tables()[1])
+
+    # -- lookups through .gnu.hash -------------------------------------------------
+
+    def find_export(self, name: str) -> Symbol | None:
+        """Look one name up through ``.gnu.hash``; fall back to a full scan without one."""
+        if self._tables is None:
+            table = self._gnu_hash_table()
+            if table is not None:
+                return self._gnu_lookup(table, name)
+        exports = self._build_tables()[0]
+        return exports[name] if name in exports else None
+
+    def _gnu_hash_table(self) -> _GnuHash | None:
+        if self._gnu is not False:
+            return self._gnu  # type: ignore[return-value]
+        sec = self._first(SHT_GNU_HASH)
+        result = None
+        if sec is not None and self._dynsym_index is not None and sec.link == self._dynsym_index:
+            sym, _ = self._dynsym()
+            self._check_range(sec.offset, sec.size, ".gnu.hash")
+            if sec.size < 16:
+                raise self._fail(".gnu.hash is shorter than its header")
+            nbuckets, symoffset, bloom_size, bloom_shift = struct.unpack_from(
+                self._lay.endian + "IIII", self._map(), sec.offset
+            )
+            bloom_off = sec.offset + 16
+            buckets_off = bloom_off + bloom_size * self._lay.bloom_word.size
+            chain_off = buckets_off + nbuckets * 4
+            end = sec.offset + sec.size
+            if nbuckets == 0 or bloom_size == 0 or chain_off > end:
+                raise self._fail(".gnu.hash header does not fit its section")
+            if symoffset > sym.size // sym.entsize:
+                raise self._fail(f".gnu.hash starts at symbol {symoffset}, past .dynsym")
+            result = _GnuHash(nbuckets, symoffset, bloom_size, bloom_shift, bloom_off, buckets_off, chain_off, end)
+        self._gnu = result
+        return result
+
+    def _gnu_lookup(self, t: _GnuHash, name: str) -> Symbol | None:
+        sym, strtab = self._dynsym()
+        count = sym.size // sym.entsize
+        mm = self._map()
+        h = _hashed(name)[1]
+        lay = self._lay
+        wsize = lay.bloom_word.size
+        bits = wsize * 8
+        word = lay.bloom_word.unpack_from(mm, t.bloom_off + ((h // bits) % t.bloom_size) * wsize)[0]
+        mask = (1 << (h % bits)) | (1 << ((h >> t.bloom_shift) % bits))
+        if word & mask != mask:
+            return None
+        index = lay.word.unpack_from(mm, t.buckets_off + (h % t.nbuckets) * 4)[0]
+        if index == 0:
+            return None
+        if index < t.symoffset:
+            raise self._fail(f".gnu.hash bucket points below its first symbol ({index})")
+        while True:
+            at = t.chain_off + (index - t.symoffset) * 4
+            if index >= count or at + 4 > t.end:
+                raise self._fail(".gnu.hash chain runs past .dynsym")
+            h2 = lay.word.unpack_from(mm, at)[0]
+            if (h | 1) == (h2 | 1):
+                found = self._symbol_at(sym, strtab, index)
+                if found.name == name and found.is_export:
+                    return found
+            if h2 & 1:
+                return None
+            index += 1
+
+    def _symbol_at(self, sym: _Section, strtab: _Section, index: int) -> Symbol:
+        st_name, st_info, st_other, st_shndx = self._lay.sym_key.unpack_from(
+            self._map(), sym.offset + index * sym.entsize
+        )
+        versym = self._versym()
+        return Symbol(
+            name=self._name_at(strtab, st_name),
+            bind=st_info >> 4,
+            type=st_info & 0xF,
+            visibility=st_other & 0x3,
+            defined=st_shndx != SHN_UNDEF,
+            versioned=versym is not None and (versym[index] & 0x7FFF) >= 2,
+        )
+
+    # -- .dynamic and notes -----------------------------------------------------------
+
+    def _dynamic_strings(self, tag: int) -> list[str]:
+        sec = self._first(SHT_DYNAMIC)
+        if sec is None or sec.size == 0:
+            return []
+        strtab = self._section(sec.link, ".dynamic")
+        if strtab.type != SHT_STRTAB:
+            raise self._fail(f".dynamic links to section {sec.link}, which is not a string table")
+        self._check_range(strtab.offset, strtab.size, ".dynamic's string table")
+        entsize = self._lay.dyn.size
+        count = min(sec.size // entsize, _MAX_DYNAMIC_ENTRIES)
+        data = self._bytes(sec.offset, count * entsize, ".dynamic")
+        out = []
+        for d_tag, d_val in self._lay.dyn.iter_unpack(data):
+            if d_tag == DT_NULL:
+                break
+            if d_tag == tag:
+                out.append(self._name_at(strtab, d_val))
+        return out
+
+    @property
+    def needed(self) -> list[str]:
+        return self._dynamic_strings(DT_NEEDED)
+
+    @property
+    def soname(self) -> str | None:
+        names = self._dynamic_strings(DT_SONAME)
+        return names[0] if names else None
+
+    @property
+    def build_id(self) -> str | None:
+        endian = self._lay.endian
+        for sec in self._sections:
+            if sec.type != SHT_NOTE or sec.size > _MAX_NOTE_SECTION:
+                continue
+            data = self._bytes(sec.offset, sec.size, "note section")
+            pos = 0
+            while pos + 12 <= len(data):
+                namesz, descsz, ntype = struct.unpack_from(endian + "III", data, pos)
+                name_end = pos + 12 + ((namesz + 3) & ~3)
+                desc_end = name_end + ((descsz + 3) & ~3)
+                if desc_end > len(data):
+                    break
+                if ntype == NT_GNU_BUILD_ID and data[pos + 12 : pos + 12 + namesz].rstrip(b"\0") == b"GNU":
+                    return data[name_end : name_end + descsz].hex()
+                pos = desc_end
+        return None

@@ -1,0 +1,181 @@
+"""Turn command-line inputs (files, folders, wheels) into ELF files on disk.
+
+Wheels are never unpacked whole: only members that start with the ELF magic are
+copied, each to a private temp file named by its index (never by the member's
+name), under a size cap, so a hostile wheel cannot write outside the workspace or
+fill the disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Iterator
+
+from aoti_shim.checks.elf import ELF_MAGIC
+from aoti_shim.errors import InputError
+
+# A member that inflates past this is treated as a decompression bomb.
+DEFAULT_MEMBER_LIMIT = 4 << 30
+# No folder walk goes deeper than this (symlink loops are not followed anyway).
+MAX_WALK_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One ELF file to read: where it is on disk, and how to name it to people."""
+
+    path: str
+    display: str
+
+
+class Workspace:
+    """A private temp folder for wheel members, removed on exit whatever happens."""
+
+    def __init__(self) -> None:
+        self._dir: str | None = None
+        self._count = 0
+
+    def new_file(self) -> tuple[int, str]:
+        if self._dir is None:
+            self._dir = tempfile.mkdtemp(prefix="aoti-shim-")
+        self._count += 1
+        path = os.path.join(self._dir, f"member-{self._count}.so")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        return fd, path
+
+    def close(self) -> None:
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _starts_with_elf_magic(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == ELF_MAGIC
+    except OSError:
+        return False
+
+
+def _is_zip(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"PK\x03\x04"
+    except OSError:
+        return False
+
+
+def _walk(root: str, depth: int = 0) -> Iterator[str]:
+    """Regular files below root; symlinks to folders are not followed (no loops)."""
+    if depth > MAX_WALK_DEPTH:
+        raise InputError(f"{root}: folder nesting deeper than {MAX_WALK_DEPTH}")
+    try:
+        entries = sorted(os.scandir(root), key=lambda e: e.name)
+    except OSError as e:
+        raise InputError(f"{root}: cannot list folder: {e.strerror or e}") from None
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                yield from _walk(entry.path, depth + 1)
+            elif entry.is_file(follow_symlinks=True):
+                yield entry.path
+        except OSError:
+            continue
+
+
+def _safe_member_name(name: str) -> bool:
+    p = PurePosixPath(name.replace("\\", "/"))
+    return not p.is_absolute() and ".." not in p.parts and not (len(name) > 1 and name[1] == ":")
+
+
+def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Iterator[Artifact]:
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise InputError(f"{wheel}: not a readable wheel (zip): {e}") from None
+    with zf:
+        for info in zf.infolist():
+            if info.is_dir():
+                continue
+            display = f"{wheel}!{info.filename}"
+            if not _safe_member_name(info.filename):
+                raise InputError(f"{display}: unsafe member name in wheel")
+            try:
+                with zf.open(info) as src:
+                    if src.read(4) != ELF_MAGIC:
+                        continue
+                    if info.file_size > member_limit:
+                        raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
+                    fd, path = workspace.new_file()
+                    written = 4
+                    with os.fdopen(fd, "wb") as dst:
+                        dst.write(ELF_MAGIC)
+                        while chunk := src.read(1 << 20):
+                            written += len(chunk)
+                            if written > member_limit or written > info.file_size:
+                                raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
+                            dst.write(chunk)
+            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+                raise InputError(f"{display}: cannot extract: {e}") from None
+            yield Artifact(path=path, display=display)
+
+
+def collect(
+    inputs: tuple[str, ...] | list[str],
+    workspace: Workspace,
+    *,
+    member_limit: int = DEFAULT_MEMBER_LIMIT,
+) -> list[Artifact]:
+    """Every ELF file named by ``inputs``. A named file that is not ELF is an error."""
+    seen: set[str] = set()
+    out: list[Artifact] = []
+
+    def add(art: Artifact, key: str) -> None:
+        if key not in seen:
+            seen.add(key)
+            out.append(art)
+
+    for raw in inputs:
+        try:
+            st = os.stat(raw)
+        except OSError as e:
+            raise InputError(f"{raw}: cannot read: {e.strerror or e}") from None
+        if stat.S_ISDIR(st.st_mode):
+            for path in _walk(raw):
+                if _starts_with_elf_magic(path):
+                    add(Artifact(path=path, display=path), os.path.realpath(path))
+        elif not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{raw}: not a regular file or folder")
+        elif not os.access(raw, os.R_OK):
+            raise InputError(f"{raw}: cannot read: permission denied")
+        elif raw.endswith(".whl") or _is_zip(raw):
+            for art in _wheel_members(raw, workspace, member_limit):
+                add(art, art.display)
+        elif _starts_with_elf_magic(raw):
+            add(Artifact(path=raw, display=raw), os.path.realpath(raw))
+        else:
+            raise InputError(f"{raw}: not an ELF file, folder or wheel")
+    return out
+
+
+def display_name(path: str) -> str:
+    """A short stable name for reports: relative to the current folder when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+

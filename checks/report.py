@@ -1,0 +1,73 @@
+"""Findings and the report every output format is rendered from."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, EXIT_WARNINGS, UsageError
+
+BLOCKING = "blocking"
+WARNING = "warning"
+FAIL_ON_CHOICES = ("blocking", "any", "never")
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    severity: str
+    artifact: str
+    symbol: str
+    message: str
+    related: str | None = None
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable across builds: no addresses, only what the finding is about."""
+        key = "\0".join((self.rule, self.artifact.rsplit("/", 1)[-1], self.symbol))
+        return hashlib.sha256(key.encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    finding: Finding
+    reason: str
+
+
+@dataclass(frozen=True)
+class CheckedArtifact:
+    display: str
+    role: str  # "shim" or "model"
+
+
+@dataclass(frozen=True)
+class Report:
+    findings: tuple[Finding, ...]
+    prefix: str | None
+    prefix_source: str  # "given", "inferred" or "none"
+    artifacts: tuple[CheckedArtifact, ...]
+    references: tuple[str, ...]
+    suppressed: tuple[Suppressed, ...] = ()
+    unused_suppressions: tuple[str, ...] = ()
+    skipped_rules: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def blocking(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == BLOCKING)
+
+    @property
+    def warnings(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.severity == WARNING)
+
+    def exit_code(self, fail_on: str = "blocking") -> int:
+        """Bits 8 (blocking) and 4 (warnings), limited to what ``fail_on`` counts."""
+        if fail_on not in FAIL_ON_CHOICES:
+            raise UsageError(f"--fail-on must be one of {', '.join(FAIL_ON_CHOICES)}, not {fail_on!r}")
+        code = EXIT_OK
+        if fail_on == "never":
+            return code
+        if self.blocking:
+            code |= EXIT_BLOCKING
+        if fail_on == "any" and self.warnings:
+            code |= EXIT_WARNINGS
+        return code

@@ -1,0 +1,196 @@
+"""The checker's rules, kept as one table of (ID, function, doc, severity).
+
+Each rule reads a :class:`Context` and yields findings. Shim libraries and model
+blobs are small, so their symbol tables are read whole; references (libtorch) are
+large and are only asked about single names, through their ``.gnu.hash``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from aoti_shim.checks.elf import STT_TLS, Symbol
+from aoti_shim.checks.references import Reference
+from aoti_shim.checks.report import BLOCKING, WARNING, Finding
+
+SHIM_NAME = re.compile(r"aoti_torch_\w+")
+# Mangled and C names of the C++ runtime (libstdc++, libsupc++, libgcc's unwinder)
+# that a library only exports when it links the runtime statically.
+RUNTIME_NAME = re.compile(
+    r"(_ZN?K?St|_ZT[VISH]N?K?St|_ZT[VIS]N10__cxxabiv1|_ZN10__cxxabiv1|_ZN9__gnu_cxx|_ZT[VIS]N9__gnu_cxx"
+    r"|_Znw|_Zna|_Zdl|_Zda|__cxa_|__gxx_|_Unwind_|__gcc_personality|_ZGTtNSt)"
+)
+
+
+@dataclass(frozen=True)
+class Library:
+    """A checked library with its whole dynamic symbol table in hand."""
+
+    display: str
+    role: str  # "shim" or "model"
+    exports: dict[str, Symbol]
+    imports: dict[str, Symbol]
+
+
+@dataclass(frozen=True)
+class Context:
+    prefix: str | None
+    shims: Sequence[Library]
+    models: Sequence[Library]
+    references: Sequence[Reference]
+
+    @property
+    def libraries(self) -> Sequence[Library]:
+        return [*self.shims, *self.models]
+
+    def is_unprefixed_shim(self, name: str) -> bool:
+        return name.startswith("aoti_torch_")
+
+    def is_prefixed_shim(self, name: str) -> bool:
+        return bool(self.prefix) and name.startswith(f"{self.prefix}aoti_torch_")
+
+
+# Symbols the static linker defines in every shared object; sharing them is harmless.
+LINKER_DEFINED = frozenset({"_init", "_fini", "_end", "_edata", "_etext", "__bss_start", "__end__", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_"})
+
+
+def _collision(ctx: Context) -> Iterator[Finding]:
+    for shim in ctx.shims:
+        for name, sym in sorted(shim.exports.items()):
+            if name in LINKER_DEFINED or RUNTIME_NAME.match(name):
+                continue  # REEXPORTED_RUNTIME reports the C++ runtime
+            owners = [ref.display for ref in ctx.references if ref.find_export(name) is not None]
+            if owners:
+                more = f" (and {len(owners) - 1} more)" if len(owners) > 1 else ""
+                yield Finding(
+                    rule="COLLISION",
+                    severity=BLOCKING,
+                    artifact=shim.display,
+                    symbol=name,
+                    message=f"{sym.bind_name} {sym.type_name} '{name}' is also exported by {owners[0]}{more}",
+                    related=owners[0],
+                )
+
+
+def _unprefixed_export(ctx: Context) -> Iterator[Finding]:
+    for shim in ctx.shims:
+        for name in sorted(shim.exports):
+            if ctx.is_unprefixed_shim(name):
+                want = f"'{ctx.prefix}{name}'" if ctx.prefix else "a prefixed name"
+                yield Finding(
+                    rule="UNPREFIXED_EXPORT",
+                    severity=BLOCKING,
+                    artifact=shim.display,
+                    symbol=name,
+                    message=f"exports '{name}' without the prefix (expected {want})",
+                )
+
+
+def _unprefixed_import(ctx: Context) -> Iterator[Finding]:
+    for model in ctx.models:
+        for name in sorted(model.imports):
+            if ctx.is_unprefixed_shim(name):
+                yield Finding(
+                    rule="UNPREFIXED_IMPORT",
+                    severity=BLOCKING,
+                    artifact=model.display,
+                    symbol=name,
+                    message=f"imports '{name}', which binds to libtorch whenever libtorch is global",
+                )
+
+
+def _unsatisfied_import(ctx: Context) -> Iterator[Finding]:
+    if not ctx.shims or not ctx.prefix:
+        return
+    provided = {name for shim in ctx.shims for name in shim.exports}
+    for model in ctx.models:
+        for name in sorted(model.imports):
+            if name.startswith(ctx.prefix) and name not in provided:
+                yield Finding(
+                    rule="UNSATISFIED_IMPORT",
+                    severity=BLOCKING,
+                    artifact=model.display,
+                    symbol=name,
+                    message=f"imports '{name}', which no shim library exports (it fails when first called)",
+                )
+
+
+def _model_defines_shim(ctx: Context) -> Iterator[Finding]:
+    for model in ctx.models:
+        for name in sorted(model.exports):
+            if ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name):
+                yield Finding(
+                    rule="MODEL_DEFINES_SHIM",
+                    severity=BLOCKING,
+                    artifact=model.display,
+                    symbol=name,
+                    message=f"defines shim '{name}' itself; shims belong in the shim library",
+                )
+
+
+def _duplicate_definer(ctx: Context) -> Iterator[Finding]:
+    definers: dict[str, list[Library]] = {}
+    for lib in ctx.libraries:
+        for name, sym in lib.exports.items():
+            if ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name) or sym.type == STT_TLS:
+                definers.setdefault(name, []).append(lib)
+    for name in sorted(definers):
+        libs = definers[name]
+        if len(libs) < 2:
+            continue
+        first = libs[0].display
+        for lib in libs[1:]:
+            yield Finding(
+                rule="DUPLICATE_DEFINER",
+                severity=BLOCKING,
+                artifact=lib.display,
+                symbol=name,
+                message=f"'{name}' is also defined by {first}; each copy has its own state",
+                related=first,
+            )
+
+
+def _reexported_runtime(ctx: Context) -> Iterator[Finding]:
+    for lib in ctx.libraries:
+        names = sorted(n for n in lib.exports if RUNTIME_NAME.match(n))
+        if names:
+            yield Finding(
+                rule="REEXPORTED_RUNTIME",
+                severity=WARNING,
+                artifact=lib.display,
+                symbol=names[0],
+                message=(
+                    f"re-exports {len(names)} C++ runtime symbol(s), e.g. '{names[0]}'; "
+                    "loaded RTLD_GLOBAL they interpose the process's C++ runtime"
+                ),
+            )
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    check: Callable[[Context], Iterator[Finding]]
+    doc: str
+    severity: str
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("COLLISION", _collision, "A shim library exports a symbol that a reference library (libtorch) also exports.", BLOCKING),
+    Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
+    Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model imports an aoti_torch_* name without the prefix.", BLOCKING),
+    Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A model imports a prefixed name that no shim library exports.", BLOCKING),
+    Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
+    Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library.", BLOCKING),
+    Rule("REEXPORTED_RUNTIME", _reexported_runtime, "A library re-exports statically linked C++ runtime symbols.", WARNING),
+)
+
+RULES_BY_ID = {rule.id: rule for rule in RULES}
+
+
+def evaluate(ctx: Context) -> list[Finding]:
+    findings: list[Finding] = []
+    for rule in RULES:
+        findings.extend(rule.check(ctx))
+    return findings

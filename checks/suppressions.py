@@ -1,0 +1,91 @@
+"""A TOML file of justified exceptions: rule, symbol glob, artifact glob, reason."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from dataclasses import dataclass
+from typing import Iterable
+
+from aoti_shim.checks.report import Finding, Suppressed
+from aoti_shim.errors import UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+
+@dataclass(frozen=True)
+class Suppression:
+    rule: str
+    symbol: str
+    artifact: str
+    reason: str
+
+    def matches(self, finding: Finding) -> bool:
+        return (
+            self.rule in (finding.rule, "*")
+            and fnmatch.fnmatchcase(finding.symbol, self.symbol)
+            and (fnmatch.fnmatchcase(finding.artifact, self.artifact) or fnmatch.fnmatchcase(finding.artifact.rsplit("/", 1)[-1], self.artifact))
+        )
+
+    def describe(self) -> str:
+        return f"{self.rule} {self.symbol} in {self.artifact} ({self.reason})"
+
+
+def parse(entries: Iterable[object], source: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
+    known = set(known_rules) | {"*"}
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"{source}: suppression {i + 1}"
+        if not isinstance(entry, dict):
+            raise UsageError(f"{where}: must be a table")
+        unknown = set(entry) - {"rule", "symbol", "artifact", "reason"}
+        if unknown:
+            raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        rule = entry.get("rule")
+        reason = entry.get("reason")
+        if not isinstance(rule, str) or rule not in known:
+            raise UsageError(f"{where}: 'rule' must be one of {', '.join(sorted(known))}")
+        if not isinstance(reason, str) or not reason.strip():
+            raise UsageError(f"{where}: a non-empty 'reason' is required")
+        symbol = entry.get("symbol", "*")
+        artifact = entry.get("artifact", "*")
+        if not isinstance(symbol, str) or not isinstance(artifact, str):
+            raise UsageError(f"{where}: 'symbol' and 'artifact' must be strings (globs)")
+        out.append(Suppression(rule=rule, symbol=symbol, artifact=artifact, reason=reason.strip()))
+    return tuple(out)
+
+
+def load(path: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
+    """Read ``[[suppress]]`` tables from a TOML file."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read suppressions: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{path}: invalid TOML: {e}") from None
+    entries = data.get("suppress", [])
+    if not isinstance(entries, list):
+        raise UsageError(f"{path}: 'suppress' must be an array of tables ([[suppress]])")
+    return parse(entries, path, known_rules)
+
+
+def apply(
+    findings: Iterable[Finding], suppressions: tuple[Suppression, ...]
+) -> tuple[list[Finding], list[Suppressed], list[Suppression]]:
+    kept: list[Finding] = []
+    suppressed: list[Suppressed] = []
+    used: set[int] = set()
+    for finding in findings:
+        for i, sup in enumerate(suppressions):
+            if sup.matches(finding):
+                used.add(i)
+                suppressed.append(Suppressed(finding=finding, reason=sup.reason))
+                break
+        else:
+            kept.append(finding)
+    unused = [sup for i, sup in enumerate(suppressions) if i not in used]
+    return kept, suppressed, unused

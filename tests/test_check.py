@@ -1,0 +1,262 @@
+"""The checker on real ELF files built from fixtures/checker/, and on the installed libtorch."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from aoti_shim.checks import CheckSettings, render, run_check
+from aoti_shim.checks.elf import STB_GNU_UNIQUE, STT_TLS, ElfImage
+from aoti_shim.cli import main
+from aoti_shim.errors import AotiShimError
+
+CLI = [sys.executable, "-m", "aoti_shim"]
+
+
+def findings(report) -> set[tuple[str, str, str]]:
+    return {(f.rule, Path(f.artifact.split("!")[-1]).name, f.symbol) for f in report.findings}
+
+
+def test_clean_shim_and_good_model_pass_against_libtorch(checker_libs):
+    report = run_check(
+        CheckSettings(shims=(str(checker_libs["clean_shim"]),), models=(str(checker_libs["good_model"]),), against=("torch",))
+    )
+    assert report.prefix == "myrt_" and report.prefix_source == "inferred"
+    assert report.findings == ()
+    assert report.exit_code() == 0
+    assert any(r.endswith("libtorch_cpu.so") for r in report.references)
+
+
+def test_unprefixed_shim_collides_with_libtorch(checker_libs):
+    report = run_check(CheckSettings(shims=(str(checker_libs["unprefixed_shim"]),), against=("torch",), prefix="myrt_"))
+    assert findings(report) == {
+        ("COLLISION", "libunprefixed_shim.so", "aoti_torch_empty_strided"),
+        ("COLLISION", "libunprefixed_shim.so", "aoti_torch_get_data_ptr"),
+        ("UNPREFIXED_EXPORT", "libunprefixed_shim.so", "aoti_torch_empty_strided"),
+        ("UNPREFIXED_EXPORT", "libunprefixed_shim.so", "aoti_torch_get_data_ptr"),
+    }
+    collision = next(f for f in report.findings if f.rule == "COLLISION")
+    assert collision.related.endswith("libtorch_cpu.so")
+    assert report.exit_code() == 8
+
+
+def test_half_prefixed_shim_is_a_partial_rename(checker_libs):
+    report = run_check(CheckSettings(shims=(str(checker_libs["half_prefixed_shim"]),)))
+    assert report.prefix == "myrt_"
+    assert findings(report) == {("UNPREFIXED_EXPORT", "libhalf_prefixed_shim.so", "aoti_torch_delete_tensor_object")}
+    assert ("COLLISION", "no --against reference given") in report.skipped_rules
+
+
+def test_model_rules(checker_libs):
+    report = run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]),), models=(str(checker_libs["model"]),)))
+    assert findings(report) == {
+        ("UNPREFIXED_IMPORT", "libmodel.so", "aoti_torch_get_data_ptr"),
+        ("UNSATISFIED_IMPORT", "libmodel.so", "myrt_aoti_torch_cpu_missing_op"),
+        ("MODEL_DEFINES_SHIM", "libmodel.so", "myrt_aoti_torch_grad_mode_is_enabled"),
+    }
+
+
+def test_duplicate_definer_of_shim_and_thread_local(checker_libs):
+    with ElfImage(checker_libs["clean_shim"]) as image:
+        assert image.exports()["myrt_caller_stream_registry"].type == STT_TLS
+    report = run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]), str(checker_libs["second_registry"]))))
+    assert findings(report) == {
+        ("DUPLICATE_DEFINER", "libsecond_registry.so", "myrt_caller_stream_registry"),
+        ("DUPLICATE_DEFINER", "libsecond_registry.so", "myrt_aoti_torch_empty_strided"),
+    }
+
+
+def test_gnu_unique_export_counts_as_a_collision(checker_libs, tmp_path):
+    lib = checker_libs["unique_export"]
+    with ElfImage(lib) as image:
+        unique = [n for n, s in image.exports().items() if s.bind == STB_GNU_UNIQUE]
+    assert unique == ["_ZZ12myrt_countervE5count"]
+    reference = tmp_path / "libother.so"
+    shutil.copy(lib, reference)
+    report = run_check(CheckSettings(shims=(str(lib),), against=(str(reference),)))
+    assert ("COLLISION", "libunique_export.so", "_ZZ12myrt_countervE5count") in findings(report)
+
+
+def test_reexported_runtime_is_a_warning(checker_libs):
+    report = run_check(CheckSettings(shims=(str(checker_libs["runtime_reexport"]),)))
+    assert {f.rule for f in report.findings} == {"REEXPORTED_RUNTIME"}
+    (warning,) = report.findings
+    assert warning.severity == "warning"
+    assert report.exit_code("blocking") == 0
+    assert report.exit_code("any") == 4
+    assert report.exit_code("never") == 0
+
+
+def test_wheel_members_are_checked_without_unpacking(checker_libs):
+    report = run_check(CheckSettings(shims=(str(checker_libs["wheel"]),), models=(str(checker_libs["wheel"]),)))
+    names = {a.display.split("!")[-1] for a in report.artifacts}
+    assert names == {"fixture_pkg/lib/libclean_shim.so", "fixture_pkg/models/model.so"}
+    # Both members are read in both roles: the shim and the model are each other's duplicate definers.
+    assert all(f.rule == "DUPLICATE_DEFINER" or f.rule == "MODEL_DEFINES_SHIM" for f in report.findings)
+
+
+def test_folder_input_finds_elf_by_magic(checker_libs, tmp_path):
+    folder = tmp_path / "tree" / "deep"
+    folder.mkdir(parents=True)
+    shutil.copy(checker_libs["clean_shim"], folder / "not_named_like_a_library.bin")
+    (folder / "README.so").write_text("not ELF")
+    os.symlink(tmp_path / "tree", folder / "loop")
+    report = run_check(CheckSettings(shims=(str(tmp_path / "tree"),)))
+    assert [Path(a.display).name for a in report.artifacts] == ["not_named_like_a_library.bin"]
+
+
+def test_suppressions_apply_and_unused_ones_are_reported(checker_libs, tmp_path):
+    sup = tmp_path / "sup.toml"
+    sup.write_text(
+        '[[suppress]]\nrule = "UNPREFIXED_EXPORT"\nsymbol = "aoti_torch_delete_*"\nartifact = "libhalf_*"\n'
+        'reason = "kept for an old loader"\n\n'
+        '[[suppress]]\nrule = "COLLISION"\nsymbol = "nothing_*"\nreason = "never matches"\n'
+    )
+    report = run_check(CheckSettings(shims=(str(checker_libs["half_prefixed_shim"]),), suppressions=str(sup)))
+    assert report.findings == ()
+    assert [s.reason for s in report.suppressed] == ["kept for an old loader"]
+    assert len(report.unused_suppressions) == 1 and "nothing_*" in report.unused_suppressions[0]
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ('[[suppress]]\nrule = "COLLISION"\nsymbol = "x"\n', "reason"),
+        ('[[suppress]]\nrule = "NOPE"\nreason = "r"\n', "rule"),
+        ("not toml [", "invalid TOML"),
+    ],
+)
+def test_bad_suppressions_are_usage_errors(checker_libs, tmp_path, content, message):
+    sup = tmp_path / "sup.toml"
+    sup.write_text(content)
+    with pytest.raises(AotiShimError) as err:
+        run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]),), suppressions=str(sup)))
+    assert err.value.exit_code == 2 and message in str(err.value)
+
+
+def test_json_report_validates_against_the_shipped_schema(checker_libs):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads(resources.files("aoti_shim.checks").joinpath("schemas/report-v1.schema.json").read_text())
+    report = run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]),), models=(str(checker_libs["model"]),)))
+    doc = json.loads(render(report, "json"))
+    jsonschema.validate(doc, schema)
+    assert doc["summary"] == {"blocking": 3, "warning": 0}
+    broken = dict(doc, findings=[dict(doc["findings"][0], severity="fatal")])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, schema)
+
+
+def test_sarif_report_is_valid_sarif_2_1_0(checker_libs):
+    sarif_pydantic = pytest.importorskip("sarif_pydantic")
+    report = run_check(CheckSettings(shims=(str(checker_libs["unprefixed_shim"]),), against=("torch",)))
+    text = render(report, "sarif")
+    sarif_pydantic.Sarif.model_validate_json(text)
+    doc = json.loads(text)
+    results = doc["runs"][0]["results"]
+    assert len(results) == len(report.findings)
+    first = results[0]
+    assert first["locations"][0]["physicalLocation"]["artifactLocation"]["uri"].endswith("libunprefixed_shim.so")
+    assert first["locations"][0]["logicalLocations"][0]["name"].startswith("aoti_torch_")
+    # Fingerprints hold no addresses: a rebuilt library at another path gives the same ones.
+    again = run_check(CheckSettings(shims=(str(checker_libs["unprefixed_shim"]),), against=("torch",)))
+    assert [f.fingerprint for f in again.findings] == [f.fingerprint for f in report.findings]
+
+
+def test_github_and_junit_formats(checker_libs, tmp_path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    report = run_check(CheckSettings(shims=(str(checker_libs["half_prefixed_shim"]),)))
+    out = render(report, "github")
+    assert out.startswith("::error file=") and "title=UNPREFIXED_EXPORT" in out
+    assert "| blocking | UNPREFIXED_EXPORT |" in summary.read_text()
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(render(report, "junit"))
+    suite = root.find("testsuite")
+    assert suite.get("failures") == "1" and suite.get("tests") == "7"
+
+
+def test_libtorch_cpu_exports_329_global_unversioned_shims():
+    from aoti_shim.checks.references import torch_lib_dir
+
+    with ElfImage(torch_lib_dir() / "libtorch_cpu.so") as image:
+        shims = {n: s for n, s in image.exports().items() if n.startswith("aoti_torch_")}
+        assert len(shims) == 329
+        assert {s.bind_name for s in shims.values()} == {"GLOBAL"}
+        assert {s.type_name for s in shims.values()} == {"FUNC"}
+        assert not any(s.versioned for s in shims.values())
+        assert not any(n.startswith("aoti_torch_") for n in image.imports())
+        assert all(image.find_export(n) is not None for n in list(shims)[:50])
+        assert image.find_export("aoti_torch_no_such_shim") is None
+
+
+# -- the command line -------------------------------------------------------------------
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
+
+
+def test_cli_exit_codes(checker_libs, tmp_path):
+    clean = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
+    assert clean.returncode == 0, clean.stderr
+    assert "prefix: myrt_ (inferred from the shims)" in clean.stdout
+    bad = run_cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--against", "torch", "--prefix", "myrt_")
+    assert bad.returncode == 8
+    assert "aoti_torch_empty_strided" in bad.stdout and "FAILED: 4 blocking" in bad.stdout
+    warn = run_cli("check", "--shim", str(checker_libs["runtime_reexport"]), "--fail-on", "any")
+    assert warn.returncode == 4
+    out = tmp_path / "report.json"
+    wrote = run_cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "json", "-o", str(out))
+    assert wrote.returncode == 8 and wrote.stdout == ""
+    assert json.loads(out.read_text())["findings"][0]["rule"] == "UNPREFIXED_EXPORT"
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (("check",), 2, "nothing to check"),
+        (("check", "--shim", "/nonexistent/lib.so"), 1, "cannot read"),
+        (("check", "--shim", "/etc/hostname"), 1, "not an ELF file"),
+        (("check", "--shim", "LIB", "--prefix", "9bad"), 2, "not a C identifier prefix"),
+        (("check", "--shim", "LIB", "--format", "xml"), 2, "invalid choice"),
+        (("check", "--bogus"), 2, "unrecognized arguments"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_a_distinct_exit(checker_libs, args, code, message):
+    args = tuple(str(checker_libs["clean_shim"]) if a == "LIB" else a for a in args)
+    result = run_cli(*args)
+    assert result.returncode == code
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_in_process_matches_api(checker_libs, capsys):
+    code = main(["check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 8 and doc["summary"]["blocking"] == 1
+
+
+def test_wheel_that_is_not_a_zip(tmp_path):
+    fake = tmp_path / "broken-1.0-py3-none-any.whl"
+    fake.write_bytes(b"PK\x03\x04 this is not really a zip")
+    result = run_cli("check", "--shim", str(fake))
+    assert result.returncode == 1 and "not a readable wheel" in result.stderr
+
+
+def test_wheel_member_with_parent_path_is_rejected(checker_libs, tmp_path):
+    evil = tmp_path / "evil-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(evil, "w") as zf:
+        zf.write(checker_libs["clean_shim"], "../../escape.so")
+    result = run_cli("check", "--shim", str(evil))
+    assert result.returncode == 1 and "unsafe member name" in result.stderr
+    assert not (tmp_path.parent / "escape.so").exists()
