@@ -46,15 +46,20 @@ _EXPORT_VISIBILITIES = frozenset((STV_DEFAULT, STV_PROTECTED))
 # Every st_info byte whose binding can be bound to from outside (any type).
 _EXPORT_INFOS = frozenset(b << 4 | t for b in _EXPORT_BINDS for t in range(16))
 _IMPORT_INFOS = frozenset(i for i in range(256) if i >> 4 != STB_LOCAL)
+# The same, as the low ten bits of st_info | st_other << 8 (visibility in the top two).
+_EXPORT_WORDS = frozenset(i | v << 8 for i in _EXPORT_INFOS for v in _EXPORT_VISIBILITIES)
+_IMPORT_WORDS = _IMPORT_INFOS
 
 # Caps that keep a hostile header from costing unbounded time or memory.
 _MAX_SECTIONS = 1 << 16
 _MAX_DYNAMIC_ENTRIES = 1 << 16
 _MAX_NOTE_SECTION = 1 << 20
 
-# Packed symbol facts: st_info in bits 0-7, st_other in 8-15, defined 16, versioned 17.
+# Packed symbol facts: st_info in bits 0-7, visibility in 8-9, defined 16, versioned 17,
+# and from bit 18 the .dynsym index (0 when unknown) to read .gnu.version lazily.
 _DEFINED_BIT = 1 << 16
 _VERSIONED_BIT = 1 << 17
+_INDEX_SHIFT = 18
 
 
 @dataclass(frozen=True)
@@ -116,13 +121,18 @@ class SymbolTable(Mapping[str, Symbol]):
     only when a value is read, so a 75k-entry table stays cheap.
     """
 
-    __slots__ = ("_packed",)
+    __slots__ = ("_packed", "_versym")
 
-    def __init__(self, packed: dict[str, int]) -> None:
+    def __init__(self, packed: dict[str, int], versym: array[int] | None = None) -> None:
         self._packed = packed
+        self._versym = versym
 
     def __getitem__(self, name: str) -> Symbol:
-        return unpack_symbol(name, self._packed[name])
+        packed = self._packed[name]
+        index = packed >> _INDEX_SHIFT
+        if index and self._versym is not None and (self._versym[index] & 0x7FFF) >= 2:
+            packed |= _VERSIONED_BIT
+        return unpack_symbol(name, packed)
 
     def __contains__(self, name: object) -> bool:
         return name in self._packed
@@ -132,9 +142,6 @@ class SymbolTable(Mapping[str, Symbol]):
 
     def __len__(self) -> int:
         return len(self._packed)
-
-    def packed(self) -> Mapping[str, int]:
-        return self._packed
 
     def __repr__(self) -> str:
         return f"SymbolTable({len(self._packed)} symbols)"
@@ -429,47 +436,49 @@ class ElfImage:
             raise self._fail(".dynstr does not end in a NUL byte")
         return raw.decode("ascii") if raw.isascii() else raw
 
+    def _columns(self) -> tuple[array[int], array[int]]:
+        """``st_name`` of every entry but the null one, and a word per entry whose low
+        byte is ``st_info``, next byte ``st_other`` and top half non-zero when defined."""
+        sym, _ = self._dynsym()
+        words = array("I", self._bytes(sym.offset, sym.size, ".dynsym"))
+        per = sym.entsize // 4
+        info_at = 1 if self._lay.sym_key.size == 24 else 3
+        names = words[per::per]
+        infos = words[per + info_at :: per]
+        if self.big_endian != (sys.byteorder == "big"):
+            names.byteswap()
+        if sys.byteorder == "big":
+            # st_info, st_other, st_shndx are bytes 0..3 of the word in either file
+            # order (shndx only matters as zero or not), so read them little-endian.
+            infos.byteswap()
+        return names, infos
+
     def _build_tables(self) -> tuple[SymbolTable, SymbolTable]:
         if self._tables is not None:
             return self._tables
-        sym, strtab = self._dynsym()
-        keys = self._keys()
-        exp_infos, imp_infos, vis_ok = _EXPORT_INFOS, _IMPORT_INFOS, _EXPORT_VISIBILITIES
-        # Filter on the raw ints first: most of a big library's entries are never named.
-        export_rows = [
-            (i, k[0], k[1], k[2])
-            for i, k in enumerate(keys, 1)
-            if k[3] and k[1] in exp_infos and k[2] & 3 in vis_ok
-        ]
-        import_rows = [(i, k[0], k[1], k[2]) for i, k in enumerate(keys, 1) if not k[3] and k[1] in imp_infos]
-        del keys
-        limit = strtab.size
-        for rows in (export_rows, import_rows):
-            if rows and max(r[1] for r in rows) >= limit:
-                raise self._fail(f"a symbol name offset is past .dynstr (size {limit})")
+        _, strtab = self._dynsym()
+        names, infos = self._columns()
+        exp_ok, imp_ok = _EXPORT_WORDS, _IMPORT_WORDS
+        # Filter on the raw ints first; names are cut only for the survivors.
+        export_idx = [i for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
+        import_idx = [i for i, w in enumerate(infos) if w <= 0xFFFF and w & 0xFF in imp_ok]
         strings = self._strings(strtab)
-        versym = self._versym()
         tables = []
-        for rows, defined in ((export_rows, _DEFINED_BIT), (import_rows, 0)):
+        for idx, defined in ((export_idx, _DEFINED_BIT), (import_idx, 0)):
+            offsets = [names[i] for i in idx]
+            if offsets and max(offsets) >= strtab.size:
+                raise self._fail(f"a symbol name offset is past .dynstr (size {strtab.size})")
             if isinstance(strings, str):
                 find = strings.find
-                names = [strings[r[1] : find("\0", r[1])] for r in rows]
+                cut = [strings[o : find("\0", o)] for o in offsets]
             else:
                 findb = strings.find
-                names = [_decode(strings[r[1] : findb(b"\0", r[1])]) for r in rows]
-            if versym is None:
-                packed = [r[2] | r[3] << 8 | defined for r in rows]
-            else:
-                packed = [
-                    r[2] | r[3] << 8 | defined | (_VERSIONED_BIT if (versym[r[0]] & 0x7FFF) >= 2 else 0) for r in rows
-                ]
-            # Duplicate names (rare: a versioned pair) keep the first, as the old reader's last-wins scan
-            # would pick arbitrarily; the dynamic linker picks by version, which the checker ignores.
-            table: dict[str, int] = {}
-            for name, value in zip(names, packed):
-                if name:
-                    table.setdefault(name, value)
-            tables.append(SymbolTable(table))
+                cut = [_decode(strings[o : findb(b"\0", o)]) for o in offsets]
+            # The symbol index rides along so .gnu.version is read only for symbols asked about.
+            packed = [(infos[i] & 0x3FF) | defined | (i + 1) << _INDEX_SHIFT for i in idx]
+            table = dict(zip(reversed(cut), reversed(packed)))  # the first of duplicate names wins
+            table.pop("", None)
+            tables.append(SymbolTable(table, self._versym()))
         self._tables = (tables[0], tables[1])
         return self._tables
 
