@@ -1,33 +1,494 @@
 # AotiShim: apply one private symbol prefix to AOTInductor shim code and blobs.
+#
+# Found three ways: find_package(AotiShim CONFIG) (scikit-build-core's cmake.root
+# entry point, or -DAotiShim_DIR=$(python -m aoti_shim --cmake-dir)), and
+# include(AotiShim) through the cmake.module entry point.
+#
+#   aoti_shim_prefix(<target> [PREFIX <p>] [FORCE_INCLUDE])
+#   aoti_shim_link_whole(<target> <static-lib>)
+#   aoti_shim_add_model(<name> PACKAGE <dir|file.pt2> [MODEL <m>] [PREFIX <p>])
+#   aoti_shim_check(<target> [AGAINST torch|<paths>...] [MODELS <targets>...] [PREFIX <p>])
 include_guard(GLOBAL)
 
+if(CMAKE_VERSION VERSION_LESS 3.19)
+  # string(JSON) reads the package's flag files.
+  message(FATAL_ERROR "AotiShim needs CMake 3.19 or newer (this is ${CMAKE_VERSION})")
+endif()
+
 set(AOTI_SHIM_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+set(AOTI_SHIM_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/include")
+set(AOTI_SHIM_RENAME_HEADER "${AOTI_SHIM_INCLUDE_DIR}/aoti_shim_rename.h")
+if(NOT EXISTS "${AOTI_SHIM_RENAME_HEADER}")
+  message(FATAL_ERROR "AotiShim: ${AOTI_SHIM_RENAME_HEADER} is missing: reinstall aoti-shim")
+endif()
 
+# The single source of truth for the prefix; scikit-build-core's plugin sets it.
 set(AOTI_SHIM_SYMBOL_PREFIX "" CACHE STRING "Private prefix for aoti_torch_* shim symbols (e.g. myrt_)")
+set(AOTI_SHIM_EXECUTABLE "" CACHE STRING
+  "Command that runs the aoti-shim CLI (a ;-list is allowed); empty: <python> -m aoti_shim")
+set(AOTI_SHIM_PYTHON "" CACHE FILEPATH "Python interpreter with aoti_shim (and torch, for models) installed")
+set(AOTI_SHIM_TORCH_INCLUDE_DIR "" CACHE PATH "torch's include folder (default: asked of AOTI_SHIM_PYTHON)")
 
-# aoti_shim_prefix(<target> [PREFIX <p>])
-# Adds AOTI_SHIM_SYMBOL_PREFIX=<p> as a PUBLIC usage requirement, so every consumer
-# of the shim headers is compiled with the same names as the shims themselves.
-function(aoti_shim_prefix target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PREFIX" "")
-  if(ARG_UNPARSED_ARGUMENTS)
-    message(FATAL_ERROR "aoti_shim_prefix: unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
+if(DEFINED SKBUILD_PROJECT_NAME AND NOT AotiShim_FIND_QUIETLY)
+  # Under scikit-build-core the interpreter is the build environment's.
+  message(STATUS "AotiShim: ${AOTI_SHIM_CMAKE_DIR} (scikit-build-core build of ${SKBUILD_PROJECT_NAME})")
+endif()
+
+# --- internal helpers --------------------------------------------------------
+
+# Resolve the prefix for <fn> (the calling function's name): explicit PREFIX or the cache.
+function(_aoti_shim_resolve_prefix fn target given given_missing out)
+  if(given_missing)
+    message(FATAL_ERROR "${fn}: empty PREFIX for '${target}': a prefix must be a non-empty C identifier prefix")
   endif()
+  if("${given}" STREQUAL "")
+    set(given "${AOTI_SHIM_SYMBOL_PREFIX}")
+  endif()
+  if("${given}" STREQUAL "")
+    message(FATAL_ERROR "${fn}: no prefix for '${target}': pass PREFIX <p> or set -DAOTI_SHIM_SYMBOL_PREFIX=<p>")
+  endif()
+  if(NOT "${given}" MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "${fn}: prefix '${given}' for '${target}' is not a C identifier prefix ([A-Za-z_][A-Za-z0-9_]*)")
+  endif()
+  # Say once per configure (and per distinct prefix) which names will be built.
+  get_property(seen GLOBAL PROPERTY _AOTI_SHIM_ANNOUNCED)
+  if(NOT "${given}" IN_LIST seen)
+    set_property(GLOBAL APPEND PROPERTY _AOTI_SHIM_ANNOUNCED "${given}")
+    message(STATUS "AotiShim: symbol prefix '${given}' (aoti_torch_X -> ${given}aoti_torch_X)")
+  endif()
+  set(${out} "${given}" PARENT_SCOPE)
+endfunction()
+
+function(_aoti_shim_require_target fn target)
   if(NOT TARGET "${target}")
-    message(FATAL_ERROR "aoti_shim_prefix: '${target}' is not a target")
+    message(FATAL_ERROR "${fn}: '${target}' is not a target")
   endif()
-  if(NOT DEFINED ARG_PREFIX)
-    set(ARG_PREFIX "${AOTI_SHIM_SYMBOL_PREFIX}")
+  get_target_property(aliased "${target}" ALIASED_TARGET)
+  get_target_property(imported "${target}" IMPORTED)
+  if(aliased OR imported)
+    message(FATAL_ERROR "${fn}: '${target}' is an alias or imported target; pass the real target built here")
   endif()
-  if(NOT ARG_PREFIX MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
-    message(FATAL_ERROR "aoti_shim_prefix: prefix '${ARG_PREFIX}' for '${target}' must be a non-empty C identifier prefix")
+endfunction()
+
+function(_aoti_shim_no_extra_args fn)
+  if(ARG_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "${fn}: unknown arguments: ${ARG_UNPARSED_ARGUMENTS}")
   endif()
+endfunction()
+
+# The Python interpreter that has aoti_shim (and, for models, torch).
+function(_aoti_shim_python out)
+  if(AOTI_SHIM_PYTHON)
+    set(py "${AOTI_SHIM_PYTHON}")
+  elseif(Python_EXECUTABLE)
+    set(py "${Python_EXECUTABLE}")          # scikit-build-core and FindPython set this
+  elseif(Python3_EXECUTABLE)
+    set(py "${Python3_EXECUTABLE}")
+  else()
+    # An installed package lives in <env>/lib/pythonX.Y/site-packages/aoti_shim/cmake.
+    get_filename_component(env "${AOTI_SHIM_CMAKE_DIR}/../../../../.." ABSOLUTE)
+    find_program(py NAMES python3 python HINTS "${env}/bin" NO_DEFAULT_PATH NO_CACHE)
+    if(NOT py)
+      find_program(py NAMES python3 python NO_CACHE)
+    endif()
+  endif()
+  if(NOT py)
+    message(FATAL_ERROR "AotiShim: no Python interpreter found: set -DAOTI_SHIM_PYTHON=<python>")
+  endif()
+  set(${out} "${py}" PARENT_SCOPE)
+endfunction()
+
+# The command that runs the aoti-shim CLI, verified once per configure.
+function(_aoti_shim_cli fn out)
+  get_property(cli GLOBAL PROPERTY _AOTI_SHIM_CLI)
+  if(NOT cli)
+    if(AOTI_SHIM_EXECUTABLE)
+      set(cli "${AOTI_SHIM_EXECUTABLE}")
+    else()
+      _aoti_shim_python(py)
+      set(cli "${py}" -m aoti_shim)
+    endif()
+    execute_process(COMMAND ${cli} --version RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0)
+      string(REPLACE ";" " " shown "${cli}")
+      string(STRIP "${err}" err)
+      message(FATAL_ERROR "${fn}: cannot run the checker ('${shown} --version' failed: ${err}): "
+                          "set -DAOTI_SHIM_EXECUTABLE=<aoti-shim> or -DAOTI_SHIM_PYTHON=<python>")
+    endif()
+    set_property(GLOBAL PROPERTY _AOTI_SHIM_CLI "${cli}")
+  endif()
+  set(${out} "${cli}" PARENT_SCOPE)
+endfunction()
+
+# torch's include folder (the blob's wrapper includes torch's runtime headers).
+function(_aoti_shim_torch_include fn out)
+  if(NOT AOTI_SHIM_TORCH_INCLUDE_DIR)
+    _aoti_shim_python(py)
+    execute_process(
+      COMMAND "${py}" -c "import importlib.util as u, os; s = u.find_spec('torch'); \
+print(os.path.join(list(s.submodule_search_locations)[0], 'include') if s else '')"
+      RESULT_VARIABLE rc OUTPUT_VARIABLE dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    if(NOT rc EQUAL 0 OR dir STREQUAL "")
+      message(FATAL_ERROR "${fn}: torch's headers not found with ${py}: "
+                          "set -DAOTI_SHIM_TORCH_INCLUDE_DIR=<site-packages>/torch/include")
+    endif()
+    set(AOTI_SHIM_TORCH_INCLUDE_DIR "${dir}" CACHE PATH "torch's include folder (default: asked of AOTI_SHIM_PYTHON)" FORCE)
+  endif()
+  if(NOT EXISTS "${AOTI_SHIM_TORCH_INCLUDE_DIR}/torch/csrc/inductor/aoti_torch/c/shim.h")
+    message(FATAL_ERROR "${fn}: ${AOTI_SHIM_TORCH_INCLUDE_DIR} holds no torch/csrc/inductor/aoti_torch/c/shim.h")
+  endif()
+  set(${out} "${AOTI_SHIM_TORCH_INCLUDE_DIR}" PARENT_SCOPE)
+endfunction()
+
+# --- aoti_shim_prefix ----------------------------------------------------------
+
+# aoti_shim_prefix(<target> [PREFIX <p>] [FORCE_INCLUDE])
+# Adds AOTI_SHIM_SYMBOL_PREFIX=<p> and the rename header's folder as a PUBLIC usage
+# requirement (INTERFACE for interface libraries): every consumer of the shim headers
+# is compiled with the same names as the shims. PRIVATE would reproduce upstream's
+# bug: consumers call the unprefixed names. FORCE_INCLUDE also force-includes the
+# rename header, for sources that include torch's shim headers directly.
+function(aoti_shim_prefix target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "FORCE_INCLUDE" "PREFIX" "")
+  _aoti_shim_no_extra_args(aoti_shim_prefix)
+  _aoti_shim_require_target(aoti_shim_prefix "${target}")
+  set(missing FALSE)
+  if("PREFIX" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
+    set(missing TRUE)
+  endif()
+  _aoti_shim_resolve_prefix(aoti_shim_prefix "${target}" "${ARG_PREFIX}" ${missing} prefix)
   get_target_property(type "${target}" TYPE)
   if(type STREQUAL "INTERFACE_LIBRARY")
     set(scope INTERFACE)
   else()
     set(scope PUBLIC)
   endif()
-  target_compile_definitions("${target}" ${scope} "AOTI_SHIM_SYMBOL_PREFIX=${ARG_PREFIX}")
-  target_include_directories("${target}" ${scope} "$<BUILD_INTERFACE:${AOTI_SHIM_CMAKE_DIR}/include>")
+  get_target_property(previous "${target}" AOTI_SHIM_SYMBOL_PREFIX)
+  if(previous AND NOT previous STREQUAL prefix)
+    message(FATAL_ERROR "aoti_shim_prefix: '${target}' already has prefix '${previous}', not '${prefix}'")
+  endif()
+  set_target_properties("${target}" PROPERTIES AOTI_SHIM_SYMBOL_PREFIX "${prefix}")
+  target_compile_definitions("${target}" ${scope} "AOTI_SHIM_SYMBOL_PREFIX=${prefix}")
+  target_include_directories("${target}" ${scope} "$<BUILD_INTERFACE:${AOTI_SHIM_INCLUDE_DIR}>")
+  if(ARG_FORCE_INCLUDE)
+    target_compile_options("${target}" ${scope}
+      "$<$<COMPILE_LANGUAGE:C,CXX,CUDA>:SHELL:-include \"${AOTI_SHIM_RENAME_HEADER}\">")
+  endif()
+endfunction()
+
+# --- aoti_shim_link_whole --------------------------------------------------------
+
+# aoti_shim_link_whole(<target> <static-lib>)
+# Links every object of <static-lib> into <target>, PRIVATE: shims that only a
+# dlopen'd blob references survive --gc-sections, and a thread-local registry in
+# the archive gets exactly one definer.
+function(aoti_shim_link_whole target)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "" "")
+  _aoti_shim_require_target(aoti_shim_link_whole "${target}")
+  list(LENGTH ARG_UNPARSED_ARGUMENTS count)
+  if(NOT count EQUAL 1)
+    message(FATAL_ERROR "aoti_shim_link_whole: expected (<target> <static-lib>), got (${target} ${ARG_UNPARSED_ARGUMENTS})")
+  endif()
+  set(lib "${ARG_UNPARSED_ARGUMENTS}")
+  if(TARGET "${lib}")
+    get_target_property(lib_type "${lib}" TYPE)
+    if(NOT lib_type STREQUAL "STATIC_LIBRARY")
+      message(FATAL_ERROR "aoti_shim_link_whole: '${lib}' is a ${lib_type}, not a static library")
+    endif()
+  elseif(NOT lib MATCHES "\\.a$" OR NOT EXISTS "${lib}")
+    message(FATAL_ERROR "aoti_shim_link_whole: '${lib}' is neither a static library target nor an existing .a file")
+  endif()
+  get_target_property(type "${target}" TYPE)
+  if(NOT type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY|EXECUTABLE)$")
+    message(FATAL_ERROR "aoti_shim_link_whole: '${target}' is a ${type}; whole-archive linking needs a linked target")
+  endif()
+  if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.24)
+    target_link_libraries("${target}" PRIVATE "$<LINK_LIBRARY:WHOLE_ARCHIVE,${lib}>")
+  elseif(TARGET "${lib}")
+    # Older CMake: the archive between the GNU ld switches, its usage requirements after.
+    target_link_libraries("${target}" PRIVATE
+      "-Wl,--whole-archive" "$<TARGET_FILE:${lib}>" "-Wl,--no-whole-archive" "${lib}")
+  else()
+    target_link_libraries("${target}" PRIVATE "-Wl,--whole-archive" "${lib}" "-Wl,--no-whole-archive")
+  endif()
+endfunction()
+
+# --- aoti_shim_add_model ----------------------------------------------------------
+
+# Turn kernel binaries into an object the blob links: the wrapper refers to
+# __<kernel>_start/_end, as torch's own embedding names them. Each kernel uses its
+# cubin/fatbin when the package has one, else its PTX through nvcc (as torch's
+# generated CMakeLists.txt does).
+function(_aoti_shim_embed_kernels fn name dir compute out)
+  file(GLOB binaries LIST_DIRECTORIES FALSE "${dir}/*.cubin" "${dir}/*.fatbin" "${dir}/*.hsaco" "${dir}/*.spv")
+  file(GLOB ptx_files LIST_DIRECTORIES FALSE "${dir}/*.ptx")
+  set(kernels "")
+  set(files "")
+  foreach(blob IN LISTS binaries)
+    get_filename_component(file "${blob}" NAME)
+    string(REGEX REPLACE "\\..*$" "" kernel "${file}")
+    if(NOT kernel IN_LIST kernels)
+      list(APPEND kernels "${kernel}")
+      list(APPEND files "${blob}")
+    endif()
+  endforeach()
+  foreach(ptx IN LISTS ptx_files)
+    get_filename_component(file "${ptx}" NAME)
+    string(REGEX REPLACE "\\..*$" "" kernel "${file}")
+    if(kernel IN_LIST kernels)
+      continue()
+    endif()
+    find_program(AOTI_SHIM_NVCC NAMES nvcc HINTS "${CUDAToolkit_BIN_DIR}" ENV CUDA_HOME PATH_SUFFIXES bin)
+    if(NOT AOTI_SHIM_NVCC OR NOT compute)
+      message(FATAL_ERROR "${fn}: '${file}' is PTX, which needs nvcc and the package's compute capability: "
+                          "set -DAOTI_SHIM_NVCC=<nvcc> or package cubins")
+    endif()
+    set(fatbin "${CMAKE_CURRENT_BINARY_DIR}/${name}_kernels/${kernel}.fatbin")
+    add_custom_command(OUTPUT "${fatbin}"
+      COMMAND "${AOTI_SHIM_NVCC}" --fatbin "${ptx}" -o "${fatbin}"
+              -gencode "arch=compute_${compute},code=compute_${compute}"
+              -gencode "arch=compute_${compute},code=sm_${compute}"
+      DEPENDS "${ptx}" VERBATIM)
+    list(APPEND kernels "${kernel}")
+    list(APPEND files "${fatbin}")
+  endforeach()
+  if(NOT kernels)
+    set(${out} "" PARENT_SCOPE)
+    return()
+  endif()
+  set(asm "/* Generated by aoti_shim_add_model: kernel binaries of ${name}. */\n")
+  foreach(kernel blob IN ZIP_LISTS kernels files)
+    string(APPEND asm
+      "__asm__(\".section .rodata\\n.balign 16\\n.globl __${kernel}_start\\n.hidden __${kernel}_start\\n\"\n"
+      "        \".globl __${kernel}_end\\n.hidden __${kernel}_end\\n__${kernel}_start:\\n\"\n"
+      "        \".incbin \\\"${blob}\\\"\\n__${kernel}_end:\\n.byte 0\\n.previous\\n\");\n")
+  endforeach()
+  set(source "${CMAKE_CURRENT_BINARY_DIR}/${name}_kernels.cpp")
+  file(CONFIGURE OUTPUT "${source}" CONTENT "${asm}" @ONLY)
+  set_source_files_properties("${source}" PROPERTIES OBJECT_DEPENDS "${files}")
+  set(${out} "${source}" PARENT_SCOPE)
+endfunction()
+
+# aoti_shim_add_model(<name> PACKAGE <dir|file.pt2> [MODEL <m>] [PREFIX <p>])
+# Builds the C++ sources of an AOTInductor package made with
+# aot_inductor.package_cpp_only=True into the shared library <name> (the blob),
+# with the rename header force-included: the blob imports only prefixed shims.
+# The package's own CMakeLists.txt (TorchStandalone, CMake >= 3.27) is not used.
+function(aoti_shim_add_model name)
+  set(fn aoti_shim_add_model)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PACKAGE;MODEL;PREFIX" "")
+  _aoti_shim_no_extra_args(${fn})
+  if(TARGET "${name}")
+    message(FATAL_ERROR "${fn}: target '${name}' already exists")
+  endif()
+  if(NOT name MATCHES "^[A-Za-z0-9_.+-]+$")
+    message(FATAL_ERROR "${fn}: '${name}' is not a valid target name")
+  endif()
+  if(NOT ARG_PACKAGE)
+    message(FATAL_ERROR "${fn}: PACKAGE <dir> is required for '${name}'")
+  endif()
+  get_filename_component(package "${ARG_PACKAGE}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(NOT EXISTS "${package}")
+    message(FATAL_ERROR "${fn}: package '${package}' for '${name}' does not exist")
+  endif()
+  if(NOT IS_DIRECTORY "${package}")
+    # A .pt2 archive: unpack it once per change into the build tree.
+    set(unpacked "${CMAKE_CURRENT_BINARY_DIR}/${name}_package")
+    file(REMOVE_RECURSE "${unpacked}")
+    file(ARCHIVE_EXTRACT INPUT "${package}" DESTINATION "${unpacked}")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${package}")
+    set(package "${unpacked}")
+  endif()
+
+  # Find the model folder: the one holding <hash>.wrapper.cpp.
+  file(GLOB_RECURSE wrappers LIST_DIRECTORIES FALSE "${package}/*.wrapper.cpp")
+  set(model_dirs "")
+  foreach(wrapper IN LISTS wrappers)
+    get_filename_component(dir "${wrapper}" DIRECTORY)
+    list(APPEND model_dirs "${dir}")
+  endforeach()
+  list(REMOVE_DUPLICATES model_dirs)
+  if(ARG_MODEL)
+    set(chosen "")
+    foreach(dir IN LISTS model_dirs)
+      get_filename_component(leaf "${dir}" NAME)
+      if(leaf STREQUAL ARG_MODEL)
+        set(chosen "${dir}")
+      endif()
+    endforeach()
+    set(model_dirs "${chosen}")
+  endif()
+  list(LENGTH model_dirs count)
+  if(count EQUAL 0)
+    message(FATAL_ERROR "${fn}: no *.wrapper.cpp${ARG_MODEL} under '${package}': "
+                        "was it made with aot_inductor.package_cpp_only=True?")
+  elseif(count GREATER 1)
+    message(FATAL_ERROR "${fn}: '${package}' holds ${count} models; choose one with MODEL <name>")
+  endif()
+  set(dir "${model_dirs}")
+
+  file(GLOB sources LIST_DIRECTORIES FALSE "${dir}/*.cpp")
+  file(GLOB objects LIST_DIRECTORIES FALSE "${dir}/*.o")
+  file(GLOB compile_json LIST_DIRECTORIES FALSE "${dir}/*_compile_flags.json")
+  file(GLOB linker_json LIST_DIRECTORIES FALSE "${dir}/*_linker_flags.json")
+  file(GLOB metadata_json LIST_DIRECTORIES FALSE "${dir}/*_metadata.json")
+
+  set(missing FALSE)
+  if("PREFIX" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
+    set(missing TRUE)
+  endif()
+  _aoti_shim_resolve_prefix(${fn} "${name}" "${ARG_PREFIX}" ${missing} prefix)
+  _aoti_shim_torch_include(${fn} torch_include)
+
+  set(device "cpu")
+  set(compute "")
+  if(metadata_json)
+    list(GET metadata_json 0 metadata_json)
+    file(READ "${metadata_json}" meta)
+    string(JSON device ERROR_VARIABLE err GET "${meta}" AOTI_DEVICE_KEY)
+    string(JSON compute ERROR_VARIABLE err GET "${meta}" AOTI_COMPUTE_CAPABILITY)
+  endif()
+
+  add_library("${name}" SHARED ${sources} ${objects})
+  _aoti_shim_embed_kernels(${fn} "${name}" "${dir}" "${compute}" kernels_source)
+  if(kernels_source)
+    target_sources("${name}" PRIVATE "${kernels_source}")
+  endif()
+  set_target_properties("${name}" PROPERTIES
+    AOTI_SHIM_SYMBOL_PREFIX "${prefix}"
+    AOTI_SHIM_MODEL_DIR "${dir}"
+    CXX_STANDARD 17
+    CXX_STANDARD_REQUIRED ON
+    CXX_EXTENSIONS OFF
+    POSITION_INDEPENDENT_CODE ON
+    # The blob's API (AOTInductorModel*) is marked default-visible; the rest stays inside.
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON)
+  target_include_directories("${name}" SYSTEM PRIVATE "${torch_include}")
+  # The weights object carries no .note.GNU-stack; the blob must not ask for an executable stack.
+  target_link_options("${name}" PRIVATE "LINKER:-z,noexecstack")
+  target_compile_definitions("${name}" PRIVATE "AOTI_SHIM_SYMBOL_PREFIX=${prefix}")
+  # Force-included: torch's shim headers, which the wrapper includes, know nothing of the prefix.
+  target_compile_options("${name}" PRIVATE "SHELL:-include \"${AOTI_SHIM_RENAME_HEADER}\"")
+
+  # Definitions, language level and OpenMP from the package's recorded flags. Host
+  # specific flags (-march=native, the generating machine's include paths) are dropped.
+  if(compile_json)
+    list(GET compile_json 0 compile_json)
+    file(READ "${compile_json}" flags)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${compile_json}")
+    string(JSON n ERROR_VARIABLE err LENGTH "${flags}" definitions)
+    if(NOT err AND n GREATER 0)
+      math(EXPR last "${n} - 1")
+      foreach(i RANGE ${last})
+        string(JSON def GET "${flags}" definitions ${i})
+        string(STRIP "${def}" def)
+        target_compile_definitions("${name}" PRIVATE "${def}")
+      endforeach()
+    endif()
+    string(JSON n ERROR_VARIABLE err LENGTH "${flags}" cflags)
+    if(NOT err AND n GREATER 0)
+      math(EXPR last "${n} - 1")
+      foreach(i RANGE ${last})
+        string(JSON flag GET "${flags}" cflags ${i})
+        if(flag MATCHES "^std=c\\+\\+([0-9]+)$")
+          set_target_properties("${name}" PROPERTIES CXX_STANDARD "${CMAKE_MATCH_1}")
+        elseif(flag STREQUAL "fopenmp")
+          target_compile_options("${name}" PRIVATE -fopenmp)
+          target_link_options("${name}" PRIVATE -fopenmp)
+        elseif(flag MATCHES "^D(.+)$")
+          target_compile_definitions("${name}" PRIVATE "${CMAKE_MATCH_1}")
+        elseif(flag MATCHES "^(O[0-3s]|f[a-z].*)$" AND NOT flag MATCHES "^f(PIC|pic)$")
+          # Keep the optimisation and floating-point semantics torch compiled with.
+          target_compile_options("${name}" PRIVATE "-${flag}")
+        endif()
+      endforeach()
+    endif()
+  endif()
+  if(linker_json)
+    list(GET linker_json 0 linker_json)
+    file(READ "${linker_json}" flags)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${linker_json}")
+    string(JSON n ERROR_VARIABLE err LENGTH "${flags}" libraries)
+    if(NOT err AND n GREATER 0)
+      math(EXPR last "${n} - 1")
+      foreach(i RANGE ${last})
+        string(JSON lib GET "${flags}" libraries ${i})
+        if(lib MATCHES "^(torch|torch_cpu|torch_cuda|c10|c10_cuda)$")
+          message(FATAL_ERROR "${fn}: '${dir}' links ${lib}: make the package with aot_inductor.link_libtorch=False")
+        endif()
+        target_link_libraries("${name}" PRIVATE "${lib}")
+      endforeach()
+    endif()
+  endif()
+  if(device STREQUAL "cuda")
+    # The host provides the CUDA runtime at load time; the driver comes from libcuda.
+    target_compile_definitions("${name}" PRIVATE USE_CUDA)
+    find_package(CUDAToolkit QUIET)
+    if(NOT CUDAToolkit_FOUND)
+      message(FATAL_ERROR "${fn}: '${name}' is a CUDA model and no CUDA toolkit was found (set CUDAToolkit_ROOT)")
+    endif()
+    target_include_directories("${name}" SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+    target_link_libraries("${name}" PRIVATE CUDA::cuda_driver)
+  endif()
+endfunction()
+
+# --- aoti_shim_check ----------------------------------------------------------------
+
+# aoti_shim_check(<target> [AGAINST torch|<paths>...] [MODELS <targets>...] [PREFIX <p>])
+# After <target> (a shim library) is linked, runs `aoti-shim check` on it and on the
+# MODELS blobs (built first), printing the checker's table into the build log; a
+# blocking finding fails the build.
+function(aoti_shim_check target)
+  set(fn aoti_shim_check)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PREFIX" "AGAINST;MODELS")
+  _aoti_shim_no_extra_args(${fn})
+  _aoti_shim_require_target(${fn} "${target}")
+  get_target_property(type "${target}" TYPE)
+  if(NOT type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY)$")
+    message(FATAL_ERROR "${fn}: '${target}' is a ${type}; the checker reads shared libraries")
+  endif()
+  if("AGAINST" IN_LIST ARG_KEYWORDS_MISSING_VALUES OR "MODELS" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "${fn}: AGAINST and MODELS need at least one value")
+  endif()
+  set(args --shim "$<TARGET_FILE:${target}>")
+  foreach(model IN LISTS ARG_MODELS)
+    _aoti_shim_require_target(${fn} "${model}")
+    get_target_property(model_type "${model}" TYPE)
+    if(NOT model_type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY)$")
+      message(FATAL_ERROR "${fn}: model '${model}' is a ${model_type}, not a shared library")
+    endif()
+    get_target_property(model_links "${model}" LINK_LIBRARIES)
+    if(model_links AND "${target}" IN_LIST model_links)
+      message(FATAL_ERROR "${fn}: model '${model}' links '${target}'; a blob finds its shims at load time")
+    endif()
+    list(APPEND args --model "$<TARGET_FILE:${model}>")
+  endforeach()
+  foreach(against IN LISTS ARG_AGAINST)
+    if(NOT against STREQUAL "torch" AND NOT EXISTS "${against}")
+      message(FATAL_ERROR "${fn}: AGAINST '${against}' is neither 'torch' nor an existing path")
+    endif()
+    list(APPEND args --against "${against}")
+  endforeach()
+  if("PREFIX" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "${fn}: empty PREFIX for '${target}': a prefix must be a non-empty C identifier prefix")
+  endif()
+  if(NOT ARG_PREFIX)
+    get_target_property(ARG_PREFIX "${target}" AOTI_SHIM_SYMBOL_PREFIX)
+    if(NOT ARG_PREFIX)
+      set(ARG_PREFIX "${AOTI_SHIM_SYMBOL_PREFIX}")
+    endif()
+  endif()
+  if(ARG_PREFIX)
+    _aoti_shim_resolve_prefix(${fn} "${target}" "${ARG_PREFIX}" FALSE prefix)
+    list(APPEND args --prefix "${prefix}")
+  endif()
+  _aoti_shim_cli(${fn} cli)
+  if(ARG_MODELS)
+    add_dependencies("${target}" ${ARG_MODELS})
+  endif()
+  add_custom_command(TARGET "${target}" POST_BUILD
+    COMMAND ${cli} check ${args} --format text --fail-on blocking
+    COMMENT "aoti-shim check: ${target}"
+    VERBATIM)
 endfunction()
