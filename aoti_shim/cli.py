@@ -18,6 +18,7 @@ from aoti_shim.errors import EXIT_USAGE, AotiShimError
 # Module paths of subcommands, in --help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "aoti_shim.checks.command",
+    "aoti_shim.checks.snapshot_command",
     "aoti_shim.rename_header",
 )
 

@@ -1,0 +1,433 @@
+"""Reference snapshots: the export sets of a torch build, in a small file.
+
+A snapshot lets CI gate ``--against`` a torch build without installing torch. It is
+gzip'd JSON (written with no timestamp, so the same libraries give the same bytes)::
+
+    {"format": "aoti-shim-snapshot", "format_version": 1, "torch_version": "2.13.0+cpu",
+     "source": {...}, "created_by": "aoti-shim 0.1.0",
+     "libraries": [{"name": "libtorch_cpu.so", "soname": ..., "build_id": ..., "size": ...,
+                    "sha256": ..., "kinds": [[bind, type, visibility, versioned], ...],
+                    "names": "sorted\\nexported\\nnames", "kind_of": "one char per name"}]}
+
+``kind_of`` holds, per name, ``chr(48 + k)`` for row ``k`` of ``kinds``: most of
+libtorch's 75k exports share two or three kinds, so this compresses to almost nothing.
+Loading is lazy and bounded: a file is only inflated up to :data:`MAX_INFLATED` bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import zipfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Iterator
+
+from aoti_shim import __version__
+from aoti_shim.checks.elf import ELF_MAGIC, ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
+from aoti_shim.errors import InputError
+
+FORMAT = "aoti-shim-snapshot"
+FORMAT_VERSION = 1
+GZIP_MAGIC = b"\x1f\x8b"
+# The inflated JSON of torch 2.14.1 CUDA is about 10 MiB; anything far past that is hostile.
+MAX_INFLATED = 64 << 20
+# A wheel member larger than this is not a library we snapshot (torch's largest is 480 MiB).
+MAX_MEMBER = 4 << 30
+_KIND_BASE = 48
+_HEAD = ('{"format": "' + FORMAT + '"').encode()
+_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.M)
+
+
+def is_snapshot(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a gzip file whose JSON starts as a snapshot does."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(2) != GZIP_MAGIC:
+                return False
+            f.seek(0)
+            with gzip.GzipFile(fileobj=f) as g:
+                return g.read(len(_HEAD)) == _HEAD
+    except (OSError, EOFError, zlib.error, ValueError):
+        return False
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+class SnapshotLibrary:
+    """One library of a snapshot; answers the same questions as an ElfImage reference."""
+
+    def __init__(
+        self,
+        *,
+        display: str,
+        name: str,
+        soname: str | None,
+        build_id: str | None,
+        torch_version: str,
+        names: str,
+        kind_of: str,
+        kinds: tuple[int, ...],
+    ) -> None:
+        self.display = display
+        self.name = name
+        self.soname = soname
+        self.build_id = build_id
+        self.torch_version = torch_version
+        self._names = names
+        self._kind_of = kind_of
+        self._kinds = kinds
+        self._table: dict[str, str] | None = None
+
+    def _lookup(self) -> dict[str, str]:
+        # Built on first use: a snapshot may hold libraries no rule asks about.
+        if self._table is None:
+            names = self._names.split("\n") if self._names else []
+            if len(names) != len(self._kind_of):
+                raise InputError(f"{self.display}: snapshot has {len(names)} names but {len(self._kind_of)} kinds")
+            table = dict(zip(names, self._kind_of))
+            if len(table) != len(names):
+                raise InputError(f"{self.display}: snapshot lists a name twice")
+            bad = {c for c in set(self._kind_of) if not 0 <= ord(c) - _KIND_BASE < len(self._kinds)}
+            if bad:
+                raise InputError(f"{self.display}: snapshot refers to a kind it does not define")
+            self._table = table
+        return self._table
+
+    def find_export(self, name: str) -> Symbol | None:
+        kind = self._lookup().get(name)
+        if kind is None:
+            return None
+        return unpack_symbol(name, self._kinds[ord(kind) - _KIND_BASE])
+
+    def export_names(self) -> set[str]:
+        return set(self._lookup())
+
+    def exports(self) -> SymbolTable:
+        kinds = self._kinds
+        return SymbolTable({n: kinds[ord(k) - _KIND_BASE] for n, k in self._lookup().items()})
+
+    def close(self) -> None:
+        """Nothing to release; present so callers can close every reference alike."""
+
+    def __repr__(self) -> str:
+        return f"SnapshotLibrary({self.display!r})"
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    torch_version: str
+    source: dict[str, Any]
+    libraries: tuple[SnapshotLibrary, ...]
+
+
+def _inflate(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f, gzip.GzipFile(fileobj=f) as g:
+            data = g.read(MAX_INFLATED + 1)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read snapshot: {e.strerror or e}") from None
+    except (EOFError, zlib.error, ValueError) as e:
+        raise InputError(f"{path}: snapshot is not valid gzip: {e}") from None
+    if len(data) > MAX_INFLATED:
+        raise InputError(f"{path}: snapshot inflates past {MAX_INFLATED >> 20} MiB (a gzip bomb?)")
+    return data
+
+
+def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if not isinstance(obj, dict) or key not in obj or not isinstance(obj[key], kind):
+        raise InputError(f"{where}: snapshot field '{key}' is missing or of the wrong type")
+    return obj[key]
+
+
+def _kinds(raw: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(raw, list) or len(raw) > 1000:
+        raise InputError(f"{where}: snapshot field 'kinds' is not a short list")
+    out = []
+    for row in raw:
+        if (
+            not isinstance(row, list)
+            or len(row) != 4
+            or not all(isinstance(v, int) and not isinstance(v, bool) for v in row[:3])
+            or not isinstance(row[3], bool)
+        ):
+            raise InputError(f"{where}: snapshot kind {row!r} is not [bind, type, visibility, versioned]")
+        out.append(pack_symbol(row[0], row[1], row[2], True, row[3]))
+    return tuple(out)
+
+
+def read(path: str | os.PathLike[str]) -> Snapshot:
+    """Parse and validate a snapshot file; any defect is one InputError line."""
+    path = os.fspath(path)
+    try:
+        doc = json.loads(_inflate(path))
+    except (ValueError, RecursionError) as e:
+        raise InputError(f"{path}: snapshot is not valid JSON: {e}") from None
+    if _field(doc, "format", str, path) != FORMAT:
+        raise InputError(f"{path}: not an aoti-shim snapshot")
+    version = _field(doc, "format_version", int, path)
+    if version != FORMAT_VERSION:
+        raise InputError(f"{path}: snapshot format version {version} is not supported (want {FORMAT_VERSION})")
+    torch_version = _field(doc, "torch_version", str, path)
+    source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
+    libraries = []
+    for lib in _field(doc, "libraries", list, path):
+        name = _field(lib, "name", str, path)
+        where = f"{path}!{name}"
+        soname, build_id = lib.get("soname"), lib.get("build_id")
+        if not isinstance(soname, (str, type(None))) or not isinstance(build_id, (str, type(None))):
+            raise InputError(f"{where}: snapshot soname/build_id must be strings or null")
+        libraries.append(
+            SnapshotLibrary(
+                display=where,
+                name=name,
+                soname=soname,
+                build_id=build_id,
+                torch_version=torch_version,
+                names=_field(lib, "names", str, where),
+                kind_of=_field(lib, "kind_of", str, where),
+                kinds=_kinds(lib.get("kinds"), where),
+            )
+        )
+    return Snapshot(torch_version=torch_version, source=source, libraries=tuple(libraries))
+
+
+def load(path: str | os.PathLike[str]) -> list[SnapshotLibrary]:
+    """The reference libraries a snapshot file describes (what ``--against FILE`` uses)."""
+    return list(read(path).libraries)
+
+
+def shipped_dir() -> Path:
+    """The folder of snapshots that ship inside the package."""
+    return Path(__file__).resolve().parent / "snapshots"
+
+
+def shipped() -> list[Path]:
+    folder = shipped_dir()
+    return sorted(folder.glob("*.json.gz")) if folder.is_dir() else []
+
+
+# -- writing ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Captured:
+    name: str
+    soname: str | None
+    build_id: str | None
+    size: int
+    sha256: str
+    exports: dict[str, int]
+
+
+def _library_entry(lib: _Captured) -> dict[str, Any]:
+    rows: dict[tuple[int, int, int, bool], int] = {}
+    names = sorted(lib.exports)
+    kind_of = []
+    for name in names:
+        sym = unpack_symbol(name, lib.exports[name])
+        row = (sym.bind, sym.type, sym.visibility, sym.versioned)
+        kind_of.append(chr(_KIND_BASE + rows.setdefault(row, len(rows))))
+    return {
+        "name": lib.name,
+        "soname": lib.soname,
+        "build_id": lib.build_id,
+        "size": lib.size,
+        "sha256": lib.sha256,
+        "kinds": [list(row) for row in rows],
+        "names": "\n".join(names),
+        "kind_of": "".join(kind_of),
+    }
+
+
+def _capture_image(path: str, display: str, name: str, size: int, sha256: str) -> _Captured | None:
+    with ElfImage(path, display=display) as image:
+        if not image.has_dynsym:
+            return None
+        table = image.exports()
+        exports = {n: table[n].pack() for n in table}
+        return _Captured(name, image.soname, image.build_id, size, sha256, exports)
+
+
+def _sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _version_from_text(text: str) -> str | None:
+    match = _VERSION_RE.search(text)
+    return match.group(1) if match else None
+
+
+def _lib_dir_of(source: Path) -> Path:
+    # Accept torch's package folder as well as its lib/ folder.
+    if (source / "lib").is_dir() and (source / "version.py").is_file():
+        return source / "lib"
+    return source
+
+
+def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
+    from aoti_shim.checks.inputs import Workspace, collect
+
+    lib_dir = _lib_dir_of(source)
+    version = None
+    version_py = lib_dir.parent / "version.py"
+    if version_py.is_file():
+        try:
+            version = _version_from_text(version_py.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            version = None
+    captured = []
+    with Workspace() as ws:
+        for art in collect([str(lib_dir)], ws):
+            name = Path(os.path.relpath(art.path, lib_dir)).as_posix()
+            size = os.stat(art.path).st_size
+            lib = _capture_image(art.path, art.display, name, size, _sha256_file(art.path))
+            if lib is not None:
+                captured.append(lib)
+    return version, {"kind": "directory"}, captured
+
+
+def _safe_member(name: str) -> bool:
+    p = PurePosixPath(name.replace("\\", "/"))
+    return not p.is_absolute() and ".." not in p.parts and ":" not in name
+
+
+def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: str, display: str) -> tuple[bool, int, str]:
+    """Stream one member to ``dest`` under caps; (is ELF, size, sha256)."""
+    if info.file_size > MAX_MEMBER:
+        raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
+    digest = hashlib.sha256()
+    written = 0
+    with zf.open(info) as src:
+        head = src.read(4)
+        if head != ELF_MAGIC:
+            return False, 0, ""
+        with open(dest, "wb") as dst:
+            chunk = head
+            while chunk:
+                written += len(chunk)
+                if written > info.file_size or written > MAX_MEMBER:
+                    raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
+                digest.update(chunk)
+                dst.write(chunk)
+                chunk = src.read(1 << 20)
+    return True, written, digest.hexdigest()
+
+
+def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
+    try:
+        zf = zipfile.ZipFile(wheel)
+    except (zipfile.BadZipFile, OSError, ValueError) as e:
+        raise InputError(f"{wheel}: not a readable wheel (zip): {e}") from None
+    captured = []
+    version = None
+    tmp = tempfile.mkdtemp(prefix="aoti-shim-snapshot-")
+    try:
+        with zf:
+            for info in zf.infolist():
+                display = f"{wheel}!{info.filename}"
+                if not _safe_member(info.filename):
+                    raise InputError(f"{display}: unsafe member name in wheel")
+                try:
+                    if info.filename == "torch/version.py" and info.file_size < (1 << 20):
+                        version = _version_from_text(zf.read(info).decode("utf-8", "replace"))
+                        continue
+                    if info.is_dir() or not info.filename.startswith("torch/lib/"):
+                        continue
+                    # Members go to one fixed temp name, never to a path built from the name.
+                    dest = os.path.join(tmp, "member.so")
+                    is_elf, size, sha = _extract_member(zf, info, dest, display)
+                    if is_elf:
+                        name = info.filename[len("torch/lib/") :]
+                        lib = _capture_image(dest, display, name, size, sha)
+                        if lib is not None:
+                            captured.append(lib)
+                    if os.path.exists(dest):
+                        os.unlink(dest)
+                except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError, ValueError) as e:
+                    raise InputError(f"{display}: cannot extract: {e}") from None
+                except OSError as e:
+                    raise InputError(f"{display}: cannot extract: {e.strerror or e}") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return version, {"kind": "wheel", "name": wheel.name}, captured
+
+
+def capture(source: str | os.PathLike[str], torch_version: str | None = None) -> dict[str, Any]:
+    """The snapshot document of a torch ``lib/`` folder (or torch package folder) or wheel."""
+    path = Path(source)
+    try:
+        is_dir = path.is_dir()
+        is_file = path.is_file()
+    except OSError as e:
+        raise InputError(f"{source}: cannot read: {e.strerror or e}") from None
+    if is_dir:
+        found_version, origin, libs = _capture_dir(path)
+    elif is_file and zipfile.is_zipfile(path):
+        found_version, origin, libs = _capture_wheel(path)
+    elif is_file:
+        raise InputError(f"{source}: not a folder or a wheel (zip)")
+    else:
+        raise InputError(f"{source}: no such folder or wheel")
+    version = torch_version or found_version
+    if not version:
+        raise InputError(f"{source}: cannot tell the torch version (no torch/version.py); pass --torch-version")
+    if not libs:
+        raise InputError(f"{source}: no ELF library with a dynamic symbol table found")
+    libs.sort(key=lambda lib: lib.name)
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "torch_version": version,
+        "source": origin,
+        "created_by": f"aoti-shim {__version__}",
+        "libraries": [_library_entry(lib) for lib in libs],
+    }
+
+
+def encode(doc: dict[str, Any]) -> bytes:
+    """Deterministic bytes: fixed key order, no gzip timestamp or file name."""
+    text = json.dumps(doc, ensure_ascii=True, separators=(", ", ": "))
+    if not text.startswith(_HEAD.decode()):
+        raise ValueError("snapshot documents must start with the format key")
+    return gzip.compress(text.encode("ascii"), compresslevel=9, mtime=0)
+
+
+def write(doc: dict[str, Any], out: str | os.PathLike[str]) -> None:
+    """Write atomically: a failed run leaves no half-written snapshot behind."""
+    out = os.fspath(out)
+    folder = os.path.dirname(os.path.abspath(out))
+    data = encode(doc)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".snapshot-", dir=folder)
+    except OSError as e:
+        raise InputError(f"{out}: cannot write: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except OSError as e:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise InputError(f"{out}: cannot write: {e.strerror or e}") from None
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def summary(doc: dict[str, Any]) -> Iterator[tuple[str, int]]:
+    for lib in doc["libraries"]:
+        yield lib["name"], len(lib["kind_of"])

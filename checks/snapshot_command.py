@@ -1,0 +1,36 @@
+"""``aoti-shim snapshot``: write a torch build's export sets to a small reference file."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "snapshot",
+        help="write the export sets of a torch build to a snapshot file for --against",
+        description=(
+            "Read every ELF library of a torch lib/ folder (or torch package folder) or of a torch wheel "
+            "(streamed, never installed) and write their exported symbols, with the torch version and "
+            "build IDs, to a small gzip'd JSON file that 'aoti-shim check --against FILE' accepts."
+        ),
+    )
+    p.add_argument("source", metavar="TORCH_LIB_DIR|WHEEL", help="torch's lib/ folder, its package folder, or a torch wheel")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the snapshot file to write (.json.gz)")
+    p.add_argument("--torch-version", help="the torch version to record (default: read from torch/version.py)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aoti_shim.checks import snapshot
+
+    doc = snapshot.capture(args.source, torch_version=args.torch_version)
+    snapshot.write(doc, args.output)
+    libs = list(snapshot.summary(doc))
+    total = sum(count for _, count in libs)
+    print(
+        f"wrote {args.output}: torch {doc['torch_version']}, {len(libs)} libraries, {total} exported symbols",
+        file=sys.stderr,
+    )
+    return 0
