@@ -1,0 +1,190 @@
+"""``aoti_shim.build``: scikit-build-core's PEP 517 backend with the prefix and the check built in.
+
+A downstream project opts in with::
+
+    [build-system]
+    requires = ["scikit-build-core>=1.1,<2", "aoti-shim"]
+    build-backend = "aoti_shim.build"
+
+Every hook of ``scikit_build_core.build`` is offered. Each one passes on the
+config-settings with our ``-C aoti-shim.*`` keys taken out and the prefix put in as
+``cmake.define.AOTI_SHIM_SYMBOL_PREFIX``. ``build_wheel`` and ``build_editable`` then
+check the built wheel and delete it on a blocking finding, so pip installs nothing.
+An expected failure ends as one red line and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from scikit_build_core import build as _skbuild
+
+from aoti_shim.plugin import console
+from aoti_shim.plugin.config_settings import Prepared, for_skbuild, prepare
+from aoti_shim.plugin.prefix import CMAKE_VAR, EffectivePrefix, effective_prefix
+from aoti_shim.errors import AotiShimError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+__all__ = [
+    "build_editable",
+    "build_sdist",
+    "build_wheel",
+    "get_requires_for_build_editable",
+    "get_requires_for_build_sdist",
+    "get_requires_for_build_wheel",
+]
+
+@contextlib.contextmanager
+def _pep517_boundary() -> Iterator[None]:
+    """The one place besides the CLI where an AotiShimError becomes an exit status."""
+    try:
+        yield
+    except AotiShimError as e:
+        console.error(str(e))
+        raise SystemExit(e.exit_code) from None
+
+
+def _pyproject() -> dict[str, Any]:
+    # PEP 517 runs every hook in the project's source tree.
+    try:
+        with open("pyproject.toml", "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as e:
+        raise AotiShimError(f"pyproject.toml: invalid TOML: {e}") from None
+
+
+def _passed_on(config_settings: dict[str, Any] | None) -> dict[str, Any]:
+    with _pep517_boundary():
+        return for_skbuild(_pyproject(), config_settings)
+
+
+def _resolve_prefix(prepared: Prepared, state: Literal["wheel", "editable"]) -> tuple[EffectivePrefix, str]:
+    """Ask scikit-build-core's own settings reader what CMake will get; also the editable mode."""
+    from scikit_build_core.settings.skbuild_read_settings import SettingsReader
+
+    reader = SettingsReader.from_file("pyproject.toml", prepared.skbuild_settings, state=state)
+    settings = reader.settings
+    effective = effective_prefix(
+        prepared.requested,
+        define_value=settings.cmake.define.get(CMAKE_VAR),
+        cmake_args=list(settings.cmake.args),
+        environ=os.environ,
+        raw_source=prepared.raw_define_source,
+    )
+    return effective, settings.editable.mode
+
+
+def _cmake_calls_check(source_dir: Path) -> bool:
+    for n, path in enumerate(source_dir.rglob("CMakeLists.txt")):
+        if n > 500:
+            break
+        try:
+            if "aoti_shim_check(" in path.read_text(encoding="utf-8", errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _note_inplace() -> None:
+    console.info(
+        "editable.mode = inplace: the editable wheel carries no binaries, so this backend checks nothing; "
+        "the libraries built in the source tree are covered by aoti_shim_check() in CMake"
+    )
+    if not _cmake_calls_check(Path.cwd()):
+        console.warn(
+            "no CMakeLists.txt here calls aoti_shim_check(): nothing checks this inplace build; "
+            "add aoti_shim_check(<target>) or use editable.mode = redirect"
+        )
+
+
+def _build(
+    state: Literal["wheel", "editable"],
+    wheel_directory: str,
+    config_settings: dict[str, Any] | None,
+    metadata_directory: str | None,
+) -> str:
+    with _pep517_boundary():
+        prepared = prepare(_pyproject(), config_settings)
+        effective, editable_mode = _resolve_prefix(prepared, state)
+        console.info(f"prefix: {effective.choice.value or '-'} (from {effective.choice.source})")
+        for warning in effective.warnings:
+            console.warn(warning)
+    hook = _skbuild.build_editable if state == "editable" else _skbuild.build_wheel
+    # scikit-build-core reports its own failures (CMake errors) and exits.
+    name = hook(wheel_directory, prepared.skbuild_settings, metadata_directory)
+    with _pep517_boundary():
+        if state == "editable" and editable_mode == "inplace":
+            _note_inplace()
+            return name
+        from aoti_shim.plugin.gate import check_wheel
+
+        wheel = Path(wheel_directory) / name
+        try:
+            check_wheel(wheel, effective.choice, prepared.gate, Path.cwd())
+        except BaseException:
+            # Whatever went wrong, an unchecked wheel must not reach the installer.
+            wheel.unlink(missing_ok=True)
+            raise
+    return name
+
+
+def build_wheel(
+    wheel_directory: str,
+    config_settings: dict[str, Any] | None = None,
+    metadata_directory: str | None = None,
+) -> str:
+    return _build("wheel", wheel_directory, config_settings, metadata_directory)
+
+
+def build_editable(
+    wheel_directory: str,
+    config_settings: dict[str, Any] | None = None,
+    metadata_directory: str | None = None,
+) -> str:
+    return _build("editable", wheel_directory, config_settings, metadata_directory)
+
+
+def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None = None) -> str:
+    return _skbuild.build_sdist(sdist_directory, _passed_on(config_settings))
+
+
+def get_requires_for_build_sdist(config_settings: dict[str, Any] | None = None) -> list[str]:
+    return _skbuild.get_requires_for_build_sdist(_passed_on(config_settings))
+
+
+def get_requires_for_build_wheel(config_settings: dict[str, Any] | None = None) -> list[str]:
+    return _skbuild.get_requires_for_build_wheel(_passed_on(config_settings))
+
+
+def get_requires_for_build_editable(config_settings: dict[str, Any] | None = None) -> list[str]:
+    return _skbuild.get_requires_for_build_editable(_passed_on(config_settings))
+
+
+# scikit-build-core offers the metadata hooks only when its metadata cannot depend on a
+# failed build; offer exactly what it offers.
+if hasattr(_skbuild, "prepare_metadata_for_build_wheel"):
+
+    def prepare_metadata_for_build_wheel(metadata_directory: str, config_settings: dict[str, Any] | None = None) -> str:
+        return _skbuild.prepare_metadata_for_build_wheel(metadata_directory, _passed_on(config_settings))
+
+    __all__ += ["prepare_metadata_for_build_wheel"]
+
+if hasattr(_skbuild, "prepare_metadata_for_build_editable"):
+
+    def prepare_metadata_for_build_editable(
+        metadata_directory: str, config_settings: dict[str, Any] | None = None
+    ) -> str:
+        return _skbuild.prepare_metadata_for_build_editable(metadata_directory, _passed_on(config_settings))
+
+    __all__ += ["prepare_metadata_for_build_editable"]

@@ -1,0 +1,159 @@
+"""Check a freshly built wheel's ELF members; a blocking finding rejects the build.
+
+Each ELF member gets a role: a *shim* exports ``aoti_torch_*``-style names (prefixed or
+not); a *model* (any consumer of the shim ABI: a blob, a backend, an extension) imports
+them without exporting any. ``[tool.aoti-shim] shims/models`` globs over member paths
+replace that classification. Members are extracted into a private folder and handed
+to the checker by their member path, so findings and suppressions name
+``pkg/libfoo.so`` rather than a temp file.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from aoti_shim.plugin import console
+from aoti_shim.plugin.prefix import PrefixChoice
+from aoti_shim.plugin.settings import TABLE, GateSettings
+from aoti_shim.plugin.target_env import find_torch
+from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
+
+SHIM_ABI_MARK = "aoti_torch_"
+ELF_MAGIC = b"\x7fELF"
+
+
+class BuildRejected(AotiShimError):
+    """The wheel failed the check; it has been (or must be) deleted."""
+
+    exit_code = EXIT_BLOCKING
+
+
+@dataclass(frozen=True)
+class Roles:
+    shims: tuple[str, ...]
+    models: tuple[str, ...]
+    unchecked: tuple[str, ...]
+
+
+def extract_elf_members(wheel: Path, dest: Path) -> list[str]:
+    """Copy the ELF members of ``wheel`` under ``dest`` by member path; return those paths."""
+    members: list[str] = []
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            for info in zf.infolist():
+                name = info.filename
+                parts = PurePosixPath(name).parts
+                if info.is_dir() or name.startswith("/") or ".." in parts:
+                    continue
+                with zf.open(info) as src:
+                    if src.read(4) != ELF_MAGIC:
+                        continue
+                    target = dest.joinpath(*parts)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with open(target, "wb") as out:
+                        out.write(ELF_MAGIC)
+                        shutil.copyfileobj(src, out, 1 << 20)
+                members.append(name)
+    except (zipfile.BadZipFile, OSError) as e:
+        raise InputError(f"{wheel.name}: cannot read the built wheel: {e}") from None
+    return members
+
+
+def _by_globs(members: list[str], globs: tuple[str, ...], key: str) -> list[str]:
+    picked = [m for m in members if any(fnmatch.fnmatchcase(m, g) for g in globs)]
+    for g in globs:
+        if not any(fnmatch.fnmatchcase(m, g) for m in members):
+            raise UsageError(f"{TABLE} {key}: {g!r} matches no ELF member of the wheel (members: {', '.join(members) or 'none'})")
+    return picked
+
+
+def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
+    if gate.shims or gate.models:
+        shims = _by_globs(members, gate.shims, "shims") if gate.shims else []
+        models = [m for m in (_by_globs(members, gate.models, "models") if gate.models else []) if m not in shims]
+        rest = [m for m in members if m not in shims and m not in models]
+        return Roles(tuple(shims), tuple(models), tuple(rest))
+    from aoti_shim.checks.elf import ElfImage
+
+    shims, models, rest = [], [], []
+    for member in members:
+        with ElfImage(root / member, display=member) as image:
+            if not image.has_dynsym:
+                rest.append(member)
+                continue
+            if any(SHIM_ABI_MARK in name for name in image.exports()):
+                shims.append(member)
+            elif any(SHIM_ABI_MARK in name for name in image.imports()):
+                models.append(member)
+            else:
+                rest.append(member)
+    return Roles(tuple(shims), tuple(models), tuple(rest))
+
+
+def _references(gate: GateSettings, project_dir: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The checker's ``against`` list and torch search paths; relative paths are the project's."""
+    against: list[str] = []
+    search: list[str] = []
+    for item in gate.against:
+        if item == "torch":
+            where = find_torch()
+            console.info(f"against: torch at {where.lib} (found in {where.how})")
+            against.append("torch")
+            search.append(str(where.site))
+            continue
+        path = Path(item) if os.path.isabs(item) else project_dir / item
+        if not path.exists():
+            raise UsageError(f"{gate.against_source}: reference {item!r} does not exist ({path})")
+        console.info(f"against: {path}")
+        against.append(str(path))
+    return tuple(against), tuple(search)
+
+
+def check_wheel(wheel: Path, prefix: PrefixChoice, gate: GateSettings, project_dir: Path) -> None:
+    """Print the check of ``wheel``; raise BuildRejected when it must not be installed."""
+    from aoti_shim.checks import CheckSettings, render, run_check
+
+    with tempfile.TemporaryDirectory(prefix="aoti-shim-gate-") as tmp:
+        root = Path(tmp)
+        members = extract_elf_members(wheel, root)
+        roles = classify(members, root, gate)
+        console.info(f"checking {wheel.name}")
+        console.info(f"  shims: {', '.join(roles.shims) or '-'}")
+        console.info(f"  models and other shim-ABI consumers: {', '.join(roles.models) or '-'}")
+        if roles.unchecked:
+            console.info(f"  not checked (no {SHIM_ABI_MARK}* names): {', '.join(roles.unchecked)}")
+        if not roles.shims and not roles.models:
+            console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
+            return
+        against, torch_sites = _references(gate, project_dir)
+        suppressions = None
+        if gate.suppressions:
+            path = Path(gate.suppressions)
+            suppressions = str(path if path.is_absolute() else project_dir / path)
+        settings = CheckSettings(
+            shims=roles.shims,
+            models=roles.models,
+            against=against,
+            prefix=prefix.value,
+            suppressions=suppressions,
+            inline_suppressions=gate.inline_suppressions,
+            torch_search_paths=torch_sites,
+        )
+        # Relative member paths make the report name members, not temp files.
+        here = os.getcwd()
+        os.chdir(root)
+        try:
+            report = run_check(settings)
+        finally:
+            os.chdir(here)
+        console.block(render(report, "text", color=console.use_color()))
+        code = report.exit_code(gate.fail_on)
+    if code:
+        what = f"{len(report.blocking)} blocking finding(s)" if report.blocking else f"{len(report.warnings)} warning(s) with fail-on = {gate.fail_on}"
+        raise BuildRejected(f"{what} in {wheel.name}: the wheel was deleted; nothing is installed", exit_code=code)

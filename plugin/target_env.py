@@ -1,0 +1,123 @@
+"""Find the torch that the built wheel will live next to, from inside a build.
+
+pip runs an isolated build in the interpreter it installs for, with that environment's
+site-packages hidden (its ``sitecustomize`` strips them from ``sys.path``), so torch is
+usually not importable here. Ask that same interpreter with ``-E`` (which skips pip's
+``PYTHONPATH`` overlay) for its normal ``sys.path`` instead. ``AOTI_SHIM_TORCH`` names a
+torch explicitly for front-ends that build in a separate venv (``python -m build``, uv).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from glob import glob
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from aoti_shim.errors import UsageError
+
+TORCH_ENV_VAR = "AOTI_SHIM_TORCH"
+
+# Printed by the probed interpreter: every sys.path entry that holds torch/lib.
+_PROBE = (
+    "import json, os, sys\n"
+    "print(json.dumps([p for p in sys.path if p and os.path.isdir(os.path.join(p, 'torch', 'lib'))]))\n"
+)
+
+
+@dataclass(frozen=True)
+class TorchLocation:
+    site: Path  # the folder that holds torch/
+    how: str  # for people: how it was found
+
+    @property
+    def lib(self) -> Path:
+        return self.site / "torch" / "lib"
+
+
+def _has_torch(site: Path) -> bool:
+    return (site / "torch" / "lib").is_dir()
+
+
+def _explicit(value: str) -> Path:
+    """Accept a site-packages folder, a torch package folder or its lib/ folder."""
+    path = Path(value).expanduser()
+    if _has_torch(path):
+        return path
+    if path.name == "torch" and (path / "lib").is_dir():
+        return path.parent
+    if path.name == "lib" and path.parent.name == "torch" and path.is_dir():
+        return path.parent.parent
+    raise UsageError(f"{TORCH_ENV_VAR}={value}: no torch/lib there; give a site-packages folder or a torch package folder")
+
+
+def _probe_interpreter(python: str) -> list[Path]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    try:
+        done = subprocess.run(
+            [python, "-E", "-c", _PROBE], env=env, capture_output=True, text=True, timeout=60, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    if done.returncode != 0 or not done.stdout.strip():
+        return []
+    try:
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+    except ValueError:
+        return []
+    return [Path(p) for p in found if isinstance(p, str)]
+
+
+def _in_process() -> list[Path]:
+    try:
+        spec = importlib.util.find_spec("torch")  # finds, never imports
+    except (ImportError, ValueError):
+        return []
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(next(iter(spec.submodule_search_locations))).parent]
+
+
+def _prefix_sites(prefix: str) -> list[Path]:
+    pattern = os.path.join(prefix, "lib", "python3*", "site-packages")
+    return [Path(p) for p in sorted(glob(pattern))]
+
+
+def _base_sites() -> list[Path]:
+    scheme = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    return [Path(scheme["purelib"]), Path(scheme["platlib"])]
+
+
+def _candidates(environ: Mapping[str, str]) -> Iterator[tuple[str, list[Path]]]:
+    yield f"the interpreter pip installs for ({sys.executable})", _probe_interpreter(sys.executable)
+    yield "this build environment", _in_process()
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        if environ.get(var):
+            yield f"${var} ({environ[var]})", _prefix_sites(environ[var])
+    yield f"the base interpreter ({sys.base_prefix})", _base_sites()
+
+
+def find_torch(environ: Mapping[str, str] | None = None) -> TorchLocation:
+    """The target environment's torch, or a usage error that says how to point at one."""
+    environ = os.environ if environ is None else environ
+    explicit = environ.get(TORCH_ENV_VAR)
+    if explicit:
+        return TorchLocation(_explicit(explicit), f"${TORCH_ENV_VAR}")
+    looked: list[str] = []
+    for how, sites in _candidates(environ):
+        looked.append(how)
+        for site in sites:
+            if _has_torch(site):
+                return TorchLocation(site, how)
+    raise UsageError(
+        "against = \"torch\" but no torch installation was found (looked in "
+        + "; ".join(looked)
+        + f"). Fix: install torch where the package is installed, or set {TORCH_ENV_VAR}=<site-packages or torch folder>, "
+        "or name reference libraries in [tool.aoti-shim] against (against = [] checks prefixes only)"
+    )

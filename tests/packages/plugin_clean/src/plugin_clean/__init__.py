@@ -1,0 +1,1 @@
+"""Test package: its shim library sits beside this file."""

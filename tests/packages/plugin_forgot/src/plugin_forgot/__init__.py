@@ -1,0 +1,1 @@
+"""Test package: two shim libraries, one of them unprefixed."""
