@@ -1,0 +1,1 @@
+"""Test package: a prefixed shim library with one suppressed export."""
