@@ -1,0 +1,3 @@
+#include <stdint.h>
+
+extern "C" __attribute__((visibility("default"))) int32_t aoti_torch_dtype_float32(void) { return 6; }
