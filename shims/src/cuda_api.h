@@ -1,0 +1,42 @@
+// The few CUDA runtime calls the shims make, as shim error codes. Built without
+// CUDA (AOTI_SHIM_WITH_CUDA=0) every call returns AOTI_SHIM_E_CUDA_UNAVAILABLE.
+#pragma once
+
+#include "aoti_shim/shim.h"
+
+#include <cstddef>
+
+namespace aotishim::cuda {
+
+enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
+
+AOTITorchError device_count(int32_t* out);
+AOTITorchError get_device(int32_t* out);
+AOTITorchError set_device(int32_t index);
+AOTITorchError malloc_async(void** ptr, size_t nbytes, void* stream);
+AOTITorchError free_async(void* ptr, void* stream);
+AOTITorchError host_alloc(void** ptr, size_t nbytes);
+AOTITorchError host_free(void* ptr);
+AOTITorchError memcpy_async(void* dst, const void* src, size_t nbytes, CopyKind kind, void* stream);
+AOTITorchError memcpy2d_async(
+    void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height, CopyKind kind,
+    void* stream);
+AOTITorchError memset_async(void* ptr, int value, size_t nbytes, void* stream);
+AOTITorchError synchronize(void* stream);
+AOTITorchError is_pinned(const void* ptr, bool* out);
+
+// Switches the current device for a scope and switches back (errors on restore are dropped:
+// the device existed when the scope began).
+class DeviceScope {
+ public:
+  DeviceScope() = default;
+  AOTITorchError enter(int32_t index);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int32_t previous_ = -1;
+};
+
+}  // namespace aotishim::cuda

@@ -1,0 +1,224 @@
+// The caller-stream contract, CUDA stream guards, device guards and raw device memory.
+#include "cuda_api.h"
+#include "tensor.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace aotishim {
+namespace {
+
+struct Selection {
+  bool selected = false;
+  void* stream = nullptr;
+};
+
+// The caller-stream selection. This library is its only definer in a process;
+// other code reaches it through aoti_shim_caller_stream_* only.
+thread_local Selection caller_selection;
+
+struct GuardedStream {
+  uint64_t id;
+  int32_t device_index;
+  void* stream;
+};
+// Streams made current by live stream guards on this thread, innermost last.
+thread_local std::vector<GuardedStream> guarded_streams;
+thread_local uint64_t next_guard_id = 1;
+
+// A guard switching the current device; shared by device, CUDA and stream guards.
+struct DeviceSwitch {
+  int32_t original = -1;  // device to restore, -1 when the guard did not switch
+
+  AOTITorchError move_to(int32_t index) {
+    if (index < 0) {
+      return fail_format(AOTI_SHIM_E_NEGATIVE_DEVICE_INDEX, "device index %d is negative", index);
+    }
+    int32_t count = 0;
+    AOTISHIM_TRY(cuda::device_count(&count));
+    if (index >= count) {
+      return fail_format(AOTI_SHIM_E_DEVICE_INDEX_RANGE, "device index %d is past the device count %d", index, count);
+    }
+    int32_t current = 0;
+    AOTISHIM_TRY(cuda::get_device(&current));
+    if (current != index) {
+      AOTISHIM_TRY(cuda::set_device(index));
+      if (original < 0) {
+        original = current;
+      }
+    }
+    return AOTI_SHIM_OK;
+  }
+
+  AOTITorchError restore() {
+    if (original >= 0) {
+      AOTISHIM_TRY(cuda::set_device(original));
+      original = -1;
+    }
+    return AOTI_SHIM_OK;
+  }
+};
+
+struct StreamGuard {
+  uint64_t id;
+  DeviceSwitch device;
+};
+
+template <typename Handle>
+AOTITorchError create_device_switch(int32_t device_index, Handle* ret_guard) {
+  AOTISHIM_TRY(require_output(ret_guard, "ret_guard"));
+  auto guard = std::make_unique<DeviceSwitch>();
+  AOTISHIM_TRY(guard->move_to(device_index));
+  *ret_guard = reinterpret_cast<Handle>(guard.release());
+  return AOTI_SHIM_OK;
+}
+
+template <typename Handle>
+AOTITorchError delete_device_switch(Handle handle) {
+  if (handle == nullptr) {
+    return fail_format(AOTI_SHIM_E_NULL_HANDLE, "device guard handle is null");
+  }
+  std::unique_ptr<DeviceSwitch> guard(reinterpret_cast<DeviceSwitch*>(handle));
+  return guard->restore();
+}
+
+template <typename Handle>
+AOTITorchError set_device_switch(Handle handle, int32_t device_index) {
+  if (handle == nullptr) {
+    return fail_format(AOTI_SHIM_E_NULL_HANDLE, "device guard handle is null");
+  }
+  return reinterpret_cast<DeviceSwitch*>(handle)->move_to(device_index);
+}
+
+}  // namespace
+
+void* current_stream(int32_t device_index) {
+  for (auto it = guarded_streams.rbegin(); it != guarded_streams.rend(); ++it) {
+    if (it->device_index == device_index) {
+      return it->stream;
+    }
+  }
+  return caller_selection.selected ? caller_selection.stream : nullptr;
+}
+
+}  // namespace aotishim
+
+using namespace aotishim;
+
+extern "C" {
+
+AOTITorchError aoti_shim_caller_stream_select(void* stream, AotiShimStreamSelection* previous) {
+  AOTISHIM_TRY(require_output(previous, "previous"));
+  previous->selected = caller_selection.selected ? 1 : 0;
+  previous->stream = caller_selection.stream;
+  caller_selection.selected = true;
+  caller_selection.stream = stream;
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError aoti_shim_caller_stream_restore(const AotiShimStreamSelection* previous) {
+  AOTISHIM_TRY(require_output(previous, "previous"));
+  caller_selection.selected = previous->selected != 0;
+  caller_selection.stream = caller_selection.selected ? previous->stream : nullptr;
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError aoti_shim_caller_stream_get(AotiShimStreamSelection* current) {
+  AOTISHIM_TRY(require_output(current, "current"));
+  current->selected = caller_selection.selected ? 1 : 0;
+  current->stream = caller_selection.stream;
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError aoti_shim_cuda_device_count(int32_t* ret_count) {
+  AOTISHIM_TRY(require_output(ret_count, "ret_count"));
+  return cuda::device_count(ret_count);
+}
+
+AOTITorchError aoti_shim_is_pinned(const void* ptr, bool* ret_pinned) {
+  AOTISHIM_TRY(require_output(ret_pinned, "ret_pinned"));
+  return cuda::is_pinned(ptr, ret_pinned);
+}
+
+AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream) {
+  AOTISHIM_TRY(require_output(ret_stream, "ret_stream"));
+  if (device_index < 0) {
+    return fail_format(AOTI_SHIM_E_NEGATIVE_DEVICE_INDEX, "device index %d is negative", device_index);
+  }
+  *ret_stream = current_stream(device_index);
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError aoti_torch_create_cuda_stream_guard(
+    void* stream, int32_t device_index, CUDAStreamGuardHandle* ret_guard) {
+  return guarded("aoti_torch_create_cuda_stream_guard", [&]() -> AOTITorchError {
+    AOTISHIM_TRY(require_output(ret_guard, "ret_guard"));
+    auto guard = std::make_unique<StreamGuard>();
+    guard->id = next_guard_id++;
+    guarded_streams.reserve(guarded_streams.size() + 1);  // the push below cannot throw
+    AOTISHIM_TRY(guard->device.move_to(device_index));
+    guarded_streams.push_back(GuardedStream{guard->id, device_index, stream});
+    *ret_guard = reinterpret_cast<CUDAStreamGuardHandle>(guard.release());
+    return AOTI_SHIM_OK;
+  });
+}
+
+AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle handle) {
+  if (handle == nullptr) {
+    return fail_format(AOTI_SHIM_E_NULL_HANDLE, "stream guard handle is null");
+  }
+  std::unique_ptr<StreamGuard> guard(reinterpret_cast<StreamGuard*>(handle));
+  for (auto it = guarded_streams.begin(); it != guarded_streams.end(); ++it) {
+    if (it->id == guard->id) {
+      guarded_streams.erase(it);
+      break;
+    }
+  }
+  return guard->device.restore();
+}
+
+AOTITorchError aoti_torch_create_device_guard(int32_t device_index, DeviceGuardHandle* ret_guard) {
+  return guarded("aoti_torch_create_device_guard", [&] { return create_device_switch(device_index, ret_guard); });
+}
+
+AOTITorchError aoti_torch_delete_device_guard(DeviceGuardHandle guard) { return delete_device_switch(guard); }
+
+AOTITorchError aoti_torch_device_guard_set_index(DeviceGuardHandle guard, int32_t device_index) {
+  return set_device_switch(guard, device_index);
+}
+
+AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandle* ret_guard) {
+  return guarded("aoti_torch_create_cuda_guard", [&] { return create_device_switch(device_index, ret_guard); });
+}
+
+AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard) { return delete_device_switch(guard); }
+
+AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard, int32_t device_index) {
+  return set_device_switch(guard, device_index);
+}
+
+AOTITorchError aoti_torch_get_current_device_index(int32_t* ret_device_index) {
+  AOTISHIM_TRY(require_output(ret_device_index, "ret_device_index"));
+  return cuda::get_device(ret_device_index);
+}
+
+AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes, void** ret_ptr) {
+  AOTISHIM_TRY(require_output(ret_ptr, "ret_ptr"));
+  int32_t device = 0;
+  AOTISHIM_TRY(cuda::get_device(&device));
+  void* ptr = nullptr;
+  AOTISHIM_TRY(cuda::malloc_async(&ptr, static_cast<size_t>(nbytes), current_stream(device)));
+  *ret_ptr = ptr;
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr) {
+  if (ptr == nullptr) {
+    return AOTI_SHIM_OK;
+  }
+  int32_t device = 0;
+  AOTISHIM_TRY(cuda::get_device(&device));
+  return cuda::free_async(ptr, current_stream(device));
+}
+
+}  // extern "C"

@@ -1,0 +1,341 @@
+// The slim tensor: errors, dtypes, layout validation, devices and allocation.
+#include "tensor.h"
+
+#include "cuda_api.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+namespace aotishim {
+
+// ---- errors ----
+
+// A fixed buffer: recording an error must not allocate (it may report an allocation failure).
+thread_local char last_error_text[512] = "";
+
+AOTITorchError fail_format(AOTITorchError code, const char* format, ...) noexcept {
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(last_error_text, sizeof(last_error_text), format, args);
+  va_end(args);
+  return code;
+}
+
+AOTITorchError unwrap(AtenTensorHandle handle, Tensor** out, const char* what) {
+  if (handle == nullptr) {
+    return fail_format(AOTI_SHIM_E_NULL_HANDLE, "%s handle is null", what);
+  }
+  auto* tensor = reinterpret_cast<Tensor*>(handle);
+  if (tensor->magic != kTensorMagic) {
+    return fail_format(
+        AOTI_SHIM_E_INVALID_HANDLE, "%s handle %p is not a live aoti_shim tensor", what, static_cast<void*>(handle));
+  }
+  *out = tensor;
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError require_output(const void* ptr, const char* what) {
+  if (ptr == nullptr) {
+    return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "%s is null", what);
+  }
+  return AOTI_SHIM_OK;
+}
+
+// ---- dtypes (c10::ScalarType numbering) ----
+
+size_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case 0:   // uint8
+    case 1:   // int8
+    case 11:  // bool
+    case 23:  // float8_e5m2
+    case 24:  // float8_e4m3fn
+    case 25:  // float8_e5m2fnuz
+    case 26:  // float8_e4m3fnuz
+    case 44:  // float8_e8m0fnu
+    case 45:  // float4_e2m1fn_x2 (two values per byte)
+      return 1;
+    case 2:   // int16
+    case 5:   // float16
+    case 15:  // bfloat16
+    case 27:  // uint16
+      return 2;
+    case 3:   // int32
+    case 6:   // float32
+    case 8:   // complex32
+    case 28:  // uint32
+      return 4;
+    case 4:   // int64
+    case 7:   // float64
+    case 9:   // complex64
+    case 29:  // uint64
+      return 8;
+    case 10:  // complex128
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+const char* dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case 0: return "uint8";
+    case 1: return "int8";
+    case 2: return "int16";
+    case 3: return "int32";
+    case 4: return "int64";
+    case 5: return "float16";
+    case 6: return "float32";
+    case 7: return "float64";
+    case 8: return "complex32";
+    case 9: return "complex64";
+    case 10: return "complex128";
+    case 11: return "bool";
+    case 15: return "bfloat16";
+    case 23: return "float8_e5m2";
+    case 24: return "float8_e4m3fn";
+    case 25: return "float8_e5m2fnuz";
+    case 26: return "float8_e4m3fnuz";
+    case 27: return "uint16";
+    case 28: return "uint32";
+    case 29: return "uint64";
+    case 44: return "float8_e8m0fnu";
+    case 45: return "float4_e2m1fn_x2";
+    default: return "unknown";
+  }
+}
+
+// ---- layout ----
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    running *= sizes[i] > 1 ? sizes[i] : 1;
+  }
+  return strides;
+}
+
+AOTITorchError read_layout(
+    int64_t ndim, const int64_t* sizes, const int64_t* strides, std::vector<int64_t>* out_sizes,
+    std::vector<int64_t>* out_strides) {
+  if (ndim < 0) {
+    return fail_format(AOTI_SHIM_E_NEGATIVE_RANK, "ndim %lld is negative", static_cast<long long>(ndim));
+  }
+  if (ndim > 0 && sizes == nullptr) {
+    return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "sizes is null for ndim %lld", static_cast<long long>(ndim));
+  }
+  std::vector<int64_t> new_sizes(sizes, sizes + ndim);
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (new_sizes[d] < 0) {
+      return fail_format(
+          AOTI_SHIM_E_NEGATIVE_SIZE, "size %lld of dim %lld is negative", static_cast<long long>(new_sizes[d]),
+          static_cast<long long>(d));
+    }
+  }
+  std::vector<int64_t> new_strides;
+  if (strides == nullptr) {
+    new_strides = contiguous_strides(new_sizes);
+  } else {
+    new_strides.assign(strides, strides + ndim);
+    for (int64_t d = 0; d < ndim; ++d) {
+      if (new_strides[d] < 0) {
+        return fail_format(
+            AOTI_SHIM_E_NEGATIVE_STRIDE, "stride %lld of dim %lld is negative",
+            static_cast<long long>(new_strides[d]), static_cast<long long>(d));
+      }
+    }
+  }
+  // numel must fit int64 even when the span is small (zero strides).
+  int64_t numel = 1;
+  for (int64_t size : new_sizes) {
+    if (size != 0 && numel > std::numeric_limits<int64_t>::max() / size) {
+      return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "element count overflows int64");
+    }
+    numel *= size;
+  }
+  int64_t span = 0;
+  AOTISHIM_TRY(span_elements(new_sizes, new_strides, &span));
+  *out_sizes = std::move(new_sizes);
+  *out_strides = std::move(new_strides);
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError span_elements(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t* out) {
+  int64_t span = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) {
+      *out = 0;
+      return AOTI_SHIM_OK;
+    }
+  }
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    int64_t step = 0;
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &step) || __builtin_add_overflow(span, step, &span)) {
+      return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "tensor span overflows int64");
+    }
+  }
+  *out = span;
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError checked_bytes(int64_t elements, size_t element_size, int64_t* out) {
+  int64_t bytes = 0;
+  if (__builtin_mul_overflow(elements, static_cast<int64_t>(element_size), &bytes)) {
+    return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "byte size overflows int64");
+  }
+  *out = bytes;
+  return AOTI_SHIM_OK;
+}
+
+// ---- Tensor ----
+
+int64_t Tensor::numel() const {
+  int64_t n = 1;
+  for (int64_t size : sizes) {
+    n *= size;
+  }
+  return n;
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 0) {
+      return true;
+    }
+    if (sizes[i] != 1 && strides[i] != expected) {
+      return false;
+    }
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+size_t Tensor::element_size() const { return dtype_size(dtype); }
+
+char* Tensor::data() const {
+  if (storage->data == nullptr) {
+    return nullptr;
+  }
+  return static_cast<char*>(storage->data) + storage_offset * static_cast<int64_t>(element_size());
+}
+
+// ---- devices and allocation ----
+
+AOTITorchError check_device(int32_t device_type, int32_t device_index) {
+  if (device_type == kCPU) {
+    if (device_index != -1 && device_index != 0) {
+      return fail_format(AOTI_SHIM_E_DEVICE_INDEX_RANGE, "CPU device index %d is not -1 or 0", device_index);
+    }
+    return AOTI_SHIM_OK;
+  }
+  if (device_type != kCUDA) {
+    return fail_format(AOTI_SHIM_E_UNSUPPORTED_DEVICE, "device type %d is neither CPU (0) nor CUDA (1)", device_type);
+  }
+  // An untrusted program may carry a negative index: never let it reach CUDA.
+  if (device_index < 0) {
+    return fail_format(AOTI_SHIM_E_NEGATIVE_DEVICE_INDEX, "CUDA device index %d is negative", device_index);
+  }
+  int32_t count = 0;
+  AOTISHIM_TRY(cuda::device_count(&count));
+  if (device_index >= count) {
+    return fail_format(
+        AOTI_SHIM_E_DEVICE_INDEX_RANGE, "CUDA device index %d is past the device count %d", device_index, count);
+  }
+  return AOTI_SHIM_OK;
+}
+
+namespace {
+constexpr size_t kHostAlignment = 64;
+}  // namespace
+
+Storage::~Storage() {
+  if (data == nullptr) {
+    return;
+  }
+  switch (owner) {
+    case Owner::None:
+      break;
+    case Owner::Host:
+      std::free(data);
+      break;
+    case Owner::Pinned:
+      (void)cuda::host_free(data);
+      break;
+    case Owner::Device: {
+      // Stream-ordered free on the device's current stream; the caller's stream
+      // order covers every use of the memory made through these shims.
+      cuda::DeviceScope scope;
+      if (scope.enter(device_index) == AOTI_SHIM_OK) {
+        (void)cuda::free_async(data, current_stream(device_index));
+      }
+      break;
+    }
+  }
+}
+
+AOTITorchError allocate_storage(
+    int64_t nbytes, int32_t device_type, int32_t device_index, bool pinned, std::shared_ptr<Storage>* out) {
+  auto storage = std::make_shared<Storage>();
+  storage->device_type = device_type;
+  storage->device_index = device_index;
+  storage->nbytes = nbytes;
+  if (device_type == kCPU) {
+    if (pinned) {
+      // Pinned even when empty: the caller asked for page-locked memory, so CUDA must exist.
+      void* ptr = nullptr;
+      AOTISHIM_TRY(cuda::host_alloc(&ptr, nbytes > 0 ? static_cast<size_t>(nbytes) : 1));
+      storage->data = ptr;
+      storage->owner = Owner::Pinned;
+    } else if (nbytes > 0) {
+      size_t rounded = (static_cast<size_t>(nbytes) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+      void* ptr = nullptr;
+      if (posix_memalign(&ptr, kHostAlignment, rounded) != 0) {
+        return fail_format(AOTI_SHIM_E_OUT_OF_MEMORY, "cannot allocate %lld bytes of host memory",
+                           static_cast<long long>(nbytes));
+      }
+      storage->data = ptr;
+      storage->owner = Owner::Host;
+    }
+  } else {
+    if (nbytes > 0) {
+      cuda::DeviceScope scope;
+      AOTISHIM_TRY(scope.enter(device_index));
+      void* ptr = nullptr;
+      AOTISHIM_TRY(cuda::malloc_async(&ptr, static_cast<size_t>(nbytes), current_stream(device_index)));
+      storage->data = ptr;
+      storage->owner = Owner::Device;
+    }
+  }
+  *out = std::move(storage);
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError new_tensor(
+    const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int32_t dtype, int32_t device_type,
+    int32_t device_index, bool pinned, std::unique_ptr<Tensor>* out) {
+  size_t element = dtype_size(dtype);
+  if (element == 0) {
+    return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
+  }
+  AOTISHIM_TRY(check_device(device_type, device_index));
+  int64_t span = 0;
+  int64_t nbytes = 0;
+  AOTISHIM_TRY(span_elements(sizes, strides, &span));
+  AOTISHIM_TRY(checked_bytes(span, element, &nbytes));
+  auto tensor = std::make_unique<Tensor>();
+  AOTISHIM_TRY(allocate_storage(nbytes, device_type, device_index, pinned, &tensor->storage));
+  tensor->sizes = sizes;
+  tensor->strides = strides;
+  tensor->dtype = dtype;
+  *out = std::move(tensor);
+  return AOTI_SHIM_OK;
+}
+
+}  // namespace aotishim
+
+extern "C" AOTI_SHIM_EXPORT const char* aoti_shim_last_error(void) { return aotishim::last_error_text; }

@@ -1,0 +1,118 @@
+// The slim tensor behind AtenTensorHandle, and the helpers every shim file shares.
+#pragma once
+
+#include "aoti_shim/shim.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace aotishim {
+
+constexpr int32_t kCPU = 0;
+constexpr int32_t kCUDA = 1;
+
+enum class Owner {
+  None,    // memory belongs to the caller (create_tensor_from_blob)
+  Host,    // aligned host memory from posix_memalign
+  Pinned,  // page-locked host memory from cudaHostAlloc
+  Device,  // device memory from cudaMallocAsync
+};
+
+// One allocation shared by every view of it; freed when the last view goes.
+struct Storage {
+  void* data = nullptr;
+  int64_t nbytes = 0;  // bytes known to be addressable from data
+  int32_t device_type = kCPU;
+  int32_t device_index = 0;
+  Owner owner = Owner::None;
+
+  Storage() = default;
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  ~Storage();
+};
+
+// A marker in every live tensor, cleared on deletion: a stale handle or another
+// library's handle (say, libtorch's at::Tensor*) is rejected instead of misread.
+constexpr uint64_t kTensorMagic = 0x41'4F'54'49'53'48'49'4DULL;  // "AOTISHIM"
+
+struct Tensor {
+  uint64_t magic = kTensorMagic;
+  std::shared_ptr<Storage> storage;
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t storage_offset = 0;  // in elements
+  int32_t dtype = 6;
+
+  ~Tensor() { magic = 0; }
+  int64_t dim() const { return static_cast<int64_t>(sizes.size()); }
+  int64_t numel() const;
+  bool is_contiguous() const;
+  size_t element_size() const;
+  // Address of element 0 of the view.
+  char* data() const;
+  int32_t device_type() const { return storage->device_type; }
+  int32_t device_index() const { return storage->device_index; }
+};
+
+inline AtenTensorHandle to_handle(Tensor* t) { return reinterpret_cast<AtenTensorHandle>(t); }
+
+// ---- errors ----
+// Records a printf-style message for aoti_shim_last_error() and returns code.
+AOTITorchError fail_format(AOTITorchError code, const char* format, ...) noexcept
+    __attribute__((format(printf, 2, 3)));
+// Runs body, turning exceptions into error codes: nothing escapes the C ABI.
+template <typename Body>
+AOTITorchError guarded(const char* where, Body&& body) noexcept;
+
+#define AOTISHIM_TRY(expr)                  \
+  do {                                      \
+    AOTITorchError aotishim_err_ = (expr);  \
+    if (aotishim_err_ != AOTI_SHIM_OK) {    \
+      return aotishim_err_;                 \
+    }                                       \
+  } while (0)
+
+// Resolves a handle to a live tensor.
+AOTITorchError unwrap(AtenTensorHandle handle, Tensor** out, const char* what = "tensor");
+AOTITorchError require_output(const void* ptr, const char* what);
+
+// ---- dtypes ----
+// Element byte size, 0 if the dtype is unknown.
+size_t dtype_size(int32_t dtype);
+const char* dtype_name(int32_t dtype);
+
+// ---- layout checks ----
+// Validates ndim/sizes/strides; fills the vectors (contiguous strides when strides is null).
+AOTITorchError read_layout(
+    int64_t ndim, const int64_t* sizes, const int64_t* strides, std::vector<int64_t>* out_sizes,
+    std::vector<int64_t>* out_strides);
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+// Elements spanned by a view (0 if empty): 1 + sum (size-1)*stride.
+AOTITorchError span_elements(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t* out);
+AOTITorchError checked_bytes(int64_t elements, size_t element_size, int64_t* out);
+
+// ---- devices and allocation ----
+// Validates a (device_type, device_index) pair for a new tensor.
+AOTITorchError check_device(int32_t device_type, int32_t device_index);
+// Allocates an owning storage of nbytes; CUDA memory comes from the current stream.
+AOTITorchError allocate_storage(
+    int64_t nbytes, int32_t device_type, int32_t device_index, bool pinned, std::shared_ptr<Storage>* out);
+// New owning tensor with the given layout; *out is set only on success.
+AOTITorchError new_tensor(
+    const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int32_t dtype, int32_t device_type,
+    int32_t device_index, bool pinned, std::unique_ptr<Tensor>* out);
+
+// ---- copies ----
+// dst <- src with broadcasting and dtype conversion (copy.cpp).
+AOTITorchError copy_tensor(const Tensor& dst, const Tensor& src, bool non_blocking);
+
+// ---- streams (streams.cpp) ----
+// The stream CUDA work for device_index runs on (a cudaStream_t).
+void* current_stream(int32_t device_index);
+
+}  // namespace aotishim
+
+#include "tensor_inl.h"
