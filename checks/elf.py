@@ -433,7 +433,7 @@ class ElfImage:
         """The string table, decoded once when it is ASCII (slices are then names)."""
         raw = self._bytes(strtab.offset, strtab.size, ".dynstr")
         if raw[-1:] != b"\0":
-            raise self._fail(".dynstr does not end in a NUL byte")
+            raise self._fail(".dynstr does not end in a NUL byte (unterminated name)")
         return raw.decode("ascii") if raw.isascii() else raw
 
     def _columns(self) -> tuple[array[int], array[int]]:

@@ -13,6 +13,7 @@ import shutil
 import stat
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Iterator
@@ -127,7 +128,7 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
                             if written > member_limit or written > info.file_size:
                                 raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
                             dst.write(chunk)
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
                 raise InputError(f"{display}: cannot extract: {e}") from None
             yield Artifact(path=path, display=display)
 
