@@ -20,6 +20,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aoti_shim.checks.command",
     "aoti_shim.checks.snapshot_command",
     "aoti_shim.rename_header",
+    "aoti_shim.smoke.command",
+    "aoti_shim.smoke.rewrite",
 )
 
 

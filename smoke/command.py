@@ -1,0 +1,124 @@
+"""``aoti-shim smoke``: the whole chain on real models, and the failure it prevents."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, UsageError
+
+DEFAULT_PREFIX = "aotishim_"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "smoke",
+        help="compile models with AOTInductor, prefix them, run them next to a global libtorch",
+        description=(
+            "Compile the bundled models (or yours) with AOTInductor (link_libtorch=False), make each "
+            "blob import prefixed shim names by the source and the binary route, check them, run them "
+            "through the shim library in a process where libtorch is global, compare with eager torch, "
+            "and prove from the dynamic linker where every aoti_torch import bound. The unprefixed "
+            "blob is run too, as the control: it binds to libtorch."
+        ),
+    )
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="where to compile and run (auto: cuda when a GPU is visible)")  # fmt: skip
+    parser.add_argument("--model", action="append", default=[], metavar="NAME|MODULE:CALLABLE",
+                        help="a bundled model (mlp, block, convnet) or your own: a callable returning "
+                             "(module, example_inputs); repeatable (default: the bundled set)")  # fmt: skip
+    parser.add_argument("--shims", type=Path, metavar="LIB",
+                        help="the shim library (default: the reference shims installed with aoti-shim)")  # fmt: skip
+    parser.add_argument("--prefix", help="the shim prefix (default: read from the shim library's exports)")
+    parser.add_argument("--route", action="append", choices=("source", "binary"), default=[],
+                        help="only this route; repeatable (default: both)")  # fmt: skip
+    parser.add_argument("--no-control", action="store_true", help="skip the unprefixed control run")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the table as JSON")
+    parser.add_argument("--cache-dir", type=Path, help="compiled models are kept here (default: ~/.cache/aoti-shim/smoke)")
+    parser.add_argument("--iterations", type=int, default=30, help="timed runs per blob (default: 30)")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    parser.set_defaults(run=run)
+
+
+def _resolve_device(choice: str) -> str:
+    if choice != "auto":
+        if choice == "cuda":
+            import torch
+
+            if not torch.cuda.is_available():
+                raise UsageError("--device cuda: torch sees no CUDA device")
+        return choice
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _prefix_of(library: Path, given: str | None) -> str:
+    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.prefix import infer, validate
+
+    if given is not None:
+        return validate(given)
+    with ElfImage(library) as image:
+        found = infer(image.exports())
+    return found or DEFAULT_PREFIX
+
+
+def run(args: argparse.Namespace) -> int:
+    from aoti_shim.paths import shim_library
+    from aoti_shim.smoke.compile import default_cache_dir
+    from aoti_shim.smoke.models import BUNDLED, user_case
+    from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
+    from aoti_shim.smoke.report import render_table, write_json
+
+    if args.iterations < 1:
+        raise UsageError("--iterations must be at least 1")
+    for spec in args.model:
+        if ":" in spec:
+            user_case(spec)  # fail fast on a bad spec, before compiling anything
+        elif spec not in BUNDLED:
+            raise UsageError(f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable")
+    if args.json is not None and not args.json.resolve().parent.is_dir():
+        raise UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
+    library = args.shims.resolve() if args.shims else shim_library()
+    if not library.is_file():
+        raise UsageError(f"--shims {args.shims}: no such file")
+    progress = (lambda _m: None) if args.quiet else (lambda m: print(f"smoke: {m}", file=sys.stderr, flush=True))
+    work_dir = Path(tempfile.mkdtemp(prefix="aoti-shim-smoke-"))
+    try:
+        settings = SmokeSettings(
+            device=_resolve_device(args.device),
+            models=tuple(args.model) or tuple(BUNDLED),
+            prefix=_prefix_of(library, args.prefix),
+            shim_library=library,
+            cache_dir=(args.cache_dir or default_cache_dir()).resolve(),
+            work_dir=work_dir,
+            routes=tuple(dict.fromkeys(args.route)) or ("source", "binary"),
+            control=not args.no_control,
+            iterations=args.iterations,
+        )
+        try:
+            report = run_smoke(settings, progress)
+        except MissingShims as e:
+            print(f"aoti-shim smoke: the blobs import {len(e.names)} shim function(s) that {library} "
+                  "does not define; nothing was run:", file=sys.stderr)  # fmt: skip
+            for name in e.names:
+                print(name)
+            return EXIT_BLOCKING
+        except BlockingFindings as e:
+            print(e.text)
+            print(f"aoti-shim smoke: {e}; nothing was run", file=sys.stderr)
+            return EXIT_BLOCKING
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    print(f"device {report.device}, torch {report.torch_version}, prefix {report.prefix}, shims {report.shim_library}")
+    print(render_table(report))
+    if args.json is not None:
+        write_json(report, args.json)
+    if not report.ok:
+        print("aoti-shim smoke: FAILED (see the result column)", file=sys.stderr)
+        return EXIT_BLOCKING
+    return EXIT_OK

@@ -1,0 +1,153 @@
+"""Compile models in a child process and cache the artefacts.
+
+The cache key holds everything that changes the blob: torch version, model (and
+the source of a user's model), device, route and the compile settings version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from aoti_shim.errors import AotiShimError
+
+_HERE = Path(__file__).resolve().parent
+
+
+def _settings_digest() -> str:
+    """Changes whenever the bundled models or the compile options change."""
+    digest = hashlib.sha256()
+    for name in ("models.py", "compile_worker.py"):
+        digest.update((_HERE / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class CompileRequest:
+    model: str  # a bundled name or a user's module:callable
+    device: str  # "cpu" or "cuda"
+    route: str  # "binary" (a compiled .so) or "source" (package_cpp_only)
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """A cached compile result."""
+
+    request: CompileRequest
+    directory: Path
+    model_name: str
+
+    @property
+    def blob(self) -> Path:
+        return self.directory / "blob.so"
+
+    @property
+    def package(self) -> Path:
+        return self.directory / "package"
+
+    @property
+    def io_file(self) -> Path:
+        return self.directory / "io.pt"
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aoti-shim" / "smoke"
+
+
+def torch_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        raise AotiShimError("torch is not installed: pip install 'aoti-shim[torch]'") from None
+
+
+def _user_model_digest(spec: str) -> str:
+    """Hash of the user's module file, so an edited model is recompiled."""
+    import importlib.util
+
+    module_name = spec.partition(":")[0]
+    try:
+        found = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        found = None
+    if found is None or not found.origin or not Path(found.origin).is_file():
+        return "unknown"
+    return hashlib.sha256(Path(found.origin).read_bytes()).hexdigest()[:16]
+
+
+def cache_key(request: CompileRequest) -> str:
+    parts = [torch_version(), request.device, request.route, _settings_digest()]
+    if ":" in request.model:
+        parts += [request.model, _user_model_digest(request.model)]
+        label = request.model.replace(":", "-").replace(".", "_")
+    else:
+        parts.append(request.model)
+        label = request.model
+    digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+    return f"{label}-{request.device}-{request.route}-{digest}"
+
+
+def is_cached(request: CompileRequest, cache_dir: Path) -> bool:
+    return (cache_dir / cache_key(request) / "result.json").is_file()
+
+
+def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None = None) -> Artefact:
+    """The artefact for ``request``, compiled in a child process unless cached."""
+    final = cache_dir / cache_key(request)
+    done = final / "result.json"
+    if done.is_file():
+        return _artefact(request, final)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    # Build in a private folder and rename it into place: a crash leaves no half entry.
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=cache_dir))
+    try:
+        request_file = staging / "request.json"
+        request_file.write_text(
+            json.dumps({"model": request.model, "device": request.device, "route": request.route, "output": str(staging)})
+        )
+        with open(staging / "compile.log", "wb") as sink:
+            proc = subprocess.run(
+                [sys.executable, "-m", "aoti_shim.smoke.compile_worker", str(request_file)],
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+                env=_child_env(),
+                check=False,
+            )
+        if proc.returncode != 0:
+            error = staging / "error.txt"
+            reason = error.read_text().strip() if error.is_file() else f"the compiler exited with {proc.returncode}"
+            if log is not None:
+                shutil.copyfile(staging / "compile.log", log)
+            raise AotiShimError(f"compiling {request.model} ({request.device}, {request.route} route) failed: {reason}")
+        try:
+            staging.rename(final)
+        except OSError:
+            # Another process cached the same key first: use theirs.
+            if not done.is_file():
+                raise
+        return _artefact(request, final)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _artefact(request: CompileRequest, directory: Path) -> Artefact:
+    result = json.loads((directory / "result.json").read_text())
+    return Artefact(request=request, directory=directory, model_name=result["model"])
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # The child imports the user's module by name: let it see the caller's folder.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH", "")) if p)
+    return env

@@ -1,0 +1,259 @@
+"""The smoke run, step by step: compile, prefix (both routes), check, run, prove."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+from aoti_shim.errors import EXIT_BLOCKING, AotiShimError
+from aoti_shim.smoke import bindings
+from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is_cached, torch_version
+from aoti_shim.smoke.report import ROUTE_BINARY, ROUTE_CONTROL, ROUTE_SOURCE, Row, SmokeReport
+
+ROUTES = (ROUTE_SOURCE, ROUTE_BINARY)
+
+
+@dataclass(frozen=True)
+class SmokeSettings:
+    device: str  # cpu | cuda (already resolved from auto)
+    models: tuple[str, ...]  # bundled names or module:callable specs
+    prefix: str
+    shim_library: Path
+    cache_dir: Path
+    work_dir: Path
+    routes: tuple[str, ...] = ROUTES
+    control: bool = True
+    iterations: int = 30
+    jobs: int = 2
+
+
+class MissingShims(AotiShimError):
+    """The blobs import prefixed names that the shim library does not define."""
+
+    exit_code = EXIT_BLOCKING
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__(f"{len(names)} shim function(s) missing from the shim library")
+        self.names = names
+
+
+class BlockingFindings(AotiShimError):
+    exit_code = EXIT_BLOCKING
+
+    def __init__(self, text: str) -> None:
+        super().__init__("the checker found blocking problems before anything ran")
+        self.text = text
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One blob to run: a model on one route."""
+
+    row: Row
+    blob: Path | None
+    artefact: Artefact | None
+
+
+Progress = Callable[[str], None]
+
+
+def _timed(progress: Progress, what: str, fn: Callable[[], object]) -> object:
+    start = time.perf_counter()
+    result = fn()
+    progress(f"{what}: {time.perf_counter() - start:.1f} s")
+    return result
+
+
+def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
+    """Compile every model and make its prefixed blobs; failures become failed rows."""
+    from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
+    from aoti_shim.smoke.source_route import SourceBuild, build_source_blob, cmake_package_digest
+
+    candidates: list[Candidate] = []
+    for model in settings.models:
+        compiled: dict[str, Artefact | AotiShimError] = {}
+        needed = {ROUTE_BINARY} if (ROUTE_BINARY in settings.routes or settings.control) else set()
+        if ROUTE_SOURCE in settings.routes:
+            needed.add(ROUTE_SOURCE)
+        for route in sorted(needed):
+            request = CompileRequest(model=model, device=settings.device, route=route)
+            cached = " (cached)" if is_cached(request, settings.cache_dir) else ""
+            try:
+                compiled[route] = _timed(  # type: ignore[assignment]
+                    progress, f"compile {model} ({settings.device}, {route} route){cached}",
+                    lambda r=request: compile_cached(r, settings.cache_dir),
+                )  # fmt: skip
+            except AotiShimError as e:
+                compiled[route] = e
+        name = next((a.model_name for a in compiled.values() if isinstance(a, Artefact)), model)
+        for route in settings.routes:
+            row = Row(model=name, route=route, prefix=settings.prefix, expected_binding=bindings.SHIMS)
+            art = compiled[route]
+            if isinstance(art, AotiShimError):
+                candidates.append(Candidate(replace(row, status=f"FAIL: {art}"), None, None))
+                continue
+            try:
+                if route == ROUTE_BINARY:
+                    out = settings.work_dir / f"{name}.{settings.device}.binary.so"
+                    rewrite_imports(RewriteSettings(blob=art.blob, prefix=settings.prefix, output=out))
+                    blob = out
+                else:
+                    build_dir = art.directory / f"cmake-{settings.prefix}-{cmake_package_digest()}"
+                    blob = _timed(  # type: ignore[assignment]
+                        progress, f"build {name} with aoti_shim_add_model",
+                        lambda a=art, d=build_dir: build_source_blob(
+                            SourceBuild(package=a.package, prefix=settings.prefix, build_dir=d, jobs=settings.jobs)
+                        ),
+                    )  # fmt: skip
+            except AotiShimError as e:
+                candidates.append(Candidate(replace(row, status=f"FAIL: {e}"), None, art))
+                continue
+            candidates.append(Candidate(row, blob, art))
+        if settings.control:
+            row = Row(model=name, route=ROUTE_CONTROL, prefix="", expected_binding=bindings.LIBTORCH)
+            art = compiled.get(ROUTE_BINARY)
+            if isinstance(art, Artefact):
+                candidates.append(Candidate(row, art.blob, art))
+            else:
+                candidates.append(Candidate(replace(row, status=f"FAIL: {art}"), None, None))
+    return candidates
+
+
+def check_before_running(settings: SmokeSettings, candidates: list[Candidate]) -> list[Candidate]:
+    """The static check comes first: a missing shim fails lazily at its first call, so
+    it must be caught here. Returns the candidates with the checker's verdict."""
+    from aoti_shim.checks import CheckSettings, render, run_check
+
+    prefixed = [c for c in candidates if c.blob is not None and c.row.route != ROUTE_CONTROL]
+    checked: list[Candidate] = []
+    if prefixed:
+        report = run_check(
+            CheckSettings(
+                shims=(str(settings.shim_library),),
+                models=tuple(str(c.blob) for c in prefixed),
+                against=("torch",),
+                prefix=settings.prefix,
+            )
+        )
+        missing = sorted({f.symbol for f in report.findings if f.rule == "UNSATISFIED_IMPORT"})
+        if missing:
+            raise MissingShims(missing)
+        if report.exit_code(fail_on="blocking"):
+            raise BlockingFindings(render(report, "text"))
+    for c in candidates:
+        if c.blob is None:
+            checked.append(c)
+        elif c.row.route == ROUTE_CONTROL:
+            report = run_check(CheckSettings(models=(str(c.blob),), against=("torch",), prefix=settings.prefix))
+            rules: dict[str, int] = {}
+            for f in report.findings:
+                if f.severity == "blocking":
+                    rules[f.rule] = rules.get(f.rule, 0) + 1
+            verdict = ", ".join(f"{k} x{v}" for k, v in sorted(rules.items())) or "clean"
+            checked.append(replace(c, row=replace(c.row, checker=f"flags {verdict}" if rules else verdict)))
+        else:
+            checked.append(replace(c, row=replace(c.row, checker="clean")))
+    return checked
+
+
+def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
+    """Run one blob in a fresh child under LD_DEBUG and fill in its row."""
+    row = candidate.row
+    assert candidate.blob is not None and candidate.artefact is not None
+    control = row.route == ROUTE_CONTROL
+    scratch = Path(tempfile.mkdtemp(prefix="run-", dir=settings.work_dir))
+    try:
+        debug_dir = scratch / "ld"
+        debug_dir.mkdir()
+        request = {
+            "device": settings.device,
+            "blob": str(candidate.blob),
+            "io": str(candidate.artefact.io_file),
+            "shim_library": None if control else str(settings.shim_library),
+            "prefix": "" if control else settings.prefix,
+            "kernel_dir": _kernel_dir(candidate, settings.device),
+            "iterations": settings.iterations,
+        }
+        (scratch / "request.json").write_text(json.dumps(request))
+        env = dict(os.environ)
+        env.update(LD_DEBUG="bindings", LD_BIND_NOW="1", LD_DEBUG_OUTPUT=str(debug_dir / "ld"))
+        with open(scratch / "child.log", "wb") as sink:
+            proc = subprocess.run(
+                [sys.executable, "-m", "aoti_shim.smoke.run_child", str(scratch / "request.json"), str(scratch / "result.json")],
+                stdout=sink, stderr=subprocess.STDOUT, env=env, check=False,
+            )  # fmt: skip
+        result_file = scratch / "result.json"
+        result = json.loads(result_file.read_text()) if result_file.is_file() else {}
+        if "error" in result or proc.returncode != 0:
+            why = result.get("error") or _exit_text(proc.returncode)
+            return replace(row, status=f"FAIL: {why}")
+        report = bindings.classify(
+            bindings.parse_bindings(bindings.read_debug_output(debug_dir)),
+            blob_path=result["dlopen_path"],
+            shim_library=None if control else str(settings.shim_library),
+        )
+        row = replace(
+            row,
+            binding=report.summary,
+            bound={k: len(v) for k, v in report.by_place.items()},
+            max_abs=result["max_abs"],
+            max_rel=result["max_rel"],
+            median_us=result["median_us"],
+        )
+        return _judge(row, result)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _judge(row: Row, result: dict) -> Row:
+    problems = []
+    if row.binding != row.expected_binding:
+        problems.append(f"bound to {row.binding}, expected {row.expected_binding}")
+    if not result["within_tolerance"]:
+        problems.append(f"outside tolerance ({result.get('detail') or 'numbers differ'})")
+    if row.route == ROUTE_CONTROL and not row.checker.startswith("flags"):
+        problems.append("the checker did not flag the unprefixed blob")
+    if problems:
+        return replace(row, ok=False, status="FAIL: " + "; ".join(problems))
+    note = "ok (collision reproduced)" if row.route == ROUTE_CONTROL else "ok"
+    return replace(row, ok=True, status=note)
+
+
+def _kernel_dir(candidate: Candidate, device: str) -> str | None:
+    if device != "cuda" or candidate.artefact is None or candidate.row.route == ROUTE_SOURCE:
+        return None
+    result = json.loads((candidate.artefact.directory / "result.json").read_text())
+    kernel_dir = result.get("kernel_dir")
+    return str(candidate.artefact.directory / kernel_dir) if kernel_dir else None
+
+
+def _exit_text(returncode: int) -> str:
+    if returncode < 0:
+        return f"the run crashed (signal {-returncode})"
+    return f"the run exited with {returncode}"
+
+
+def run_smoke(settings: SmokeSettings, progress: Progress) -> SmokeReport:
+    settings.work_dir.mkdir(parents=True, exist_ok=True)
+    candidates = check_before_running(settings, prepare(settings, progress))
+    rows: list[Row] = []
+    for c in candidates:
+        if c.blob is None:
+            rows.append(c.row)
+            continue
+        rows.append(_timed(progress, f"run {c.row.model} ({c.row.route_label})", lambda c=c: run_one(settings, c)))  # type: ignore[arg-type]
+    return SmokeReport(
+        device=settings.device,
+        torch_version=torch_version(),
+        prefix=settings.prefix,
+        shim_library=str(settings.shim_library),
+        rows=tuple(rows),
+    )

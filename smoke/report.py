@@ -1,0 +1,118 @@
+"""The smoke run's result: one row per model and route, as a table or JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROUTE_SOURCE = "source"
+ROUTE_BINARY = "binary"
+ROUTE_CONTROL = "control"
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Row:
+    model: str
+    route: str  # source | binary | control (the unprefixed blob)
+    prefix: str  # the prefix the blob imports ("" for the control)
+    expected_binding: str  # shims | libtorch
+    binding: str = "-"  # shims | libtorch | mixed: ... | none | -
+    bound: dict[str, int] = field(default_factory=dict)  # place -> number of aoti_torch imports
+    max_abs: float | None = None
+    max_rel: float | None = None
+    median_us: float | None = None
+    checker: str = "-"  # what the checker said about this blob
+    ok: bool = False
+    status: str = "not run"
+
+    @property
+    def route_label(self) -> str:
+        return f"{self.route} ({self.prefix})" if self.prefix else f"{self.route} (unprefixed)"
+
+
+@dataclass(frozen=True)
+class SmokeReport:
+    device: str
+    torch_version: str
+    prefix: str
+    shim_library: str
+    rows: tuple[Row, ...]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.ok for r in self.rows)
+
+    def to_json(self) -> dict:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "device": self.device,
+            "torch_version": self.torch_version,
+            "prefix": self.prefix,
+            "shim_library": self.shim_library,
+            "ok": self.ok,
+            "rows": [_finite(asdict(r)) for r in self.rows],
+        }
+
+
+def _finite(row: dict) -> dict:
+    """JSON has no NaN or infinity: write null instead."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in row.items()}
+
+
+def _number(value: float | None) -> str:
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value:.1e}"
+
+
+def _latency(us: float | None) -> str:
+    if us is None or not math.isfinite(us):
+        return "-"
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.1f} us"
+
+
+def _binding(row: Row) -> str:
+    if not row.bound:
+        return row.binding
+    total = sum(row.bound.values())
+    return f"{row.binding} ({total})" if not row.binding.startswith("mixed") else row.binding
+
+
+HEADERS = ("model", "route", "imports bound to", "max abs err", "max rel err", "median latency", "checker", "result")
+
+
+def render_table(report: SmokeReport) -> str:
+    cells = [
+        (
+            r.model, r.route_label, _binding(r), _number(r.max_abs), _number(r.max_rel),
+            _latency(r.median_us), r.checker, r.status,
+        )  # fmt: skip
+        for r in report.rows
+    ]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(HEADERS)]
+
+    def line(values: tuple[str, ...]) -> str:
+        return "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()
+
+    out = [line(HEADERS), line(tuple("-" * w for w in widths)), *(line(c) for c in cells)]
+    return "\n".join(out)
+
+
+def write_json(report: SmokeReport, path: Path) -> None:
+    """Written to a temp file and renamed, so a reader never sees half a report."""
+    text = json.dumps(report.to_json(), indent=2) + "\n"
+    path = path.resolve()
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as stream:
+            stream.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

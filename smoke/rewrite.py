@@ -1,0 +1,130 @@
+"""The binary route: ``aoti-shim rewrite-imports BLOB --prefix P [-o OUT]``.
+
+Renames an already-compiled blob's imported ``aoti_torch_*`` symbols to
+``<P>aoti_torch_*`` so that they can no longer bind to libtorch. The result is
+written next to its destination and renamed into place only after the checker
+has passed it: a failed run leaves nothing half-written and never touches OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from aoti_shim.errors import EXIT_OK, AotiShimError, InputError
+
+# Rules that must not fire on a rewritten blob: it must import only prefixed names.
+_IMPORT_RULES = ("UNPREFIXED_IMPORT", "MODEL_DEFINES_SHIM")
+
+
+@dataclass(frozen=True)
+class RewriteSettings:
+    blob: Path
+    prefix: str
+    output: Path  # may equal blob: then the blob is replaced atomically
+
+
+@dataclass(frozen=True)
+class RewriteResult:
+    output: Path
+    renamed: tuple[str, ...]
+
+
+def _check_input(blob: Path) -> None:
+    from aoti_shim.checks.elf import ElfImage, is_elf
+
+    if not blob.is_file():
+        raise InputError(f"{blob}: no such file")
+    if not is_elf(blob):
+        raise InputError(f"{blob}: not an ELF file")
+    with ElfImage(blob) as image:
+        if not image.has_dynsym:
+            raise InputError(f"{blob}: has no dynamic symbol table (not a shared library)")
+
+
+def _recheck(path: Path, display: str) -> None:
+    """The checker must see only prefixed shim imports in the rewritten blob."""
+    from aoti_shim.checks import CheckSettings, run_check
+
+    report = run_check(CheckSettings(models=(str(path),)))
+    bad = [f for f in report.findings if f.rule in _IMPORT_RULES]
+    if bad:
+        raise AotiShimError(f"{display}: still {bad[0].rule} after the rewrite: {bad[0].symbol}")
+
+
+def rewrite_imports(settings: RewriteSettings) -> RewriteResult:
+    from aoti_shim.checks.prefix import validate
+
+    prefix = validate(settings.prefix)
+    _check_input(settings.blob)
+    mode = stat.S_IMODE(settings.blob.stat().st_mode)
+    out = settings.output
+    if out.is_dir():
+        raise InputError(f"-o {out}: is a directory")
+    if not out.parent.is_dir():
+        raise InputError(f"-o {out}: folder {out.parent} does not exist")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "aoti_shim.smoke.rewrite_worker", str(settings.blob), str(tmp), prefix],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        answer = _last_json(proc.stdout)
+        if proc.returncode != 0:
+            why = answer.get("error") if answer else None
+            raise InputError(f"{settings.blob}: LIEF could not rewrite it: {why or _signal_text(proc.returncode)}")
+        renamed = tuple(answer["renamed"])
+        if not renamed:
+            raise InputError(f"{settings.blob}: imports no unprefixed aoti_torch_* symbol; nothing to rename")
+        # LIEF writes a fresh file: give it back the blob's mode (the x bit is lost otherwise).
+        os.chmod(tmp, mode)
+        _recheck(tmp, str(out))
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return RewriteResult(output=out, renamed=renamed)
+
+
+def _last_json(stdout: str) -> dict | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                return None
+    return None
+
+
+def _signal_text(returncode: int) -> str:
+    if returncode < 0:
+        return f"LIEF crashed (signal {-returncode})"
+    return f"exit status {returncode}"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "rewrite-imports",
+        help="rename a compiled blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("blob", type=Path, metavar="BLOB", help="the AOTInductor model .so")
+    parser.add_argument("--prefix", required=True, help="the shim prefix, e.g. myrt_")
+    parser.add_argument("-o", "--output", type=Path, help="where to write (default: replace BLOB)")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    result = rewrite_imports(RewriteSettings(blob=args.blob, prefix=args.prefix, output=args.output or args.blob))
+    print(f"rewrite-imports: renamed {len(result.renamed)} imports to {args.prefix}aoti_torch_*; wrote {result.output}")
+    return EXIT_OK

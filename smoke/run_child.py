@@ -1,0 +1,90 @@
+"""Child process: the coalesced process set-up, then one blob run.
+
+Run as ``python -m aoti_shim.smoke.run_child REQUEST.json RESULT.json``. Order
+matters and mirrors a host that links libtorch: libtorch goes to the global scope
+first, then the shim library (global, so the blob can find it), then the blob
+(local). Without the prefix, the blob's ``aoti_torch_*`` imports now bind to
+libtorch: exactly the collision this project prevents.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+
+def promote_libtorch(device: str) -> ctypes.CDLL:
+    """Put the already-loaded libtorch into the global scope, as a host linking it has it."""
+    import torch
+
+    lib = Path(torch.__file__).resolve().parent / "lib"
+    flags = os.RTLD_GLOBAL | os.RTLD_NOLOAD | os.RTLD_NOW
+    libtorch = ctypes.CDLL(str(lib / "libtorch_cpu.so"), mode=flags)
+    if device == "cuda":
+        import torch.cuda
+
+        torch.cuda.init()
+        ctypes.CDLL(str(lib / "libtorch_cuda.so"), mode=flags)
+    return libtorch
+
+
+def run(request: dict[str, Any]) -> dict[str, Any]:
+    import torch
+
+    from aoti_shim.smoke.compare import compare
+    from aoti_shim.smoke.loader import LoadSettings, load_private_copy
+    from aoti_shim.smoke.runner import Container, RunSettings, ShimApi, run_container
+
+    device = request["device"]
+    libtorch = promote_libtorch(device)
+    if request.get("shim_library"):
+        shims = ctypes.CDLL(request["shim_library"], mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+        api = ShimApi(shims, request["prefix"])
+    else:
+        # The control run: the blob binds to libtorch, so tensors must be libtorch's.
+        api = ShimApi(libtorch, "")
+    io = torch.load(request["io"])
+    inputs = [t.to(device).contiguous() for t in io["inputs"]]
+    with load_private_copy(Path(request["blob"]), LoadSettings()) as blob:
+        result: dict[str, Any] = {"dlopen_path": blob.path}
+        container = Container(blob.library, device, request.get("kernel_dir"))
+        try:
+            with torch.no_grad():
+                outcome = run_container(
+                    api, container, inputs, RunSettings(device=device, iterations=request.get("iterations", 30))
+                )
+        finally:
+            container.close()
+    comparison = compare(outcome.outputs, io["expected"])
+    result.update(
+        max_abs=comparison.max_abs,
+        max_rel=comparison.max_rel,
+        within_tolerance=comparison.within_tolerance,
+        detail=comparison.detail,
+        median_us=outcome.median_us,
+        runs=len(outcome.latencies_us),
+    )
+    return result
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[0]).read_text())
+    try:
+        result = run(request)
+        status = 0
+    except Exception as e:  # noqa: BLE001 - reported as the row's status, not a crash
+        traceback.print_exc()
+        first = (str(e).strip().splitlines() or [""])[0]
+        result = {"error": f"{type(e).__name__}: {first}" if not hasattr(e, "exit_code") else first}
+        status = 1
+    Path(argv[1]).write_text(json.dumps(result))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
