@@ -18,7 +18,8 @@ from aoti_shim.checks.elf import STB_GNU_UNIQUE, STT_TLS, ElfImage
 from aoti_shim.cli import main
 from aoti_shim.errors import AotiShimError
 
-CLI = [sys.executable, "-m", "aoti_shim"]
+# -P: never import the source tree that sits in the current folder instead of the installed package.
+CLI = [sys.executable, "-P", "-m", "aoti_shim"]
 
 
 def findings(report) -> set[tuple[str, str, str]]:
