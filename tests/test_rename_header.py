@@ -1,0 +1,149 @@
+"""The generated rename header: fresh, complete, and doing what it says when compiled."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from cmake_support import REPO, clean_env, log
+
+from aoti_shim.cli import main
+from aoti_shim.rename_header import declared_functions, header_names, manifest_names
+
+HEADER = REPO / "cmake" / "include" / "aoti_shim_rename.h"
+MANIFEST = REPO / "shims" / "manifest.txt"
+
+
+def _run(*argv: str) -> int:
+    return main(["rename-header", *argv])
+
+
+def test_committed_header_is_fresh(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("--root", str(REPO), "--check") == 0
+    assert "is up to date" in capsys.readouterr().out
+
+
+def test_installed_header_is_the_committed_one() -> None:
+    from aoti_shim.paths import cmake_dir
+
+    assert (cmake_dir() / "include" / "aoti_shim_rename.h").read_text() == HEADER.read_text()
+
+
+def test_generating_reproduces_the_committed_header(tmp_path: Path) -> None:
+    out = tmp_path / "rename.h"
+    assert _run("--output", str(out), "--manifest", str(MANIFEST)) == 0
+    assert out.read_text() == HEADER.read_text()
+
+
+def test_check_names_a_missing_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stale = tmp_path / "rename.h"
+    lines = HEADER.read_text().splitlines(keepends=True)
+    victim = next(i for i, line in enumerate(lines) if line.startswith("#define aoti_torch_empty_strided "))
+    stale.write_text("".join(lines[:victim] + lines[victim + 1 :]))
+    assert _run("--output", str(stale), "--manifest", str(MANIFEST), "--check") == 8
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "misses aoti_torch_empty_strided" in err
+
+
+def test_check_detects_a_stale_header_and_a_missing_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stale = tmp_path / "rename.h"
+    stale.write_text(HEADER.read_text().replace("do not edit", "edited"))
+    assert _run("--output", str(stale), "--manifest", str(MANIFEST), "--check") == 8
+    assert "is stale" in capsys.readouterr().err
+    assert _run("--output", str(tmp_path / "absent.h"), "--manifest", str(MANIFEST), "--check") == 8
+    assert "is missing" in capsys.readouterr().err
+    assert not (tmp_path / "absent.h").exists()
+
+
+def test_manifest_names_join_torchs(tmp_path: Path) -> None:
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text("# ours\naoti_torch_fixture_only_name  # a shim torch does not have\n\n")
+    out = tmp_path / "rename.h"
+    assert _run("--output", str(out), "--manifest", str(manifest)) == 0
+    names = header_names(out.read_text())
+    assert "aoti_torch_fixture_only_name" in names
+    assert "aoti_torch_empty_strided" in names  # from torch's headers
+
+
+def test_bad_manifest_line_is_a_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_text("aoti_torch_ok\nnot a name\n")
+    out = tmp_path / "rename.h"
+    assert _run("--output", str(out), "--manifest", str(manifest)) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.endswith("manifest.txt:2: 'not a name' is not a C identifier")
+    assert not out.exists()
+
+
+def test_outside_the_source_tree_without_output_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run("--root", str(tmp_path)) == 2
+    assert "not the aoti-shim source tree" in capsys.readouterr().err
+
+
+def test_every_name_the_manifest_lists_is_renamed() -> None:
+    assert MANIFEST.is_file(), "shims/manifest.txt is missing"
+    assert manifest_names(MANIFEST) <= header_names(HEADER.read_text())
+
+
+def test_every_shim_the_reference_library_exports_is_renamed() -> None:
+    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.errors import AotiShimError
+    from aoti_shim.paths import shim_library
+
+    try:
+        library = shim_library()
+    except AotiShimError as e:
+        pytest.skip(str(e))
+    with ElfImage(library) as image:
+        exported = {name for name in image.exports() if "aoti_torch_" in name}
+    assert exported, f"{library} exports no shims"
+    plain = {name[name.index("aoti_torch_") :] for name in exported}
+    assert plain <= header_names(HEADER.read_text())
+
+
+def test_declarations_are_found_and_comments_and_types_are_not() -> None:
+    source = """
+    // aoti_torch_in_a_comment(int);
+    /* aoti_torch_in_a_block(
+       comment) */
+    AOTI_TORCH_EXPORT AOTITorchError
+    aoti_torch_split_declaration (AtenTensorHandle t);
+    typedef void (*aoti_torch_callback_t)(void*);
+    """
+    assert declared_functions(source) == {"aoti_torch_split_declaration"}
+
+
+def test_header_renames_declarations_definitions_and_calls(tmp_path: Path) -> None:
+    compiler = shutil.which("c++") or shutil.which("g++")
+    nm = shutil.which("nm")
+    if compiler is None or nm is None:
+        pytest.fail("a C++ compiler and nm are needed")
+    source = tmp_path / "t.cpp"
+    source.write_text(
+        "#include <stdint.h>\n"
+        'extern "C" int32_t aoti_torch_dtype_float32(void);\n'
+        'extern "C" int32_t aoti_torch_device_type_cpu(void) { return aoti_torch_dtype_float32(); }\n'
+    )
+
+    def symbols(*defines: str) -> str:
+        obj = tmp_path / "t.o"
+        compiled = subprocess.run(
+            [compiler, "-c", *defines, "-include", str(HEADER), str(source), "-o", str(obj)],
+            capture_output=True,
+            text=True,
+            env=clean_env(),
+            check=False,
+        )
+        assert compiled.returncode == 0, log(compiled)
+        return subprocess.run([nm, str(obj)], capture_output=True, text=True, check=True).stdout
+
+    prefixed = symbols("-DAOTI_SHIM_SYMBOL_PREFIX=zz_")
+    assert "U zz_aoti_torch_dtype_float32" in prefixed
+    assert "T zz_aoti_torch_device_type_cpu" in prefixed
+    assert " aoti_torch_" not in prefixed
+    # Without the prefix macro the header does nothing.
+    plain = symbols()
+    assert "U aoti_torch_dtype_float32" in plain and "zz_" not in plain
