@@ -1,0 +1,1 @@
+"""Test package: the prefix config-setting declared by the project."""

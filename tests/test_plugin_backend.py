@@ -1,0 +1,256 @@
+"""aoti_shim.build in-process: prefix precedence, config-settings, the gate, clean failures.
+
+The prefix rules are checked against scikit-build-core's own settings reader, and two
+fixture projects are built in-process through the PEP 517 hooks (about a second each).
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aoti_shim.errors import EXIT_BLOCKING, EXIT_USAGE, UsageError
+from aoti_shim.plugin import config_settings, prefix, settings, target_env
+from plugin_support import copy_fixture, exported_shim_names
+
+ENV_FREE = ("AOTI_SHIM_PREFIX", "AOTI_SHIM_TORCH", "PDECL_PREFIX", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE", "SKBUILD_CMAKE_ARGS")
+
+
+@pytest.fixture(autouse=True)
+def _clean_build_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ENV_FREE:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _pyproject(tool: dict[str, Any] | None = None, skb: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"tool": {"aoti-shim": tool or {}, "scikit-build": skb or {}}}
+
+
+DECLARED = {"config-setting": {"aoti-shim.prefix": {"default": "decl_", "env": "MYRT_PREFIX"}}}
+
+
+# --- which prefix is requested --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "given", "environ", "value", "source"),
+    [
+        (_pyproject(), {}, {}, None, "not set"),
+        (_pyproject({"prefix": "tbl_"}), {}, {}, "tbl_", "[tool.aoti-shim] prefix"),
+        (_pyproject({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_"}, {}, "cs_", "-C aoti-shim.prefix"),
+        (_pyproject({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_"}, {"AOTI_SHIM_PREFIX": "env_"}, "env_", "environment variable AOTI_SHIM_PREFIX"),
+        (_pyproject(skb=DECLARED), {}, {}, "decl_", 'the default of [tool.scikit-build.config-setting."aoti-shim.prefix"]'),
+        (_pyproject({"prefix": "tbl_"}, DECLARED), {}, {}, "tbl_", "[tool.aoti-shim] prefix"),
+        (_pyproject(skb=DECLARED), {}, {"MYRT_PREFIX": "mine_", "AOTI_SHIM_PREFIX": "env_"}, "mine_", "environment variable MYRT_PREFIX"),
+        (_pyproject(skb={"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "lit_"}}}), {}, {}, "lit_", "[tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX"),
+    ],
+)
+def test_requested_prefix_precedence(pyproject, given, environ, value, source) -> None:
+    choice = prefix.requested_prefix(pyproject, given, environ)
+    assert (choice.value, choice.source) == (value, source)
+
+
+@pytest.mark.parametrize(
+    ("given", "environ", "message"),
+    [
+        ({"aoti-shim.prefix": "9lives_"}, {}, "prefix '9lives_' from -C aoti-shim.prefix is not a C identifier prefix"),
+        ({}, {"AOTI_SHIM_PREFIX": ""}, "prefix '' from environment variable AOTI_SHIM_PREFIX"),
+        ({"aoti-shim.prefix": "aoti_torch_x"}, {}, "starts with 'aoti_torch_'"),
+        ({"aoti-shim.prefix": ["a_", "b_"]}, {}, "-C aoti-shim.prefix was given 2 times"),
+    ],
+)
+def test_bad_prefix_is_a_usage_error(given, environ, message) -> None:
+    with pytest.raises(UsageError) as err:
+        prefix.requested_prefix(_pyproject(), given, environ)
+    assert message in str(err.value)
+
+
+def test_last_cmake_arg_define_wins() -> None:
+    args = ["-DAOTI_SHIM_SYMBOL_PREFIX=a_", "-GNinja", "-D", "AOTI_SHIM_SYMBOL_PREFIX:STRING=b_", "-DOTHER=c_"]
+    assert prefix.last_cmake_arg_define(args) == "b_"
+    assert prefix.last_cmake_arg_define(["-DOTHER=1"]) is None
+
+
+# --- what scikit-build-core is handed ---------------------------------------------------
+
+
+def test_prepare_takes_out_own_keys_and_injects_the_defines() -> None:
+    prepared = config_settings.prepare(
+        _pyproject({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_", "aoti-shim.fail-on": "any", "cmake.build-type": "Debug"}, {}
+    )
+    out = prepared.skbuild_settings
+    assert out["cmake.define.AOTI_SHIM_SYMBOL_PREFIX"] == "cs_"
+    assert Path(out["cmake.define.AotiShim_DIR"], "AotiShimConfig.cmake").is_file()
+    assert out["cmake.build-type"] == "Debug"
+    assert not any(k.startswith("aoti-shim.") for k in out)
+    assert prepared.gate.fail_on == "any"
+
+
+def test_prepare_keeps_declared_settings_and_respects_raw_defines() -> None:
+    pyproject = _pyproject(skb={**DECLARED, "cmake": {"define": {"AotiShim_DIR": "/opt/aotishim"}}})
+    prepared = config_settings.prepare(pyproject, {"aoti-shim.prefix": "cs_", "cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "raw_"}, {})
+    out = prepared.skbuild_settings
+    assert out["aoti-shim.prefix"] == "cs_"  # declared: scikit-build-core resolves it too
+    assert out["cmake.define.AOTI_SHIM_SYMBOL_PREFIX"] == "raw_"  # the raw define is left alone
+    assert "cmake.define.AotiShim_DIR" not in out  # the project points at its own
+    assert prepared.raw_define_source == "-C cmake.define.AOTI_SHIM_SYMBOL_PREFIX"
+    env_raw = config_settings.prepare(_pyproject(), {}, {"SKBUILD_CMAKE_DEFINE": "X=1;AOTI_SHIM_SYMBOL_PREFIX=e_"})
+    assert env_raw.raw_define_source == "SKBUILD_CMAKE_DEFINE"
+
+
+def test_unknown_own_config_setting_and_table_key_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="unknown config-setting"):
+        config_settings.prepare(_pyproject(), {"aoti-shim.prefx": "a_"}, {})
+    with pytest.raises(UsageError, match=r"\[tool.aoti-shim\]: unknown key\(s\) prefx"):
+        config_settings.prepare({"tool": {"aoti-shim": {"prefx": "a_"}}}, {}, {})
+    with pytest.raises(UsageError, match="fail-on must be one of"):
+        settings.gate_settings(_pyproject({"fail-on": "sometimes"}), {})
+
+
+def test_gate_settings_against_forms() -> None:
+    assert settings.gate_settings(_pyproject(), {}).against == ("torch",)
+    assert settings.gate_settings(_pyproject({"against": []}), {}).against == ()
+    assert settings.gate_settings(_pyproject({"against": "libs/ref.so"}), {}).against == ("libs/ref.so",)
+    given = settings.gate_settings(_pyproject(), {"aoti-shim.against": "torch; /x/lib.so"})
+    assert (given.against, given.against_source) == (("torch", "/x/lib.so"), "-C aoti-shim.against")
+
+
+# --- the effective prefix, as scikit-build-core's reader resolves the settings ----------
+
+
+def _effective(project: Path, given: dict[str, Any], monkeypatch: pytest.MonkeyPatch, state: str = "wheel"):
+    from aoti_shim import plugin
+
+    monkeypatch.chdir(project)
+    prepared = config_settings.prepare(plugin._pyproject(), given)
+    return plugin._resolve_prefix(prepared, state)
+
+
+def test_declared_setting_env_reaches_cmake_define(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = copy_fixture("plugin_declared", tmp_path)
+    effective, mode = _effective(project, {}, monkeypatch)
+    assert (effective.choice.value, mode) == ("pdecl_", "redirect")
+    monkeypatch.setenv("PDECL_PREFIX", "pdenv_")
+    effective, _ = _effective(project, {"aoti-shim.prefix": "pdcs_"}, monkeypatch)
+    assert (effective.choice.value, effective.choice.source) == ("pdenv_", "environment variable PDECL_PREFIX")
+    assert effective.warnings == ()
+
+
+def test_overrides_are_warned_about(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = copy_fixture("plugin_clean", tmp_path)
+    effective, _ = _effective(project, {"cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "raw_"}, monkeypatch)
+    assert (effective.choice.value, effective.choice.source) == ("raw_", "a raw -C cmake.define.AOTI_SHIM_SYMBOL_PREFIX")
+    assert effective.warnings == (
+        "a raw -C cmake.define.AOTI_SHIM_SYMBOL_PREFIX sets AOTI_SHIM_SYMBOL_PREFIX=raw_, overriding "
+        "aoti-shim.prefix=pclean_ (from [tool.aoti-shim] prefix); the library gets 'raw_'",
+    )
+    monkeypatch.setenv("SKBUILD_CMAKE_ARGS", "-DAOTI_SHIM_SYMBOL_PREFIX=args_")
+    effective, _ = _effective(project, {}, monkeypatch)
+    assert (effective.choice.value, effective.choice.source) == ("args_", "cmake.args")
+    assert len(effective.warnings) == 1 and "cmake.args sets AOTI_SHIM_SYMBOL_PREFIX=args_" in effective.warnings[0]
+    _, mode = _effective(project, {"editable.mode": "inplace"}, monkeypatch, "editable")
+    assert mode == "inplace"
+
+
+# --- finding torch for an isolated build ----------------------------------------------
+
+
+def test_explicit_torch_location_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = tmp_path / "site-packages"
+    (site / "torch" / "lib").mkdir(parents=True)
+    for given in (site, site / "torch", site / "torch" / "lib"):
+        where = target_env.find_torch({"AOTI_SHIM_TORCH": str(given)})
+        assert (where.site, where.how) == (site, "$AOTI_SHIM_TORCH")
+    with pytest.raises(UsageError, match="AOTI_SHIM_TORCH=.*no torch/lib there"):
+        target_env.find_torch({"AOTI_SHIM_TORCH": str(tmp_path)})
+
+
+def test_torch_found_through_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    where = target_env.find_torch({})
+    assert (where.lib / "libtorch_cpu.so").is_file()
+    assert where.how.startswith("the interpreter pip installs for")
+
+
+# --- in-process builds through the PEP 517 hooks ----------------------------------------
+
+
+def _members(wheel: Path) -> list[str]:
+    with zipfile.ZipFile(wheel) as zf:
+        return zf.namelist()
+
+
+def test_build_wheel_in_process_with_declared_env_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import aoti_shim.build as backend
+
+    project = copy_fixture("plugin_declared", tmp_path)
+    out_dir = tmp_path / "dist"
+    out_dir.mkdir()
+    monkeypatch.chdir(project)
+    monkeypatch.setenv("PDECL_PREFIX", "pdenv_")
+    name = backend.build_wheel(str(out_dir))
+    printed = capsys.readouterr().out
+    assert "aoti-shim: prefix: pdenv_ (from environment variable PDECL_PREFIX)" in printed
+    wheel = out_dir / name
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extract("plugin_declared/libpdecl_shims.so", tmp_path / "x")
+    assert exported_shim_names(tmp_path / "x" / "plugin_declared" / "libpdecl_shims.so") == {"pdenv_aoti_torch_dtype_float32"}
+
+
+def test_blocking_build_deletes_the_wheel_and_exits_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import aoti_shim.build as backend
+
+    project = copy_fixture("plugin_forgot", tmp_path)
+    out_dir = tmp_path / "dist"
+    out_dir.mkdir()
+    monkeypatch.chdir(project)
+    with pytest.raises(SystemExit) as done:
+        backend.build_wheel(str(out_dir))
+    assert done.value.code == EXIT_BLOCKING
+    assert list(out_dir.iterdir()) == []
+    captured = capsys.readouterr()
+    errors = [line for line in captured.err.splitlines() if "aoti-shim: error:" in line]
+    assert len(errors) == 1 and "2 blocking finding(s)" in errors[0]
+
+    # fail-on = never keeps the wheel, findings still printed; a glob can narrow the shims.
+    name = backend.build_wheel(str(out_dir), {"aoti-shim.fail-on": "never"})
+    assert "plugin_forgot/libpforgot_extra.so" in _members(out_dir / name)
+    assert "COLLISION" in capsys.readouterr().out
+
+
+def test_config_error_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import aoti_shim.build as backend
+
+    monkeypatch.chdir(copy_fixture("plugin_clean", tmp_path))
+    with pytest.raises(SystemExit) as done:
+        backend.get_requires_for_build_wheel({"aoti-shim.prefix": "1bad"})
+    assert done.value.code == EXIT_USAGE
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["aoti-shim: error: prefix '1bad' from -C aoti-shim.prefix is not a C identifier prefix (letters, digits, '_'; not empty)"]
+
+
+def test_shims_glob_matching_nothing_rejects_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import aoti_shim.build as backend
+
+    project = copy_fixture("plugin_clean", tmp_path)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'shims = ["*/libnothere.so"]\n')
+    out_dir = tmp_path / "dist"
+    out_dir.mkdir()
+    monkeypatch.chdir(project)
+    with pytest.raises(SystemExit) as done:
+        backend.build_wheel(str(out_dir))
+    assert done.value.code == EXIT_USAGE
+    assert list(out_dir.iterdir()) == []
+    assert "'*/libnothere.so' matches no ELF member of the wheel" in capsys.readouterr().err
+
+
+def test_backend_offers_every_scikit_build_core_hook() -> None:
+    import aoti_shim.build as backend
+    from scikit_build_core import build as skbuild
+
+    assert set(skbuild.__all__) <= set(backend.__all__)
+    for hook in skbuild.__all__:
+        assert callable(getattr(backend, hook))
