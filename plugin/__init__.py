@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -68,8 +69,17 @@ def _passed_on(config_settings: dict[str, Any] | None) -> dict[str, Any]:
         return for_skbuild(_pyproject(), config_settings)
 
 
-def _resolve_prefix(prepared: Prepared, state: Literal["wheel", "editable"]) -> tuple[EffectivePrefix, str]:
-    """Ask scikit-build-core's own settings reader what CMake will get; also the editable mode."""
+@dataclass(frozen=True)
+class _Plan:
+    """What scikit-build-core will do, as its own settings reader resolves it."""
+
+    prefix: EffectivePrefix
+    editable_mode: str
+    rebuild_on_import: bool
+    rebuild_dir: str
+
+
+def _plan(prepared: Prepared, state: Literal["wheel", "editable"]) -> _Plan:
     from scikit_build_core.settings.skbuild_read_settings import SettingsReader
 
     reader = SettingsReader.from_file("pyproject.toml", prepared.skbuild_settings, state=state)
@@ -81,7 +91,22 @@ def _resolve_prefix(prepared: Prepared, state: Literal["wheel", "editable"]) -> 
         environ=os.environ,
         raw_source=prepared.raw_define_source,
     )
-    return effective, settings.editable.mode
+    editable = settings.editable
+    # scikit-build-core turns rebuild-on-import on by default when rebuild-dir is set.
+    rebuild = editable.rebuild is True or (editable.rebuild is None and bool(editable.rebuild_dir))
+    return _Plan(effective, editable.mode, rebuild, editable.rebuild_dir)
+
+
+def _report_prefix(effective: EffectivePrefix) -> None:
+    if effective.choice.value is None:
+        console.info(
+            "prefix: not set by the build settings; the CMake project decides "
+            "(aoti_shim_prefix(<target> PREFIX p)) and the check infers it from the shims"
+        )
+    else:
+        console.info(f"prefix: {effective.choice.value} (from {effective.choice.source})")
+    for warning in effective.warnings:
+        console.warn(warning)
 
 
 def _cmake_calls_check(source_dir: Path) -> bool:
@@ -116,22 +141,30 @@ def _build(
 ) -> str:
     with _pep517_boundary():
         prepared = prepare(_pyproject(), config_settings)
-        effective, editable_mode = _resolve_prefix(prepared, state)
-        console.info(f"prefix: {effective.choice.value or '-'} (from {effective.choice.source})")
-        for warning in effective.warnings:
-            console.warn(warning)
+        plan = _plan(prepared, state)
+        _report_prefix(plan.prefix)
+        if state == "editable" and plan.rebuild_on_import:
+            console.warn(
+                "editable rebuild-on-import: rebuilds on import bypass this backend and are not checked; "
+                "add aoti_shim_check(<target>) in CMake"
+            )
+        if state == "editable" and plan.rebuild_dir:
+            console.warn(
+                f"editable.rebuild-dir = {plan.rebuild_dir}: the compiled libraries are installed there, "
+                "not into the editable wheel, so this backend cannot check them; add aoti_shim_check(<target>) in CMake"
+            )
     hook = _skbuild.build_editable if state == "editable" else _skbuild.build_wheel
     # scikit-build-core reports its own failures (CMake errors) and exits.
     name = hook(wheel_directory, prepared.skbuild_settings, metadata_directory)
     with _pep517_boundary():
-        if state == "editable" and editable_mode == "inplace":
+        if state == "editable" and plan.editable_mode == "inplace":
             _note_inplace()
             return name
         from aoti_shim.plugin.gate import check_wheel
 
         wheel = Path(wheel_directory) / name
         try:
-            check_wheel(wheel, effective.choice, prepared.gate, Path.cwd())
+            check_wheel(wheel, plan.prefix.choice, prepared.gate, Path.cwd())
         except BaseException:
             # Whatever went wrong, an unchecked wheel must not reach the installer.
             wheel.unlink(missing_ok=True)

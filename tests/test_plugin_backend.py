@@ -126,7 +126,8 @@ def _effective(project: Path, given: dict[str, Any], monkeypatch: pytest.MonkeyP
 
     monkeypatch.chdir(project)
     prepared = config_settings.prepare(plugin._pyproject(), given)
-    return plugin._resolve_prefix(prepared, state)
+    plan = plugin._plan(prepared, state)
+    return plan.prefix, plan.editable_mode
 
 
 def test_declared_setting_env_reaches_cmake_define(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -254,3 +255,15 @@ def test_backend_offers_every_scikit_build_core_hook() -> None:
     assert set(skbuild.__all__) <= set(backend.__all__)
     for hook in skbuild.__all__:
         assert callable(getattr(backend, hook))
+
+
+def test_editable_plans_that_bypass_the_gate_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aoti_shim import plugin
+
+    project = copy_fixture("plugin_clean", tmp_path)
+    monkeypatch.chdir(project)
+    given = {"editable.rebuild": "true", "build-dir": "build"}
+    plan = plugin._plan(config_settings.prepare(plugin._pyproject(), given), "editable")
+    assert (plan.rebuild_on_import, plan.editable_mode) == (True, "redirect")
+    plan = plugin._plan(config_settings.prepare(plugin._pyproject(), {}), "editable")
+    assert (plan.rebuild_on_import, plan.rebuild_dir) == (False, "")
