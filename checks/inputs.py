@@ -104,7 +104,7 @@ def _safe_member_name(name: str) -> bool:
 def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Iterator[Artifact]:
     try:
         zf = zipfile.ZipFile(wheel)
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as e:
         raise InputError(f"{wheel}: not a readable wheel (zip): {e}") from None
     with zf:
         for info in zf.infolist():

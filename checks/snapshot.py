@@ -328,7 +328,7 @@ def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: str, displ
 def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
     try:
         zf = zipfile.ZipFile(wheel)
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as e:
         raise InputError(f"{wheel}: not a readable wheel (zip): {e}") from None
     captured = []
     version = None

@@ -1,0 +1,173 @@
+"""Seeded mutation fuzzing of the ELF reader, the checker, wheels and snapshots.
+
+Thousands of mutants of the compiled and synthetic fixtures go through every question
+the checker asks. Each must end in an answer or one InputError line, never another
+exception, and quickly. The seed is fixed so a failure reproduces; set
+AOTI_SHIM_FUZZ_SEED / AOTI_SHIM_FUZZ_COUNT to explore further.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import random
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, mutate, regions, synth_elf
+
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks import snapshot as snapshot_mod
+from aoti_shim.checks.elf import ElfImage
+from aoti_shim.errors import AotiShimError, InputError
+
+SEED = int(os.environ.get("AOTI_SHIM_FUZZ_SEED", "20261130"))
+COUNT = int(os.environ.get("AOTI_SHIM_FUZZ_COUNT", "4000"))
+# Generous: a healthy run takes about a millisecond per mutant; a loop or a blow-up takes seconds.
+PER_FILE_LIMIT_S = 2.0
+SEEDS = ("tiny", "shim", "model", "kinds", "versioned", "many", "unique", "tiny32", "many32")
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, Path]]:
+    out = tmp_path_factory.mktemp("fuzz-seeds")
+    libs = compile_fixtures(out)
+    seeds = [(name, libs[name]) for name in SEEDS if name in libs]
+    for elf64 in (True, False):
+        path = out / f"libsynth{64 if elf64 else 32}be.so"
+        path.write_bytes(synth_elf(SYNTH_SYMBOLS, elf64=elf64, big_endian=True))
+        seeds.append((path.stem, path))
+    return seeds
+
+
+def one_line(error: AotiShimError) -> None:
+    message = str(error)
+    assert message and "\n" not in message, repr(message)
+
+
+def exercise(path: Path, probe_names: list[str]) -> None:
+    """Everything the checker asks an ElfImage, lookups before scans (so .gnu.hash is read)."""
+    with ElfImage(path) as image:
+        for name in probe_names:
+            image.find_export(name)
+        image.has_dynsym and image.symbol_count()
+        exports = image.exports()
+        for name in list(exports)[:5]:
+            exports[name].is_export
+        imports = image.imports()
+        list(imports.values())[:5]
+        image.export_names()
+        sum(1 for _ in image.symbols())
+        image.needed, image.soname, image.build_id
+
+
+def test_mutated_elf_files(corpus: list[tuple[str, Path]], tmp_path: Path) -> None:
+    rng = random.Random(SEED)
+    seeds = []
+    for name, path in corpus:
+        data = path.read_bytes()
+        with ElfImage(path) as image:
+            probes = sorted(image.exports())[:3] + ["aoti_torch_empty_strided", "no_such_name"]
+        seeds.append((name, data, regions(path), probes))
+    target = tmp_path / "libmutant.so"
+    outcomes = {"answered": 0, "input_error": 0}
+    slowest = (0.0, "")
+    good_ref = str(corpus[0][1])
+    for i in range(COUNT):
+        name, data, reg, probes = seeds[i % len(seeds)]
+        mutant = mutate(data, reg, rng)
+        target.write_bytes(mutant)
+        started = time.perf_counter()
+        try:
+            exercise(target, probes)
+            outcomes["answered"] += 1
+        except InputError as e:
+            one_line(e)
+            outcomes["input_error"] += 1
+        except Exception as e:  # noqa: BLE001 - the point of the test
+            keep = tmp_path / f"crash-{i}-{name}.so"
+            keep.write_bytes(mutant)
+            raise AssertionError(f"mutant {i} of {name} (seed {SEED}, kept at {keep}) raised {e!r}") from e
+        # Every 8th mutant also goes through the whole checker, as a shim and as a reference.
+        if i % 8 == 0:
+            for settings in (
+                CheckSettings(shims=(str(target),), against=(good_ref,)),
+                CheckSettings(shims=(good_ref,), models=(good_ref,), against=(str(target),)),
+            ):
+                try:
+                    report = run_check(settings)
+                    assert report.exit_code() in (0, 4, 8)
+                except AotiShimError as e:
+                    one_line(e)
+        elapsed = time.perf_counter() - started
+        if elapsed > slowest[0]:
+            slowest = (elapsed, f"mutant {i} of {name}")
+    assert slowest[0] < PER_FILE_LIMIT_S, slowest
+    # Both outcomes must occur, or the mutator is too gentle (or too brutal) to prove anything.
+    assert outcomes["answered"] > COUNT // 20 and outcomes["input_error"] > COUNT // 20, outcomes
+
+
+def _wheel_bytes(library: bytes) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("pkg/__init__.py", "")
+        zf.writestr("pkg/lib/libshim.so", library)
+        zf.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+    return buf.getvalue()
+
+
+def test_mutated_wheels(corpus: list[tuple[str, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    rng = random.Random(SEED + 1)
+    shim = dict(corpus)["shim"].read_bytes()
+    wheel = _wheel_bytes(shim)
+    target = tmp_path / "pkg-1.0-py3-none-any.whl"
+    for i in range(max(COUNT // 10, 50)):
+        out = bytearray(wheel)
+        for _ in range(rng.randint(1, 6)):
+            at = rng.randrange(len(out))
+            out[at] = rng.randrange(256) if rng.random() < 0.7 else out[at] ^ 0x80
+        if rng.random() < 0.15:
+            del out[rng.randrange(len(out)) :]
+        target.write_bytes(bytes(out))
+        started = time.perf_counter()
+        try:
+            run_check(CheckSettings(shims=(str(target),), member_limit=1 << 20))
+        except AotiShimError as e:
+            one_line(e)
+        except Exception as e:  # noqa: BLE001
+            keep = tmp_path / f"crash-{i}.whl"
+            keep.write_bytes(bytes(out))
+            raise AssertionError(f"wheel mutant {i} (kept at {keep}) raised {e!r}") from e
+        assert time.perf_counter() - started < PER_FILE_LIMIT_S
+        # The workspace is gone afterwards: nothing half-extracted stays behind.
+        assert not list(scratch.iterdir())
+
+
+def test_mutated_snapshots(corpus: list[tuple[str, Path]], tmp_path: Path) -> None:
+    lib_dir = tmp_path / "lib"
+    lib_dir.mkdir()
+    for name in ("shim", "kinds"):
+        (lib_dir / f"lib{name}.so").write_bytes(dict(corpus)[name].read_bytes())
+    good = snapshot_mod.encode(snapshot_mod.capture(lib_dir, torch_version="0.0"))
+    rng = random.Random(SEED + 2)
+    target = tmp_path / "snap.json.gz"
+    for i in range(max(COUNT // 10, 50)):
+        out = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            out[rng.randrange(len(out))] = rng.randrange(256)
+        target.write_bytes(bytes(out))
+        try:
+            if snapshot_mod.is_snapshot(target):
+                for lib in snapshot_mod.load(target):
+                    lib.find_export("aoti_torch_empty_strided")
+                    lib.export_names()
+        except InputError as e:
+            one_line(e)
+        except Exception as e:  # noqa: BLE001
+            raise AssertionError(f"snapshot mutant {i} raised {e!r}") from e
