@@ -153,6 +153,10 @@ endfunction()
 
 # torch's include folder (the blob's wrapper includes torch's runtime headers).
 function(_aoti_shim_torch_include fn out)
+  if(NOT AOTI_SHIM_TORCH_INCLUDE_DIR AND DEFINED ENV{AOTI_SHIM_TORCH_INCLUDE_DIR})
+    # An isolated build environment (pip, scikit-build-core) has no torch: let the caller say where.
+    set(AOTI_SHIM_TORCH_INCLUDE_DIR "$ENV{AOTI_SHIM_TORCH_INCLUDE_DIR}" CACHE PATH "torch's include folder" FORCE)
+  endif()
   if(NOT AOTI_SHIM_TORCH_INCLUDE_DIR)
     _aoti_shim_python(py)
     execute_process(
@@ -161,8 +165,8 @@ print(os.path.join(list(s.submodule_search_locations)[0], 'include') if s else '
       WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
       RESULT_VARIABLE rc OUTPUT_VARIABLE dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     if(NOT rc EQUAL 0 OR dir STREQUAL "")
-      message(FATAL_ERROR "${fn}: torch's headers not found with ${py}: "
-                          "set -DAOTI_SHIM_TORCH_INCLUDE_DIR=<site-packages>/torch/include")
+      message(FATAL_ERROR "${fn}: torch's headers not found with ${py}: set -DAOTI_SHIM_TORCH_INCLUDE_DIR="
+                          "<site-packages>/torch/include (or the environment variable of that name)")
     endif()
     set(AOTI_SHIM_TORCH_INCLUDE_DIR "${dir}" CACHE PATH "torch's include folder (default: asked of AOTI_SHIM_PYTHON)" FORCE)
   endif()
@@ -323,10 +327,20 @@ function(aoti_shim_add_model name)
     message(FATAL_ERROR "${fn}: package '${package}' for '${name}' does not exist")
   endif()
   if(NOT IS_DIRECTORY "${package}")
-    # A .pt2 archive: unpack it once per change into the build tree.
+    # A .pt2 archive: unpacked into the build tree only when its content changes, so
+    # a re-configure does not touch the sources and rebuild the blob.
     set(unpacked "${CMAKE_CURRENT_BINARY_DIR}/${name}_package")
-    file(REMOVE_RECURSE "${unpacked}")
-    file(ARCHIVE_EXTRACT INPUT "${package}" DESTINATION "${unpacked}")
+    file(SHA256 "${package}" digest)
+    set(stamp "${unpacked}/.aoti_shim_sha256")
+    set(have "")
+    if(EXISTS "${stamp}")
+      file(READ "${stamp}" have)
+    endif()
+    if(NOT have STREQUAL digest)
+      file(REMOVE_RECURSE "${unpacked}")
+      file(ARCHIVE_EXTRACT INPUT "${package}" DESTINATION "${unpacked}")
+      file(WRITE "${stamp}" "${digest}")
+    endif()
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${package}")
     set(package "${unpacked}")
   endif()

@@ -68,3 +68,73 @@ def test_check_with_models_fails_the_build_on_unsatisfied_imports(model_build: B
     assert f"'{FIXTURE_PREFIX}aoti_torch_dtype_float32'" not in output
     assert "UNPREFIXED_IMPORT" not in output
     assert "FAILED:" in output
+
+
+_FAKE_WRAPPER = """
+#include <stddef.h>
+extern "C" {
+extern const unsigned char __triton_fixture_0_start[];
+extern const unsigned char __triton_fixture_0_end[];
+__attribute__((visibility("default"))) size_t AOTInductorFixtureKernelSize(void) {
+  return static_cast<size_t>(__triton_fixture_0_end - __triton_fixture_0_start);
+}
+__attribute__((visibility("default"))) const unsigned char* AOTInductorFixtureKernel(void) {
+  return __triton_fixture_0_start;
+}
+}
+"""
+
+
+def test_kernel_binaries_are_embedded_under_torchs_symbol_names(tmp_path: Path) -> None:
+    """A GPU package's cubins become __<kernel>_start/_end in the blob (checked on CPU with a stand-in)."""
+    import ctypes
+
+    package = tmp_path / "package" / "data" / "aotinductor" / "model"
+    package.mkdir(parents=True)
+    (package / "cfixture.wrapper.cpp").write_text(_FAKE_WRAPPER)
+    kernel = bytes(range(256)) * 3 + b"tail"
+    (package / "triton_fixture_0.cubin").write_bytes(kernel)
+    project = CMakeProject(
+        PACKAGES / "cmake_model",
+        tmp_path / "build",
+        {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(tmp_path / "package")},
+    )
+    built = project.configure_and_build()
+    assert built.returncode == 0, log(built)
+    blob = ctypes.CDLL(str(_blob(project)), mode=ctypes.RTLD_LOCAL)
+    blob.AOTInductorFixtureKernelSize.restype = ctypes.c_size_t
+    blob.AOTInductorFixtureKernel.restype = ctypes.POINTER(ctypes.c_ubyte)
+    size = blob.AOTInductorFixtureKernelSize()
+    assert size == len(kernel)
+    assert bytes(blob.AOTInductorFixtureKernel()[:size]) == kernel
+
+
+def test_a_pt2_archive_is_unpacked_once(tmp_path: Path) -> None:
+    import shutil
+    import zipfile
+
+    archive = Path(shutil.make_archive(str(tmp_path / "mlp"), "zip", RECORDED_PACKAGE))
+    pt2 = archive.rename(tmp_path / "mlp.pt2")
+    project = CMakeProject(
+        PACKAGES / "cmake_model",
+        tmp_path / "build",
+        {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(pt2)},
+    )
+    configured = project.configure()
+    assert configured.returncode == 0, log(configured)
+    wrappers = list((project.build / "mlp_blob_package").rglob("*.wrapper.cpp"))
+    assert len(wrappers) == 1
+    assert str(wrappers[0]) in (project.build / "build.ninja").read_text()
+    sentinel = project.build / "mlp_blob_package" / "sentinel"
+    sentinel.write_text("left by the test")
+    again = project.configure()
+    assert again.returncode == 0, log(again)
+    # Unchanged archive: not unpacked again, so the sources stay as they were and nothing rebuilds.
+    assert sentinel.exists()
+    # A changed archive is unpacked afresh.
+    with zipfile.ZipFile(pt2, "a") as extra:
+        extra.writestr("model/extra.txt", "changed")
+    third = project.configure()
+    assert third.returncode == 0, log(third)
+    assert not sentinel.exists()
+    assert (project.build / "mlp_blob_package" / "model" / "extra.txt").is_file()
