@@ -1,0 +1,156 @@
+"""Reference snapshots: the shipped ones are real, reproducible, and gate like torch itself."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, synth_elf
+
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks import snapshot as snapshot_mod
+from aoti_shim.checks.elf import STB_GLOBAL, STT_FUNC, ElfImage
+from aoti_shim.errors import InputError
+
+CLI = [sys.executable, "-m", "aoti_shim"]
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return compile_fixtures(tmp_path_factory.mktemp("snapshot-fixtures"))
+
+
+def shipped(version: str) -> Path:
+    found = [p for p in snapshot_mod.shipped() if p.name == f"torch-{version}.json.gz"]
+    assert found, f"the torch {version} snapshot is not installed with the package ({snapshot_mod.shipped_dir()})"
+    return found[0]
+
+
+def torch_lib() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("torch is not installed")
+    return Path(next(iter(spec.submodule_search_locations))) / "lib"
+
+
+def by_name(path: Path) -> dict[str, snapshot_mod.SnapshotLibrary]:
+    return {lib.name: lib for lib in snapshot_mod.load(path)}
+
+
+def test_shipped_snapshots_describe_real_torch_builds() -> None:
+    cpu = snapshot_mod.read(shipped("2.13.0+cpu"))
+    assert cpu.torch_version == "2.13.0+cpu"
+    libs = {lib.name: lib for lib in cpu.libraries}
+    assert {"libtorch_cpu.so", "libc10.so", "libtorch.so"} <= set(libs)
+    assert all(lib.build_id and len(lib.build_id) == 40 for lib in libs.values())
+    shims = {n for n in libs["libtorch_cpu.so"].export_names() if n.startswith("aoti_torch_")}
+    assert len(shims) == 329
+    for name in shims:
+        sym = libs["libtorch_cpu.so"].find_export(name)
+        assert sym is not None and sym.bind == STB_GLOBAL and sym.type == STT_FUNC and not sym.versioned
+
+    cuda = by_name(shipped("2.14.1+cu130"))
+    cpu_shims = {n for n in cuda["libtorch_cpu.so"].export_names() if n.startswith("aoti_torch_")}
+    cuda_shims = {n for n in cuda["libtorch_cuda.so"].export_names() if n.startswith("aoti_torch_")}
+    assert len(cpu_shims) == 329 and len(cuda_shims) == 175 and not cpu_shims & cuda_shims
+    assert cuda["libtorch_cuda.so"].find_export("aoti_torch_create_cuda_stream_guard") is not None
+    assert cuda["libtorch_cuda.so"].find_export("myrt_aoti_torch_create_cuda_stream_guard") is None
+
+
+def test_shipped_cpu_snapshot_is_what_the_command_makes_from_the_installed_torch(tmp_path: Path) -> None:
+    lib = torch_lib()
+    if "'2.13.0+cpu'" not in (lib.parent / "version.py").read_text():
+        pytest.skip("the installed torch is not 2.13.0+cpu")
+    out = tmp_path / "fresh.json.gz"
+    done = subprocess.run([*CLI, "snapshot", str(lib), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "torch 2.13.0+cpu" in done.stderr
+    fresh = json.loads(gzip.decompress(out.read_bytes()))
+    ours = json.loads(gzip.decompress(shipped("2.13.0+cpu").read_bytes()))
+    for doc in (fresh, ours):
+        doc.pop("created_by")
+    assert fresh == ours
+    # And every name agrees with the ELF reader on the real files.
+    snap = by_name(out)
+    with ElfImage(lib / "libtorch_cpu.so") as image:
+        assert snap["libtorch_cpu.so"].export_names() == image.export_names()
+        assert snap["libtorch_cpu.so"].build_id == image.build_id
+
+
+def test_check_against_a_snapshot_finds_what_against_torch_finds(libs: dict[str, Path]) -> None:
+    torch_lib()
+    shim = str(libs["shim"])
+    live = run_check(CheckSettings(shims=(shim,), against=("torch",), prefix="myrt_"))
+    snap = run_check(CheckSettings(shims=(shim,), against=(str(shipped("2.13.0+cpu")),), prefix="myrt_"))
+    collisions = {f.symbol for f in snap.findings if f.rule == "COLLISION"}
+    assert collisions == {"aoti_torch_dtype_float32", "aoti_torch_empty_strided"}
+    assert collisions == {f.symbol for f in live.findings if f.rule == "COLLISION"}
+    assert all(f.artifact == shim for f in snap.findings)
+    assert snap.exit_code() == 8
+    assert any(r.endswith("!libtorch_cpu.so") for r in snap.references)
+
+
+def test_cli_gates_against_the_cuda_snapshot_without_torch(libs: dict[str, Path]) -> None:
+    done = subprocess.run(
+        [*CLI, "check", "--shim", str(libs["shim"]), "--against", str(shipped("2.14.1+cu130")), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 8, done.stderr
+    report = json.loads(done.stdout)
+    assert "aoti_torch_empty_strided" in json.dumps(report)
+
+
+def test_snapshot_of_a_wheel_is_streamed_and_matches_the_reader(libs: dict[str, Path], tmp_path: Path) -> None:
+    wheel = tmp_path / "torch-9.9.9-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("torch/version.py", "__version__ = '9.9.9+test'\n")
+        zf.write(libs["kinds"], "torch/lib/libkinds.so")
+        zf.write(libs["many"], "torch/lib/libmany.so")
+        zf.writestr("torch/lib/libbig_endian.so", synth_elf(SYNTH_SYMBOLS, big_endian=True))
+        zf.write(libs["model"], "torch/_C.cpython-311-x86_64-linux-gnu.so")  # outside lib/: not a reference
+        zf.writestr("torch/lib/README.txt", "not a library")
+    out = tmp_path / "snap.json.gz"
+    done = subprocess.run([*CLI, "snapshot", str(wheel), "-o", str(out)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    snap = snapshot_mod.read(out)
+    assert snap.torch_version == "9.9.9+test"
+    assert snap.source == {"kind": "wheel", "name": wheel.name}
+    got = {lib.name: lib for lib in snap.libraries}
+    assert set(got) == {"libkinds.so", "libmany.so", "libbig_endian.so"}
+    for name in ("kinds", "many"):
+        with ElfImage(libs[name]) as image:
+            exports = image.exports()
+            ref = got[f"lib{name}.so"]
+            assert ref.export_names() == set(exports)
+            assert all(ref.find_export(n) == exports[n] for n in exports)
+            assert ref.build_id == image.build_id
+    assert got["libbig_endian.so"].find_export("synth_versioned").versioned  # type: ignore[union-attr]
+
+
+def test_snapshot_bytes_are_deterministic(libs: dict[str, Path], tmp_path: Path) -> None:
+    lib_dir = tmp_path / "lib"
+    lib_dir.mkdir()
+    (lib_dir / "libshim.so").write_bytes(libs["shim"].read_bytes())
+    first = snapshot_mod.encode(snapshot_mod.capture(lib_dir, torch_version="1.0"))
+    second = snapshot_mod.encode(snapshot_mod.capture(lib_dir, torch_version="1.0"))
+    assert first == second
+
+
+def test_is_snapshot_only_for_snapshots(libs: dict[str, Path], tmp_path: Path) -> None:
+    assert snapshot_mod.is_snapshot(shipped("2.13.0+cpu"))
+    assert not snapshot_mod.is_snapshot(libs["tiny"])
+    other = tmp_path / "other.json.gz"
+    other.write_bytes(gzip.compress(b'{"format": "something-else"}'))
+    assert not snapshot_mod.is_snapshot(other)
+    assert not snapshot_mod.is_snapshot(tmp_path / "missing.json.gz")
+    with pytest.raises(InputError, match="not an aoti-shim snapshot"):
+        snapshot_mod.load(other)
