@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
-from aoti_shim.plugin.target_env import find_torch
+from aoti_shim.plugin.target_env import find_torch, shipped_snapshots
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 
 SHIM_ABI_MARK = "aoti_torch_"
@@ -97,15 +97,25 @@ def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
 
 
 def _references(gate: GateSettings, project_dir: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The checker's ``against`` list and torch search paths; relative paths are the project's."""
+    """The checker's ``against`` list and torch search paths.
+
+    Items: ``torch`` (the target environment's), the name of a snapshot shipped with
+    aoti-shim (``torch-2.13.0+cpu``: no torch needed at build time), or a path,
+    relative to the project.
+    """
     against: list[str] = []
     search: list[str] = []
+    snapshots = shipped_snapshots()
     for item in gate.against:
         if item == "torch":
             where = find_torch()
             console.info(f"against: torch at {where.lib} (found in {where.how})")
             against.append("torch")
             search.append(str(where.site))
+            continue
+        if item in snapshots:
+            console.info(f"against: the shipped snapshot {item}")
+            against.append(str(snapshots[item]))
             continue
         path = Path(item) if os.path.isabs(item) else project_dir / item
         if not path.exists():

@@ -103,6 +103,13 @@ def _candidates(environ: Mapping[str, str]) -> Iterator[tuple[str, list[Path]]]:
     yield f"the base interpreter ({sys.base_prefix})", _base_sites()
 
 
+def shipped_snapshots() -> dict[str, Path]:
+    """Reference snapshots shipped with aoti-shim, by name (``torch-2.13.0+cpu``)."""
+    from aoti_shim.checks.snapshot import shipped
+
+    return {p.name[: -len(".json.gz")]: p for p in shipped()}
+
+
 def find_torch(environ: Mapping[str, str] | None = None) -> TorchLocation:
     """The target environment's torch, or a usage error that says how to point at one."""
     environ = os.environ if environ is None else environ
@@ -115,9 +122,11 @@ def find_torch(environ: Mapping[str, str] | None = None) -> TorchLocation:
         for site in sites:
             if _has_torch(site):
                 return TorchLocation(site, how)
+    names = ", ".join(f'"{n}"' for n in shipped_snapshots()) or "none"
     raise UsageError(
         "against = \"torch\" but no torch installation was found (looked in "
         + "; ".join(looked)
         + f"). Fix: install torch where the package is installed, or set {TORCH_ENV_VAR}=<site-packages or torch folder>, "
-        "or name reference libraries in [tool.aoti-shim] against (against = [] checks prefixes only)"
+        f"or set [tool.aoti-shim] against to a shipped snapshot ({names}) or to reference libraries "
+        "(against = [] checks prefixes only)"
     )

@@ -267,3 +267,19 @@ def test_editable_plans_that_bypass_the_gate_are_named(tmp_path: Path, monkeypat
     assert (plan.rebuild_on_import, plan.editable_mode) == (True, "redirect")
     plan = plugin._plan(config_settings.prepare(plugin._pyproject(), {}), "editable")
     assert (plan.rebuild_on_import, plan.rebuild_dir) == (False, "")
+
+
+def test_shipped_snapshot_reference_needs_no_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import aoti_shim.build as backend
+
+    if "torch-2.13.0+cpu" not in target_env.shipped_snapshots():
+        pytest.skip("no shipped torch-2.13.0+cpu snapshot in this installation")
+    monkeypatch.chdir(copy_fixture("plugin_forgot", tmp_path))
+    out_dir = tmp_path / "dist"
+    out_dir.mkdir()
+    with pytest.raises(SystemExit) as done:
+        backend.build_wheel(str(out_dir), {"aoti-shim.against": "torch-2.13.0+cpu"})
+    assert done.value.code == EXIT_BLOCKING
+    printed = capsys.readouterr().out
+    assert "against: the shipped snapshot torch-2.13.0+cpu" in printed
+    assert "COLLISION" in printed and "aoti_torch_empty_strided" in printed and "libtorch_cpu.so" in printed
