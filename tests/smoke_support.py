@@ -1,0 +1,89 @@
+"""Helpers shared by the smoke, loader and rewrite tests: fixture builds with the
+real C compiler, the installed CLI, and one compiled MLP reused by every test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "fixtures" / "smoke"
+PREFIX = "aotishim_"
+
+
+def cc() -> str:
+    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.fail("no C compiler (cc/gcc) found; the smoke fixtures are built from C")
+    return compiler
+
+
+def build_c(source: str, out: Path, *defines: str) -> Path:
+    """A shared library from fixtures/smoke/<source>, undefined symbols allowed."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [cc(), "-shared", "-fPIC", "-O1", *defines, str(FIXTURES / source), "-o", str(out)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return out
+
+
+@dataclass(frozen=True)
+class FakeLibs:
+    blob: Path  # imports aoti_torch_get_dim / aoti_torch_dtype_float32 unprefixed
+    shims: Path  # defines aotishim_aoti_torch_* (answers 1)
+    torch: Path  # defines the unprefixed names, like libtorch (answers 2)
+    counter: Path
+
+
+def build_fake_libs(root: Path) -> FakeLibs:
+    return FakeLibs(
+        blob=build_c("fake_blob.c", root / "libfake_blob.so"),
+        shims=build_c("fake_shims.c", root / "libfake_shims.so", f"-DSHIM_NAME(x)={PREFIX}##x", "-DOWNER=1"),
+        torch=build_c("fake_shims.c", root / "libfake_torch.so", "-DOWNER=2"),
+        counter=build_c("counter.c", root / "libcounter.so"),
+    )
+
+
+def aoti_shim(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """The installed command line, in a child process."""
+    return subprocess.run(
+        [sys.executable, "-m", "aoti_shim", *args],
+        capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout, check=False,
+    )  # fmt: skip
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess[str], exit_code: int) -> str:
+    assert proc.returncode == exit_code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def installed_shim_library() -> Path:
+    from aoti_shim.errors import AotiShimError
+    from aoti_shim.paths import shim_library
+
+    try:
+        return shim_library()
+    except AotiShimError as e:
+        pytest.fail(f"the installed package has no reference shim library: {e}")
+
+
+def compiled_mlp(cache_dir: Path, route: str = "binary"):
+    """The bundled MLP, compiled once per test session (the cache is on disk, so every
+    module that asks shares the one compile)."""
+    from aoti_shim.smoke.compile import CompileRequest, compile_cached
+
+    return compile_cached(CompileRequest(model="mlp", device="cpu", route=route), cache_dir)
+
+
+def session_cache(factory: pytest.TempPathFactory) -> Path:
+    path = factory.getbasetemp() / "smoke-compile-cache"
+    path.mkdir(exist_ok=True)
+    return path

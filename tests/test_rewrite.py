@@ -1,0 +1,147 @@
+"""``aoti-shim rewrite-imports``: the binary route, on real ELF files."""
+
+from __future__ import annotations
+
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from smoke_support import PREFIX, aoti_shim, assert_one_line_error, build_fake_libs, compiled_mlp, session_cache
+
+from aoti_shim.checks.elf import ElfImage
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory: pytest.TempPathFactory):
+    return build_fake_libs(tmp_path_factory.mktemp("rewrite-libs"))
+
+
+def _shim_imports(path: Path) -> set[str]:
+    with ElfImage(path) as image:
+        return {n for n in image.imports() if "aoti_torch_" in n}
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.startswith(".")]
+
+
+def _load_and_call(blob: Path, *globals_: Path) -> int:
+    """Load ``globals_`` RTLD_GLOBAL and then ``blob``, in a child; the blob's answer."""
+    script = textwrap.dedent(
+        """
+        import ctypes, os, sys
+        for lib in sys.argv[2:]:
+            ctypes.CDLL(lib, mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+        blob = ctypes.CDLL(sys.argv[1], mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        blob.smoke_model_run.restype = ctypes.c_int64
+        print(blob.smoke_model_run())
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", script, str(blob), *map(str, globals_)], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return int(proc.stdout.strip())
+
+
+@pytest.mark.parametrize("mode", [0o755, 0o640])
+def test_rewrite_renames_imports_and_keeps_the_mode(fake, tmp_path: Path, mode: int) -> None:
+    blob = tmp_path / "model.so"
+    blob.write_bytes(fake.blob.read_bytes())
+    blob.chmod(mode)
+    out = tmp_path / "model.prefixed.so"
+    proc = aoti_shim("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "renamed 2 imports" in proc.stdout
+    assert _shim_imports(out) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
+    assert _shim_imports(blob) == {"aoti_torch_get_dim", "aoti_torch_dtype_float32"}  # input untouched
+    assert stat.S_IMODE(out.stat().st_mode) == mode
+    assert _leftovers(tmp_path) == []
+
+
+def test_rewritten_blob_binds_to_the_shims_not_to_a_global_libtorch(fake, tmp_path: Path) -> None:
+    out = tmp_path / "model.prefixed.so"
+    assert aoti_shim("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(out)).returncode == 0
+    # libtorch stand-in (answers 2) global first, then the shims (answer 1): the collision set-up.
+    assert _load_and_call(fake.blob, fake.torch, fake.shims) == 2 * 100 + 6  # unprefixed: libtorch wins
+    assert _load_and_call(out, fake.torch, fake.shims) == 1 * 100 + 6  # prefixed: the shims
+
+
+def test_rewrite_in_place_replaces_the_file(fake, tmp_path: Path) -> None:
+    blob = tmp_path / "model.so"
+    blob.write_bytes(fake.blob.read_bytes())
+    blob.chmod(0o700)
+    inode = blob.stat().st_ino
+    proc = aoti_shim("rewrite-imports", str(blob), "--prefix", "myrt_")
+    assert proc.returncode == 0, proc.stderr
+    assert _shim_imports(blob) == {"myrt_aoti_torch_get_dim", "myrt_aoti_torch_dtype_float32"}
+    assert blob.stat().st_ino != inode  # renamed into place, never rewritten in place
+    assert stat.S_IMODE(blob.stat().st_mode) == 0o700
+    assert _leftovers(tmp_path) == []
+
+
+def test_already_prefixed_blob_is_refused_and_nothing_is_written(fake, tmp_path: Path) -> None:
+    once = tmp_path / "once.so"
+    assert aoti_shim("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(once)).returncode == 0
+    twice = tmp_path / "twice.so"
+    line = assert_one_line_error(aoti_shim("rewrite-imports", str(once), "--prefix", PREFIX, "-o", str(twice)), 1)
+    assert "nothing to rename" in line
+    assert not twice.exists() and _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("case", "exit_code", "needle"),
+    [
+        ("missing", 1, "no such file"),
+        ("not-elf", 1, "not an ELF file"),
+        ("truncated-elf", 1, ""),
+        ("bad-prefix", 2, "not a C identifier prefix"),
+        ("torch-prefix", 2, "aoti_torch_"),
+        ("no-prefix", 2, "--prefix"),
+        ("out-dir-missing", 1, "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_writes_nothing(fake, tmp_path: Path, case: str, exit_code: int, needle: str) -> None:
+    blob = tmp_path / "model.so"
+    blob.write_bytes(fake.blob.read_bytes())
+    out = tmp_path / "out.so"
+    args = ["rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out)]
+    if case == "missing":
+        args[1] = str(tmp_path / "absent.so")
+    elif case == "not-elf":
+        blob.write_text("hello")
+    elif case == "truncated-elf":
+        blob.write_bytes(fake.blob.read_bytes()[:200])
+    elif case == "bad-prefix":
+        args[3] = "1bad-"
+    elif case == "torch-prefix":
+        args[3] = "aoti_torch_x"
+    elif case == "no-prefix":
+        args = ["rewrite-imports", str(blob)]
+    elif case == "out-dir-missing":
+        out = tmp_path / "nowhere" / "out.so"
+        args[-1] = str(out)
+    line = assert_one_line_error(aoti_shim(*args), exit_code)
+    assert needle in line
+    assert not out.exists()
+    assert _leftovers(tmp_path) == []
+
+
+def test_rewritten_compiled_model_passes_the_checker(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """The real thing: torch's compiled MLP, every aoti_torch_* import renamed."""
+    artefact = compiled_mlp(session_cache(tmp_path_factory))
+    before = _shim_imports(artefact.blob)
+    assert len(before) >= 15 and all(n.startswith("aoti_torch_") for n in before)
+    out = tmp_path / "mlp.so"
+    proc = aoti_shim("rewrite-imports", str(artefact.blob), "--prefix", PREFIX, "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert _shim_imports(out) == {PREFIX + n for n in before}
+    check = aoti_shim("check", "--model", str(out), "--against", "torch", "--prefix", PREFIX)
+    assert "UNPREFIXED_IMPORT" not in check.stdout
+    assert check.returncode & 8 == 0, check.stdout
+    unchecked = aoti_shim("check", "--model", str(artefact.blob), "--against", "torch", "--prefix", PREFIX)
+    assert "UNPREFIXED_IMPORT" in unchecked.stdout and unchecked.returncode & 8
+    # Still the model: its entry points are exported as before.
+    with ElfImage(out) as image:
+        assert image.find_export("AOTInductorModelContainerCreateWithDevice") is not None
