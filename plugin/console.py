@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TextIO
 
 _RED, _YELLOW, _BOLD, _RESET = "\033[31m", "\033[33m", "\033[1m", "\033[0m"
 TAG = "aoti-shim:"
@@ -21,7 +22,7 @@ def use_color() -> bool:
     return sys.stderr.isatty()
 
 
-def _emit(text: str, *, stream: object = None) -> None:
+def _emit(text: str, *, stream: TextIO | None = None) -> None:
     # scikit-build-core writes to stdout; pip merges both streams, so flush to keep order.
     sys.stdout.flush()
     print(text, file=stream or sys.stdout, flush=True)

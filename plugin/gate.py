@@ -109,7 +109,7 @@ def _references(gate: GateSettings, project_dir: Path) -> tuple[tuple[str, ...],
     for item in gate.against:
         if item == "torch":
             where = find_torch()
-            console.info(f"against: torch at {where.lib} (found in {where.how})")
+            console.info(f"against: torch at {where.lib} (found via {where.how})")
             against.append("torch")
             search.append(str(where.site))
             continue
@@ -165,5 +165,8 @@ def check_wheel(wheel: Path, prefix: PrefixChoice, gate: GateSettings, project_d
         console.block(render(report, "text", color=console.use_color()))
         code = report.exit_code(gate.fail_on)
     if code:
-        what = f"{len(report.blocking)} blocking finding(s)" if report.blocking else f"{len(report.warnings)} warning(s) with fail-on = {gate.fail_on}"
+        if report.blocking:
+            what = f"{len(report.blocking)} blocking finding(s)"
+        else:
+            what = f"{len(report.warnings)} warning(s) with fail-on = {gate.fail_on}"
         raise BuildRejected(f"{what} in {wheel.name}: the wheel was deleted; nothing is installed", exit_code=code)

@@ -95,7 +95,7 @@ def _base_sites() -> list[Path]:
 
 
 def _candidates(environ: Mapping[str, str]) -> Iterator[tuple[str, list[Path]]]:
-    yield f"the interpreter pip installs for ({sys.executable})", _probe_interpreter(sys.executable)
+    yield f"the interpreter pip installs for, {sys.executable}", _probe_interpreter(sys.executable)
     yield "this build environment", _in_process()
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         if environ.get(var):

@@ -59,7 +59,7 @@ def test_clean_project_installs_isolated_and_exports_only_prefixed_names(target:
     assert result.returncode == 0, out
     assert "aoti-shim: prefix: pclean_ (from [tool.aoti-shim] prefix)" in out
     # In an isolated build torch is not importable; the gate found the target env's.
-    assert "against: torch at" in out and "found in the interpreter pip installs for" in out
+    assert "against: torch at" in out and "found via the interpreter pip installs for" in out
     assert "OK: 0 blocking" in out
     assert target.installed("plugin-clean")
     lib = _installed_library(target, "plugin_clean", "libpclean_shims.so")
@@ -196,5 +196,5 @@ def test_isolated_build_without_torch_names_the_fix(tmp_path: Path, wheelhouse: 
     result = target.pip("install", "-v", str(project), AOTI_SHIM_TORCH=str(torch_site))
     out = _output(result)
     assert result.returncode == 0, out
-    assert "found in $AOTI_SHIM_TORCH" in out
+    assert "found via $AOTI_SHIM_TORCH" in out
     assert target.installed("plugin-clean")
