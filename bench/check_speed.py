@@ -1,0 +1,261 @@
+"""How fast is ``aoti-shim check`` next to the raw-reader floor, ``nm -D`` and LIEF?
+
+Runs, on the same ELF files of one torch ``lib/`` folder (an install, or a wheel's
+``torch/lib/`` members unpacked once into a cache folder):
+
+- checker: the whole ``aoti-shim check --shim SHIM --against LIB_DIR`` process;
+- floor: one Python process that maps each file and scans its section headers,
+  ``.dynsym`` and ``.dynstr`` with ``struct``, collecting the exported names: the least
+  any Python reader of those exports must do;
+- nm: ``nm -D --defined-only`` once per file (summed);
+- LIEF: one process that fully parses every file (crash-isolated: a crash is reported).
+
+With ``--snapshot`` the checker is also timed against a snapshot file, and with
+``--wheel`` once against the wheel itself (its members inflated to temp files).
+
+Each is timed as a whole process (wall clock, the median of ``--repeat`` warm runs; LIEF
+once) with its peak resident memory from ``wait4``. Prints the ratios and whether the
+goals hold: checker within 2x of the floor, faster than nm, under 64 MiB.
+
+    python bench/check_speed.py --wheel torch-2.14.1-...whl          # a CUDA torch, not installed
+    python bench/check_speed.py --lib-dir .venv/lib/python3.11/site-packages/torch/lib
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GOAL_RATIO = 2.0
+GOAL_PEAK_MIB = 64
+
+FLOOR = r"""
+import mmap, struct, sys
+def exported(path):
+    with open(path, 'rb') as f:
+        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        e = '<' if mm[5] == 1 else '>'
+        is64 = mm[4] == 2
+        if is64:
+            shoff, = struct.unpack_from(e + 'Q', mm, 0x28)
+            shentsize, shnum = struct.unpack_from(e + 'HH', mm, 0x3A)
+        else:
+            shoff, = struct.unpack_from(e + 'I', mm, 0x20)
+            shentsize, shnum = struct.unpack_from(e + 'HH', mm, 0x2E)
+        shdr = struct.Struct(e + ('IIQQQQIIQQ' if is64 else 'IIIIIIIIII'))
+        secs = [shdr.unpack_from(mm, shoff + i * shentsize) for i in range(shnum)]
+        for s in secs:
+            if s[1] == 11:
+                st = secs[s[6]]
+                strs = mm[st[4]:st[4] + st[5]]
+                key = struct.Struct(e + ('IBBH16x' if is64 else 'I8xBBH'))
+                find = strs.find
+                return {strs[n:find(b'\0', n)] for n, info, other, shndx in key.iter_unpack(mm[s[4]:s[4] + s[5]])
+                        if shndx and info >> 4 in (1, 2, 10) and other & 3 in (0, 3)}
+        return set()
+    finally:
+        mm.close()
+print(sum(len(exported(p)) for p in sys.argv[1:]))
+"""
+
+LIEF = r"""
+import sys
+import lief
+lief.logging.disable()
+total = 0
+for p in sys.argv[1:]:
+    binary = lief.ELF.parse(p)  # held in a variable: iterating a temporary crashes LIEF 1.0
+    total += sum(1 for s in binary.dynamic_symbols if s.exported)
+print(total)
+"""
+
+
+@dataclass(frozen=True)
+class Run:
+    seconds: float
+    peak_mib: float
+    status: str  # "ok", "exit N", "crashed (signal N)", "timed out"
+
+
+def run_process(argv: list[str], cwd: str, timeout: float = 600) -> Run:
+    """Whole-process wall time and peak RSS (wait4) of one command."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = started + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.perf_counter() > deadline:
+            proc.kill()
+            os.wait4(proc.pid, 0)
+            return Run(timeout, 0.0, "timed out")
+        time.sleep(0.001)
+    elapsed = time.perf_counter() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.stderr is not None:
+        proc.stderr.close()
+    code = proc.returncode
+    state = "ok" if code in (0, 4, 8) else (f"crashed (signal {-code})" if code < 0 else f"exit {code}")
+    return Run(elapsed, usage.ru_maxrss / 1024, state)
+
+
+def median_run(argv: list[str], cwd: str, repeat: int) -> Run:
+    runs = [run_process(argv, cwd) for _ in range(repeat)]
+    bad = [r for r in runs if r.status != "ok"]
+    if bad:
+        return bad[0]
+    return Run(statistics.median(r.seconds for r in runs), max(r.peak_mib for r in runs), "ok")
+
+
+def nm_runs(files: list[str], cwd: str, repeat: int) -> Run:
+    nm = shutil.which("nm")
+    if nm is None:
+        return Run(0.0, 0.0, "nm not found")
+    totals, peak = [], 0.0
+    for _ in range(repeat):
+        total = 0.0
+        for f in files:
+            r = run_process([nm, "-D", "--defined-only", f], cwd)
+            if r.status != "ok":
+                return r
+            total += r.seconds
+            peak = max(peak, r.peak_mib)
+        totals.append(total)
+    return Run(statistics.median(totals), peak, "ok")
+
+
+def elf_files(lib_dir: Path) -> list[str]:
+    out = []
+    for root, dirs, names in os.walk(lib_dir):
+        dirs.sort()
+        for name in sorted(names):
+            path = os.path.join(root, name)
+            if os.path.isfile(path):
+                with open(path, "rb") as f:
+                    if f.read(4) == b"\x7fELF":
+                        out.append(path)
+    return out
+
+
+def unpack_wheel_lib(wheel: Path, cache: Path) -> Path:
+    """torch/lib/ ELF members of a wheel, unpacked once (the 'install' being measured)."""
+    lib = cache / wheel.stem / "torch" / "lib"
+    with zipfile.ZipFile(wheel) as zf:
+        members = [i for i in zf.infolist() if i.filename.startswith("torch/lib/") and not i.is_dir()]
+        for info in members:
+            name = Path(info.filename).name
+            if ".so" not in name or "/" in info.filename[len("torch/lib/") :]:
+                continue
+            dest = lib / name
+            if dest.is_file() and dest.stat().st_size == info.file_size:
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with zf.open(info) as src, open(dest, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+    return lib
+
+
+def default_shim(work: str) -> str:
+    try:
+        from aoti_shim.paths import shim_library
+
+        return str(shim_library())
+    except Exception:  # noqa: BLE001 - fall back to a fixture shim when the package has none
+        target = os.path.join(work, "libfixture_shim.so")
+        subprocess.run(["gcc", "-shared", "-fPIC", "-o", target, str(REPO / "fixtures" / "elf" / "shim.c")], check=True)
+        return target
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--lib-dir", type=Path, help="a torch lib/ folder (default: the installed torch's)")
+    where.add_argument("--wheel", type=Path, help="a torch wheel; its torch/lib/ is unpacked once into --cache")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "aoti-shim-bench")
+    parser.add_argument("--shim", help="the shim library to check (default: the installed reference shims)")
+    parser.add_argument("--snapshot", help="also time the checker --against this snapshot file")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-lief", action="store_true", help="skip the LIEF full parse (slow)")
+    args = parser.parse_args()
+
+    if args.wheel:
+        lib_dir = unpack_wheel_lib(args.wheel, args.cache)
+        what = f"torch/lib/ of {args.wheel.name}"
+    elif args.lib_dir:
+        lib_dir, what = args.lib_dir, str(args.lib_dir)
+    else:
+        import importlib.util
+
+        spec = importlib.util.find_spec("torch")
+        if spec is None or not spec.submodule_search_locations:
+            parser.error("torch is not installed: pass --lib-dir or --wheel")
+        lib_dir = Path(next(iter(spec.submodule_search_locations))) / "lib"
+        what = str(lib_dir)
+    files = elf_files(lib_dir)
+    size_mib = sum(os.path.getsize(f) for f in files) / (1 << 20)
+
+    work = tempfile.mkdtemp(prefix="aoti-shim-bench-")
+    # Bytecode as an installed package has it (pip compiles .pyc files), kept out of the tree.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    os.environ["PYTHONPYCACHEPREFIX"] = str(args.cache / "pycache")
+    try:
+        shim = args.shim or default_shim(work)
+        py = sys.executable
+        checker = [py, "-m", "aoti_shim", "check", "--shim", shim, "--against", str(lib_dir), "--fail-on", "never"]
+        # Warm the page cache and the interpreter's .pyc files before timing anything.
+        run_process([py, "-c", FLOOR, *files], work)
+        run_process(checker, work)
+        rows: list[tuple[str, Run]] = [
+            ("python -c pass (interpreter start)", median_run([py, "-c", "pass"], work, args.repeat)),
+            ("floor: mmap+struct scan, one process", median_run([py, "-c", FLOOR, *files], work, args.repeat)),
+            ("aoti-shim check --against LIB_DIR", median_run(checker, work, args.repeat)),
+        ]
+        if args.snapshot:
+            snap = [py, "-m", "aoti_shim", "check", "--shim", shim, "--against", args.snapshot, "--fail-on", "never"]
+            rows.append(("aoti-shim check --against SNAPSHOT", median_run(snap, work, args.repeat)))
+        if args.wheel:
+            # The wheel itself as the reference: every member is inflated to a temp file first.
+            whl = [py, "-m", "aoti_shim", "check", "--shim", shim, "--against", str(args.wheel), "--fail-on", "never"]
+            rows.append(("aoti-shim check --against WHEEL (once)", run_process(whl, work)))
+        rows.append(("nm -D --defined-only, one per file", nm_runs(files, work, args.repeat)))
+        if not args.no_lief:
+            rows.append(("LIEF full parse, one process", run_process([py, "-c", LIEF, *files], work)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    floor = rows[1][1].seconds
+    print(f"aoti-shim check speed, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}")
+    print(f"files: {len(files)} ELF files, {size_mib:.0f} MiB, {what}")
+    print(f"shim: {shim}; median of {args.repeat} warm runs (LIEF: one)")
+    print(f"{'':40} {'seconds':>9} {'x floor':>8} {'peak MiB':>9}  status")
+    for label, r in rows:
+        ratio = f"{r.seconds / floor:8.2f}" if floor and r.status == "ok" else f"{'-':>8}"
+        print(f"{label:40} {r.seconds:9.3f} {ratio} {r.peak_mib:9.1f}  {r.status}")
+    check = rows[2][1]
+    nm = next(r for label, r in rows if label.startswith("nm"))
+    goals = [
+        (f"checker within {GOAL_RATIO:g}x of the floor", check.status == "ok" and check.seconds <= GOAL_RATIO * floor),
+        ("checker faster than nm -D", check.status == "ok" and nm.status == "ok" and check.seconds < nm.seconds),
+        (f"checker peak memory under {GOAL_PEAK_MIB} MiB", check.status == "ok" and check.peak_mib < GOAL_PEAK_MIB),
+    ]
+    for label, ok in goals:
+        print(f"goal: {label}: {'met' if ok else 'MISSED'}")
+    return 0 if all(ok for _, ok in goals) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
