@@ -149,7 +149,7 @@ def test_editable_redirect_checks_the_editable_wheel(target: TargetEnv, tmp_path
     assert not target.installed("plugin-forgot")
 
 
-def test_editable_inplace_says_cmake_covers_it(target: TargetEnv, tmp_path: Path) -> None:
+def test_editable_inplace_is_left_to_cmake_and_says_so(target: TargetEnv, tmp_path: Path) -> None:
     project = copy_fixture("plugin_clean", tmp_path)
     result = target.pip("install", "-v", "--no-build-isolation", "-C", "editable.mode=inplace", "-e", str(project))
     out = _output(result)
@@ -158,6 +158,17 @@ def test_editable_inplace_says_cmake_covers_it(target: TargetEnv, tmp_path: Path
     # plugin_clean has no aoti_shim_check(), and the backend says nothing checks it.
     assert "nothing checks this inplace build" in out
     assert "OK: 0 blocking" not in out
+
+    # With aoti_shim_check() on, CMake's build fails on the forgotten prefix: nothing installs.
+    forgot = copy_fixture("plugin_forgot", tmp_path)
+    result = target.pip(
+        "install", "--no-build-isolation", "-C", "editable.mode=inplace", "-C", "cmake.define.PFORGOT_CMAKE_CHECK=ON", "-e", str(forgot)
+    )
+    out = _output(result)
+    assert result.returncode != 0
+    assert "aoti-shim check: pforgot_extra" in out and "CMake build failed" in out
+    assert "COLLISION" in out and "aoti_torch_empty_strided" in out
+    assert not target.installed("plugin-forgot")
 
 
 def test_suppressed_export_installs_and_reports_the_suppression(target: TargetEnv, tmp_path: Path) -> None:
