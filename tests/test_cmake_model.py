@@ -1,8 +1,9 @@
 """aoti_shim_add_model on the recorded package_cpp_only package, and aoti_shim_check with MODELS.
 
 The blob is built from the package's wrapper source and weights object with the rename
-header force-included: it must import only prefixed shims. A shim library that provides
-two of them is then checked against the blob after its build, which must fail.
+header force-included: it must import only prefixed shims, all of which the installed
+reference shim library provides. A shim library that provides only two of them is
+checked against the blob after its build, which must fail.
 """
 
 from __future__ import annotations
@@ -13,19 +14,39 @@ from pathlib import Path
 import pytest
 from cmake_support import FIXTURE_PREFIX, PACKAGES, RECORDED_PACKAGE, CMakeProject, log
 
-Built = tuple[CMakeProject, subprocess.CompletedProcess[str]]
+
+def _reference_shims() -> tuple[Path, str] | None:
+    """The installed reference shim library and the prefix it was built with, if installed."""
+    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.errors import AotiShimError
+    from aoti_shim.paths import shim_library
+
+    try:
+        library = shim_library()
+    except AotiShimError:
+        return None
+    marker = "aoti_torch_dtype_float32"
+    with ElfImage(library) as image:
+        found = [name for name in image.exports() if name.endswith(marker)]
+    return (library, found[0][: -len(marker)]) if found else None
+
+
+Built = tuple[CMakeProject, subprocess.CompletedProcess[str], str]
 
 
 @pytest.fixture(scope="module")
 def model_build(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The blob, built with the reference library's prefix when that is installed (so it can be checked against it)."""
     assert list(RECORDED_PACKAGE.rglob("*.wrapper.cpp")), f"no recorded package under {RECORDED_PACKAGE}"
+    reference = _reference_shims()
+    prefix = reference[1] if reference else FIXTURE_PREFIX
     tmp = tmp_path_factory.mktemp("cmake-model")
     project = CMakeProject(
         PACKAGES / "cmake_model",
         tmp / "build",
-        {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(RECORDED_PACKAGE), "FIXTURE_CHECK": "ON"},
+        {"AOTI_SHIM_SYMBOL_PREFIX": prefix, "FIXTURE_PACKAGE": str(RECORDED_PACKAGE), "FIXTURE_CHECK": "ON"},
     )
-    return project, project.configure_and_build()
+    return project, project.configure_and_build(), prefix
 
 
 def _blob(project: CMakeProject) -> Path:
@@ -37,20 +58,20 @@ def _blob(project: CMakeProject) -> Path:
 def test_blob_imports_only_prefixed_shims(model_build: Built) -> None:
     from aoti_shim.checks.elf import ElfImage
 
-    project, built = model_build
+    project, _, prefix = model_build
     with ElfImage(_blob(project)) as image:
         imports = set(image.imports())
     shim_imports = {name for name in imports if "aoti_torch_" in name}
     # The MLP needs tensor creation, metadata getters and addmm: a couple of dozen shims.
     assert len(shim_imports) >= 20, sorted(shim_imports)
-    assert all(name.startswith(f"{FIXTURE_PREFIX}aoti_torch_") for name in shim_imports), sorted(shim_imports)
-    assert f"{FIXTURE_PREFIX}aoti_torch_cpu_addmm_out" in shim_imports
+    assert all(name.startswith(f"{prefix}aoti_torch_") for name in shim_imports), sorted(shim_imports)
+    assert f"{prefix}aoti_torch_cpu_addmm_out" in shim_imports
 
 
 def test_blob_exports_only_the_aoti_api(model_build: Built) -> None:
     from aoti_shim.checks.elf import ElfImage
 
-    project, _ = model_build
+    project, _, _ = model_build
     with ElfImage(_blob(project)) as image:
         exports = set(image.exports())
     assert "AOTInductorModelContainerRun" in exports
@@ -58,16 +79,30 @@ def test_blob_exports_only_the_aoti_api(model_build: Built) -> None:
 
 
 def test_check_with_models_fails_the_build_on_unsatisfied_imports(model_build: Built) -> None:
-    project, built = model_build
+    _, built, prefix = model_build
     output = log(built)
     assert built.returncode != 0, output
     assert "aoti-shim check: partial_shim" in output or "check --shim" in output
     # The checker's table is in the build log: the blob's imports that the shim lacks...
-    assert f"UNSATISFIED_IMPORT  imports '{FIXTURE_PREFIX}aoti_torch_cpu_addmm_out'" in output
+    assert f"UNSATISFIED_IMPORT  imports '{prefix}aoti_torch_cpu_addmm_out'" in output
     # ...and none for the two it provides, nor any unprefixed import.
-    assert f"'{FIXTURE_PREFIX}aoti_torch_dtype_float32'" not in output
-    assert "UNPREFIXED_IMPORT" not in output
+    assert f"'{prefix}aoti_torch_dtype_float32'" not in output
+    assert "UNprefixED_IMPORT" not in output
     assert "FAILED:" in output
+
+
+def test_reference_shims_satisfy_the_blob_without_colliding_with_torch(model_build: Built) -> None:
+    from aoti_shim.checks import CheckSettings, render, run_check
+
+    reference = _reference_shims()
+    if reference is None:
+        pytest.skip("the reference shim library is not installed")
+    project, _, _ = model_build
+    library, prefix = reference
+    report = run_check(
+        CheckSettings(shims=(str(library),), models=(str(_blob(project)),), against=("torch",), prefix=prefix, suppressions=None)
+    )
+    assert report.exit_code(fail_on="blocking") == 0, render(report, "text")
 
 
 _FAKE_WRAPPER = """
