@@ -43,17 +43,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+def _cuda_available() -> bool:
+    import warnings
+
+    with warnings.catch_warnings():
+        # torch warns on import when numpy is absent; the smoke run does not need it.
+        warnings.simplefilter("ignore")
+        import torch
+
+        return bool(torch.cuda.is_available())
+
+
 def _resolve_device(choice: str) -> str:
-    if choice != "auto":
-        if choice == "cuda":
-            import torch
-
-            if not torch.cuda.is_available():
-                raise UsageError("--device cuda: torch sees no CUDA device")
+    if choice == "cpu":
         return choice
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    available = _cuda_available()
+    if choice == "cuda" and not available:
+        raise UsageError("--device cuda: torch sees no CUDA device")
+    return "cuda" if available else "cpu"
 
 
 def _prefix_of(library: Path, given: str | None) -> str:

@@ -44,7 +44,7 @@ def build_fake_libs(root: Path) -> FakeLibs:
     return FakeLibs(
         blob=build_c("fake_blob.c", root / "libfake_blob.so"),
         shims=build_c("fake_shims.c", root / "libfake_shims.so", f"-DSHIM_NAME(x)={PREFIX}##x", "-DOWNER=1"),
-        torch=build_c("fake_shims.c", root / "libfake_torch.so", "-DOWNER=2"),
+        torch=build_c("fake_shims.c", root / "libtorch_stand_in.so", "-DOWNER=2"),
         counter=build_c("counter.c", root / "libcounter.so"),
     )
 

@@ -1,0 +1,231 @@
+"""``aoti-shim smoke`` end to end, and its parts: binding proof, comparison, errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from smoke_support import (
+    FIXTURES,
+    PREFIX,
+    aoti_shim,
+    assert_one_line_error,
+    build_fake_libs,
+    compiled_mlp,
+    installed_shim_library,
+    session_cache,
+)
+
+from aoti_shim.smoke import bindings
+
+
+@pytest.fixture(scope="module")
+def fake(tmp_path_factory: pytest.TempPathFactory):
+    return build_fake_libs(tmp_path_factory.mktemp("smoke-libs"))
+
+
+# --- the binding proof, from the real dynamic linker -------------------------------
+
+_LOAD_SCRIPT = textwrap.dedent(
+    """
+    import ctypes, os, sys
+    from pathlib import Path
+    from aoti_shim.smoke.loader import load_private_copy
+    for lib in sys.argv[2:]:
+        ctypes.CDLL(lib, mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+    with load_private_copy(Path(sys.argv[1])) as blob:
+        blob.library.smoke_model_run.restype = ctypes.c_int64
+        print(blob.path, blob.library.smoke_model_run())
+    """
+)
+
+
+def _bound(blob: Path, shims: Path, *globals_: Path, tmp_path: Path) -> tuple[bindings.BindingReport, int]:
+    debug = tmp_path / "ld"
+    debug.mkdir(parents=True)
+    env = dict(os.environ, LD_DEBUG="bindings", LD_BIND_NOW="1", LD_DEBUG_OUTPUT=str(debug / "ld"))
+    proc = subprocess.run([sys.executable, "-c", _LOAD_SCRIPT, str(blob), *map(str, globals_)],
+                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    path, answer = proc.stdout.split()
+    report = bindings.classify(bindings.parse_bindings(bindings.read_debug_output(debug)), path, str(shims))
+    return report, int(answer)
+
+
+def test_linker_record_shows_the_collision_and_the_fix(fake, tmp_path: Path) -> None:
+    # libtorch's stand-in global first, then the shims: the coalesced process.
+    report, answer = _bound(fake.blob, fake.shims, fake.torch, fake.shims, tmp_path=tmp_path / "a")
+    assert report.summary == bindings.LIBTORCH and answer == 206
+    assert report.by_place[bindings.LIBTORCH] == ("aoti_torch_dtype_float32", "aoti_torch_get_dim")
+    prefixed = tmp_path / "prefixed.so"
+    assert aoti_shim("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(prefixed)).returncode == 0
+    report, answer = _bound(prefixed, fake.shims, fake.torch, fake.shims, tmp_path=tmp_path / "b")
+    assert report.summary == bindings.SHIMS and answer == 106
+    assert report.count == 2  # the address-taken import is in the record too
+    assert report.targets[f"{PREFIX}aoti_torch_get_dim"] == str(fake.shims)
+
+
+def test_parse_bindings_reads_versioned_and_plain_lines() -> None:
+    lines = [
+        "     11706:\tbinding file /proc/self/fd/4 [0] to /x/libtorch_cpu.so [0]: normal symbol `aoti_torch_empty_strided'\n",
+        "     11706:\tbinding file /proc/self/fd/4 [0] to /lib/libstdc++.so.6 [0]: normal symbol `_ZTVN10__cxxabiv117__class_type_infoE' [CXXABI_1.3]\n",
+        "     11706:\tsymbol=aoti_torch_clone;  lookup in file=/x/libtorch_cpu.so [0]\n",
+        "     11706:\tbinding file /proc/self/fd/4 [0] to /s/libaoti_shim.so [0]: normal symbol `aotishim_aoti_torch_clone'\n",
+    ]
+    found = list(bindings.parse_bindings(lines))
+    assert [b.symbol for b in found] == [
+        "aoti_torch_empty_strided", "_ZTVN10__cxxabiv117__class_type_infoE", "aotishim_aoti_torch_clone",
+    ]  # fmt: skip
+    report = bindings.classify(found, "/proc/self/fd/4", "/s/libaoti_shim.so")
+    assert report.summary == "mixed: 1 libtorch, 1 shims"
+
+
+# --- numbers -----------------------------------------------------------------------
+
+
+def test_compare_uses_a_tolerance_per_dtype() -> None:
+    import torch
+
+    from aoti_shim.smoke.compare import compare
+
+    x = torch.linspace(-1, 1, 16)
+    assert compare([x + 5e-5], [x]).within_tolerance
+    assert not compare([x + 5e-3], [x]).within_tolerance
+    half = x.half()
+    assert compare([half + 5e-3], [half]).within_tolerance
+    ints = torch.arange(4)
+    assert not compare([ints + 1], [ints]).within_tolerance
+    assert compare([ints.clone()], [ints]).max_abs == 0
+    assert not compare([x[:8]], [x]).within_tolerance  # shape mismatch
+    nan = x.clone()
+    nan[3] = float("nan")
+    assert not compare([nan], [x]).within_tolerance
+
+
+def test_cache_key_separates_device_route_and_model() -> None:
+    from aoti_shim.smoke.compile import CompileRequest, cache_key
+
+    keys = {
+        cache_key(CompileRequest(m, d, r))
+        for m in ("mlp", "block") for d in ("cpu", "cuda") for r in ("binary", "source")
+    }  # fmt: skip
+    assert len(keys) == 8
+
+
+# --- the command -------------------------------------------------------------------
+
+
+def test_smoke_runs_the_chain_and_shows_the_collision(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    cache = session_cache(tmp_path_factory)
+    compiled_mlp(cache)
+    out = tmp_path / "smoke.json"
+    proc = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--cache-dir", str(cache),
+                     "--iterations", "3", "--json", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    report = json.loads(out.read_text())
+    assert report["ok"] is True and report["device"] == "cpu" and report["prefix"] == PREFIX
+    rows = {r["route"]: r for r in report["rows"]}
+    assert set(rows) == {"source", "binary", "control"}
+    imports = rows["control"]["bound"]["libtorch"]
+    assert imports >= 15
+    for route in ("source", "binary"):
+        assert rows[route]["binding"] == "shims" and rows[route]["bound"] == {"shims": imports}
+        assert rows[route]["checker"] == "clean"
+    assert rows["control"]["binding"] == "libtorch"
+    assert rows["control"]["checker"] == f"flags UNPREFIXED_IMPORT x{imports}"
+    for row in rows.values():
+        assert row["ok"] and row["max_abs"] < 1e-4 and row["median_us"] > 0
+    table = proc.stdout.splitlines()
+    assert table[1].split()[:2] == ["model", "route"]
+    assert sum(1 for line in table if line.startswith("mlp ")) == 3
+    assert "collision reproduced" in proc.stdout
+
+
+def test_missing_shims_are_listed_before_anything_runs(
+    fake, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
+    cache = session_cache(tmp_path_factory)
+    artefact = compiled_mlp(cache)
+    from aoti_shim.checks.elf import ElfImage
+
+    with ElfImage(artefact.blob) as image:
+        wanted = {PREFIX + n for n in image.imports() if n.startswith("aoti_torch_")}
+    proc = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--route", "binary", "--cache-dir", str(cache),
+                     "--shims", str(fake.shims), "--prefix", PREFIX, "--json", str(tmp_path / "r.json"))  # fmt: skip
+    assert proc.returncode == 8, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    # The fake shim library defines two of them; every other one is listed, one a line.
+    assert proc.stdout.splitlines() == sorted(wanted - {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"})
+    assert "nothing was run" in proc.stderr and "run mlp" not in proc.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_users_model_runs_through_module_callable(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "user_model.py", tmp_path / "user_model.py")
+    out = tmp_path / "r.json"
+    proc = aoti_shim("smoke", "--device", "cpu", "--model", "user_model:make", "--route", "binary", "--iterations", "3",
+                     "--cache-dir", str(session_cache(tmp_path_factory)), "--json", str(out), cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["rows"]
+    assert [(r["model"], r["route"], r["binding"]) for r in rows] == [("make", "binary", "shims"), ("make", "control", "libtorch")]
+
+
+def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "user_model.py", tmp_path / "user_model.py")
+    proc = aoti_shim("smoke", "--device", "cpu", "--model", "user_model:wrong_shape", "--route", "binary", "--no-control",
+                     "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 8
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "must return (module, example_inputs)" in proc.stdout
+    assert not any((tmp_path / "cache").iterdir())  # no half-made cache entry
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--model", "no_such_module_xyz:build"], "cannot import"),
+        (["--model", "resnet"], "not a bundled model"),
+        (["--model", "os:no_such_attr"], "no attribute"),
+        (["--iterations", "0"], "--iterations"),
+        (["--json", "/no/such/folder/r.json"], "does not exist"),
+        (["--shims", "/no/such/libshim.so"], "no such file"),
+        (["--device", "tpu"], "invalid choice"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
+    line = assert_one_line_error(aoti_shim("smoke", *args), 2)
+    assert needle in line
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif("not _cuda()", reason="needs a CUDA GPU")
+def test_smoke_on_cuda(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    proc = aoti_shim("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5",
+                     "--cache-dir", str(session_cache(tmp_path_factory)), "--json", str(out))  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    rows = {r["route"]: r for r in json.loads(out.read_text())["rows"]}
+    assert rows["binary"]["binding"] == rows["source"]["binding"] == "shims"
+    assert rows["control"]["binding"] == "libtorch"
+
+
+@pytest.mark.skipif("_cuda()", reason="a GPU is visible")
+def test_cuda_without_a_gpu_is_a_usage_error() -> None:
+    line = assert_one_line_error(aoti_shim("smoke", "--device", "cuda", "--model", "mlp"), 2)
+    assert "no CUDA device" in line
+
+
+def test_installed_package_ships_the_shim_library() -> None:
+    assert installed_shim_library().is_file()
