@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,12 +110,16 @@ def _report_prefix(effective: EffectivePrefix) -> None:
         console.warn(warning)
 
 
-def _cmake_calls_check(source_dir: Path) -> bool:
-    for n, path in enumerate(source_dir.rglob("CMakeLists.txt")):
-        if n > 500:
-            break
+# How aoti_shim_check()'s POST_BUILD step appears in the generated build files.
+_CHECK_COMMAND = re.compile(r"(?:-m aoti_shim|aoti-shim)\S*\s+check\s")
+
+
+def _build_runs_check(build_dir: Path) -> bool:
+    """Whether the configured build (Ninja or Makefiles) runs the checker after linking."""
+    files = [build_dir / "build.ninja", *sorted(build_dir.glob("CMakeFiles/*.dir/build.make"))]
+    for path in files:
         try:
-            if "aoti_shim_check(" in path.read_text(encoding="utf-8", errors="replace"):
+            if _CHECK_COMMAND.search(path.read_text(encoding="utf-8", errors="replace")):
                 return True
         except OSError:
             continue
@@ -122,15 +127,21 @@ def _cmake_calls_check(source_dir: Path) -> bool:
 
 
 def _note_inplace() -> None:
+    # Inplace builds use the source tree as the build tree.
+    if _build_runs_check(Path.cwd()):
+        console.info(
+            "editable.mode = inplace: the editable wheel carries no binaries; this build runs "
+            "aoti_shim_check() in CMake after linking, and that gates it"
+        )
+        return
     console.info(
         "editable.mode = inplace: the editable wheel carries no binaries, so this backend checks nothing; "
-        "the libraries built in the source tree are covered by aoti_shim_check() in CMake"
+        "inplace builds are covered by aoti_shim_check() in CMake"
     )
-    if not _cmake_calls_check(Path.cwd()):
-        console.warn(
-            "no CMakeLists.txt here calls aoti_shim_check(): nothing checks this inplace build; "
-            "add aoti_shim_check(<target>) or use editable.mode = redirect"
-        )
+    console.warn(
+        "this inplace build does not run aoti_shim_check(): nothing checks it; "
+        "add aoti_shim_check(<target>) to CMakeLists.txt or use editable.mode = redirect"
+    )
 
 
 def _build(

@@ -283,3 +283,18 @@ def test_shipped_snapshot_reference_needs_no_torch(tmp_path: Path, monkeypatch: 
     printed = capsys.readouterr().out
     assert "against: the shipped snapshot torch-2.13.0+cpu" in printed
     assert "COLLISION" in printed and "aoti_torch_empty_strided" in printed and "libtorch_cpu.so" in printed
+
+
+def test_inplace_build_without_cmake_check_is_warned_about(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from aoti_shim import plugin
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "build.ninja").write_text("build libx.so: C_SHARED_LIBRARY_LINKER x.o\n")
+    plugin._note_inplace()
+    out = capsys.readouterr().out
+    assert "this inplace build does not run aoti_shim_check(): nothing checks it" in out
+    # What CMake writes for aoti_shim_check(): the POST_BUILD command line.
+    (tmp_path / "build.ninja").write_text("  COMMAND = cd /p && /venv/bin/python -m aoti_shim check --shim /p/libx.so --against torch\n")
+    plugin._note_inplace()
+    out = capsys.readouterr().out
+    assert "this build runs aoti_shim_check() in CMake" in out and "warning" not in out

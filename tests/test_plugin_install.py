@@ -151,13 +151,15 @@ def test_editable_redirect_checks_the_editable_wheel(target: TargetEnv, tmp_path
 
 def test_editable_inplace_is_left_to_cmake_and_says_so(target: TargetEnv, tmp_path: Path) -> None:
     project = copy_fixture("plugin_clean", tmp_path)
-    result = target.pip("install", "-v", "--no-build-isolation", "-C", "editable.mode=inplace", "-e", str(project))
+    result = target.pip(
+        "install", "-v", "--no-build-isolation", "-C", "editable.mode=inplace", "-C", "cmake.define.PCLEAN_CMAKE_CHECK=ON", "-e", str(project)
+    )
     out = _output(result)
     assert result.returncode == 0, out
-    assert "editable.mode = inplace" in out and "aoti_shim_check() in CMake" in out
-    # plugin_clean has no aoti_shim_check(), and the backend says nothing checks it.
-    assert "nothing checks this inplace build" in out
-    assert "OK: 0 blocking" not in out
+    assert "aoti-shim check: pclean_shims" in out and "OK: 0 blocking" in out  # CMake's POST_BUILD check
+    assert "editable.mode = inplace" in out and "this build runs aoti_shim_check() in CMake" in out
+    assert "checking plugin_clean" not in out  # the backend does not claim a check of its own
+    assert target.installed("plugin-clean")
 
     # With aoti_shim_check() on, CMake's build fails on the forgotten prefix: nothing installs.
     forgot = copy_fixture("plugin_forgot", tmp_path)
