@@ -10,14 +10,14 @@
 #   aoti_shim_check(<target> [AGAINST torch|<paths>...] [MODELS <targets>...] [PREFIX <p>])
 include_guard(GLOBAL)
 
-if(CMAKE_VERSION VERSION_LESS 3.19)
-  # string(JSON) reads the package's flag files.
-  message(FATAL_ERROR "AotiShim needs CMake 3.19 or newer (this is ${CMAKE_VERSION})")
+if(CMAKE_VERSION VERSION_LESS 3.21)
+  # string(JSON) reads the package's flag files; find_program(NO_CACHE) finds Python.
+  message(FATAL_ERROR "AotiShim needs CMake 3.21 or newer (this is ${CMAKE_VERSION})")
 endif()
 # Our own policy settings, whatever the including project asked for; functions keep
 # the settings in force where they are defined.
 cmake_policy(PUSH)
-cmake_policy(VERSION 3.19...3.31)
+cmake_policy(VERSION 3.21...3.31)
 
 set(AOTI_SHIM_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 set(AOTI_SHIM_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/include")
