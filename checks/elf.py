@@ -54,6 +54,11 @@ _IMPORT_WORDS = _IMPORT_INFOS
 _MAX_SECTIONS = 1 << 16
 _MAX_DYNAMIC_ENTRIES = 1 << 16
 _MAX_NOTE_SECTION = 1 << 20
+# libtorch_cpu has 75k dynamic symbols and 5 MiB of names; a table far past these is an attack
+# (many symbols pointing at one huge name would otherwise cost gigabytes).
+_MAX_SYMBOLS = 1 << 21
+_MAX_NAME_BYTES = 64 << 20
+_MAX_NAME_LEN = 64 << 10  # the longest in torch 2.14.1 is 2 KB
 
 # Packed symbol facts: st_info in bits 0-7, visibility in 8-9, defined 16, versioned 17,
 # and from bit 18 the .dynsym index (0 when unknown) to read .gnu.version lazily.
@@ -376,6 +381,8 @@ class ElfImage:
             raise self._fail(f"bad .dynsym entry size {sym.entsize}")
         if sym.size % sym.entsize:
             raise self._fail(f".dynsym size {sym.size} is not a multiple of its entry size")
+        if sym.size // sym.entsize > _MAX_SYMBOLS:
+            raise self._fail(f".dynsym holds {sym.size // sym.entsize} symbols, more than {_MAX_SYMBOLS}")
         self._check_range(sym.offset, sym.size, ".dynsym")
         if sym.link == self._dynsym_index:
             raise self._fail(".dynsym names itself as its string table")
@@ -393,9 +400,9 @@ class ElfImage:
             raise self._fail(f"name offset {offset} is past its string table")
         mm = self._map()
         start = strtab.offset + offset
-        end = mm.find(b"\0", start, strtab.offset + strtab.size)
+        end = mm.find(b"\0", start, min(strtab.offset + strtab.size, start + _MAX_NAME_LEN))
         if end < 0:
-            raise self._fail("unterminated name in a string table")
+            raise self._fail("unterminated or overlong name in a string table")
         return _decode(mm[start:end])
 
     def _versym(self) -> array[int] | None:
@@ -453,6 +460,27 @@ class ElfImage:
             infos.byteswap()
         return names, infos
 
+    def _cut_names(self, strings: bytes | str, offsets: list[int], used: int) -> tuple[list[str], int]:
+        """The names at ``offsets``, in chunks, so a hostile table is refused early:
+        each name is looked for only within _MAX_NAME_LEN bytes, and all of them
+        together may not pass _MAX_NAME_BYTES."""
+        out: list[str] = []
+        nul: bytes | str = "\0" if isinstance(strings, str) else b"\0"
+        find = strings.find
+        for first in range(0, len(offsets), 4096):
+            chunk = offsets[first : first + 4096]
+            ends = [find(nul, o, o + _MAX_NAME_LEN) for o in chunk]  # type: ignore[arg-type]
+            if -1 in ends:
+                raise self._fail(f"a symbol name is longer than {_MAX_NAME_LEN >> 10} KiB")
+            used += sum(ends) - sum(chunk)
+            if used > _MAX_NAME_BYTES:
+                raise self._fail(f"symbol names add up to more than {_MAX_NAME_BYTES >> 20} MiB")
+            if isinstance(strings, str):
+                out.extend([strings[o:e] for o, e in zip(chunk, ends)])
+            else:
+                out.extend([_decode(strings[o:e]) for o, e in zip(chunk, ends)])
+        return out, used
+
     def _build_tables(self) -> tuple[SymbolTable, SymbolTable]:
         if self._tables is not None:
             return self._tables
@@ -464,16 +492,12 @@ class ElfImage:
         import_idx = [i for i, w in enumerate(infos) if w <= 0xFFFF and w & 0xFF in imp_ok]
         strings = self._strings(strtab)
         tables = []
+        names_bytes = 0
         for idx, defined in ((export_idx, _DEFINED_BIT), (import_idx, 0)):
             offsets = [names[i] for i in idx]
             if offsets and max(offsets) >= strtab.size:
                 raise self._fail(f"a symbol name offset is past .dynstr (size {strtab.size})")
-            if isinstance(strings, str):
-                find = strings.find
-                cut = [strings[o : find("\0", o)] for o in offsets]
-            else:
-                findb = strings.find
-                cut = [_decode(strings[o : findb(b"\0", o)]) for o in offsets]
+            cut, names_bytes = self._cut_names(strings, offsets, names_bytes)
             # The symbol index rides along so .gnu.version is read only for symbols asked about.
             packed = [(infos[i] & 0x3FF) | defined | (i + 1) << _INDEX_SHIFT for i in idx]
             table = dict(zip(reversed(cut), reversed(packed)))  # the first of duplicate names wins
@@ -489,13 +513,17 @@ class ElfImage:
         versym = self._versym()
         strings = self._strings(strtab)
         size = strtab.size
+        names_bytes = 0
         for i, (st_name, st_info, st_other, st_shndx) in enumerate(keys, 1):
             if st_name >= size:
                 raise self._fail(f"symbol name offset {st_name} is past .dynstr (size {size})")
-            if isinstance(strings, str):
-                name = strings[st_name : strings.find("\0", st_name)]
-            else:
-                name = _decode(strings[st_name : strings.find(b"\0", st_name)])
+            end = strings.find("\0" if isinstance(strings, str) else b"\0", st_name, st_name + _MAX_NAME_LEN)  # type: ignore[arg-type]
+            if end < 0:
+                raise self._fail(f"a symbol name is longer than {_MAX_NAME_LEN >> 10} KiB")
+            name = strings[st_name:end] if isinstance(strings, str) else _decode(strings[st_name:end])  # type: ignore[arg-type]
+            names_bytes += len(name)
+            if names_bytes > _MAX_NAME_BYTES:
+                raise self._fail(f"symbol names add up to more than {_MAX_NAME_BYTES >> 20} MiB")
             yield Symbol(
                 name=name,
                 bind=st_info >> 4,

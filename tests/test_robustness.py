@@ -9,11 +9,12 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
-from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, regions, synth_elf
+from elf_fixtures import SYNTH_SYMBOLS, SynthSymbol, compile_fixtures, regions, synth_elf
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
@@ -344,3 +345,23 @@ def test_snapshot_command_errors(tmp_path: Path) -> None:
     (tmp_path / "lib" / "libone.so").write_bytes(synth_elf(SYNTH_SYMBOLS))
     out = tmp_path / "no" / "such" / "dir" / "s.json.gz"
     assert_tool_error(run_cli("snapshot", str(tmp_path / "lib"), "-o", str(out), "--torch-version", "1"), "cannot write")
+
+
+@pytest.mark.parametrize("name_len, fragment", [(1 << 20, "longer than"), (60_000, "add up")])
+def test_many_symbols_sharing_one_huge_name_are_refused_quickly(tmp_path: Path, name_len: int, fragment: str) -> None:
+    # Every .dynsym entry points at one long name: without caps, gigabytes of names.
+    symbols = [SynthSymbol("A" * name_len)] + [SynthSymbol(f"s{i}") for i in range(3000)]
+    data = bytearray(synth_elf(symbols))
+    path = tmp_path / "libnamebomb.so"
+    path.write_bytes(bytes(data))
+    dynsym = next(s for s in regions(path).sections if s[0] == SHT_DYNSYM)
+    at = data.find(b"\0" + b"A" * 64) + 1
+    for i in range(1, dynsym[2] // 24):
+        struct.pack_into("<I", data, dynsym[1] + i * 24, at)
+    path.write_bytes(bytes(data))
+    started = time.perf_counter()
+    for scan in (lambda im: im.exports(), lambda im: list(im.symbols())):
+        with pytest.raises(InputError, match=fragment):
+            with ElfImage(path) as image:
+                scan(image)
+    assert time.perf_counter() - started < 10
