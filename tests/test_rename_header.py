@@ -10,10 +10,13 @@ import pytest
 from cmake_support import REPO, clean_env, log
 
 from aoti_shim.cli import main
-from aoti_shim.rename_header import declared_functions, header_names, manifest_names
+from aoti_shim.rename_header import declared_functions, header_names, manifest_names, own_header_names
 
 HEADER = REPO / "cmake" / "include" / "aoti_shim_rename.h"
 MANIFEST = REPO / "shims" / "manifest.txt"
+SHIM_INCLUDE = REPO / "shims" / "include"
+# The repository's own name sources, for runs that write elsewhere than the repository.
+OURS = ("--manifest", str(MANIFEST), "--shim-include", str(SHIM_INCLUDE))
 
 
 def _run(*argv: str) -> int:
@@ -33,7 +36,7 @@ def test_installed_header_is_the_committed_one() -> None:
 
 def test_generating_reproduces_the_committed_header(tmp_path: Path) -> None:
     out = tmp_path / "rename.h"
-    assert _run("--output", str(out), "--manifest", str(MANIFEST)) == 0
+    assert _run("--output", str(out), *OURS) == 0
     assert out.read_text() == HEADER.read_text()
 
 
@@ -42,7 +45,7 @@ def test_check_names_a_missing_name(tmp_path: Path, capsys: pytest.CaptureFixtur
     lines = HEADER.read_text().splitlines(keepends=True)
     victim = next(i for i, line in enumerate(lines) if line.startswith("#define aoti_torch_empty_strided "))
     stale.write_text("".join(lines[:victim] + lines[victim + 1 :]))
-    assert _run("--output", str(stale), "--manifest", str(MANIFEST), "--check") == 8
+    assert _run("--output", str(stale), *OURS, "--check") == 8
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "misses aoti_torch_empty_strided" in err
@@ -51,20 +54,24 @@ def test_check_names_a_missing_name(tmp_path: Path, capsys: pytest.CaptureFixtur
 def test_check_detects_a_stale_header_and_a_missing_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     stale = tmp_path / "rename.h"
     stale.write_text(HEADER.read_text().replace("do not edit", "edited"))
-    assert _run("--output", str(stale), "--manifest", str(MANIFEST), "--check") == 8
+    assert _run("--output", str(stale), *OURS, "--check") == 8
     assert "is stale" in capsys.readouterr().err
-    assert _run("--output", str(tmp_path / "absent.h"), "--manifest", str(MANIFEST), "--check") == 8
+    assert _run("--output", str(tmp_path / "absent.h"), *OURS, "--check") == 8
     assert "is missing" in capsys.readouterr().err
     assert not (tmp_path / "absent.h").exists()
 
 
-def test_manifest_names_join_torchs(tmp_path: Path) -> None:
+def test_manifest_and_own_header_names_join_torchs(tmp_path: Path) -> None:
     manifest = tmp_path / "manifest.txt"
     manifest.write_text("# ours\naoti_torch_fixture_only_name  # a shim torch does not have\n\n")
+    include = tmp_path / "include" / "ours"
+    include.mkdir(parents=True)
+    (include / "shim.h").write_text("int32_t aoti_torch_only_in_our_header(void);\n// aoti_torch_commented_out(void);\n")
     out = tmp_path / "rename.h"
-    assert _run("--output", str(out), "--manifest", str(manifest)) == 0
+    assert _run("--output", str(out), "--manifest", str(manifest), "--shim-include", str(tmp_path / "include")) == 0
     names = header_names(out.read_text())
-    assert "aoti_torch_fixture_only_name" in names
+    assert {"aoti_torch_fixture_only_name", "aoti_torch_only_in_our_header"} <= names
+    assert "aoti_torch_commented_out" not in names
     assert "aoti_torch_empty_strided" in names  # from torch's headers
 
 
@@ -83,9 +90,10 @@ def test_outside_the_source_tree_without_output_is_a_usage_error(tmp_path: Path,
     assert "not the aoti-shim source tree" in capsys.readouterr().err
 
 
-def test_every_name_the_manifest_lists_is_renamed() -> None:
+def test_every_name_the_manifest_lists_or_our_headers_declare_is_renamed() -> None:
     assert MANIFEST.is_file(), "shims/manifest.txt is missing"
     assert manifest_names(MANIFEST) <= header_names(HEADER.read_text())
+    assert own_header_names(SHIM_INCLUDE) <= header_names(HEADER.read_text())
 
 
 def test_every_shim_the_reference_library_exports_is_renamed() -> None:
