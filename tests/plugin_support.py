@@ -224,3 +224,10 @@ def exported_shim_names(library: Path) -> set[str]:
 
     with ElfImage(library) as image:
         return {name for name in image.exports() if "aoti_torch_" in name}
+
+
+def imported_shim_names(library: Path) -> set[str]:
+    from aoti_shim.checks.elf import ElfImage
+
+    with ElfImage(library) as image:
+        return {name for name in image.imports() if "aoti_torch_" in name}

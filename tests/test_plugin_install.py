@@ -19,6 +19,7 @@ from plugin_support import (
     assemble_wheelhouse,
     copy_fixture,
     exported_shim_names,
+    imported_shim_names,
     make_target_env,
 )
 
@@ -70,6 +71,12 @@ def test_clean_project_installs_isolated_and_exports_only_prefixed_names(target:
         "pclean_aoti_torch_empty_strided",
     }
     assert _call_shim(lib, "pclean_aoti_torch_dtype_float32") == 6
+    # The backend got the prefix as a usage requirement: it is checked as a consumer and
+    # calls the prefixed shim (found through its $ORIGIN rpath).
+    assert "models and other shim-ABI consumers: plugin_clean/libpclean_backend.so" in out
+    backend = _installed_library(target, "plugin_clean", "libpclean_backend.so")
+    assert imported_shim_names(backend) == {"pclean_aoti_torch_dtype_float32"}
+    assert _call_shim(backend, "pclean_backend_float32_code") == 6
 
 
 def test_forgotten_prefix_fails_names_the_symbol_and_installs_nothing(target: TargetEnv, tmp_path: Path) -> None:
