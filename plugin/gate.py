@@ -137,7 +137,8 @@ def check_wheel(wheel: Path, prefix: PrefixChoice, gate: GateSettings, project_d
         console.info(f"  shims: {', '.join(roles.shims) or '-'}")
         console.info(f"  models and other shim-ABI consumers: {', '.join(roles.models) or '-'}")
         if roles.unchecked:
-            console.info(f"  not checked (no {SHIM_ABI_MARK}* names): {', '.join(roles.unchecked)}")
+            why = f"{TABLE} shims/models match none" if gate.shims or gate.models else f"no {SHIM_ABI_MARK}* names"
+            console.info(f"  not checked ({why}): {', '.join(roles.unchecked)}")
         if not roles.shims and not roles.models:
             console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
             return

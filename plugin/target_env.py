@@ -58,6 +58,8 @@ def _explicit(value: str) -> Path:
 
 
 def _probe_interpreter(python: str) -> list[Path]:
+    if not python:  # an embedded interpreter has no executable to ask
+        return []
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     try:
         done = subprocess.run(
