@@ -215,7 +215,7 @@ def test_blocking_build_deletes_the_wheel_and_exits_cleanly(tmp_path: Path, monk
     errors = [line for line in captured.err.splitlines() if "aoti-shim: error:" in line]
     assert len(errors) == 1 and "2 blocking finding(s)" in errors[0]
 
-    # fail-on = never keeps the wheel, findings still printed; a glob can narrow the shims.
+    # fail-on = never keeps the wheel; the findings are still printed.
     name = backend.build_wheel(str(out_dir), {"aoti-shim.fail-on": "never"})
     assert "plugin_forgot/libpforgot_extra.so" in _members(out_dir / name)
     assert "COLLISION" in capsys.readouterr().out
@@ -230,6 +230,22 @@ def test_config_error_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch: p
     assert done.value.code == EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["aoti-shim: error: prefix '1bad' from -C aoti-shim.prefix is not a C identifier prefix (letters, digits, '_'; not empty)"]
+
+
+def test_role_globs_replace_classification(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import aoti_shim.build as backend
+
+    project = copy_fixture("plugin_clean", tmp_path)
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + 'shims = ["*/libpclean_shims.so"]\nmodels = ["*/libpclean_backend.so"]\n')
+    out_dir = tmp_path / "dist"
+    out_dir.mkdir()
+    monkeypatch.chdir(project)
+    backend.build_wheel(str(out_dir))
+    printed = capsys.readouterr().out
+    assert "shims: plugin_clean/libpclean_shims.so\n" in printed
+    assert "models and other shim-ABI consumers: plugin_clean/libpclean_backend.so" in printed
+    assert "checked: 1 shim library, 1 model(s)" in printed
 
 
 def test_shims_glob_matching_nothing_rejects_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
