@@ -26,6 +26,10 @@ struct GemmArgs {
 
 template <typename T>
 void gemm(const GemmArgs<T>& args);
+template <>
+void gemm<float>(const GemmArgs<float>& args);
+template <>
+void gemm<double>(const GemmArgs<double>& args);
 
 // All non-null operands are CPU tensors of one dtype, float32 or float64.
 AOTITorchError check_cpu_float(const Tensor* const* operands, size_t count);

@@ -5,49 +5,103 @@
 
 namespace aotishim {
 
+namespace {
+
+// Register tiles of MR rows by NR columns; NR spans 64 bytes so the compiler keeps
+// the accumulators in vector registers (two AVX2 registers per row for float).
+constexpr int64_t kRows = 4;
+
 template <typename T>
-void gemm(const GemmArgs<T>& g) {
-  // Rows of B are walked contiguously: pack B when its columns are not adjacent.
-  std::vector<T> packed;
-  const T* b = g.b;
-  int64_t b_row = g.b_s0;
-  if (g.b_s1 != 1 && g.k > 0 && g.n > 0) {
-    packed.resize(static_cast<size_t>(g.k * g.n));
+constexpr int64_t kCols = 64 / static_cast<int64_t>(sizeof(T));
+
+// B packed into column panels of kCols: panel p holds B[:, p*kCols .. +kCols] row by
+// row, zero-padded past n, so the inner loop reads contiguous memory.
+template <typename T>
+std::vector<T> pack_panels(const GemmArgs<T>& g) {
+  constexpr int64_t nr = kCols<T>;
+  int64_t panels = (g.n + nr - 1) / nr;
+  std::vector<T> packed(static_cast<size_t>(panels * g.k * nr), T(0));
+  for (int64_t p = 0; p < panels; ++p) {
+    T* panel = packed.data() + p * g.k * nr;
+    int64_t width = std::min(nr, g.n - p * nr);
     for (int64_t kk = 0; kk < g.k; ++kk) {
-      for (int64_t j = 0; j < g.n; ++j) {
-        packed[static_cast<size_t>(kk * g.n + j)] = g.b[kk * g.b_s0 + j * g.b_s1];
+      const T* row = g.b + kk * g.b_s0 + p * nr * g.b_s1;
+      for (int64_t j = 0; j < width; ++j) {
+        panel[kk * nr + j] = row[j * g.b_s1];
       }
     }
-    b = packed.data();
-    b_row = g.n;
   }
-  std::vector<T> acc(static_cast<size_t>(g.n));
-  for (int64_t i = 0; i < g.m; ++i) {
-    std::fill(acc.begin(), acc.end(), T(0));
-    const T* a_row = g.a + i * g.a_s0;
-    for (int64_t kk = 0; kk < g.k; ++kk) {
-      T a_ik = a_row[kk * g.a_s1];
-      const T* b_k = b + kk * b_row;
-      T* out = acc.data();
-      for (int64_t j = 0; j < g.n; ++j) {
-        out[j] += a_ik * b_k[j];
-      }
+  return packed;
+}
+
+template <typename T>
+inline __attribute__((always_inline)) void gemm_body(const GemmArgs<T>& g) {
+  constexpr int64_t nr = kCols<T>;
+  std::vector<T> packed = pack_panels(g);
+  int64_t panels = (g.n + nr - 1) / nr;
+  for (int64_t i0 = 0; i0 < g.m; i0 += kRows) {
+    int64_t rows = std::min(kRows, g.m - i0);
+    // Rows past m repeat the last row; their results are never written.
+    const T* a_rows[kRows];
+    for (int64_t r = 0; r < kRows; ++r) {
+      a_rows[r] = g.a + (i0 + std::min(r, rows - 1)) * g.a_s0;
     }
-    T* c_row = g.c + i * g.c_s0;
-    const T* bias_row = g.bias ? g.bias + i * g.bias_s0 : nullptr;
-    for (int64_t j = 0; j < g.n; ++j) {
-      T value = g.alpha * acc[static_cast<size_t>(j)];
-      // beta == 0 ignores the bias entirely (NaN and inf included), as torch does.
-      if (bias_row != nullptr && g.beta != T(0)) {
-        value += g.beta * bias_row[j * g.bias_s1];
+    for (int64_t p = 0; p < panels; ++p) {
+      const T* panel = packed.data() + p * g.k * nr;
+      T acc[kRows][nr] = {};
+      for (int64_t kk = 0; kk < g.k; ++kk) {
+        const T* b_row = panel + kk * nr;
+        for (int64_t r = 0; r < kRows; ++r) {
+          T a_value = a_rows[r][kk * g.a_s1];
+          for (int64_t j = 0; j < nr; ++j) {
+            acc[r][j] += a_value * b_row[j];
+          }
+        }
       }
-      c_row[j * g.c_s1] = value;
+      int64_t width = std::min(nr, g.n - p * nr);
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t i = i0 + r;
+        T* c_row = g.c + i * g.c_s0 + p * nr * g.c_s1;
+        const T* bias_row = g.bias ? g.bias + i * g.bias_s0 + p * nr * g.bias_s1 : nullptr;
+        for (int64_t j = 0; j < width; ++j) {
+          T value = g.alpha * acc[r][j];
+          // beta == 0 ignores the bias entirely (NaN and inf included), as torch does.
+          if (bias_row != nullptr && g.beta != T(0)) {
+            value += g.beta * bias_row[j * g.bias_s1];
+          }
+          c_row[j * g.c_s1] = value;
+        }
+      }
     }
   }
 }
 
-template void gemm<float>(const GemmArgs<float>&);
-template void gemm<double>(const GemmArgs<double>&);
+// One build per instruction set, picked at load time (GCC function multi-versioning):
+// the wheel targets baseline x86-64, the machines running it mostly have AVX2 and FMA.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define AOTISHIM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define AOTISHIM_CLONES
+#endif
+
+AOTISHIM_CLONES void gemm_float(const GemmArgs<float>& g) { gemm_body(g); }
+AOTISHIM_CLONES void gemm_double(const GemmArgs<double>& g) { gemm_body(g); }
+
+}  // namespace
+
+template <>
+void gemm<float>(const GemmArgs<float>& g) {
+  if (g.m > 0 && g.n > 0) {
+    gemm_float(g);
+  }
+}
+
+template <>
+void gemm<double>(const GemmArgs<double>& g) {
+  if (g.m > 0 && g.n > 0) {
+    gemm_double(g);
+  }
+}
 
 namespace {
 
