@@ -38,6 +38,28 @@ TEST(ops, addmm_out) {
   CHECK_EQ(values<double>(out64), (std::vector<double>{5, 6, 11, 12}));
 }
 
+TEST(ops, addmm_tiles_and_strides_against_loops) {
+  // Sizes that are not multiples of the register tile, a transposed mat1 and a row bias.
+  const int64_t m = 7, k = 13, n = 37;
+  std::vector<float> av(m * k), bv(k * n), biasv(n);
+  for (size_t i = 0; i < av.size(); ++i) av[i] = static_cast<float>((i * 13) % 17) * 0.25f - 2.0f;
+  for (size_t i = 0; i < bv.size(); ++i) bv[i] = static_cast<float>((i * 7) % 19) * 0.125f - 1.0f;
+  for (size_t i = 0; i < biasv.size(); ++i) biasv[i] = static_cast<float>(i) * 0.5f;
+  std::vector<float> want(m * n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int64_t kk = 0; kk < k; ++kk) sum += double(av[i * k + kk]) * bv[kk * n + j];
+      want[i * n + j] = static_cast<float>(1.5 * sum + 0.5 * biasv[j]);
+    }
+  Owned a = tensor({m, k}, av, {1, m});
+  Owned b = tensor({k, n}, bv);
+  Owned bias = tensor({n}, biasv);
+  Owned out = empty({m, n}, {});
+  CHECK_OK(aoti_torch_cpu_addmm_out(out, bias, a, b, 0.5, 1.5));
+  check_values(values<float>(out), want, 1e-4);
+}
+
 TEST(ops, addmm_bad_input) {
   Owned a = tensor({2, 3}, kMat1);
   Owned b = tensor({3, 2}, kMat2);
