@@ -35,7 +35,10 @@ SHN_UNDEF = 0
 
 SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 3, 6, 7, 8, 11
 SHT_GNU_HASH, SHT_GNU_VERSYM = 0x6FFFFFF6, 0x6FFFFFFF
-DT_NULL, DT_NEEDED, DT_SONAME = 0, 1, 14
+DT_NULL, DT_NEEDED, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SONAME = 0, 1, 4, 5, 6, 10, 14
+DT_GNU_HASH = 0x6FFFFEF5
+PT_LOAD, PT_DYNAMIC = 1, 2
+PN_XNUM = 0xFFFF
 NT_GNU_BUILD_ID = 3
 
 BIND_NAMES = {STB_LOCAL: "LOCAL", STB_GLOBAL: "GLOBAL", STB_WEAK: "WEAK", STB_GNU_UNIQUE: "UNIQUE"}
@@ -158,6 +161,7 @@ class _Layout:
 
     ehdr: struct.Struct
     shdr: struct.Struct
+    phdr: struct.Struct
     sym: struct.Struct
     # (st_name, st_info, st_other, st_shndx) of one symbol, the rest skipped.
     sym_key: struct.Struct
@@ -172,6 +176,7 @@ def _layout(elf_class: int, endian: str) -> _Layout:
         return _Layout(
             ehdr=struct.Struct(endian + "16sHHIQQQIHHHHHH"),
             shdr=struct.Struct(endian + "IIQQQQIIQQ"),
+            phdr=struct.Struct(endian + "IIQQQQQQ"),
             sym=struct.Struct(endian + "IBBHQQ"),
             sym_key=struct.Struct(endian + "IBBH16x"),
             dyn=struct.Struct(endian + "qQ"),
@@ -182,6 +187,7 @@ def _layout(elf_class: int, endian: str) -> _Layout:
     return _Layout(
         ehdr=struct.Struct(endian + "16sHHIIIIIHHHHHH"),
         shdr=struct.Struct(endian + "IIIIIIIIII"),
+        phdr=struct.Struct(endian + "IIIIIIII"),
         sym=struct.Struct(endian + "IIIBBH"),
         sym_key=struct.Struct(endian + "I8xBBH"),
         dyn=struct.Struct(endian + "iI"),
@@ -340,7 +346,7 @@ class ElfImage:
         lay = _layout(ident[4], ">" if self.big_endian else "<")
         self._lay = lay
         hdr = lay.ehdr.unpack(self._bytes(0, lay.ehdr.size, "ELF header"))
-        (_, self.e_type, self.machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, _) = hdr
+        (_, self.e_type, self.machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = hdr
         if shoff == 0:
             raise self._fail("has no section headers")
         if shentsize != lay.shdr.size:
@@ -351,11 +357,102 @@ class ElfImage:
         if shnum > _MAX_SECTIONS:
             raise self._fail(f"implausible section count {shnum}")
         table = self._bytes(shoff, shnum * lay.shdr.size, "section header table")
+        raw_sections = list(lay.shdr.iter_unpack(table))
         self._sections = [
-            _Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9])
-            for raw in lay.shdr.iter_unpack(table)
+            _Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9]) for raw in raw_sections
         ]
         self._dynsym_index = next((i for i, s in enumerate(self._sections) if s.type == SHT_DYNSYM), None)
+        if phnum == PN_XNUM and raw_sections:
+            phnum = raw_sections[0][7]  # extended numbering: section 0's sh_info
+        self._verify_against_segments(phoff, phentsize, phnum)
+
+    # -- the loader's view --------------------------------------------------------------
+
+    def _verify_against_segments(self, phoff: int, phentsize: int, phnum: int) -> None:
+        """Refuse a file whose section headers describe another symbol table than the
+        one the dynamic linker loads (it reads PT_DYNAMIC, never sections): otherwise a
+        shim could hide exports from the checker and still bind at run time."""
+        if phoff == 0 or phnum == 0:
+            return  # not loadable: nothing binds to it
+        lay = self._lay
+        if phentsize != lay.phdr.size:
+            raise self._fail(f"bad program header size {phentsize}")
+        if phnum > _MAX_SECTIONS:
+            raise self._fail(f"implausible program header count {phnum}")
+        loads: list[tuple[int, int, int]] = []
+        dynamic: tuple[int, int] | None = None
+        for raw in lay.phdr.iter_unpack(self._bytes(phoff, phnum * lay.phdr.size, "program header table")):
+            if lay.phdr.size == 56:
+                p_type, offset, vaddr, filesz = raw[0], raw[2], raw[3], raw[5]
+            else:
+                p_type, offset, vaddr, filesz = raw[0], raw[1], raw[2], raw[4]
+            if p_type == PT_LOAD:
+                loads.append((vaddr, offset, filesz))
+            elif p_type == PT_DYNAMIC and dynamic is None:
+                dynamic = (offset, filesz)
+        if dynamic is None:
+            return  # statically linked: no dynamic symbols bind
+        count = min(dynamic[1] // lay.dyn.size, _MAX_DYNAMIC_ENTRIES)
+        tags: dict[int, int] = {}
+        for tag, value in lay.dyn.iter_unpack(self._bytes(dynamic[0], count * lay.dyn.size, "PT_DYNAMIC")):
+            if tag == DT_NULL:
+                break
+            tags.setdefault(tag, value)
+        if DT_SYMTAB not in tags:
+            return
+
+        def file_offset(what: str, vaddr: int) -> int:
+            for base, offset, size in loads:
+                if base <= vaddr < base + size:
+                    return offset + vaddr - base
+            raise self._fail(f"{what} points outside the file's loaded segments")
+
+        def disagree(what: str) -> InputError:
+            return self._fail(f"section headers disagree with the dynamic segment about {what}")
+
+        if self._dynsym_index is None:
+            raise disagree(".dynsym (the loader has one, the sections hide it)")
+        sym, strtab = self._dynsym()
+        if file_offset("DT_SYMTAB", tags[DT_SYMTAB]) != sym.offset:
+            raise disagree(".dynsym")
+        if DT_STRTAB in tags and file_offset("DT_STRTAB", tags[DT_STRTAB]) != strtab.offset:
+            raise disagree(".dynstr")
+        if tags.get(DT_STRSZ, 0) > strtab.size:
+            raise disagree("the size of .dynstr")
+        reachable = 0
+        if DT_HASH in tags:
+            at = file_offset("DT_HASH", tags[DT_HASH])
+            self._check_range(at, 8, "DT_HASH")
+            reachable = lay.word.unpack_from(self._map(), at + 4)[0]  # nchain = the symbol count
+        if DT_GNU_HASH in tags:
+            at = file_offset("DT_GNU_HASH", tags[DT_GNU_HASH])
+            sec = self._first(SHT_GNU_HASH)
+            if sec is None or sec.offset != at:
+                raise disagree(".gnu.hash")
+            gnu = self._gnu_hash_table()
+            if gnu is not None:
+                reachable = max(reachable, self._gnu_reach(gnu))
+        if reachable > sym.size // sym.entsize:
+            raise self._fail(
+                f"its hash tables reach {reachable} symbols but .dynsym holds {sym.size // sym.entsize} (hidden symbols)"
+            )
+
+    def _gnu_reach(self, t: _GnuHash) -> int:
+        """One past the last symbol index a .gnu.hash lookup can reach."""
+        buckets = array("I", self._bytes(t.buckets_off, t.nbuckets * 4, ".gnu.hash buckets"))
+        chains = array("I", self._bytes(t.chain_off, (t.end - t.chain_off) // 4 * 4, ".gnu.hash chains"))
+        if self.big_endian != (sys.byteorder == "big"):
+            buckets.byteswap()
+            chains.byteswap()
+        top = max(buckets)
+        if top == 0:
+            return 0
+        if top < t.symoffset:
+            raise self._fail(f".gnu.hash bucket points below its first symbol ({top})")
+        for i in range(top - t.symoffset, len(chains)):
+            if chains[i] & 1:
+                return t.symoffset + i + 1
+        raise self._fail(".gnu.hash chain runs past its section")
 
     def _section(self, index: int, what: str) -> _Section:
         if not 0 <= index < len(self._sections):

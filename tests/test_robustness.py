@@ -365,3 +365,31 @@ def test_many_symbols_sharing_one_huge_name_are_refused_quickly(tmp_path: Path, 
             with ElfImage(path) as image:
                 scan(image)
     assert time.perf_counter() - started < 10
+
+
+# -- section headers that lie about what the dynamic linker loads ------------------------
+
+
+def hiding_variants(tiny: bytes, tmp: Path) -> dict[str, bytes]:
+    dynsym = section_header(tiny, tmp / "probe.so", SHT_DYNSYM)
+    size = struct.unpack_from("<Q", tiny, dynsym + 32)[0]
+    shoff = struct.unpack_from("<Q", tiny, 0x28)[0]
+    no_sections = bytearray(patched(tiny, 0x3C, "H", 0))
+    struct.pack_into("<Q", no_sections, shoff + 32, 0)  # extended numbering says: no sections
+    return {
+        # .gnu.hash still reaches the last symbols, which the loader binds to.
+        "dynsym_shrunk": patched(tiny, dynsym + 32, "Q", size - 2 * 24),
+        "dynsym_retyped": patched(tiny, dynsym + 4, "I", 1),
+        "sections_counted_away": bytes(no_sections),
+    }
+
+
+@pytest.mark.parametrize("case", ["dynsym_shrunk", "dynsym_retyped", "sections_counted_away"])
+def test_exports_hidden_from_the_section_view_fail_closed(tiny: bytes, tmp_path: Path, case: str) -> None:
+    path = tmp_path / f"lib{case}.so"
+    path.write_bytes(hiding_variants(tiny, tmp_path)[case])
+    with pytest.raises(InputError, match="dynamic segment|hash tables reach") as caught:
+        ElfImage(path)
+    assert "\n" not in str(caught.value)
+    done = run_cli("check", "--shim", str(path), "--prefix", "myrt_")
+    assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
