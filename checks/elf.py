@@ -1,10 +1,12 @@
 """Read an ELF file's dynamic symbol table with mmap and struct, nothing else.
 
-Only the section headers, ``.dynsym``, its string table, ``.gnu.version``,
+Only the section and program headers, ``.dynsym``, its string table, ``.gnu.version``,
 ``.gnu.hash``, ``.dynamic`` and notes are touched, so a 480 MiB ``libtorch_cuda.so``
 costs a few pages. Every offset, size, count and link is checked against the file
 before it is used: the checker reads binaries that anyone can submit, and a bad one
-must end in one :class:`InputError` line, never another exception.
+must end in one :class:`InputError` line, never another exception. Caps on symbol
+count and name bytes bound time and memory, and a file whose section headers describe
+another symbol table than the one its PT_DYNAMIC segment loads is refused (fail closed).
 
 Speed: a full scan filters raw ``iter_unpack`` tuples on ``st_info``/``st_shndx``
 before any name is decoded, and keeps ``name -> packed int`` dicts; :class:`Symbol`
