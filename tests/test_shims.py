@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,6 +52,7 @@ def shim_test_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "-DCMAKE_BUILD_TYPE=Release",
             f"-DAOTI_SHIM_LIBRARY={library}",
             f"-DAOTI_SHIM_INCLUDE_DIR={include}",
+            f"-DPython_EXECUTABLE={sys.executable}",  # its nvidia wheels give the CUDA tests cudart
         ],
         capture_output=True,
         text=True,
