@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the table as JSON")
     parser.add_argument("--cache-dir", type=Path, help="compiled models are kept here (default: ~/.cache/aoti-shim/smoke)")
     parser.add_argument("--iterations", type=int, default=30, help="timed runs per blob (default: 30)")
+    parser.add_argument("--threads", type=int, metavar="N",
+                        help="OpenMP threads for the runs (OMP_NUM_THREADS; default: the environment's)")  # fmt: skip
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(run=run)
 
@@ -83,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError("--threads must be at least 1")
     for spec in args.model:
         if ":" in spec:
             user_case(spec)  # fail fast on a bad spec, before compiling anything
@@ -106,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
             routes=tuple(dict.fromkeys(args.route)) or ("source", "binary"),
             control=not args.no_control,
             iterations=args.iterations,
+            threads=args.threads,
         )
         try:
             report = run_smoke(settings, progress)

@@ -33,6 +33,7 @@ class SmokeSettings:
     control: bool = True
     iterations: int = 30
     jobs: int = 2
+    threads: int | None = None  # OMP_NUM_THREADS for the runs
 
 
 class MissingShims(AotiShimError):
@@ -185,6 +186,8 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
         (scratch / "request.json").write_text(json.dumps(request))
         env = dict(os.environ)
         env.update(LD_DEBUG="bindings", LD_BIND_NOW="1", LD_DEBUG_OUTPUT=str(debug_dir / "ld"))
+        if settings.threads is not None:
+            env["OMP_NUM_THREADS"] = str(settings.threads)
         with open(scratch / "child.log", "wb") as sink:
             proc = subprocess.run(
                 [sys.executable, "-m", "aoti_shim.smoke.run_child", str(scratch / "request.json"), str(scratch / "result.json")],

@@ -194,6 +194,7 @@ def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_facto
         (["--model", "resnet"], "not a bundled model"),
         (["--model", "os:no_such_attr"], "no attribute"),
         (["--iterations", "0"], "--iterations"),
+        (["--threads", "0"], "--threads"),
         (["--json", "/no/such/folder/r.json"], "does not exist"),
         (["--shims", "/no/such/libshim.so"], "no such file"),
         (["--device", "tpu"], "invalid choice"),
