@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# The GPU run of issue 7, in one device call on the H200 (torch 2.11+cu130, Python 3.12
+# at python3, CUDA 13.0 toolkit, no network). Run from anywhere inside the checkout:
+#
+#     bash docs/gpu/run_h200.sh        # with the git-ignored .whl/ carried along
+#
+# Every step is time-limited and the script goes on past a failing one; each step's
+# exit status is logged and summarised at the end of 00_run.log. What comes back in
+# $OUT (8 files at most, flat):
+#   00_run.log             header (date, GPU, driver, versions), installs, summary
+#   01_shim_tests.log      the shims' C++ unit tests, CUDA ones included
+#   02_smoke.log           compile prewarm, aoti-shim smoke float32 and bfloat16
+#   smoke.json             aoti-shim smoke --device cuda --json (float32)
+#   smoke_bf16.json        the same for the bfloat16 variants
+#   03_gpu_tests.log       pytest tests/gpu (caller-stream contract, concurrent blobs)
+#   04_bench.log           bench/shim_latency.py --device cuda
+#   cuda_artefacts.tar.gz  the CUDA MLP's package_cpp_only package (for CPU-side tests)
+set -u
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${OUT:-$REPO/gpu-out}
+BUDGET_S=${AOTI_SHIM_GPU_BUDGET_S:-540}  # the device call allows 600 s
+SITE=/tmp/site
+WORK=/tmp/aoti-shim-gpu-work              # cwd of the Python steps (not the checkout: children must import the installed package)
+CACHE=/tmp/aoti-shim-gpu-cache            # the smoke compile cache, shared by every step
+START=$(date +%s)
+mkdir -p "$OUT" "$WORK" "$CACHE"
+RUN_LOG=$OUT/00_run.log
+: > "$RUN_LOG"
+declare -a SUMMARY=()
+
+remaining() { echo $((BUDGET_S - ($(date +%s) - START))); }
+
+# step NAME CAP_S LOG COMMAND...: run with a timeout of min(CAP_S, what is left), log
+# everything to LOG, record the exit status (124: timed out).
+step() {
+  local name=$1 cap=$2 log=$3
+  shift 3
+  local left limit began rc
+  left=$(remaining)
+  limit=$((cap < left ? cap : left))
+  if ((limit < 5)); then
+    SUMMARY+=("$(printf '%-28s SKIPPED (time budget spent)' "$name")")
+    echo "== $name: SKIPPED, time budget spent" >> "$log"
+    return
+  fi
+  echo "== $name (limit ${limit}s) $(date -u +%H:%M:%S)" >> "$log"
+  echo "\$ $*" >> "$log"
+  began=$(date +%s)
+  # timeout runs programs, not shell functions: functions go through bash -c (exported below).
+  if declare -F "$1" > /dev/null; then
+    timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >> "$log" 2>&1
+  else
+    timeout --kill-after=10 "$limit" "$@" >> "$log" 2>&1
+  fi
+  rc=$?
+  SUMMARY+=("$(printf '%-28s exit %-3s %4ss (limit %ss)' "$name" "$rc" "$(($(date +%s) - began))" "$limit")")
+  echo "== $name: exit $rc after $(($(date +%s) - began))s" >> "$log"
+}
+
+header() {
+  echo "# aoti-shim GPU run (issue 7)"
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "commit: $(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown) $(git -C "$REPO" status --porcelain 2>/dev/null | grep -q . && echo '(with uncommitted changes)')"
+  echo "host: $(uname -a)"
+  nvidia-smi || echo "nvidia-smi failed"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || true
+  nvcc --version 2>&1 | tail -2 || echo "no nvcc"
+  cmake --version | head -1 || echo "no cmake"
+  echo "ninja $(ninja --version 2>/dev/null || echo missing)"
+  python3 - <<'EOF'
+import importlib.metadata as md, platform, sys
+import torch
+print(f"python {platform.python_version()} at {sys.executable}")
+print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, GPU visible: {torch.cuda.is_available()}")
+if torch.cuda.is_available():
+    p = torch.cuda.get_device_properties(0)
+    print(f"device 0: {p.name}, {p.multi_processor_count} SMs, capability {p.major}.{p.minor}")
+for name in ("cuda-bindings", "cuda-python", "nvidia-cuda-runtime", "triton", "pytest", "cmake", "ninja", "scikit-build-core"):
+    try:
+        print(f"{name} {md.version(name)}")
+    except md.PackageNotFoundError:
+        print(f"{name}: not installed")
+EOF
+}
+
+install_wheels() {
+  # The carried wheels: lief, pyelftools, scikit-build-core 1.1.2, nvidia-cuda-crt.
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$REPO"/.whl/*.whl
+}
+
+install_aoti_shim() {
+  # No network: no build isolation; the shims find the system CUDA 13 toolkit.
+  local cuda_home=${CUDA_HOME:-/usr/local/cuda}
+  [ -x "$cuda_home/bin/nvcc" ] || cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+  echo "CUDA toolkit: $cuda_home"
+  CUDAToolkit_ROOT=$cuda_home CMAKE_BUILD_PARALLEL_LEVEL=16 \
+    python3 -m pip install --no-index --no-deps --no-build-isolation --no-cache-dir --upgrade \
+    --target "$SITE" "$REPO" || return $?
+  python3 -c "from aoti_shim.paths import shim_library; print('installed shims:', shim_library())" || return $?
+  ldd "$SITE/aoti_shim/lib/libaoti_shim.so" | grep -i cuda || true
+  python3 -m aoti_shim --version
+}
+
+shim_unit_tests() {
+  local build=/tmp/aoti-shim-shim-tests
+  local cuda_home=${CUDA_HOME:-/usr/local/cuda}
+  [ -x "$cuda_home/bin/nvcc" ] || cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
+  rm -rf "$build"
+  CUDAToolkit_ROOT=$cuda_home cmake -S "$REPO/shims/tests" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DAOTI_SHIM_LIBRARY="$SITE/aoti_shim/lib/libaoti_shim.so" \
+    -DAOTI_SHIM_INCLUDE_DIR="$SITE/aoti_shim/include" || return $?
+  cmake --build "$build" -j 16 || return $?
+  # All groups: core copy ops streams cuda (cuda ones run: a GPU is visible).
+  "$build/aoti_shim_tests"
+}
+
+bf16_smoke() {
+  local ready models=()
+  ready=$(python3 "$REPO/docs/gpu/prewarm.py" --cache-dir "$CACHE" --device cuda --list-cached \
+    bf16_models:mlp_bf16 bf16_models:block_bf16 bf16_models:convnet_bf16) || return $?
+  [ -n "$ready" ] || { echo "no bfloat16 model finished compiling"; return 1; }
+  for m in $ready; do models+=(--model "$m"); done
+  echo "bfloat16 models compiled: $ready"
+  python3 -m aoti_shim smoke --device cuda --cache-dir "$CACHE" --json "$OUT/smoke_bf16.json" "${models[@]}"
+}
+
+pack_artefacts() {
+  # The CUDA MLP's package_cpp_only package: CI can build the CUDA blob from it and check its names.
+  local pkg
+  pkg=$(ls -d "$CACHE"/mlp-cuda-source-*/ 2>/dev/null | head -1)
+  [ -n "$pkg" ] || { echo "no CUDA source-route package in $CACHE"; return 1; }
+  tar -C "$pkg" -czf "$OUT/cuda_artefacts.tar.gz" package result.json io.pt
+  tar -tzvf "$OUT/cuda_artefacts.tar.gz"
+}
+
+export REPO OUT SITE WORK CACHE
+export -f install_wheels install_aoti_shim shim_unit_tests pack_artefacts bf16_smoke
+
+# Phases: "core" (install, shim tests, float32 smoke, GPU tests, bench, artefacts) and
+# "bf16" (the bfloat16 smoke). Default: both, core first.
+PHASES=${*:-core bf16}
+cd "$WORK" || exit 1
+header >> "$RUN_LOG" 2>&1
+echo "phases: $PHASES, time budget ${BUDGET_S}s" >> "$RUN_LOG"
+export PYTHONPATH=$SITE:$REPO/docs/gpu
+export PYTHONUNBUFFERED=1
+if [[ " $PHASES " == *" core "* || ! -f $SITE/aoti_shim/lib/libaoti_shim.so ]]; then
+  step "install carried wheels" 60 "$RUN_LOG" install_wheels
+  step "install aoti-shim" 180 "$RUN_LOG" install_aoti_shim
+fi
+if [[ " $PHASES " == *" core "* ]]; then
+  step "shim C++ unit tests" 120 "$OUT/01_shim_tests.log" shim_unit_tests
+  # Compiles first, all models at once (one thread each): the later steps find them cached.
+  step "prewarm float32 compiles" 270 "$OUT/02_smoke.log" \
+    python3 "$REPO/docs/gpu/prewarm.py" --cache-dir "$CACHE" --device cuda mlp block convnet
+  step "smoke float32" 180 "$OUT/02_smoke.log" \
+    python3 -m aoti_shim smoke --device cuda --cache-dir "$CACHE" --json "$OUT/smoke.json"
+  step "gpu tests: stream contract" 120 "$OUT/03_gpu_tests.log" env AOTI_SHIM_SMOKE_CACHE="$CACHE" \
+    python3 -m pytest -p no:cacheprovider -v -rs --rootdir "$REPO" -c "$REPO/pyproject.toml" \
+    "$REPO/tests/gpu/test_stream_contract_gpu.py"
+  step "gpu tests: concurrent blobs" 120 "$OUT/03_gpu_tests.log" env AOTI_SHIM_SMOKE_CACHE="$CACHE" \
+    python3 -m pytest -p no:cacheprovider -v -rs --rootdir "$REPO" -c "$REPO/pyproject.toml" \
+    "$REPO/tests/gpu/test_concurrent_blobs_gpu.py"
+  step "bench shim latency" 150 "$OUT/04_bench.log" \
+    python3 "$REPO/bench/shim_latency.py" --device cuda --cache-dir "$CACHE"
+  step "pack CUDA artefacts" 30 "$RUN_LOG" pack_artefacts
+fi
+if [[ " $PHASES " == *" bf16 "* ]]; then
+  # The smoke CLI has no dtype option: the bfloat16 variants come in as user models.
+  step "prewarm bfloat16 compiles" 240 "$OUT/02_smoke.log" \
+    python3 "$REPO/docs/gpu/prewarm.py" --cache-dir "$CACHE" --device cuda --only-bf16 mlp block convnet
+  step "smoke bfloat16" 180 "$OUT/02_smoke.log" bf16_smoke
+fi
+
+{
+  echo
+  echo "# summary (exit 124 = timed out), total $(($(date +%s) - START))s of ${BUDGET_S}s"
+  printf '%s\n' "${SUMMARY[@]}"
+} >> "$RUN_LOG"
+# What the device call's output shows: the summary, then the result tables.
+sed -n '/^# summary/,$p' "$RUN_LOG"
+if [ -f "$OUT/02_smoke.log" ]; then
+  echo
+  awk '/^device cuda, torch/ {on = 1} /^== / {on = 0} on' "$OUT/02_smoke.log"
+fi
+if [ -f "$OUT/04_bench.log" ]; then
+  echo
+  awk '/^# shim latency benchmark/ {on = 1} /^== / {on = 0} on' "$OUT/04_bench.log"
+fi
