@@ -9,8 +9,7 @@ namespace {
 
 constexpr int kMaxSpatial = 3;
 
-// torch's channels-last stride test (c10 is_channels_last_strides_2d/3d), which its
-// meta function uses to pick the convolution output's memory format.
+// torch's channels-last stride test (c10 is_channels_last_strides_2d/3d).
 bool strides_like_channels_last(const Tensor& t) {
   std::vector<int64_t> order;
   if (t.dim() == 4) {
@@ -31,10 +30,7 @@ bool strides_like_channels_last(const Tensor& t) {
     if (d == 0 && min == t.strides[1]) {
       return false;
     }
-    min = t.strides[d];
-    if (t.strides[d] > 1) {
-      min *= t.sizes[d];
-    }
+    min = t.strides[d] * t.sizes[d];
   }
   return true;
 }
@@ -224,8 +220,16 @@ AOTITorchError convolution(
     s.out[a] = (padded - extent) / s.stride[a] + 1;
     out_sizes.push_back(s.out[a]);
   }
+  // The output layout torch's CPU backends produce (and FakeTensor reports to Inductor):
+  // channels-last when the input or the weight is, except on the Slow3d backend, which
+  // ATen picks for 3-d convolutions that are float64 or that its mkldnn heuristic deems small.
+  bool either_channels_last = strides_like_channels_last(input) || strides_like_channels_last(weight);
+  bool mkldnn_3d = input.dtype == 6 &&
+      (groups > 1 || (s.kernel[2] > 3 && s.kernel[1] > 3) || s.batch > 1 ||
+       s.batch * s.in_channels * s.in[0] * s.in[1] > 20480);
+  bool channels_last = either_channels_last && (ndim == 4 || (ndim == 5 && mkldnn_3d));
   std::vector<int64_t> out_strides =
-      strides_like_channels_last(input) ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
+      channels_last ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
   std::unique_ptr<Tensor> out;
   AOTISHIM_TRY(new_tensor(out_sizes, out_strides, input.dtype, kCPU, -1, false, &out));
   if (out->numel() > 0) {

@@ -264,7 +264,7 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
 /* 1-3 spatial dims, groups, padding, dilation; transposed convolution is unsupported.
- * The output is channels-last when the input is channels-last (as torch's meta function). */
+ * The output is channels-last when the input or the weight is (as torch's CPU kernels). */
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
     int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
