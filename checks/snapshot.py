@@ -1,17 +1,22 @@
 """Reference snapshots: the export sets of a torch build, in a small file.
 
-A snapshot lets CI gate ``--against`` a torch build without installing torch. It is
-gzip'd JSON (written with no timestamp, so the same libraries give the same bytes)::
+A snapshot lets CI gate ``--against`` a torch build without installing torch. The file
+is a multi-member gzip stream (``zcat`` shows it), written with no timestamps, so the same
+libraries always give the same bytes:
 
-    {"format": "aoti-shim-snapshot", "format_version": 1, "torch_version": "2.13.0+cpu",
-     "source": {...}, "created_by": "aoti-shim 0.1.0",
-     "libraries": [{"name": "libtorch_cpu.so", "soname": ..., "build_id": ..., "size": ...,
-                    "sha256": ..., "kinds": [[bind, type, visibility, versioned], ...],
-                    "names": "sorted\\nexported\\nnames", "kind_of": "one char per name"}]}
+- member 0, JSON: ``{"format": "aoti-shim-snapshot", "format_version": 1,
+  "torch_version": "2.13.0+cpu", "source": {...}, "created_by": "aoti-shim 0.1.0",
+  "libraries": [{"name", "soname", "build_id", "size", "sha256", "count", "kinds",
+  "index_member", "names_member"}], "members": [compressed length of member 1, 2, ...]}``;
+- per library an *index* member: the sorted CRC-32s of its exported names (little-endian
+  uint32), and a *names* member: the sorted names joined by ``\n``, a NUL, then one
+  character per name, ``chr(48 + k)`` for row ``k`` of ``kinds``
+  (``[bind, type, visibility, versioned]``).
 
-``kind_of`` holds, per name, ``chr(48 + k)`` for row ``k`` of ``kinds``: most of
-libtorch's 75k exports share two or three kinds, so this compresses to almost nothing.
-Loading is lazy and bounded: a file is only inflated up to :data:`MAX_INFLATED` bytes.
+A lookup inflates only the small index: a name whose CRC-32 is absent is not exported,
+so a prefixed shim is cleared against libtorch's 75k exports without reading one of
+them. Only a CRC-32 hit inflates that library's names for the exact answer. Every
+member is inflated under a cap (a gzip bomb is an InputError).
 """
 
 from __future__ import annotations
@@ -19,13 +24,18 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import operator
 import os
 import re
 import shutil
+import sys
 import tempfile
 import zipfile
 import zlib
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
@@ -36,8 +46,9 @@ from aoti_shim.errors import InputError
 FORMAT = "aoti-shim-snapshot"
 FORMAT_VERSION = 1
 GZIP_MAGIC = b"\x1f\x8b"
-# The inflated JSON of torch 2.14.1 CUDA is about 10 MiB; anything far past that is hostile.
+# torch 2.14.1 CUDA's names inflate to about 7 MiB; anything far past that is hostile.
 MAX_INFLATED = 64 << 20
+MAX_FILE = 64 << 20
 # A wheel member larger than this is not a library we snapshot (torch's largest is 480 MiB).
 MAX_MEMBER = 4 << 30
 _KIND_BASE = 48
@@ -46,7 +57,7 @@ _VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.M)
 
 
 def is_snapshot(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` is a gzip file whose JSON starts as a snapshot does."""
+    """True when ``path`` is gzip whose first member's JSON starts as a snapshot's does."""
     try:
         with open(path, "rb") as f:
             if f.read(2) != GZIP_MAGIC:
@@ -58,7 +69,25 @@ def is_snapshot(path: str | os.PathLike[str]) -> bool:
         return False
 
 
+def name_crc(name: str) -> int:
+    return zlib.crc32(name.encode("utf-8", "surrogatepass"))
+
+
 # -- reading ----------------------------------------------------------------------
+
+
+def _inflate_member(data: bytes | memoryview, where: str) -> tuple[bytes, int]:
+    """Inflate the gzip member at the start of ``data``; (content, compressed length)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, MAX_INFLATED + 1)
+    except zlib.error as e:
+        raise InputError(f"{where}: snapshot member is not valid gzip: {e}") from None
+    if len(out) > MAX_INFLATED:
+        raise InputError(f"{where}: snapshot member inflates past {MAX_INFLATED >> 20} MiB (a gzip bomb?)")
+    if not inflater.eof:
+        raise InputError(f"{where}: snapshot member is truncated")
+    return out, len(data) - len(inflater.unused_data)
 
 
 class SnapshotLibrary:
@@ -72,36 +101,64 @@ class SnapshotLibrary:
         soname: str | None,
         build_id: str | None,
         torch_version: str,
-        names: str,
-        kind_of: str,
+        size: int | None = None,
+        sha256: str | None = None,
+        count: int,
         kinds: tuple[int, ...],
+        index: memoryview,
+        names: memoryview,
     ) -> None:
         self.display = display
         self.name = name
         self.soname = soname
         self.build_id = build_id
         self.torch_version = torch_version
-        self._names = names
-        self._kind_of = kind_of
+        self.size = size  # of the library file the snapshot was made from
+        self.sha256 = sha256
+        self.count = count
         self._kinds = kinds
+        self._index_raw: memoryview | None = index
+        self._names_raw: memoryview | None = names
+        self._index: array[int] | None = None
         self._table: dict[str, str] | None = None
 
+    def _crcs(self) -> array[int]:
+        if self._index is None:
+            assert self._index_raw is not None
+            raw, _ = _inflate_member(self._index_raw, self.display)
+            if len(raw) != 4 * self.count:
+                raise InputError(f"{self.display}: snapshot index holds {len(raw) // 4} entries for {self.count} names")
+            crcs = array("I", raw)
+            if sys.byteorder == "big":
+                crcs.byteswap()
+            if not all(map(operator.le, crcs, islice(crcs, 1, None))):
+                raise InputError(f"{self.display}: snapshot index is not sorted")
+            self._index, self._index_raw = crcs, None
+        return self._index
+
     def _lookup(self) -> dict[str, str]:
-        # Built on first use: a snapshot may hold libraries no rule asks about.
         if self._table is None:
-            names = self._names.split("\n") if self._names else []
-            if len(names) != len(self._kind_of):
-                raise InputError(f"{self.display}: snapshot has {len(names)} names but {len(self._kind_of)} kinds")
-            table = dict(zip(names, self._kind_of))
+            assert self._names_raw is not None
+            raw, _ = _inflate_member(self._names_raw, self.display)
+            text, sep, kind_of = raw.decode("utf-8", "backslashreplace").partition("\0")
+            names = text.split("\n") if text else []
+            if not sep or len(names) != self.count or len(kind_of) != self.count:
+                raise InputError(f"{self.display}: snapshot names do not match its count of {self.count}")
+            table = dict(zip(names, kind_of))
             if len(table) != len(names):
                 raise InputError(f"{self.display}: snapshot lists a name twice")
-            bad = {c for c in set(self._kind_of) if not 0 <= ord(c) - _KIND_BASE < len(self._kinds)}
-            if bad:
+            if any(not 0 <= ord(c) - _KIND_BASE < len(self._kinds) for c in set(kind_of)):
                 raise InputError(f"{self.display}: snapshot refers to a kind it does not define")
-            self._table = table
+            self._table, self._names_raw = table, None
         return self._table
 
     def find_export(self, name: str) -> Symbol | None:
+        if self._table is None:
+            crcs = self._crcs()
+            crc = name_crc(name)
+            at = bisect_left(crcs, crc)
+            if at == len(crcs) or crcs[at] != crc:
+                return None  # exact: every exported name's CRC-32 is in the index
         kind = self._lookup().get(name)
         if kind is None:
             return None
@@ -125,24 +182,12 @@ class SnapshotLibrary:
 class Snapshot:
     torch_version: str
     source: dict[str, Any]
+    created_by: str
     libraries: tuple[SnapshotLibrary, ...]
 
 
-def _inflate(path: str) -> bytes:
-    try:
-        with open(path, "rb") as f, gzip.GzipFile(fileobj=f) as g:
-            data = g.read(MAX_INFLATED + 1)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read snapshot: {e.strerror or e}") from None
-    except (EOFError, zlib.error, ValueError) as e:
-        raise InputError(f"{path}: snapshot is not valid gzip: {e}") from None
-    if len(data) > MAX_INFLATED:
-        raise InputError(f"{path}: snapshot inflates past {MAX_INFLATED >> 20} MiB (a gzip bomb?)")
-    return data
-
-
 def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if not isinstance(obj, dict) or key not in obj or not isinstance(obj[key], kind):
+    if not isinstance(obj, dict) or key not in obj or not isinstance(obj[key], kind) or isinstance(obj[key], bool) != (kind is bool):
         raise InputError(f"{where}: snapshot field '{key}' is missing or of the wrong type")
     return obj[key]
 
@@ -164,19 +209,46 @@ def _kinds(raw: Any, where: str) -> tuple[int, ...]:
 
 
 def read(path: str | os.PathLike[str]) -> Snapshot:
-    """Parse and validate a snapshot file; any defect is one InputError line."""
+    """Parse and validate a snapshot's header; libraries inflate their members lazily."""
     path = os.fspath(path)
     try:
-        doc = json.loads(_inflate(path))
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE + 1)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read snapshot: {e.strerror or e}") from None
+    if len(data) > MAX_FILE:
+        raise InputError(f"{path}: snapshot is larger than {MAX_FILE >> 20} MiB")
+    if data[:2] != GZIP_MAGIC:
+        raise InputError(f"{path}: not an aoti-shim snapshot (not gzip)")
+    header, header_len = _inflate_member(data, path)
+    try:
+        doc = json.loads(header)
     except (ValueError, RecursionError) as e:
-        raise InputError(f"{path}: snapshot is not valid JSON: {e}") from None
-    if _field(doc, "format", str, path) != FORMAT:
+        raise InputError(f"{path}: snapshot header is not valid JSON: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise InputError(f"{path}: not an aoti-shim snapshot")
     version = _field(doc, "format_version", int, path)
     if version != FORMAT_VERSION:
         raise InputError(f"{path}: snapshot format version {version} is not supported (want {FORMAT_VERSION})")
     torch_version = _field(doc, "torch_version", str, path)
     source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
+    created_by = doc.get("created_by") if isinstance(doc.get("created_by"), str) else ""
+    lengths = _field(doc, "members", list, path)
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lengths):
+        raise InputError(f"{path}: snapshot member lengths are not positive integers")
+    starts = [header_len]
+    for n in lengths:
+        starts.append(starts[-1] + n)
+    if starts[-1] != len(data):
+        raise InputError(f"{path}: snapshot members do not add up to the file size")
+    view = memoryview(data)
+
+    def member(lib: Any, key: str, where: str) -> memoryview:
+        k = _field(lib, key, int, where)
+        if not 1 <= k <= len(lengths):
+            raise InputError(f"{where}: snapshot field '{key}' names no member")
+        return view[starts[k - 1] : starts[k]]
+
     libraries = []
     for lib in _field(doc, "libraries", list, path):
         name = _field(lib, "name", str, path)
@@ -184,6 +256,9 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
         soname, build_id = lib.get("soname"), lib.get("build_id")
         if not isinstance(soname, (str, type(None))) or not isinstance(build_id, (str, type(None))):
             raise InputError(f"{where}: snapshot soname/build_id must be strings or null")
+        count = _field(lib, "count", int, where)
+        if not 0 <= count <= MAX_INFLATED // 2:
+            raise InputError(f"{where}: snapshot count {count} is implausible")
         libraries.append(
             SnapshotLibrary(
                 display=where,
@@ -191,12 +266,15 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
                 soname=soname,
                 build_id=build_id,
                 torch_version=torch_version,
-                names=_field(lib, "names", str, where),
-                kind_of=_field(lib, "kind_of", str, where),
+                size=lib.get("size") if isinstance(lib.get("size"), int) else None,
+                sha256=lib.get("sha256") if isinstance(lib.get("sha256"), str) else None,
+                count=count,
                 kinds=_kinds(lib.get("kinds"), where),
+                index=member(lib, "index_member", where),
+                names=member(lib, "names_member", where),
             )
         )
-    return Snapshot(torch_version=torch_version, source=source, libraries=tuple(libraries))
+    return Snapshot(torch_version=torch_version, source=source, created_by=created_by, libraries=tuple(libraries))
 
 
 def load(path: str | os.PathLike[str]) -> list[SnapshotLibrary]:
@@ -227,7 +305,8 @@ class _Captured:
     exports: dict[str, int]
 
 
-def _library_entry(lib: _Captured) -> dict[str, Any]:
+def _library_parts(lib: _Captured) -> tuple[dict[str, Any], bytes, bytes]:
+    """A library's header entry, index member content and names member content."""
     rows: dict[tuple[int, int, int, bool], int] = {}
     names = sorted(lib.exports)
     kind_of = []
@@ -235,16 +314,20 @@ def _library_entry(lib: _Captured) -> dict[str, Any]:
         sym = unpack_symbol(name, lib.exports[name])
         row = (sym.bind, sym.type, sym.visibility, sym.versioned)
         kind_of.append(chr(_KIND_BASE + rows.setdefault(row, len(rows))))
-    return {
+    crcs = array("I", sorted(name_crc(n) for n in names))
+    if sys.byteorder == "big":
+        crcs.byteswap()
+    entry = {
         "name": lib.name,
         "soname": lib.soname,
         "build_id": lib.build_id,
         "size": lib.size,
         "sha256": lib.sha256,
+        "count": len(names),
         "kinds": [list(row) for row in rows],
-        "names": "\n".join(names),
-        "kind_of": "".join(kind_of),
     }
+    blob = ("\n".join(names) + "\0" + "".join(kind_of)).encode("utf-8", "surrogateescape")
+    return entry, crcs.tobytes(), blob
 
 
 def _capture_image(path: str, display: str, name: str, size: int, sha256: str) -> _Captured | None:
@@ -392,16 +475,27 @@ def capture(source: str | os.PathLike[str], torch_version: str | None = None) ->
         "torch_version": version,
         "source": origin,
         "created_by": f"aoti-shim {__version__}",
-        "libraries": [_library_entry(lib) for lib in libs],
+        "libraries": libs,
     }
 
 
 def encode(doc: dict[str, Any]) -> bytes:
-    """Deterministic bytes: fixed key order, no gzip timestamp or file name."""
-    text = json.dumps(doc, ensure_ascii=True, separators=(", ", ": "))
+    """The file's bytes: deterministic (fixed key order, no gzip timestamps or names)."""
+    header = {k: v for k, v in doc.items() if k != "libraries"}
+    entries, members = [], []
+    for lib in doc["libraries"]:
+        entry, index, names = _library_parts(lib)
+        entry["index_member"] = len(members) + 1
+        members.append(gzip.compress(index, compresslevel=9, mtime=0))
+        entry["names_member"] = len(members) + 1
+        members.append(gzip.compress(names, compresslevel=9, mtime=0))
+        entries.append(entry)
+    header["libraries"] = entries
+    header["members"] = [len(m) for m in members]
+    text = json.dumps(header, ensure_ascii=True, separators=(", ", ": "))
     if not text.startswith(_HEAD.decode()):
         raise ValueError("snapshot documents must start with the format key")
-    return gzip.compress(text.encode("ascii"), compresslevel=9, mtime=0)
+    return gzip.compress(text.encode("ascii"), compresslevel=9, mtime=0) + b"".join(members)
 
 
 def write(doc: dict[str, Any], out: str | os.PathLike[str]) -> None:
@@ -430,4 +524,4 @@ def write(doc: dict[str, Any], out: str | os.PathLike[str]) -> None:
 
 def summary(doc: dict[str, Any]) -> Iterator[tuple[str, int]]:
     for lib in doc["libraries"]:
-        yield lib["name"], len(lib["kind_of"])
+        yield lib.name, len(lib.exports)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import struct
@@ -11,6 +12,7 @@ import sys
 import tempfile
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -300,34 +302,52 @@ def test_snapshot_gzip_bomb(tmp_path: Path) -> None:
         snapshot_mod.load(bomb)
 
 
-@pytest.mark.parametrize(
-    "text, fragment",
-    [
-        ('{"format": "aoti-shim-snapshot", ', "JSON"),
-        ('{"format": "aoti-shim-snapshot", "format_version": 99}', "version"),
-        ('{"format": "aoti-shim-snapshot", "format_version": 1, "torch_version": "x", "libraries": {}}', "libraries"),
-        (
-            '{"format": "aoti-shim-snapshot", "format_version": 1, "torch_version": "x", '
-            '"libraries": [{"name": "l", "names": "a\\nb", "kind_of": "0", "kinds": [[1, 2, 0, false]]}]}',
-            "names",
-        ),
-        (
-            '{"format": "aoti-shim-snapshot", "format_version": 1, "torch_version": "x", '
-            '"libraries": [{"name": "l", "names": "a", "kind_of": "7", "kinds": [[1, 2, 0, false]]}]}',
-            "kind",
-        ),
-        (
-            '{"format": "aoti-shim-snapshot", "format_version": 1, "torch_version": "x", '
-            '"libraries": [{"name": "l", "names": "a", "kind_of": "0", "kinds": [["GLOBAL", 2, 0, false]]}]}',
-            "kind",
-        ),
-    ],
-)
-def test_broken_snapshot_is_one_line(tmp_path: Path, tiny: bytes, text: str, fragment: str) -> None:
+def assemble(libs: list[dict[str, object]], parts: list[bytes], **header: object) -> bytes:
+    """A snapshot file from parts, the way snapshot.encode lays them out."""
+    packed = [gzip.compress(m) for m in parts]
+    doc = {"format": "aoti-shim-snapshot", "format_version": 1, "torch_version": "x", "libraries": libs}
+    doc["members"] = [len(m) for m in packed]
+    doc.update(header)
+    return gzip.compress(json.dumps(doc).encode()) + b"".join(packed)
+
+
+def crcs(*names: str) -> bytes:
+    return struct.pack(f"<{len(names)}I", *sorted(zlib.crc32(n.encode()) for n in names))
+
+
+def lib_entry(count: int, kinds: object = ([1, 2, 0, False],)) -> dict[str, object]:
+    return {"name": "libx.so", "count": count, "kinds": list(kinds), "index_member": 1, "names_member": 2}  # type: ignore[call-overload]
+
+
+BROKEN_SNAPSHOTS = {
+    "header_not_json": (gzip.compress(b'{"format": "aoti-shim-snapshot", '), "JSON"),
+    "future_version": (assemble([], [], format_version=99), "version"),
+    "libraries_not_a_list": (assemble([], [], libraries={}), "libraries"),
+    "members_do_not_add_up": (assemble([], [], members=[99]), "add up"),
+    "member_missing": (assemble([lib_entry(1)], [crcs("a")]), "names no member"),
+    "count_mismatch": (assemble([lib_entry(2)], [crcs("a", "aoti_torch_empty_strided"), b"a\0000"]), "count"),
+    "index_unsorted": (
+        assemble([lib_entry(2)], [crcs("a", "aoti_torch_empty_strided")[::-1], b"a\naoti_torch_empty_strided\x0000"]),
+        "sorted",
+    ),
+    "kind_undefined": (assemble([lib_entry(1)], [crcs("aoti_torch_empty_strided"), b"aoti_torch_empty_strided\x007"]), "kind"),
+    "kind_malformed": (
+        assemble([lib_entry(1, kinds=(["GLOBAL", 2, 0, False],))], [crcs("a"), b"a\x000"]),
+        "kind",
+    ),
+    "member_not_gzip": (assemble([lib_entry(1)], [crcs("aoti_torch_empty_strided"), b""])[:-8] + b"garbage!", "gzip"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_SNAPSHOTS))
+def test_broken_snapshot_is_one_line(tmp_path: Path, tiny: bytes, case: str) -> None:
+    data, fragment = BROKEN_SNAPSHOTS[case]
     snap = tmp_path / "broken.json.gz"
-    snap.write_bytes(gzip.compress(text.encode()))
+    snap.write_bytes(data)
+    assert snapshot_mod.is_snapshot(snap)
     shim = tmp_path / "libshim.so"
     shim.write_bytes(tiny)
+    # The fixture shim exports aoti_torch_empty_strided, so every lookup path is taken.
     assert_tool_error(run_cli("check", "--shim", str(shim), "--against", str(snap)), fragment)
 
 
