@@ -30,14 +30,15 @@ def inductor_options(device: str, route: str) -> dict[str, Any]:
         options["max_autotune_gemm_backends"] = "TRITON"
         options["max_autotune_conv_backends"] = "TRITON"
         # Kernels inside the blob: a private copy of the blob must not need files beside it.
-        if hasattr(config.aot_inductor, "embed_kernel_binary"):
-            options["aot_inductor.embed_kernel_binary"] = True
+        options["aot_inductor.embed_kernel_binary"] = True
     else:
         # The C++ GEMM template only: an ATen choice would import cpu_addmm_out.
         options["max_autotune_gemm_backends"] = "CPP"
     if route == "source":
         options["aot_inductor.package_cpp_only"] = True
-    return options
+    # Another torch (the GPU machine has 2.11) may lack an option: drop it rather than fail.
+    known = set(config.get_config_copy())
+    return {k: v for k, v in options.items() if k in known}
 
 
 def compile_model(request: dict[str, Any]) -> dict[str, Any]:
