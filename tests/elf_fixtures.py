@@ -292,6 +292,9 @@ class Regions:
     shoff: int
     shentsize: int
     shnum: int
+    phoff: int
+    phentsize: int
+    phnum: int
     sections: tuple[tuple[int, int, int], ...]  # (sh_type, offset, size)
 
 
@@ -307,6 +310,9 @@ def regions(path: Path) -> Regions:
             shoff=elf["e_shoff"],
             shentsize=elf["e_shentsize"],
             shnum=elf["e_shnum"],
+            phoff=elf["e_phoff"],
+            phentsize=elf["e_phentsize"],
+            phnum=elf["e_phnum"],
             sections=secs,
         )
 
@@ -320,7 +326,7 @@ def mutate(data: bytes, reg: Regions, rng: random.Random) -> bytes:
     """One mutant: random, or aimed at a header field, a section header, a symbol, .gnu.hash."""
     out = bytearray(data)
     e = "<" if reg.little else ">"
-    strategy = rng.randrange(9)
+    strategy = rng.randrange(10)
     if strategy == 0:  # a few random bytes anywhere
         for _ in range(rng.randint(1, 8)):
             out[rng.randrange(len(out))] = rng.randrange(256)
@@ -361,6 +367,11 @@ def mutate(data: bytes, reg: Regions, rng: random.Random) -> bytes:
             a, b = rng.randrange(len(out)), rng.randrange(len(out))
             n = rng.randint(1, 256)
             out[b : b + n] = out[a : a + n]
-    else:  # class or byte order flipped: every field is then read the other way
+    elif strategy == 8 or not reg.phnum:  # class or byte order flipped: every field is read the other way
         out[4 + rng.randrange(2)] ^= 3
+    else:  # a program header field: the loader's view must still agree with the sections'
+        base = reg.phoff + rng.randrange(reg.phnum) * reg.phentsize
+        at = base + rng.randrange(reg.phentsize // 4) * 4
+        if at + 4 <= len(out):
+            out[at : at + 4] = struct.pack(e + "I", rng.choice(INTERESTING_32 + (rng.randrange(1 << 32),)))
     return bytes(out)
