@@ -28,6 +28,7 @@ from scikit_build_core import build as _skbuild
 from aoti_shim.plugin import console
 from aoti_shim.plugin.config_settings import Prepared, for_skbuild, prepare
 from aoti_shim.plugin.prefix import CMAKE_VAR, EffectivePrefix, effective_prefix
+from aoti_shim.plugin.target_env import TORCH_ENV_VAR, TorchLocation, find_torch
 from aoti_shim.errors import AotiShimError
 
 if sys.version_info >= (3, 11):
@@ -144,6 +145,33 @@ def _note_inplace() -> None:
     )
 
 
+@contextlib.contextmanager
+def _torch_for_children(where: TorchLocation | None) -> Iterator[None]:
+    """Tell CMake-side checks (aoti_shim_check) where the target env's torch is, for this build only."""
+    if where is None or TORCH_ENV_VAR in os.environ:
+        yield
+        return
+    os.environ[TORCH_ENV_VAR] = str(where.site)
+    try:
+        yield
+    finally:
+        os.environ.pop(TORCH_ENV_VAR, None)
+
+
+def _locate_torch(prepared: Prepared, required: bool) -> TorchLocation | None:
+    """Find the reference torch before building: a missing one fails in a second, not after CMake."""
+    if "torch" not in prepared.gate.against:
+        return None
+    try:
+        where = find_torch()
+    except AotiShimError:
+        if required:
+            raise
+        return None
+    console.info(f"against: torch at {where.lib} (found via {where.how})")
+    return where
+
+
 def _build(
     state: Literal["wheel", "editable"],
     wheel_directory: str,
@@ -164,18 +192,21 @@ def _build(
                 f"editable.rebuild-dir = {plan.rebuild_dir}: the compiled libraries are installed there, "
                 "not into the editable wheel, so this backend cannot check them; add aoti_shim_check(<target>) in CMake"
             )
+        inplace = state == "editable" and plan.editable_mode == "inplace"
+        torch = _locate_torch(prepared, required=not inplace)
     hook = _skbuild.build_editable if state == "editable" else _skbuild.build_wheel
     # scikit-build-core reports its own failures (CMake errors) and exits.
-    name = hook(wheel_directory, prepared.skbuild_settings, metadata_directory)
+    with _torch_for_children(torch):
+        name = hook(wheel_directory, prepared.skbuild_settings, metadata_directory)
     with _pep517_boundary():
-        if state == "editable" and plan.editable_mode == "inplace":
+        if inplace:
             _note_inplace()
             return name
         from aoti_shim.plugin.gate import check_wheel
 
         wheel = Path(wheel_directory) / name
         try:
-            check_wheel(wheel, plan.prefix.choice, prepared.gate, Path.cwd())
+            check_wheel(wheel, plan.prefix.choice, prepared.gate, Path.cwd(), torch)
         except BaseException:
             # Whatever went wrong, an unchecked wheel must not reach the installer.
             wheel.unlink(missing_ok=True)

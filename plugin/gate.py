@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
-from aoti_shim.plugin.target_env import find_torch, shipped_snapshots
+from aoti_shim.plugin.target_env import TorchLocation, shipped_snapshots
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 
 SHIM_ABI_MARK = "aoti_torch_"
@@ -96,7 +96,9 @@ def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
     return Roles(tuple(shims), tuple(models), tuple(rest))
 
 
-def _references(gate: GateSettings, project_dir: Path) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _references(
+    gate: GateSettings, project_dir: Path, torch: TorchLocation | None
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The checker's ``against`` list and torch search paths.
 
     Items: ``torch`` (the target environment's), the name of a snapshot shipped with
@@ -108,10 +110,10 @@ def _references(gate: GateSettings, project_dir: Path) -> tuple[tuple[str, ...],
     snapshots = shipped_snapshots()
     for item in gate.against:
         if item == "torch":
-            where = find_torch()
-            console.info(f"against: torch at {where.lib} (found via {where.how})")
+            if torch is None:
+                raise UsageError("against = \"torch\" but no torch location was resolved before the build")
             against.append("torch")
-            search.append(str(where.site))
+            search.append(str(torch.site))
             continue
         if item in snapshots:
             console.info(f"against: the shipped snapshot {item}")
@@ -125,8 +127,14 @@ def _references(gate: GateSettings, project_dir: Path) -> tuple[tuple[str, ...],
     return tuple(against), tuple(search)
 
 
-def check_wheel(wheel: Path, prefix: PrefixChoice, gate: GateSettings, project_dir: Path) -> None:
-    """Print the check of ``wheel``; raise BuildRejected when it must not be installed."""
+def check_wheel(
+    wheel: Path, prefix: PrefixChoice, gate: GateSettings, project_dir: Path, torch: TorchLocation | None = None
+) -> None:
+    """Print the check of ``wheel``; raise BuildRejected when it must not be installed.
+
+    ``torch`` is the target environment's torch, found before the build (needed when
+    ``gate.against`` names ``torch``).
+    """
     from aoti_shim.checks import CheckSettings, render, run_check
 
     with tempfile.TemporaryDirectory(prefix="aoti-shim-gate-") as tmp:
@@ -142,7 +150,7 @@ def check_wheel(wheel: Path, prefix: PrefixChoice, gate: GateSettings, project_d
         if not roles.shims and not roles.models:
             console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
             return
-        against, torch_sites = _references(gate, project_dir)
+        against, torch_sites = _references(gate, project_dir, torch)
         suppressions = None
         if gate.suppressions:
             path = Path(gate.suppressions)

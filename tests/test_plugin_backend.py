@@ -6,6 +6,7 @@ fixture projects are built in-process through the PEP 517 hooks (about a second 
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -194,6 +195,10 @@ def test_build_wheel_in_process_with_declared_env_prefix(tmp_path: Path, monkeyp
     name = backend.build_wheel(str(out_dir))
     printed = capsys.readouterr().out
     assert "aoti-shim: prefix: pdenv_ (from environment variable PDECL_PREFIX)" in printed
+    # torch is found before CMake runs (a missing one fails fast), and handed to CMake's
+    # own aoti_shim_check through $AOTI_SHIM_TORCH for this build only.
+    assert printed.index("aoti-shim: against: torch at") < printed.index("Configuring CMake")
+    assert "AOTI_SHIM_TORCH" not in os.environ
     wheel = out_dir / name
     with zipfile.ZipFile(wheel) as zf:
         zf.extract("plugin_declared/libpdecl_shims.so", tmp_path / "x")
