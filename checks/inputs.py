@@ -25,6 +25,8 @@ from aoti_shim.errors import InputError
 DEFAULT_MEMBER_LIMIT = 4 << 30
 # No folder walk goes deeper than this (symlink loops are not followed anyway).
 MAX_WALK_DEPTH = 64
+# torch's CUDA wheel has 13k members; a zip of millions of empty ones would cost gigabytes to list.
+MAX_WHEEL_MEMBERS = 100_000
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,40 @@ def _safe_member_name(name: str) -> bool:
     return not p.is_absolute() and ".." not in p.parts and not (len(name) > 1 and name[1] == ":")
 
 
+def _declared_member_count(wheel: str) -> int:
+    """The member count the end-of-central-directory record declares (zip64 too),
+    read before zipfile lists the members; -1 when there is no such record."""
+    with open(wheel, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        f.seek(max(0, size - (22 + 0xFFFF)))
+        tail = f.read()
+    at = tail.rfind(b"PK\x05\x06")
+    if at < 0 or at + 22 > len(tail):
+        return -1
+    count = int.from_bytes(tail[at + 10 : at + 12], "little")
+    if count == 0xFFFF and at >= 20 and tail[at - 20 : at - 16] == b"PK\x06\x07":
+        record = int.from_bytes(tail[at - 12 : at - 4], "little")
+        if 0 <= record <= size - 56:
+            f_count = _read_at(wheel, record, 56)
+            if f_count[:4] == b"PK\x06\x06":
+                count = int.from_bytes(f_count[32:40], "little")
+    return count
+
+
+def _read_at(path: str, offset: int, length: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(length)
+
+
 def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Iterator[Artifact]:
+    try:
+        declared = _declared_member_count(wheel)
+    except OSError as e:
+        raise InputError(f"{wheel}: cannot read: {e.strerror or e}") from None
+    if declared > MAX_WHEEL_MEMBERS:
+        raise InputError(f"{wheel}: wheel has {declared} members, more than {MAX_WHEEL_MEMBERS}")
     try:
         zf = zipfile.ZipFile(wheel)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as e:

@@ -413,3 +413,16 @@ def test_exports_hidden_from_the_section_view_fail_closed(tiny: bytes, tmp_path:
     assert "\n" not in str(caught.value)
     done = run_cli("check", "--shim", str(path), "--prefix", "myrt_")
     assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
+
+
+def test_wheel_with_too_many_members_is_refused_before_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aoti_shim.checks import inputs
+
+    wheel = tmp_path / "many-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for i in range(66_000):  # past 65535: the count lives in the zip64 record
+            zf.writestr(f"many/{i}", b"")
+    assert inputs._declared_member_count(str(wheel)) == 66_000
+    monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 65_999)
+    with pytest.raises(InputError, match="66000 members"):
+        run_check(CheckSettings(shims=(str(wheel),)))
