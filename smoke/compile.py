@@ -19,6 +19,8 @@ from pathlib import Path
 from aoti_shim.errors import AotiShimError
 
 _HERE = Path(__file__).resolve().parent
+# Autotuning a big user model on a GPU takes minutes; an hour means something is stuck.
+COMPILE_TIMEOUT_S = 3600
 
 
 def _settings_digest() -> str:
@@ -116,13 +118,19 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
             json.dumps({"model": request.model, "device": request.device, "route": request.route, "output": str(staging)})
         )
         with open(staging / "compile.log", "wb") as sink:
-            proc = subprocess.run(
-                [sys.executable, "-m", "aoti_shim.smoke.compile_worker", str(request_file)],
-                stdout=sink,
-                stderr=subprocess.STDOUT,
-                env=_child_env(),
-                check=False,
-            )
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "aoti_shim.smoke.compile_worker", str(request_file)],
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    env=_child_env(),
+                    check=False,
+                    timeout=COMPILE_TIMEOUT_S,
+                )
+            except subprocess.TimeoutExpired:
+                raise AotiShimError(
+                    f"compiling {request.model} ({request.device}, {request.route} route) took longer than {COMPILE_TIMEOUT_S} s"
+                ) from None
         if proc.returncode != 0:
             error = staging / "error.txt"
             reason = error.read_text().strip() if error.is_file() else f"the compiler exited with {proc.returncode}"

@@ -19,6 +19,8 @@ from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is
 from aoti_shim.smoke.report import ROUTE_BINARY, ROUTE_CONTROL, ROUTE_SOURCE, Row, SmokeReport
 
 ROUTES = (ROUTE_SOURCE, ROUTE_BINARY)
+# A blob that hangs must not hang the smoke run (a run is seconds; importing torch included).
+RUN_TIMEOUT_S = 600
 
 
 @dataclass(frozen=True)
@@ -189,10 +191,13 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
         if settings.threads is not None:
             env["OMP_NUM_THREADS"] = str(settings.threads)
         with open(scratch / "child.log", "wb") as sink:
-            proc = subprocess.run(
-                [sys.executable, "-m", "aoti_shim.smoke.run_child", str(scratch / "request.json"), str(scratch / "result.json")],
-                stdout=sink, stderr=subprocess.STDOUT, env=env, check=False,
-            )  # fmt: skip
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "aoti_shim.smoke.run_child", str(scratch / "request.json"), str(scratch / "result.json")],
+                    stdout=sink, stderr=subprocess.STDOUT, env=env, check=False, timeout=RUN_TIMEOUT_S,
+                )  # fmt: skip
+            except subprocess.TimeoutExpired:
+                return replace(row, status=f"FAIL: the run took longer than {RUN_TIMEOUT_S} s")
         result_file = scratch / "result.json"
         result = json.loads(result_file.read_text()) if result_file.is_file() else {}
         if "error" in result or proc.returncode != 0:
