@@ -13,6 +13,10 @@ from aoti_shim.checks.inputs import Workspace, collect
 from aoti_shim.errors import InputError
 
 
+# Names the torch to check against when it is not importable here (isolated builds).
+TORCH_ENV_VAR = "AOTI_SHIM_TORCH"
+
+
 class Reference(Protocol):
     """Anything that can answer 'do you export this name?'."""
 
@@ -29,6 +33,14 @@ def torch_lib_dir(search_paths: Iterable[str] = ()) -> Path:
     ``search_paths`` are extra site-packages folders to try first (the plugin
     passes the target environment's, as its isolated build env lacks torch).
     """
+    explicit = os.environ.get(TORCH_ENV_VAR)
+    if explicit:
+        # Set by the pip plugin for the length of an isolated build, or by the user.
+        path = Path(explicit).expanduser()
+        for candidate in (path / "torch" / "lib", path / "lib", path):
+            if candidate.is_dir() and candidate.name == "lib" and candidate.parent.name == "torch":
+                return candidate
+        raise InputError(f"${TORCH_ENV_VAR}={explicit}: no torch/lib there; give a site-packages or torch folder")
     for site in search_paths:
         candidate = Path(site) / "torch" / "lib"
         if candidate.is_dir():

@@ -261,3 +261,15 @@ def test_wheel_member_with_parent_path_is_rejected(checker_libs, tmp_path):
     result = run_cli("check", "--shim", str(evil))
     assert result.returncode == 1 and "unsafe member name" in result.stderr
     assert not (tmp_path.parent / "escape.so").exists()
+
+
+def test_against_torch_follows_the_aoti_shim_torch_variable(checker_libs, tmp_path, monkeypatch):
+    from aoti_shim.checks.references import torch_lib_dir
+
+    real = torch_lib_dir()
+    for form in (real.parent.parent, real.parent, real):
+        monkeypatch.setenv("AOTI_SHIM_TORCH", str(form))
+        assert torch_lib_dir() == real
+    monkeypatch.setenv("AOTI_SHIM_TORCH", str(tmp_path))
+    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
+    assert result.returncode == 1 and "AOTI_SHIM_TORCH" in result.stderr and "Traceback" not in result.stderr
