@@ -8,7 +8,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, UsageError
+from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, UsageError
 
 DEFAULT_PREFIX = "aotishim_"
 
@@ -97,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
     library = args.shims.resolve() if args.shims else shim_library()
     if not library.is_file():
         raise UsageError(f"--shims {args.shims}: no such file")
+    cache_dir = (args.cache_dir or default_cache_dir()).resolve()
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--cache-dir {cache_dir}: cannot create it: {e.strerror}") from None
     progress = (lambda _m: None) if args.quiet else (lambda m: print(f"smoke: {m}", file=sys.stderr, flush=True))
     work_dir = Path(tempfile.mkdtemp(prefix="aoti-shim-smoke-"))
     try:
@@ -105,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
             models=tuple(args.model) or tuple(BUNDLED),
             prefix=_prefix_of(library, args.prefix),
             shim_library=library,
-            cache_dir=(args.cache_dir or default_cache_dir()).resolve(),
+            cache_dir=cache_dir,
             work_dir=work_dir,
             routes=tuple(dict.fromkeys(args.route)) or ("source", "binary"),
             control=not args.no_control,
@@ -129,7 +134,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"device {report.device}, torch {report.torch_version}, prefix {report.prefix}, shims {report.shim_library}")
     print(render_table(report))
     if args.json is not None:
-        write_json(report, args.json)
+        try:
+            write_json(report, args.json)
+        except OSError as e:
+            raise AotiShimError(f"--json {args.json}: cannot write it: {e.strerror}") from None
     if not report.ok:
         print("aoti-shim smoke: FAILED (see the result column)", file=sys.stderr)
         return EXIT_BLOCKING

@@ -198,6 +198,7 @@ def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_facto
         (["--json", "/no/such/folder/r.json"], "does not exist"),
         (["--shims", "/no/such/libshim.so"], "no such file"),
         (["--device", "tpu"], "invalid choice"),
+        (["--cache-dir", "/proc/no-such/cache"], "cannot create"),
     ],
 )
 def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
