@@ -139,8 +139,7 @@ def user_case(spec: str) -> ModelCase:
             raise UsageError(f"--model {spec}: {module_name!r} has no attribute {attr!r}")
     if not callable(factory):
         raise UsageError(f"--model {spec}: {attr!r} is not callable")
-    name = attr.split(".")[-1].lstrip("_") or "model"
-    return ModelCase(name, _call_user(factory, spec), origin=spec)
+    return ModelCase(spec, _call_user(factory, spec), origin=spec)
 
 
 def _call_user(factory: Callable[..., Any], spec: str) -> Callable[[str], tuple[Any, tuple[Any, ...]]]:

@@ -81,7 +81,7 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
     from aoti_shim.smoke.source_route import SourceBuild, build_source_blob, cmake_package_digest
 
     candidates: list[Candidate] = []
-    for model in settings.models:
+    for index, model in enumerate(settings.models):
         compiled: dict[str, Artefact | AotiShimError] = {}
         needed = {ROUTE_BINARY} if (ROUTE_BINARY in settings.routes or settings.control) else set()
         if ROUTE_SOURCE in settings.routes:
@@ -105,7 +105,7 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
                 continue
             try:
                 if route == ROUTE_BINARY:
-                    out = settings.work_dir / f"{name}.{settings.device}.binary.so"
+                    out = settings.work_dir / f"{index}.{settings.device}.binary.so"
                     rewrite_imports(RewriteSettings(blob=art.blob, prefix=settings.prefix, output=out))
                     blob = out
                 else:

@@ -174,7 +174,9 @@ def test_users_model_runs_through_module_callable(tmp_path_factory: pytest.TempP
                      "--cache-dir", str(session_cache(tmp_path_factory)), "--json", str(out), cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = json.loads(out.read_text())["rows"]
-    assert [(r["model"], r["route"], r["binding"]) for r in rows] == [("make", "binary", "shims"), ("make", "control", "libtorch")]
+    assert [(r["model"], r["route"], r["binding"]) for r in rows] == [
+        ("user_model:make", "binary", "shims"), ("user_model:make", "control", "libtorch"),
+    ]  # fmt: skip
 
 
 def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
