@@ -148,6 +148,8 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
             display = f"{wheel}!{info.filename}"
             if not _safe_member_name(info.filename):
                 raise InputError(f"{display}: unsafe member name in wheel")
+            if info.file_size < len(ELF_MAGIC):
+                continue  # too short to start with the magic: skip without inflating
             try:
                 with zf.open(info) as src:
                     if src.read(4) != ELF_MAGIC:
