@@ -29,6 +29,7 @@ def _bench_module():
     spec = importlib.util.spec_from_file_location("shim_latency", REPO / "bench" / "shim_latency.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 

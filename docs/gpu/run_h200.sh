@@ -18,11 +18,13 @@
 set -u
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-OUT=${OUT:-$REPO/gpu-out}
+OUT=${OUT:-/tmp/aoti-shim-gpu-out}       # the device call sets OUT
 BUDGET_S=${AOTI_SHIM_GPU_BUDGET_S:-540}  # the device call allows 600 s
-SITE=/tmp/site
-WORK=/tmp/aoti-shim-gpu-work              # cwd of the Python steps (not the checkout: children must import the installed package)
-CACHE=/tmp/aoti-shim-gpu-cache            # the smoke compile cache, shared by every step
+SITE=${AOTI_SHIM_GPU_SITE:-/tmp/site}    # carried wheels and aoti-shim are installed here (--target)
+# The Python steps run here, not in the checkout: their children must import the
+# installed package, not the checkout's aoti_shim/ folder.
+WORK=${AOTI_SHIM_GPU_WORK:-/tmp/aoti-shim-gpu-work}
+CACHE=${AOTI_SHIM_GPU_CACHE:-/tmp/aoti-shim-gpu-cache}  # the smoke compile cache, shared by every step
 START=$(date +%s)
 mkdir -p "$OUT" "$WORK" "$CACHE"
 RUN_LOG=$OUT/00_run.log
