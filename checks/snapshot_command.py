@@ -13,11 +13,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Read every ELF library of a torch lib/ folder (or torch package folder) or of a torch wheel "
             "(streamed, never installed) and write their exported symbols, with the torch version and "
-            "build IDs, to a small gzip'd JSON file that 'aoti-shim check --against FILE' accepts."
+            "build IDs, to a small deterministic gzip file (a JSON header and a name index per library) "
+            "that 'aoti-shim check --against FILE' accepts."
         ),
     )
     p.add_argument("source", metavar="TORCH_LIB_DIR|WHEEL", help="torch's lib/ folder, its package folder, or a torch wheel")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the snapshot file to write (.json.gz)")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the snapshot file to write (by convention torch-VERSION.json.gz)")
     p.add_argument("--torch-version", help="the torch version to record (default: read from torch/version.py)")
     p.set_defaults(run=run)
 
