@@ -508,7 +508,7 @@ def measure_alloc(settings: BenchSettings, ours: AllocApi, theirs: AllocApi) -> 
 
     sync = torch.cuda.synchronize if settings.device == "cuda" else (lambda: None)
     runs: dict[str, list[float]] = {"ours": [], "libtorch": [], "floor": []}
-    for name, api in (("ours", ours), ("libtorch", theirs)):
+    for api in (ours, theirs):
         alloc_pairs(api, settings.device, 0.05, sync)  # warm the allocators
     for r in range(settings.rounds):
         order = [("ours", ours), ("libtorch", theirs)]

@@ -66,7 +66,7 @@ def main(argv: list[str]) -> int:
             try:
                 barrier.wait()
                 with load_private_copy(Path(blob)) as loaded:
-                    entry["path"] = loaded.path
+                    entry["path"], entry["handle"] = loaded.path, loaded.library._handle
                     container = Container(loaded.library, device, kernel_dir or None)
                     previous = _Selection()
                     if select(ctypes.c_void_p(handle), ctypes.byref(previous)) != 0:

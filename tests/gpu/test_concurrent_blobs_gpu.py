@@ -36,6 +36,7 @@ def test_two_private_copies_run_concurrently(tmp_path_factory: pytest.TempPathFa
     for r in range(ROUNDS):
         pair = [e for e in report if e["round"] == r]
         assert len({e["path"] for e in pair}) == 2, f"round {r}: both threads loaded one path: {pair}"
+        assert len({e["handle"] for e in pair}) == 2, f"round {r}: both threads got one library: {pair}"
     assert all(e["runs"] == ITERATIONS for e in report), report
     assert all(e["failures"] == 0 for e in report), report
     assert max(e["max_abs"] for e in report) < 1e-3

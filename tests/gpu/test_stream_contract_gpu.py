@@ -195,6 +195,7 @@ def test_two_threads_with_different_selections_get_their_own_streams(model: Mode
     buffer_a = model.x0.clone()
     torch.cuda.synchronize()
     with load_private_copy(model.built.blob) as blob_a, load_private_copy(model.built.blob) as blob_b:
+        assert blob_a.library._handle != blob_b.library._handle, "the two copies are one library"
         containers = {"a": model.container(blob_a), "b": model.container(blob_b)}
         for c in containers.values():  # warm both, unheld
             _, outs = run_on_current_stream(host, c, [model.x0])
