@@ -434,10 +434,9 @@ class ElfImage:
             gnu = self._gnu_hash_table()
             if gnu is not None:
                 reachable = max(reachable, self._gnu_reach(gnu))
-        if reachable > sym.size // sym.entsize:
-            raise self._fail(
-                f"its hash tables reach {reachable} symbols but .dynsym holds {sym.size // sym.entsize} (hidden symbols)"
-            )
+        held = sym.size // sym.entsize
+        if reachable > held:
+            raise self._fail(f"its hash tables reach {reachable} symbols but .dynsym holds {held} (hidden symbols)")
 
     def _gnu_reach(self, t: _GnuHash) -> int:
         """One past the last symbol index a .gnu.hash lookup can reach."""

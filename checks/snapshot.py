@@ -187,7 +187,9 @@ class Snapshot:
 
 
 def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    if not isinstance(obj, dict) or key not in obj or not isinstance(obj[key], kind) or isinstance(obj[key], bool) != (kind is bool):
+    value = obj.get(key) if isinstance(obj, dict) else None
+    # bool is an int to isinstance; a count of True is still malformed.
+    if not isinstance(value, kind) or isinstance(value, bool):
         raise InputError(f"{where}: snapshot field '{key}' is missing or of the wrong type")
     return obj[key]
 

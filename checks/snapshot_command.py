@@ -17,8 +17,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "that 'aoti-shim check --against FILE' accepts."
         ),
     )
-    p.add_argument("source", metavar="TORCH_LIB_DIR|WHEEL", help="torch's lib/ folder, its package folder, or a torch wheel")
-    p.add_argument("-o", "--output", required=True, metavar="FILE", help="the snapshot file to write (by convention torch-VERSION.json.gz)")
+    p.add_argument(
+        "source", metavar="TORCH_LIB_DIR|WHEEL", help="torch's lib/ folder, its package folder, or a torch wheel"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the snapshot file to write (by convention torch-VERSION.json.gz)",
+    )
     p.add_argument("--torch-version", help="the torch version to record (default: read from torch/version.py)")
     p.set_defaults(run=run)
 

@@ -212,7 +212,8 @@ def synth_elf(
     note += b"\0" * (-len(note) % 4)
     text = b"\xc3" * 64
 
-    shnames = [b"", b".dynstr", b".dynsym", b".gnu.version", b".gnu.hash", b".dynamic", b".note.gnu.build-id", b".shstrtab", b".text"]
+    shnames = [b"", b".dynstr", b".dynsym", b".gnu.version", b".gnu.hash", b".dynamic"]
+    shnames += [b".note.gnu.build-id", b".shstrtab", b".text"]
     shstrtab = bytearray(b"\0")
     name_off = [0]
     for n in shnames[1:]:
@@ -280,7 +281,22 @@ SYNTH_SYMBOLS = [
 
 # -- mutation ------------------------------------------------------------------------
 
-INTERESTING_32 = (0, 1, 2, 0x7F, 0x80, 0xFF, 0x100, 0x7FFF, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF)
+INTERESTING_32 = (
+    0,
+    1,
+    2,
+    0x7F,
+    0x80,
+    0xFF,
+    0x100,
+    0x7FFF,
+    0xFFFF,
+    0x10000,
+    0x7FFFFFFF,
+    0x80000000,
+    0xFFFFFFFE,
+    0xFFFFFFFF,
+)
 
 
 @dataclass(frozen=True)
@@ -318,7 +334,8 @@ def regions(path: Path) -> Regions:
 
 
 def _type_number(sh_type: object) -> int:
-    names = {"SHT_STRTAB": 3, "SHT_DYNAMIC": 6, "SHT_NOTE": 7, "SHT_DYNSYM": 11, "SHT_GNU_HASH": 0x6FFFFFF6, "SHT_GNU_versym": 0x6FFFFFFF}
+    names = {"SHT_STRTAB": 3, "SHT_DYNAMIC": 6, "SHT_NOTE": 7, "SHT_DYNSYM": 11}
+    names.update({"SHT_GNU_HASH": 0x6FFFFFF6, "SHT_GNU_versym": 0x6FFFFFFF})
     return names.get(sh_type, -1) if isinstance(sh_type, str) else int(sh_type)  # type: ignore[arg-type]
 
 
@@ -338,13 +355,17 @@ def mutate(data: bytes, reg: Regions, rng: random.Random) -> bytes:
     elif strategy == 3:  # a section header field set to an interesting value
         index = rng.randrange(reg.shnum)
         base = reg.shoff + index * reg.shentsize
-        fields = [(4, 4), (24, 8), (32, 8), (40, 4), (56, 8)] if reg.elf64 else [(4, 4), (16, 4), (20, 4), (24, 4), (36, 4)]
+        fields = (
+            [(4, 4), (24, 8), (32, 8), (40, 4), (56, 8)] if reg.elf64 else [(4, 4), (16, 4), (20, 4), (24, 4), (36, 4)]
+        )
         at, width = rng.choice(fields)
         value = rng.choice(INTERESTING_32 + (len(data), len(data) - 1, len(data) + 1, rng.randrange(1 << 32)))
         if width == 8 and rng.random() < 0.3:
             value = rng.choice((1 << 63, (1 << 64) - 1, 1 << 40))
         if base + at + width <= len(out):
-            out[base + at : base + at + width] = struct.pack(e + ("Q" if width == 8 else "I"), value & ((1 << (8 * width)) - 1))
+            out[base + at : base + at + width] = struct.pack(
+                e + ("Q" if width == 8 else "I"), value & ((1 << (8 * width)) - 1)
+            )
     elif strategy == 4:  # a field inside .dynsym / .gnu.hash / .dynamic / .gnu.version / a note
         wanted = [s for s in reg.sections if s[0] in (11, 0x6FFFFFF6, 6, 0x6FFFFFFF, 7, 3) and s[2] >= 4]
         _, off, size = rng.choice(wanted)

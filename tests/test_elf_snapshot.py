@@ -170,4 +170,3 @@ def test_absent_names_are_answered_from_the_index_alone() -> None:
     assert cpu._table is None  # the 74k names were never inflated
     assert cpu.find_export("aoti_torch_empty_strided") is not None
     assert cpu._table is not None
-

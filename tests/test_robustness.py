@@ -55,7 +55,7 @@ def assert_input_error(path: Path, fragment: str = "") -> None:
             image.find_export("myrt_aoti_torch_get_dim")
             image.exports()
             image.imports()
-            image.needed, image.soname, image.build_id
+            _ = (image.needed, image.soname, image.build_id)
     message = str(caught.value)
     assert "\n" not in message and fragment in message, message
 
@@ -243,7 +243,9 @@ def test_wheel_that_is_not_a_zip(tmp_path: Path) -> None:
     assert_tool_error(run_cli("check", "--shim", str(wheel)))
 
 
-@pytest.mark.parametrize("member", ["../escape.so", "/tmp/aoti-shim-absolute-escape.so", "pkg/../../escape.so", "C:/escape.so"])
+@pytest.mark.parametrize(
+    "member", ["../escape.so", "/tmp/aoti-shim-absolute-escape.so", "pkg/../../escape.so", "C:/escape.so"]
+)
 def test_wheel_member_names_cannot_escape(tiny: bytes, tmp_path: Path, member: str) -> None:
     work = tmp_path / "work"
     work.mkdir()
@@ -330,7 +332,10 @@ BROKEN_SNAPSHOTS = {
         assemble([lib_entry(2)], [crcs("a", "aoti_torch_empty_strided")[::-1], b"a\naoti_torch_empty_strided\x0000"]),
         "sorted",
     ),
-    "kind_undefined": (assemble([lib_entry(1)], [crcs("aoti_torch_empty_strided"), b"aoti_torch_empty_strided\x007"]), "kind"),
+    "kind_undefined": (
+        assemble([lib_entry(1)], [crcs("aoti_torch_empty_strided"), b"aoti_torch_empty_strided\x007"]),
+        "kind",
+    ),
     "kind_malformed": (
         assemble([lib_entry(1, kinds=(["GLOBAL", 2, 0, False],))], [crcs("a"), b"a\x000"]),
         "kind",
@@ -355,7 +360,8 @@ def test_snapshot_command_errors(tmp_path: Path) -> None:
     assert_tool_error(run_cli("snapshot", str(tmp_path / "missing"), "-o", str(tmp_path / "s.json.gz")), "missing")
     (tmp_path / "empty").mkdir()
     assert_tool_error(
-        run_cli("snapshot", str(tmp_path / "empty"), "-o", str(tmp_path / "s.json.gz"), "--torch-version", "1"), "no ELF"
+        run_cli("snapshot", str(tmp_path / "empty"), "-o", str(tmp_path / "s.json.gz"), "--torch-version", "1"),
+        "no ELF",
     )
     assert not (tmp_path / "s.json.gz").exists()
     notzip = tmp_path / "torch.whl"
@@ -364,7 +370,9 @@ def test_snapshot_command_errors(tmp_path: Path) -> None:
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "libone.so").write_bytes(synth_elf(SYNTH_SYMBOLS))
     out = tmp_path / "no" / "such" / "dir" / "s.json.gz"
-    assert_tool_error(run_cli("snapshot", str(tmp_path / "lib"), "-o", str(out), "--torch-version", "1"), "cannot write")
+    assert_tool_error(
+        run_cli("snapshot", str(tmp_path / "lib"), "-o", str(out), "--torch-version", "1"), "cannot write"
+    )
 
 
 @pytest.mark.parametrize("name_len, fragment", [(1 << 20, "longer than"), (60_000, "add up")])
