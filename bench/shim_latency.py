@@ -544,6 +544,8 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
                 report.models.append(measure_model(settings, model, ours_api, torch_api, keep))
             except AotiShimError as e:
                 report.models.append(ModelResult(model=model, error=str(e)))
+            # Each row as soon as it is measured: a run cut short still shows what it had.
+            progress("row: " + render_row(report.models[-1]))
     progress("allocation micro-benchmark")
     with torch.inference_mode():
         report.alloc, report.alloc_floor_us = measure_alloc(
@@ -556,6 +558,15 @@ def _us(lat: Latency | None) -> str:
     return f"{lat.median_us:9.1f} {lat.p90_us:9.1f}" if lat else f"{'-':>9} {'-':>9}"
 
 
+def render_row(m: ModelResult) -> str:
+    if m.ours is None:
+        return f"{m.model:<10} FAILED: {m.error}"
+    errs = f"{m.max_abs_ours:.1e} / {m.max_abs_libtorch:.1e}"
+    return (f"{m.model:<10} {_us(m.ours)} {_us(m.libtorch_shims)} {_us(m.eager)} "
+            f"{m.ours_over_libtorch:8.3f} {m.ours_over_eager:8.3f} {m.ours.runs:5d}  {errs}"
+            + (f"  FAIL: {m.error}" if m.error else ""))  # fmt: skip
+
+
 def render(report: BenchReport) -> str:
     lines = ["# shim latency benchmark"]
     lines += [f"{k}: {v}" for k, v in report.header.items()]
@@ -565,14 +576,7 @@ def render(report: BenchReport) -> str:
     head = (f"{'model':<10} {'(a) med':>9} {'(a) p90':>9} {'(b) med':>9} {'(b) p90':>9} {'(c) med':>9} {'(c) p90':>9} "
             f"{'(a)/(b)':>8} {'(a)/(c)':>8}  runs  max abs err (a) / (b)")  # fmt: skip
     lines += [head, "-" * len(head)]
-    for m in report.models:
-        if m.ours is None:
-            lines.append(f"{m.model:<10} FAILED: {m.error}")
-            continue
-        errs = f"{m.max_abs_ours:.1e} / {m.max_abs_libtorch:.1e}"
-        lines.append(f"{m.model:<10} {_us(m.ours)} {_us(m.libtorch_shims)} {_us(m.eager)} "
-                     f"{m.ours_over_libtorch:8.3f} {m.ours_over_eager:8.3f} {m.ours.runs:5d}  {errs}"
-                     + (f"  FAIL: {m.error}" if m.error else ""))  # fmt: skip
+    lines += [render_row(m) for m in report.models]
     lines.append("")
     lines.append("torch's own loader on the (b) package (separate process, for reference):")
     for m in report.models:
