@@ -17,7 +17,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, mutate, regions, synth_elf
+from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, mutate, pyelftools_truth, regions, synth_elf
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
@@ -106,6 +106,36 @@ def test_mutated_elf_files(corpus: list[tuple[str, Path]], tmp_path: Path) -> No
     assert slowest[0] < PER_FILE_LIMIT_S, slowest
     # Both outcomes must occur, or the mutator is too gentle (or too brutal) to prove anything.
     assert outcomes["answered"] > COUNT // 20 and outcomes["input_error"] > COUNT // 20, outcomes
+
+
+def _printable(names: set[str]) -> set[str]:
+    # The readers escape undecodable bytes differently (backslash escapes against U+FFFD): compare the rest.
+    return {n for n in names if "\\x" not in n and "\ufffd" not in n}
+
+
+def test_mutants_agree_with_pyelftools_where_both_answer(corpus: list[tuple[str, Path]], tmp_path: Path) -> None:
+    rng = random.Random(SEED + 3)
+    seeds = [
+        (name, path.read_bytes(), regions(path)) for name, path in corpus if name in ("tiny", "shim", "kinds", "tiny32")
+    ]
+    target = tmp_path / "libmutant.so"
+    compared = 0
+    for i in range(max(COUNT // 8, 100)):
+        name, data, reg = seeds[i % len(seeds)]
+        target.write_bytes(mutate(data, reg, rng))
+        try:
+            with ElfImage(target) as image:
+                exports, imports = set(image.exports()), set(image.imports())
+        except InputError:
+            continue
+        try:
+            truth = pyelftools_truth(target)
+        except Exception:  # noqa: BLE001 - pyelftools gives up on many mutants; only shared answers count
+            continue
+        assert _printable(exports) == _printable(truth.exports), f"mutant {i} of {name}"
+        assert _printable(imports) == _printable(truth.imports), f"mutant {i} of {name}"
+        compared += 1
+    assert compared > COUNT // 40
 
 
 def _wheel_bytes(library: bytes) -> bytes:
