@@ -118,7 +118,12 @@ AOTITorchError read_item(AtenTensorHandle handle, int32_t dtype, void* out) {
   dst.storage->data = out;
   dst.storage->nbytes = static_cast<int64_t>(dtype_size(dtype));
   dst.dtype = dtype;
-  return copy_tensor(dst, *src, false);
+  // One element of any rank reads as a scalar: copy from a 0-dim view of it.
+  Tensor scalar;
+  scalar.storage = src->storage;
+  scalar.storage_offset = src->storage_offset;
+  scalar.dtype = src->dtype;
+  return copy_tensor(dst, scalar, false);
 }
 
 template <typename T>

@@ -404,6 +404,10 @@ TEST(core, scalars) {
   uint8_t uv = 0;
   CHECK_OK(aoti_torch_item_uint8(u, &uv));
   CHECK_EQ(uv, 200);
+  // One element of any rank is an item, as in torch (seen failing on the H200 first).
+  Owned one = tensor({1, 1}, {3.5f});
+  CHECK_OK(aoti_torch_item_float32(one, &fv));
+  CHECK_EQ(fv, 3.5f);
   Owned two = tensor({2}, {1, 2});
   CHECK_EQ(aoti_torch_item_float32(two, &fv), AOTI_SHIM_E_SHAPE_MISMATCH);
   CHECK_EQ(aoti_torch_item_float32(f, nullptr), AOTI_SHIM_E_NULL_ARGUMENT);
