@@ -150,8 +150,8 @@ pack_artefacts() {
   local pkg
   pkg=$(ls -d "$CACHE"/mlp-"$DEVICE"-source-*/ 2>/dev/null | head -1)
   [ -n "$pkg" ] || { echo "no CUDA source-route package in $CACHE"; return 1; }
-  tar -C "$pkg" -czf "$OUT/cuda_artefacts.tar.gz" package result.json io.pt
-  tar -tzvf "$OUT/cuda_artefacts.tar.gz"
+  tar -C "$pkg" -czf "$OUT/${DEVICE}_artefacts.tar.gz" package result.json io.pt
+  tar -tzvf "$OUT/${DEVICE}_artefacts.tar.gz"
 }
 
 export REPO OUT SITE WORK CACHE DEVICE
