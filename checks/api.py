@@ -32,14 +32,8 @@ def _read(art: Artifact, role: str) -> Library:
     with ElfImage(art.path, display=art.display) as image:
         if not image.has_dynsym:
             return Library(display=art.display, role=role, exports={}, imports={})
-        exports: dict = {}
-        imports: dict = {}
-        for sym in image.symbols():
-            if sym.is_export and sym.name:
-                exports[sym.name] = sym
-            elif sym.is_import:
-                imports[sym.name] = sym
-        return Library(display=art.display, role=role, exports=exports, imports=imports)
+        # The tables hold packed ints, not the mapping: they outlive the image.
+        return Library(display=art.display, role=role, exports=image.exports(), imports=image.imports())
 
 
 def run_check(settings: CheckSettings) -> Report:

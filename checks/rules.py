@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from aoti_shim.checks.elf import STT_TLS, Symbol
 from aoti_shim.checks.references import Reference
@@ -30,8 +30,8 @@ class Library:
 
     display: str
     role: str  # "shim" or "model"
-    exports: dict[str, Symbol]
-    imports: dict[str, Symbol]
+    exports: Mapping[str, Symbol]
+    imports: Mapping[str, Symbol]
 
 
 @dataclass(frozen=True)
