@@ -100,15 +100,34 @@ class LoadedBlob:
 
 
 _dlclose_lock = threading.Lock()
+# memfd descriptors of copies that stayed mapped after dlclose (NODELETE, unique
+# symbols, libgomp): the dynamic linker knows those libraries by their
+# /proc/self/fd/N name, so that number must never name another blob.
+_pinned_fds: list[int] = []
+
+
+def _still_loaded(path: str) -> bool:
+    try:
+        again = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except OSError:
+        return False
+    import _ctypes
+
+    _ctypes.dlclose(again._handle)
+    return True
 
 
 def _release(handle: int | None, fd: int, private_dir: str | None) -> None:
+    pinned = False
     if handle is not None:
         import _ctypes
 
         with _dlclose_lock:
             _ctypes.dlclose(handle)
-    if fd >= 0:
+            if fd >= 0 and private_dir is None and _still_loaded(f"/proc/self/fd/{fd}"):
+                _pinned_fds.append(fd)
+                pinned = True
+    if fd >= 0 and not pinned:
         os.close(fd)
     if private_dir is not None:
         shutil.rmtree(private_dir, ignore_errors=True)

@@ -190,3 +190,22 @@ def test_threads_run_one_real_blob_concurrently(
     assert len({path for path, _, _ in answers}) == 4
     assert all(err < 1e-4 for _, _, err in answers)
     assert list(scratch.iterdir()) == []
+
+
+def test_a_copy_that_stays_mapped_never_shadows_the_next_blob(tmp_path: Path) -> None:
+    # A library the dynamic linker cannot unload (as blobs with unique symbols or
+    # libgomp are) keeps its /proc/self/fd/N name; a reused N must not hand the
+    # next, different blob the old library.
+    libs = {}
+    for name, value in (("sticky", 1), ("other", 100)):
+        src = tmp_path / f"{name}.c"
+        src.write_text(f"int smoke_bump(void) {{ return {value}; }}\n")
+        libs[name] = tmp_path / f"lib{name}.so"
+        subprocess.run(
+            ["gcc", "-shared", "-fPIC", "-Wl,-z,nodelete", "-o", str(libs[name]), str(src)], check=True
+        )
+    for _ in range(3):
+        with load_private_copy(libs["sticky"]) as first:
+            assert _bump(first) == 1
+        with load_private_copy(libs["other"]) as second:
+            assert _bump(second) == 100
