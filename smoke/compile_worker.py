@@ -8,6 +8,7 @@ and a compiler crash becomes an error line instead of killing the run.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import traceback
@@ -36,6 +37,10 @@ def inductor_options(device: str, route: str) -> dict[str, Any]:
         options["max_autotune_gemm_backends"] = "CPP"
     if route == "source":
         options["aot_inductor.package_cpp_only"] = True
+    # Autotuning dominates CUDA compile time; a cap trades kernel speed for minutes.
+    cap = os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS")
+    if cap and cap.isdigit() and int(cap) > 0:
+        options["test_configs.max_mm_configs"] = int(cap)
     # Another torch (the GPU machine has 2.11) may lack an option: drop it rather than fail.
     known = set(config.get_config_copy())
     return {k: v for k, v in options.items() if k in known}
