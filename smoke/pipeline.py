@@ -202,6 +202,7 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
         result = json.loads(result_file.read_text()) if result_file.is_file() else {}
         if "error" in result or proc.returncode != 0:
             why = result.get("error") or _exit_text(proc.returncode)
+            _show_child_tail(scratch / "child.log", f"{row.model} ({row.route_label})")
             return replace(row, status=f"FAIL: {why}")
         report = bindings.classify(
             bindings.parse_bindings(bindings.read_debug_output(debug_dir)),
@@ -241,6 +242,19 @@ def _kernel_dir(candidate: Candidate, device: str) -> str | None:
     result = json.loads((candidate.artefact.directory / "result.json").read_text())
     kernel_dir = result.get("kernel_dir")
     return str(candidate.artefact.directory / kernel_dir) if kernel_dir else None
+
+
+def _show_child_tail(log: Path, what: str, lines: int = 15) -> None:
+    """A failed run's last words (an abort message, a CUDA error) go to stderr:
+    the table cell only has room for the verdict."""
+    try:
+        tail = log.read_text(errors="replace").strip().splitlines()[-lines:]
+    except OSError:
+        return
+    if tail:
+        print(f"smoke: {what} failed; the run's last output:", file=sys.stderr)
+        for line in tail:
+            print(f"  | {line}", file=sys.stderr)
 
 
 def _exit_text(returncode: int) -> str:
