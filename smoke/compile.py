@@ -88,7 +88,7 @@ def _user_model_digest(spec: str) -> str:
 
 
 def cache_key(request: CompileRequest) -> str:
-    parts = [torch_version(), request.device, request.route, _settings_digest(), os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS", "")]
+    parts = [torch_version(), request.device, request.route, _settings_digest(), os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS", ""), os.environ.get("AOTI_SHIM_INDUCTOR_OPTIONS", "")]
     if ":" in request.model:
         parts += [request.model, _user_model_digest(request.model)]
         label = request.model.replace(":", "-").replace(".", "_")

@@ -41,6 +41,13 @@ def inductor_options(device: str, route: str) -> dict[str, Any]:
     cap = os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS")
     if cap and cap.isdigit() and int(cap) > 0:
         options["test_configs.max_mm_configs"] = int(cap)
+    # Extra Inductor options, as a JSON object: a runtime team's own settings.
+    extra = os.environ.get("AOTI_SHIM_INDUCTOR_OPTIONS")
+    if extra:
+        parsed = json.loads(extra)
+        if not isinstance(parsed, dict):
+            raise ValueError("AOTI_SHIM_INDUCTOR_OPTIONS must be a JSON object")
+        options.update(parsed)
     # Another torch (the GPU machine has 2.11) may lack an option: drop it rather than fail.
     known = set(config.get_config_copy())
     return {k: v for k, v in options.items() if k in known}
