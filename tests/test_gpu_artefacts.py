@@ -1,0 +1,211 @@
+"""What the H200 run left for CPU-only machines: torch 2.11.0+cu130's snapshot and a CUDA package.
+
+The snapshot was taken from the real libraries on the GPU machine; the package is the
+CUDA MLP made there with package_cpp_only=True (torch 2.11, link_libtorch=False,
+kernels embedded as .cubin.o objects). Here the snapshot gates shims like torch
+itself, and the package builds with aoti_shim_add_model into a prefixed blob that the
+reference shims satisfy. No GPU is used: libcuda is only linked against, through a
+link-time stand-in with its soname (what the toolkit's stubs/libcuda.so is for).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cmake_support import PACKAGES, REPO, CMakeProject, log
+
+from aoti_shim.checks import CheckSettings, render, run_check
+from aoti_shim.checks import snapshot as snapshot_mod
+from aoti_shim.checks.elf import STB_GLOBAL, STT_FUNC, ElfImage
+
+CLI = [sys.executable, "-m", "aoti_shim"]
+CUDA_PACKAGE = REPO / "fixtures" / "aoti_packages" / "mlp_cuda"
+MODEL_DIR = CUDA_PACKAGE / "model" / "data" / "aotinductor" / "model"
+VERSION = "2.11.0+cu130"
+
+
+def snapshot_path() -> Path:
+    found = [p for p in snapshot_mod.shipped() if p.name == f"torch-{VERSION}.json.gz"]
+    assert found, f"the torch {VERSION} snapshot is not installed with the package ({snapshot_mod.shipped_dir()})"
+    return found[0]
+
+
+def shim_names(lib: snapshot_mod.SnapshotLibrary) -> set[str]:
+    return {name for name in lib.export_names() if name.startswith("aoti_torch_")}
+
+
+@pytest.fixture(scope="module")
+def snapshot_libs() -> dict[str, snapshot_mod.SnapshotLibrary]:
+    return {lib.name: lib for lib in snapshot_mod.load(snapshot_path())}
+
+
+def test_the_snapshot_is_torch_2_11_cu130_with_disjoint_cpu_and_cuda_shims(
+    snapshot_libs: dict[str, snapshot_mod.SnapshotLibrary],
+) -> None:
+    snap = snapshot_mod.read(snapshot_path())
+    assert snap.torch_version == VERSION
+    assert snap.source == {"kind": "directory"}
+    assert {"libtorch_cpu.so", "libtorch_cuda.so", "libc10_cuda.so", "libtorch.so"} <= set(snapshot_libs)
+    cpu, cuda = snapshot_libs["libtorch_cpu.so"], snapshot_libs["libtorch_cuda.so"]
+    assert all(lib.build_id and re.fullmatch(r"[0-9a-f]{40}", lib.build_id) for lib in (cpu, cuda))
+    cpu_shims, cuda_shims = shim_names(cpu), shim_names(cuda)
+    # Counted on the H200's torch 2.11.0+cu130 (2.13/2.14 have 329 and 175).
+    assert (len(cpu_shims), len(cuda_shims)) == (318, 163)
+    assert not cpu_shims & cuda_shims
+    assert all(not shim_names(lib) for name, lib in snapshot_libs.items() if name not in ("libtorch_cpu.so", "libtorch_cuda.so"))
+    for lib, name in ((cpu, "aoti_torch_empty_strided"), (cuda, "aoti_torch_create_cuda_stream_guard")):
+        sym = lib.find_export(name)
+        assert sym is not None and sym.bind == STB_GLOBAL and sym.type == STT_FUNC and not sym.versioned
+        assert lib.find_export(f"aotishim_{name}") is None
+
+
+def _check_cli(shim: Path) -> tuple[int, dict[str, object]]:
+    done = subprocess.run(
+        [*CLI, "check", "--shim", str(shim), "--against", str(snapshot_path()), "--prefix", "myrt_", "--format", "json"],
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_check_against_the_snapshot_flags_the_unprefixed_shim_and_passes_the_clean_one(
+    checker_libs: dict[str, Path],
+) -> None:
+    code, report = _check_cli(checker_libs["unprefixed_shim"])
+    assert code == 8, report
+    findings = report["findings"]
+    assert isinstance(findings, list)
+    collisions = {f["symbol"] for f in findings if f["rule"] == "COLLISION"}
+    assert collisions == {"aoti_torch_empty_strided", "aoti_torch_get_data_ptr"}
+    assert any(str(r).endswith("!libtorch_cpu.so") for r in report["references"])  # type: ignore[union-attr]
+
+    code, report = _check_cli(checker_libs["clean_shim"])
+    assert code == 0, report
+    assert report["findings"] == []
+
+
+# --- the recorded CUDA package, built into a blob on a CPU-only machine -------------
+
+
+def _reference_shims() -> tuple[Path, str]:
+    """The installed reference shim library and the prefix it was built with."""
+    from aoti_shim.paths import shim_library
+
+    library = shim_library()
+    marker = "aoti_torch_dtype_float32"
+    with ElfImage(library) as image:
+        found = [name for name in image.exports() if name.endswith(marker)]
+    assert found, f"{library} exports no *{marker}"
+    return library, found[0][: -len(marker)]
+
+
+Built = tuple[Path, str]
+
+
+@pytest.fixture(scope="module")
+def cuda_blob(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    if shutil.which("nvcc") is None:
+        pytest.skip("no CUDA toolkit (nvcc on PATH): FindCUDAToolkit cannot describe one")
+    _, prefix = _reference_shims()
+    tmp = tmp_path_factory.mktemp("cuda-model")
+    # The driver is only linked against: an empty library with libcuda's soname.
+    driver = tmp / "stubs" / "libcuda.so"
+    driver.parent.mkdir()
+    compiler = shutil.which("gcc")
+    assert compiler, "gcc is needed to make the link-time libcuda"
+    subprocess.run(
+        [compiler, "-shared", "-x", "c", "/dev/null", "-Wl,-soname,libcuda.so.1", "-o", str(driver)], check=True
+    )
+    project = CMakeProject(
+        PACKAGES / "cmake_model",
+        tmp / "build",
+        {"AOTI_SHIM_SYMBOL_PREFIX": prefix, "FIXTURE_PACKAGE": str(CUDA_PACKAGE), "CUDA_cuda_driver_LIBRARY": str(driver)},
+    )
+    built = project.configure_and_build()
+    assert built.returncode == 0, log(built)
+    blob = project.build / "libmlp_blob.so"
+    assert blob.is_file(), log(built)
+    return blob, prefix
+
+
+def test_the_cuda_blob_imports_only_prefixed_shims_that_torch_2_11_defines(
+    cuda_blob: Built, snapshot_libs: dict[str, snapshot_mod.SnapshotLibrary]
+) -> None:
+    blob, prefix = cuda_blob
+    with ElfImage(blob) as image:
+        imports = set(image.imports())
+        exports = set(image.exports())
+    shims = {name for name in imports if "aoti_torch_" in name}
+    assert all(name.startswith(f"{prefix}aoti_torch_") for name in shims), sorted(shims)
+    assert f"{prefix}aoti_torch_create_cuda_stream_guard" in shims and len(shims) >= 20
+    # The wrapper was generated by 2.11: each shim it calls is one that 2.11's libtorch exports.
+    torch_shims = shim_names(snapshot_libs["libtorch_cpu.so"]) | shim_names(snapshot_libs["libtorch_cuda.so"])
+    assert {name[len(prefix) :] for name in shims} <= torch_shims
+    # Kernels are launched through the driver; the runtime comes from the host at load time.
+    assert {"cuLaunchKernel", "cuModuleLoadData", "cudaMalloc"} <= imports
+    assert exports and all(name.startswith("AOTInductor") for name in exports)
+
+
+def test_the_cuda_blob_embeds_every_kernel_the_wrapper_launches(cuda_blob: Built) -> None:
+    from elftools.elf.elffile import ELFFile
+
+    wrapper = next(MODEL_DIR.glob("*.wrapper.cpp")).read_text()
+    wanted = set(re.findall(r"\b(__triton_\w+)_start\b", wrapper))
+    kernels = {path.name.removesuffix(".cubin.o") for path in MODEL_DIR.glob("*.cubin.o")}
+    assert len(wanted) == 4 and wanted == {f"__{k}" for k in kernels}
+    blob, _ = cuda_blob
+    with blob.open("rb") as stream:
+        symtab = ELFFile(stream).get_section_by_name(".symtab")
+        assert symtab is not None, "the blob was stripped"
+        defined = {
+            sym.name: sym["st_value"]
+            for sym in symtab.iter_symbols()
+            if sym["st_shndx"] != "SHN_UNDEF" and sym.name.startswith("__triton_")
+        }
+    for kernel in wanted:
+        size = defined[f"{kernel}_end"] - defined[f"{kernel}_start"]
+        # A cubin is an ELF image of its own, kilobytes long.
+        assert size > 1024, (kernel, size)
+
+
+def test_the_reference_shims_satisfy_the_cuda_blob_without_colliding_with_torch(
+    cuda_blob: Built, snapshot_libs: dict[str, snapshot_mod.SnapshotLibrary]
+) -> None:
+    blob, prefix = cuda_blob
+    library, _ = _reference_shims()
+    report = run_check(
+        CheckSettings(
+            shims=(str(library),),
+            models=(str(blob),),
+            against=(str(snapshot_path()), "torch"),
+            prefix=prefix,
+            suppressions=None,
+        )
+    )
+    assert not [f for f in report.findings if f.rule == "UNSATISFIED_IMPORT"], render(report, "text")
+    assert not [f for f in report.findings if f.rule == "COLLISION"], render(report, "text")
+    assert report.exit_code(fail_on="blocking") == 0, render(report, "text")
+    assert any(r.endswith("!libtorch_cuda.so") for r in report.references)
+
+
+def test_a_cuda_model_without_a_driver_library_is_refused_when_configured(tmp_path: Path) -> None:
+    if shutil.which("nvcc") is None:
+        pytest.skip("no CUDA toolkit (nvcc on PATH)")
+    project = CMakeProject(
+        PACKAGES / "cmake_model",
+        tmp_path / "build",
+        {"AOTI_SHIM_SYMBOL_PREFIX": "myrt_", "FIXTURE_PACKAGE": str(CUDA_PACKAGE)},
+    )
+    configured = project.configure()
+    if configured.returncode == 0:
+        pytest.skip("this machine has a libcuda (driver or toolkit stub) for FindCUDAToolkit to find")
+    assert "aoti_shim_add_model: 'mlp_blob' is a CUDA model and the CUDA driver library" in log(configured).replace("\n  ", " ")
+    assert not (tmp_path / "build" / "build.ninja").exists()
