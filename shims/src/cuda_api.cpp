@@ -7,7 +7,6 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -83,10 +82,16 @@ AOTITorchError set_device(int32_t index) { return check(cudaSetDevice(index), "c
 // empty_strided+delete pair through plain cudaMallocAsync cost 10% more than through
 // libtorch's caching allocator, and whole inferences 3-6% more):
 // - a pool per device whose release threshold is unbounded, so memory freed before a
-//   synchronisation is not handed back to the OS and mapped again after it;
-// - freed blocks wait in a small cache keyed by (device, stream, rounded size) and go to
-//   the next request of that size on that stream. Reuse on the stream that freed the
-//   block is ordered after the free, which is exactly cudaFreeAsync's contract.
+//   synchronisation is not handed back to the OS and mapped again after it (on an
+//   allocation failure the pool is trimmed and the allocation tried once more);
+// - blocks allocated on the legacy default stream wait, once freed, in a small cache
+//   keyed by (device, rounded size) for the next request of that size on that stream.
+//
+// Every block is freed on the stream it was allocated on, as libtorch's allocator does:
+// the model's kernels run there, and a free on the deleting thread's current stream
+// would not be ordered after them. Only the legacy stream is cached: it is never
+// destroyed (a cached handle of a destroyed stream could name a new, unordered stream)
+// and never captured into a CUDA graph.
 namespace {
 
 constexpr int kMaxPooledDevices = 64;
@@ -96,44 +101,33 @@ constexpr size_t kMaxCachedBytes = size_t(1) << 30;
 
 size_t rounded(size_t nbytes) { return nbytes == 0 ? kRound : (nbytes + kRound - 1) / kRound * kRound; }
 
-struct BlockKey {
-  int device;
-  void* stream;
-  size_t size;
-  bool operator==(const BlockKey& other) const {
-    return device == other.device && stream == other.stream && size == other.size;
-  }
-};
-
-struct BlockKeyHash {
-  size_t operator()(const BlockKey& k) const noexcept {
-    size_t h = std::hash<void*>()(k.stream);
-    h ^= std::hash<size_t>()(k.size) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h ^ static_cast<size_t>(k.device);
-  }
-};
+bool cacheable(void* stream) { return stream == nullptr || stream == static_cast<void*>(cudaStreamLegacy); }
 
 struct Block {
   int device;
   size_t size;
+  void* stream;  // where it was allocated, and where it is freed
 };
 
 struct BlockCache {
   std::mutex mutex;
-  std::unordered_map<BlockKey, std::vector<void*>, BlockKeyHash> idle;
-  std::unordered_map<void*, Block> owned;  // every block handed out or idle
+  std::unordered_map<uint64_t, std::vector<void*>> idle;  // (device, size) -> blocks
+  std::unordered_map<void*, Block> owned;                 // every block handed out or idle
   size_t idle_bytes = 0;
   cudaMemPool_t pools[kMaxPooledDevices] = {};
+  bool pool_failed[kMaxPooledDevices] = {};
 };
+
+uint64_t idle_key(int device, size_t size) { return (static_cast<uint64_t>(size) << 8) | static_cast<uint64_t>(device); }
 
 BlockCache& cache() {
   static BlockCache* instance = new BlockCache();  // never destroyed: frees may run at exit
   return *instance;
 }
 
-// The device's own pool, created on first use (callers hold the cache's mutex).
+// The device's own pool, created on first use; null where that fails (callers hold the mutex).
 cudaMemPool_t pool_for(BlockCache& c, int device) {
-  if (device < 0 || device >= kMaxPooledDevices) {
+  if (device < 0 || device >= kMaxPooledDevices || c.pool_failed[device]) {
     return nullptr;
   }
   if (c.pools[device] == nullptr) {
@@ -145,6 +139,7 @@ cudaMemPool_t pool_for(BlockCache& c, int device) {
     cudaMemPool_t pool = nullptr;
     if (cudaMemPoolCreate(&pool, &props) != cudaSuccess) {
       (void)cudaGetLastError();
+      c.pool_failed[device] = true;  // plain cudaMallocAsync from now on
       return nullptr;
     }
     uint64_t threshold = UINT64_MAX;
@@ -154,59 +149,99 @@ cudaMemPool_t pool_for(BlockCache& c, int device) {
   return c.pools[device];
 }
 
-}  // namespace
+cudaError_t allocate(void** out, size_t size, cudaMemPool_t pool, void* stream) {
+  return pool != nullptr ? cudaMallocFromPoolAsync(out, size, pool, as_stream(stream))
+                         : cudaMallocAsync(out, size, as_stream(stream));
+}
 
-AOTITorchError malloc_async(void** ptr, size_t nbytes, void* stream) {
+// Hands every idle block back to its pool and the pool's unused memory back to the
+// device, so that one more allocation can be tried (callers hold the mutex).
+void release_idle(BlockCache& c, cudaMemPool_t pool) {
+  for (auto& [key, blocks] : c.idle) {
+    for (void* block : blocks) {
+      auto found = c.owned.find(block);
+      (void)cudaFreeAsync(block, as_stream(found != c.owned.end() ? found->second.stream : nullptr));
+      if (found != c.owned.end()) {
+        c.owned.erase(found);
+      }
+    }
+  }
+  c.idle.clear();
+  c.idle_bytes = 0;
+  if (pool != nullptr) {
+    (void)cudaDeviceSynchronize();  // frees complete before the trim can return their memory
+    (void)cudaMemPoolTrimTo(pool, 0);
+  }
+  (void)cudaGetLastError();
+}
+
+AOTITorchError malloc_locked(BlockCache& c, void** ptr, size_t nbytes, void* stream) {
   int device = 0;
   AOTISHIM_TRY(check(cudaGetDevice(&device), "cudaGetDevice"));
   size_t size = rounded(nbytes);
-  BlockCache& c = cache();
-  std::lock_guard<std::mutex> lock(c.mutex);
-  auto idle = c.idle.find(BlockKey{device, stream, size});
-  if (idle != c.idle.end() && !idle->second.empty()) {
-    *ptr = idle->second.back();
-    idle->second.pop_back();
-    c.idle_bytes -= size;
-    return AOTI_SHIM_OK;
+  if (cacheable(stream)) {
+    auto idle = c.idle.find(idle_key(device, size));
+    if (idle != c.idle.end() && !idle->second.empty()) {
+      *ptr = idle->second.back();
+      idle->second.pop_back();
+      if (idle->second.empty()) {
+        c.idle.erase(idle);
+      }
+      c.idle_bytes -= size;
+      return AOTI_SHIM_OK;
+    }
   }
   cudaMemPool_t pool = pool_for(c, device);
   void* fresh = nullptr;
-  cudaError_t status = pool != nullptr ? cudaMallocFromPoolAsync(&fresh, size, pool, as_stream(stream))
-                                       : cudaMallocAsync(&fresh, size, as_stream(stream));
-  if (status == cudaErrorMemoryAllocation && c.idle_bytes > 0) {
-    // Give the idle blocks back and try once more before reporting out of memory.
+  cudaError_t status = allocate(&fresh, size, pool, stream);
+  if (status == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
-    for (auto& [key, blocks] : c.idle) {
-      for (void* block : blocks) {
-        (void)cudaFreeAsync(block, as_stream(key.stream));
-        c.owned.erase(block);
-      }
-      blocks.clear();
-    }
-    c.idle_bytes = 0;
-    status = pool != nullptr ? cudaMallocFromPoolAsync(&fresh, size, pool, as_stream(stream))
-                             : cudaMallocAsync(&fresh, size, as_stream(stream));
+    release_idle(c, pool);
+    status = allocate(&fresh, size, pool, stream);
   }
   AOTISHIM_TRY(check(status, "cudaMallocAsync"));
-  c.owned.emplace(fresh, Block{device, size});
+  try {
+    c.owned.emplace(fresh, Block{device, size, stream});
+  } catch (...) {
+    (void)cudaFreeAsync(fresh, as_stream(stream));
+    return fail_format(AOTI_SHIM_E_OUT_OF_MEMORY, "cudaMallocAsync: no host memory for the block's record");
+  }
   *ptr = fresh;
   return AOTI_SHIM_OK;
+}
+
+AOTITorchError free_locked(BlockCache& c, void* ptr, void* stream) {
+  auto found = c.owned.find(ptr);
+  if (found == c.owned.end()) {
+    // Not ours (or allocated before the records): the caller's stream is all we know.
+    return check(cudaFreeAsync(ptr, as_stream(stream)), "cudaFreeAsync");
+  }
+  Block block = found->second;
+  if (cacheable(block.stream) && block.size <= kMaxCachedBlock && c.idle_bytes + block.size <= kMaxCachedBytes) {
+    try {
+      c.idle[idle_key(block.device, block.size)].push_back(ptr);
+      c.idle_bytes += block.size;
+      return AOTI_SHIM_OK;
+    } catch (...) {
+      // No room to remember it: free it instead.
+    }
+  }
+  c.owned.erase(found);
+  return check(cudaFreeAsync(ptr, as_stream(block.stream)), "cudaFreeAsync");
+}
+
+}  // namespace
+
+AOTITorchError malloc_async(void** ptr, size_t nbytes, void* stream) {
+  BlockCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return malloc_locked(c, ptr, nbytes, stream);
 }
 
 AOTITorchError free_async(void* ptr, void* stream) {
   BlockCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  auto found = c.owned.find(ptr);
-  if (found != c.owned.end() && found->second.size <= kMaxCachedBlock &&
-      c.idle_bytes + found->second.size <= kMaxCachedBytes) {
-    c.idle[BlockKey{found->second.device, stream, found->second.size}].push_back(ptr);
-    c.idle_bytes += found->second.size;
-    return AOTI_SHIM_OK;
-  }
-  if (found != c.owned.end()) {
-    c.owned.erase(found);
-  }
-  return check(cudaFreeAsync(ptr, as_stream(stream)), "cudaFreeAsync");
+  return free_locked(c, ptr, stream);
 }
 
 AOTITorchError host_alloc(void** ptr, size_t nbytes) {

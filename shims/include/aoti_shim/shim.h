@@ -188,7 +188,7 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch__reinterpret_tensor(
 /* sizes and strides of length dim(self). */
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_as_strided(
     AtenTensorHandle self, const int64_t* sizes_ptr, const int64_t* strides_ptr, AtenTensorHandle* ret);
-/* CPU: 64-byte aligned host memory. CUDA: cudaMallocAsync on the current stream. */
+/* CPU: 64-byte aligned host memory. CUDA: stream-ordered, from the shims' pool, on the current stream. */
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_empty_strided(
     int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype, int32_t device_type,
     int32_t device_index, AtenTensorHandle* ret_new_tensor);
@@ -253,7 +253,7 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGu
 /* The current stream of device_index on this thread: the innermost stream guard's
  * stream for that device, else the caller-stream selection, else the default stream (null). */
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
-/* cudaMallocAsync / cudaFreeAsync on the current stream of the current device. */
+/* Stream-ordered allocation on the current stream of the current device; freed on that same stream. */
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes, void** ret_ptr);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
 
