@@ -20,11 +20,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Exit status is a bitmask: 1 tool error, 2 usage error, 4 warnings (with --fail-on any), 8 blocking findings."
         ),
     )
-    p.add_argument("--shim", nargs="+", default=[], metavar="PATH", help="shim libraries: .so files, folders or wheels")
-    p.add_argument("--model", nargs="+", default=[], metavar="PATH", help="AOTInductor blobs: .so files, folders or wheels")
+    p.add_argument("--shim", nargs="+", action="extend", default=[], metavar="PATH", help="shim libraries: .so files, folders or wheels")
+    p.add_argument("--model", nargs="+", action="extend", default=[], metavar="PATH", help="AOTInductor blobs: .so files, folders or wheels")
     p.add_argument(
         "--against",
         nargs="+",
+        action="extend",
         default=[],
         metavar="REF",
         help="references that must not collide: 'torch' (the installed torch's lib/), paths, wheels or snapshots",

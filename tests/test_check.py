@@ -247,6 +247,30 @@ def test_cli_in_process_matches_api(checker_libs, capsys):
     assert code == 8 and doc["summary"]["blocking"] == 1
 
 
+def test_repeated_options_add_up(checker_libs, capsys):
+    # aoti_shim_check in CMake passes one --model/--against per item: every one must be checked.
+    code = main(
+        [
+            "check",
+            "--shim", str(checker_libs["unprefixed_shim"]),
+            "--shim", str(checker_libs["clean_shim"]),
+            "--model", str(checker_libs["model"]),
+            "--model", str(checker_libs["good_model"]),
+            "--against", "torch",
+            "--against", str(checker_libs["half_prefixed_shim"]),
+            "--prefix", "myrt_",
+            "--format", "json",
+        ]
+    )  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    seen = {(f["rule"], Path(f["artifact"]).name) for f in doc["findings"]}
+    assert ("UNPREFIXED_EXPORT", "libunprefixed_shim.so") in seen
+    assert ("UNPREFIXED_IMPORT", "libmodel.so") in seen
+    collisions = [f for f in doc["findings"] if f["rule"] == "COLLISION"]
+    assert any(str(f.get("related", "")).endswith("libtorch_cpu.so") for f in collisions)
+    assert code == 8
+
+
 def test_wheel_that_is_not_a_zip(tmp_path):
     fake = tmp_path / "broken-1.0-py3-none-any.whl"
     fake.write_bytes(b"PK\x03\x04 this is not really a zip")

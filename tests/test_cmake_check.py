@@ -33,3 +33,16 @@ def test_check_fails_the_build_when_one_target_forgot_the_prefix(tmp_path: Path)
     again = project.build_all()
     assert again.returncode != 0
     assert "UNPREFIXED_EXPORT" in log(again)
+
+
+def test_every_against_item_is_checked(tmp_path: Path, checker_libs) -> None:
+    # AGAINST torch <lib> becomes two --against options: torch must not be dropped.
+    against = f"torch;{checker_libs['clean_shim']}"
+    project = CMakeProject(
+        SOURCE, tmp_path / "build", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_FORGET": "ON", "FIXTURE_AGAINST": against}
+    )
+    built = project.configure_and_build()
+    output = log(built)
+    assert built.returncode != 0, output
+    assert "against 1 reference(s)" not in output
+    assert "COLLISION" in output and "libtorch_cpu.so" in output
