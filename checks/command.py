@@ -49,9 +49,12 @@ def _write_atomically(path: str, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        # A directory, a full disk or a read-only target: one line, not a traceback.
+        if isinstance(e, OSError):
+            raise AotiShimError(f"--output {path}: cannot write: {e.strerror or e}") from None
         raise
 
 

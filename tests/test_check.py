@@ -241,6 +241,32 @@ def test_cli_bad_input_is_one_line_and_a_distinct_exit(checker_libs, args, code,
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def _limit_file_size() -> None:
+    import resource
+    import signal
+
+    # A write past the limit fails with EFBIG, as on a full disk (SIGXFSZ ignored, as the shell would not).
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+
+@pytest.mark.parametrize("target", ["folder", "full"])
+def test_cli_unwritable_output_is_one_line_and_leaves_nothing(checker_libs, tmp_path, target):
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    args = [*CLI, "check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "json"]
+    if target == "folder":
+        result = subprocess.run([*args, "-o", f"{out_dir}/"], capture_output=True, text=True, timeout=120)
+    else:
+        result = subprocess.run(
+            [*args, "-o", str(out_dir / "report.json")], capture_output=True, text=True, timeout=120, preexec_fn=_limit_file_size
+        )
+    assert result.returncode == 1, result.stderr
+    assert "cannot write" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert list(out_dir.iterdir()) == [] and [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
 def test_cli_in_process_matches_api(checker_libs, capsys):
     code = main(["check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)
