@@ -67,6 +67,8 @@ def load(path: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
         raise UsageError(f"{path}: cannot read suppressions: {e.strerror or e}") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: invalid TOML: {e}") from None
+    except UnicodeDecodeError as e:
+        raise UsageError(f"{path}: invalid TOML: not UTF-8 text (byte {e.start})") from None
     entries = data.get("suppress", [])
     if not isinstance(entries, list):
         raise UsageError(f"{path}: 'suppress' must be an array of tables ([[suppress]])")

@@ -143,6 +143,14 @@ def test_bad_suppressions_are_usage_errors(checker_libs, tmp_path, content, mess
     assert err.value.exit_code == 2 and message in str(err.value)
 
 
+def test_non_utf8_suppressions_file_is_a_usage_error(checker_libs, tmp_path):
+    sup = tmp_path / "sup.toml"
+    sup.write_bytes(b'[[suppress]]\nrule = "COLLISION"\nreason = "caf\xe9"\n')
+    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--suppressions", str(sup))
+    assert result.returncode == 2 and "not UTF-8" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
 def test_json_report_validates_against_the_shipped_schema(checker_libs):
     jsonschema = pytest.importorskip("jsonschema")
     schema = json.loads(resources.files("aoti_shim.checks").joinpath("schemas/report-v1.schema.json").read_text())
