@@ -62,6 +62,10 @@ def _pyproject() -> dict[str, Any]:
             return tomllib.load(f)
     except FileNotFoundError:
         return {}
+    except OSError as e:
+        raise AotiShimError(f"pyproject.toml: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise AotiShimError(f"pyproject.toml: invalid TOML: not UTF-8 text (byte {e.start})") from None
     except tomllib.TOMLDecodeError as e:
         raise AotiShimError(f"pyproject.toml: invalid TOML: {e}") from None
 

@@ -237,6 +237,23 @@ def test_config_error_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch: p
     assert err == ["aoti-shim: error: prefix '1bad' from -C aoti-shim.prefix is not a C identifier prefix (letters, digits, '_'; not empty)"]
 
 
+@pytest.mark.parametrize("broken", ["not-utf8", "folder"])
+def test_unreadable_pyproject_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, broken: str) -> None:
+    import aoti_shim.build as backend
+
+    if broken == "folder":
+        (tmp_path / "pyproject.toml").mkdir()
+        message = "aoti-shim: error: pyproject.toml: cannot read: Is a directory"
+    else:
+        (tmp_path / "pyproject.toml").write_bytes(b'[project]\nname = "caf\xe9"\n')
+        message = "aoti-shim: error: pyproject.toml: invalid TOML: not UTF-8 text (byte 21)"
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as done:
+        backend.get_requires_for_build_wheel({})
+    assert done.value.code == 1
+    assert capsys.readouterr().err.strip().splitlines() == [message]
+
+
 def test_role_globs_replace_classification(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
