@@ -154,7 +154,10 @@ def effective_prefix(
                 f"(from {requested.source}); the library gets {value!r}"
             )
 
-    env_args = shlex.split(environ.get("CMAKE_ARGS", ""))
+    try:
+        env_args = shlex.split(environ.get("CMAKE_ARGS", ""))
+    except ValueError as e:  # unbalanced quotes
+        raise UsageError(f"CMAKE_ARGS: {e}") from None
     from_env_args = last_cmake_arg_define(env_args)
     if from_env_args is not None:
         overridden("CMAKE_ARGS", from_env_args)

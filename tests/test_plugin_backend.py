@@ -75,6 +75,17 @@ def test_last_cmake_arg_define_wins() -> None:
     assert prefix.last_cmake_arg_define(["-DOTHER=1"]) is None
 
 
+def test_unbalanced_quote_in_cmake_args_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="^CMAKE_ARGS: No closing quotation$"):
+        prefix.effective_prefix(
+            prefix.PrefixChoice(None, "not set"),
+            define_value=None,
+            cmake_args=[],
+            environ={"CMAKE_ARGS": "-DAOTI_SHIM_SYMBOL_PREFIX='a_"},
+            raw_source=None,
+        )
+
+
 # --- what scikit-build-core is handed ---------------------------------------------------
 
 
