@@ -70,7 +70,10 @@ def rewrite_imports(settings: RewriteSettings) -> RewriteResult:
         raise InputError(f"-o {out}: is a directory")
     if not out.parent.is_dir():
         raise InputError(f"-o {out}: folder {out.parent} does not exist")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+    except OSError as e:
+        raise InputError(f"-o {out}: cannot write in {out.parent}: {e.strerror or e}") from None
     os.close(fd)
     tmp = Path(tmp_name)
     try:
@@ -84,13 +87,21 @@ def rewrite_imports(settings: RewriteSettings) -> RewriteResult:
         if proc.returncode != 0:
             why = answer.get("error") if answer else None
             raise InputError(f"{settings.blob}: LIEF could not rewrite it: {why or _signal_text(proc.returncode)}")
+        if answer is None or not isinstance(answer.get("renamed"), list):
+            raise InputError(f"{settings.blob}: the LIEF worker reported no result ({_signal_text(proc.returncode)})")
         renamed = tuple(answer["renamed"])
         if not renamed:
             raise InputError(f"{settings.blob}: imports no unprefixed aoti_torch_* symbol; nothing to rename")
         # LIEF writes a fresh file: give it back the blob's mode (the x bit is lost otherwise).
-        os.chmod(tmp, mode)
+        try:
+            os.chmod(tmp, mode)
+        except OSError as e:
+            raise InputError(f"-o {out}: cannot write: {e.strerror or e}") from None
         _recheck(tmp, str(out))
-        os.replace(tmp, out)
+        try:
+            os.replace(tmp, out)
+        except OSError as e:
+            raise InputError(f"-o {out}: cannot write: {e.strerror or e}") from None
     finally:
         tmp.unlink(missing_ok=True)
     return RewriteResult(output=out, renamed=renamed)

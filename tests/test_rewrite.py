@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import stat
 import subprocess
 import sys
@@ -126,6 +127,28 @@ def test_bad_input_is_one_line_and_writes_nothing(fake, tmp_path: Path, case: st
     assert needle in line
     assert not out.exists()
     assert _leftovers(tmp_path) == []
+
+
+def test_unwritable_output_folder_is_one_line(fake, tmp_path: Path) -> None:
+    # /proc takes no new files, even from root: mkstemp fails there.
+    line = assert_one_line_error(aoti_shim("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", "/proc/aoti-shim-out.so"), 1)
+    assert "-o /proc/aoti-shim-out.so: cannot write in /proc" in line
+
+
+def test_worker_that_answers_nothing_is_one_line(fake, tmp_path: Path) -> None:
+    # A worker that dies without a word (here: exits 0 at startup) must not become a TypeError.
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(
+        "import os, sys\nif 'aoti_shim.smoke.rewrite_worker' in sys.orig_argv:\n    os._exit(0)\n"
+    )
+    blob = tmp_path / "model.so"
+    blob.write_bytes(fake.blob.read_bytes())
+    out = tmp_path / "out.so"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))}
+    line = assert_one_line_error(aoti_shim("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out), env=env), 1)
+    assert "the LIEF worker reported no result (exit status 0)" in line
+    assert not out.exists() and _leftovers(tmp_path) == []
 
 
 def test_rewritten_compiled_model_passes_the_checker(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
