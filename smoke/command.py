@@ -45,13 +45,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+_INSTALL_TORCH = 'pip install "aoti-shim[torch]"'
+
+
+def _require_torch() -> None:
+    """Say how to get torch before anything needs it (finding it imports nothing)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise UsageError(f"smoke compiles and runs models with torch, which is not installed: {_INSTALL_TORCH}")
+
+
 def _cuda_available() -> bool:
     import warnings
 
     with warnings.catch_warnings():
         # torch warns on import when numpy is absent; the smoke run does not need it.
         warnings.simplefilter("ignore")
-        import torch
+        try:
+            import torch
+        except ImportError as e:
+            raise UsageError(f"smoke needs torch, which cannot be imported ({e}): {_INSTALL_TORCH}") from None
 
         return bool(torch.cuda.is_available())
 
@@ -65,7 +79,7 @@ def _resolve_device(choice: str) -> str:
     return "cuda" if available else "cpu"
 
 
-def _prefix_of(library: Path, given: str | None) -> str:
+def _prefix_of(library: Path, given: str | None, *, user_library: bool) -> str:
     from aoti_shim.checks.elf import ElfImage
     from aoti_shim.checks.prefix import infer, validate
 
@@ -73,6 +87,9 @@ def _prefix_of(library: Path, given: str | None) -> str:
         return validate(given)
     with ElfImage(library) as image:
         found = infer(image.exports())
+    if found is None and user_library:
+        # Guessing our own default would only fail later, as missing shims.
+        raise UsageError(f"--shims {library} exports no prefixed aoti_torch names; pass --prefix")
     return found or DEFAULT_PREFIX
 
 
@@ -83,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
     from aoti_shim.smoke.report import render_table, write_json
 
+    _require_torch()
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
     if args.threads is not None and args.threads < 1:
@@ -94,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable")
     if args.json is not None and not args.json.resolve().parent.is_dir():
         raise UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
+    if args.json is not None and args.json.is_dir():
+        raise UsageError(f"--json {args.json}: is a directory")
     library = args.shims.resolve() if args.shims else shim_library()
     if not library.is_file():
         raise UsageError(f"--shims {args.shims}: no such file")
@@ -108,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         settings = SmokeSettings(
             device=_resolve_device(args.device),
             models=tuple(args.model) or tuple(BUNDLED),
-            prefix=_prefix_of(library, args.prefix),
+            prefix=_prefix_of(library, args.prefix, user_library=args.shims is not None),
             shim_library=library,
             cache_dir=cache_dir,
             work_dir=work_dir,

@@ -132,6 +132,9 @@ def user_case(spec: str) -> ModelCase:
         module = importlib.import_module(module_name)
     except ImportError as e:
         raise UsageError(f"--model {spec}: cannot import {module_name!r}: {e}") from None
+    except (Exception, SystemExit) as e:  # the user's module may fail at import in any way
+        first_line = next(iter(str(e).splitlines()), "")
+        raise UsageError(f"--model {spec}: cannot import {module_name!r}: {type(e).__name__}: {first_line}") from None
     factory = module
     for part in attr.split("."):
         factory = getattr(factory, part, None)

@@ -201,11 +201,33 @@ def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_facto
         (["--shims", "/no/such/libshim.so"], "no such file"),
         (["--device", "tpu"], "invalid choice"),
         (["--cache-dir", "/proc/no-such/cache"], "cannot create"),
+        (["--json", "/tmp"], "--json /tmp: is a directory"),
     ],
 )
 def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
     line = assert_one_line_error(aoti_shim("smoke", *args), 2)
     assert needle in line
+
+
+def test_smoke_without_torch_says_how_to_install_it() -> None:
+    # torch made unimportable in this one process, as in an environment without the [torch] extra.
+    script = "import sys; sys.modules['torch'] = None; from aoti_shim.cli import main; sys.exit(main(['smoke']))"
+    proc = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, text=True, check=False)
+    line = assert_one_line_error(proc, 2)
+    assert 'pip install "aoti-shim[torch]"' in line
+
+
+def test_users_module_that_fails_at_import_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "broken_at_import.py").write_text('raise RuntimeError("no GPU here\\nsecond line")\n')
+    line = assert_one_line_error(aoti_shim("smoke", "--device", "cpu", "--model", "broken_at_import:make", cwd=tmp_path), 2)
+    assert "--model broken_at_import:make: cannot import 'broken_at_import': RuntimeError: no GPU here" in line
+
+
+def test_shims_without_a_prefix_need_an_explicit_prefix(checker_libs, tmp_path: Path) -> None:
+    lib = checker_libs["unprefixed_shim"]
+    proc = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--shims", str(lib), "--cache-dir", str(tmp_path / "cache"))
+    line = assert_one_line_error(proc, 2)
+    assert f"--shims {lib} exports no prefixed aoti_torch names; pass --prefix" in line
 
 
 def _cuda() -> bool:
