@@ -58,6 +58,14 @@ def _write_atomically(path: str, text: str) -> None:
         raise
 
 
+def _append_step_summary(path: str, markdown: str) -> None:
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(markdown)
+    except OSError as e:
+        raise AotiShimError(f"$GITHUB_STEP_SUMMARY {path}: cannot write: {e.strerror or e}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from aoti_shim.checks import CheckSettings, render, run_check
 
@@ -71,7 +79,15 @@ def run(args: argparse.Namespace) -> int:
     report = run_check(settings)
     stream_is_tty = args.output is None and sys.stdout.isatty()
     color = args.color == "always" or (args.color == "auto" and stream_is_tty and "NO_COLOR" not in os.environ)
-    text = render(report, args.format, color=color)
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if args.format == "github" and summary_path:
+        from aoti_shim.checks.formats.github import markdown_summary, render_annotations
+
+        # In a GitHub job the table goes to the step summary, the annotations to the log.
+        _append_step_summary(summary_path, markdown_summary(report))
+        text = render_annotations(report, with_summary=False)
+    else:
+        text = render(report, args.format, color=color)
     if args.output:
         _write_atomically(args.output, text)
     else:

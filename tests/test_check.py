@@ -185,12 +185,23 @@ def test_github_and_junit_formats(checker_libs, tmp_path, monkeypatch):
     report = run_check(CheckSettings(shims=(str(checker_libs["half_prefixed_shim"]),)))
     out = render(report, "github")
     assert out.startswith("::error file=") and "title=UNPREFIXED_EXPORT" in out
+    # Rendering is pure: the summary comes inline; only the command writes the step summary.
+    assert "| blocking | UNPREFIXED_EXPORT |" in out and not summary.exists()
+    cli = run_cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "github")
+    assert cli.returncode == 8 and cli.stdout.startswith("::error file=") and "| blocking |" not in cli.stdout
     assert "| blocking | UNPREFIXED_EXPORT |" in summary.read_text()
     import xml.etree.ElementTree as ET
 
     root = ET.fromstring(render(report, "junit"))
     suite = root.find("testsuite")
     assert suite.get("failures") == "1" and suite.get("tests") == "7"
+
+
+def test_unwritable_github_step_summary_is_one_line(checker_libs, tmp_path, monkeypatch):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a folder
+    result = run_cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "github")
+    assert result.returncode == 1 and f"$GITHUB_STEP_SUMMARY {tmp_path}: cannot write" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_libtorch_cpu_exports_329_global_unversioned_shims():

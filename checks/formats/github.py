@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from aoti_shim.checks.report import BLOCKING, Report
 
 # GitHub shows only a few annotations per step; the summary carries the full table.
@@ -34,18 +32,15 @@ def markdown_summary(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_annotations(report: Report) -> str:
+def render_annotations(report: Report, *, with_summary: bool = True) -> str:
+    """The annotations, then the Markdown summary unless the caller writes it to
+    ``$GITHUB_STEP_SUMMARY`` itself (the command does; rendering writes no file)."""
     out = []
     for f in report.findings[:MAX_ANNOTATIONS]:
         kind = "error" if f.severity == BLOCKING else "warning"
         out.append(f"::{kind} file={_escape_property(f.artifact)},title={_escape_property(f.rule)}::{_escape(f.symbol + ': ' + f.message)}")
     if len(report.findings) > MAX_ANNOTATIONS:
         out.append(f"::notice title=aoti-shim::{len(report.findings) - MAX_ANNOTATIONS} more finding(s) in the step summary")
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    summary = markdown_summary(report)
-    if summary_path:
-        with open(summary_path, "a", encoding="utf-8") as f:
-            f.write(summary)
-    else:
-        out.append(summary)
+    if with_summary:
+        out.append(markdown_summary(report))
     return "\n".join(out) + "\n"
