@@ -222,8 +222,12 @@ AOTITorchError aoti_torch__alloc_from_pool(
     if (element == 0) {
       return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
     }
-    int64_t pool_start = pool->storage_offset * static_cast<int64_t>(pool->element_size());
-    int64_t start = pool_start + offset_bytes;
+    int64_t pool_start = 0;
+    int64_t start = 0;
+    if (__builtin_mul_overflow(pool->storage_offset, static_cast<int64_t>(pool->element_size()), &pool_start) ||
+        __builtin_add_overflow(pool_start, offset_bytes, &start)) {
+      return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "pool offset overflows int64");
+    }
     if (offset_bytes < 0 || start % static_cast<int64_t>(element) != 0) {
       return fail_format(
           AOTI_SHIM_E_OUT_OF_BOUNDS, "offset %lld bytes is negative or not a multiple of the element size %zu",

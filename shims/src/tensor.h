@@ -34,8 +34,10 @@ struct Storage {
   ~Storage();
 };
 
-// A marker in every live tensor, cleared on deletion: a stale handle or another
-// library's handle (say, libtorch's at::Tensor*) is rejected instead of misread.
+// A marker in every live tensor, cleared on deletion: another library's handle (say,
+// libtorch's at::Tensor*) is rejected instead of misread, and so is most use after
+// delete. It is a tripwire, not a registry: a freed handle whose memory now holds a new
+// tensor passes the check.
 constexpr uint64_t kTensorMagic = 0x41'4F'54'49'53'48'49'4DULL;  // "AOTISHIM"
 
 struct Tensor {
