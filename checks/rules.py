@@ -107,7 +107,8 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Finding]:
     provided = {name for shim in ctx.shims for name in shim.exports}
     for model in ctx.models:
         for name in sorted(model.imports):
-            if name.startswith(ctx.prefix) and name not in provided:
+            # Only prefixed shim names: with a short prefix ("m") libc's memcpy also starts with it.
+            if ctx.is_prefixed_shim(name) and name not in provided:
                 yield Finding(
                     rule="UNSATISFIED_IMPORT",
                     severity=BLOCKING,

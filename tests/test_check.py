@@ -65,6 +65,22 @@ def test_model_rules(checker_libs):
     }
 
 
+def test_unsatisfied_import_counts_only_prefixed_shim_names(checker_libs, tmp_path):
+    source = tmp_path / "short_prefix_model.c"
+    source.write_text(
+        "#include <string.h>\n"
+        "extern int maoti_torch_missing(void);\n"
+        "int run(char *d, const char *s, unsigned long n) { memcpy(d, s, n); return maoti_torch_missing(); }\n"
+    )
+    model = tmp_path / "libshort_prefix_model.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-fno-builtin", "-o", str(model), str(source)], check=True)
+    with ElfImage(model) as image:
+        assert "memcpy" in image.imports()
+    report = run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]),), models=(str(model),), prefix="m"))
+    unsatisfied = {f.symbol for f in report.findings if f.rule == "UNSATISFIED_IMPORT"}
+    assert unsatisfied == {"maoti_torch_missing"}
+
+
 def test_duplicate_definer_of_shim_and_thread_local(checker_libs):
     with ElfImage(checker_libs["clean_shim"]) as image:
         assert image.exports()["myrt_caller_stream_registry"].type == STT_TLS
