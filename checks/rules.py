@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
-from aoti_shim.checks.elf import STT_TLS, Symbol
+from aoti_shim.checks.elf import STB_WEAK, STT_TLS, Symbol
 from aoti_shim.checks.references import Reference
 from aoti_shim.checks.report import BLOCKING, WARNING, Finding
 
@@ -21,6 +21,11 @@ SHIM_NAME = re.compile(r"aoti_torch_\w+")
 RUNTIME_NAME = re.compile(
     r"(_ZN?K?St|_ZT[VISH]N?K?St|_ZT[VIS]N10__cxxabiv1|_ZN10__cxxabiv1|_ZN9__gnu_cxx|_ZT[VIS]N9__gnu_cxx"
     r"|_Znw|_Zna|_Zdl|_Zda|__cxa_|__gxx_|_Unwind_|__gcc_personality|_ZGTtNSt)"
+)
+# Of those, the ones no ordinary translation unit defines: even WEAK, they are the runtime.
+# The rest (std:: template instantiations) are WEAK in any C++ library (vague linkage).
+ALWAYS_RUNTIME_NAME = re.compile(
+    r"(__cxa_|__gxx_|_Unwind_|__gcc_personality|_Znw|_Zna|_Zdl|_Zda|_ZT[VIS]N10__cxxabiv1|_ZN10__cxxabiv1)"
 )
 
 
@@ -153,9 +158,15 @@ def _duplicate_definer(ctx: Context) -> Iterator[Finding]:
             )
 
 
+def _is_linked_runtime(name: str, exports: Mapping[str, Symbol]) -> bool:
+    if not RUNTIME_NAME.match(name):
+        return False
+    return bool(ALWAYS_RUNTIME_NAME.match(name)) or exports[name].bind != STB_WEAK
+
+
 def _reexported_runtime(ctx: Context) -> Iterator[Finding]:
     for lib in ctx.libraries:
-        names = sorted(n for n in lib.exports if RUNTIME_NAME.match(n))
+        names = sorted(n for n in lib.exports if _is_linked_runtime(n, lib.exports))
         if names:
             yield Finding(
                 rule="REEXPORTED_RUNTIME",

@@ -20,6 +20,7 @@ LIBRARIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "second_registry": ("second_registry.c", ()),
     "unique_export": ("unique_export.cpp", ()),
     "runtime_reexport": ("runtime_reexport.cpp", ("-static-libstdc++", "-static-libgcc")),
+    "weak_std_instances": ("weak_std_instances.cpp", ()),
 }
 
 

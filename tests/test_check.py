@@ -112,6 +112,15 @@ def test_reexported_runtime_is_a_warning(checker_libs):
     assert report.exit_code("never") == 0
 
 
+def test_weak_std_instantiations_are_not_a_reexported_runtime(checker_libs):
+    lib = checker_libs["weak_std_instances"]
+    with ElfImage(lib) as image:
+        std = [s for n, s in image.exports().items() if n.startswith("_ZNSt")]
+    assert std and {s.bind_name for s in std} == {"WEAK"}
+    report = run_check(CheckSettings(shims=(str(lib),)))
+    assert report.findings == ()
+
+
 def test_wheel_members_are_checked_without_unpacking(checker_libs):
     report = run_check(CheckSettings(shims=(str(checker_libs["wheel"]),), models=(str(checker_libs["wheel"]),)))
     names = {a.display.split("!")[-1] for a in report.artifacts}
