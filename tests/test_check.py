@@ -259,6 +259,7 @@ def test_cli_exit_codes(checker_libs, tmp_path):
     assert "aoti_torch_empty_strided" in bad.stdout and "FAILED: 4 blocking" in bad.stdout
     warn = run_cli("check", "--shim", str(checker_libs["runtime_reexport"]), "--fail-on", "any")
     assert warn.returncode == 4
+    assert warn.stdout.splitlines()[-1] == "WARNINGS: 0 blocking, 1 warning(s), 0 suppressed"
     out = tmp_path / "report.json"
     wrote = run_cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "json", "-o", str(out))
     assert wrote.returncode == 8 and wrote.stdout == ""

@@ -45,6 +45,9 @@ def render_text(report: Report, *, color: bool = False) -> str:
     summary = f"{nb} blocking, {nw} warning(s), {len(report.suppressed)} suppressed"
     if nb:
         lines.append(_paint(f"FAILED: {summary}", _RED, color))
+    elif nw:
+        # Not "OK": with --fail-on any these warnings fail the run.
+        lines.append(_paint(f"WARNINGS: {summary}", _YELLOW, color))
     else:
         lines.append(_paint(f"OK: {summary}", _GREEN, color))
     return "\n".join(lines) + "\n"
