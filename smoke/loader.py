@@ -63,15 +63,21 @@ class LoadedBlob:
         return self._private_dir is None
 
     def _memfd_copy(self) -> str:
-        self._fd = os.memfd_create(f"aoti-blob-{self.source.name}", os.MFD_CLOEXEC)
+        try:
+            self._fd = os.memfd_create(f"aoti-blob-{self.source.name}", os.MFD_CLOEXEC)
+        except OSError as e:
+            raise InputError(f"cannot copy blob {self.source}: memfd_create: {e.strerror or e}") from None
         self._copy_into(self._fd)
         return f"/proc/self/fd/{self._fd}"
 
     def _file_copy(self, scratch_dir: Path | None) -> str:
         # mkdtemp makes a fresh 0700 directory; O_EXCL refuses any file already there.
-        self._private_dir = tempfile.mkdtemp(prefix="aoti-shim-blob-", dir=scratch_dir)
-        path = os.path.join(self._private_dir, self.source.name)
-        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            self._private_dir = tempfile.mkdtemp(prefix="aoti-shim-blob-", dir=scratch_dir)
+            path = os.path.join(self._private_dir, self.source.name)
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            raise InputError(f"cannot copy blob {self.source} into {scratch_dir or tempfile.gettempdir()}: {e.strerror or e}") from None
         self._copy_into(self._fd)
         os.close(self._fd)
         self._fd = -1
@@ -79,11 +85,26 @@ class LoadedBlob:
 
     def _copy_into(self, fd: int) -> None:
         try:
-            with open(self.source, "rb") as src:
-                while chunk := src.read(_COPY_CHUNK):
-                    os.write(fd, chunk)
+            src = open(self.source, "rb")
         except OSError as e:
             raise InputError(f"cannot read blob {self.source}: {e.strerror}") from None
+        with src:
+            while True:
+                try:
+                    chunk = src.read(_COPY_CHUNK)
+                except OSError as e:
+                    raise InputError(f"cannot read blob {self.source}: {e.strerror}") from None
+                if not chunk:
+                    return
+                view = memoryview(chunk)
+                while view:  # os.write may write less than asked (signals, quotas)
+                    try:
+                        written = os.write(fd, view)
+                    except OSError as e:
+                        raise InputError(f"cannot write the private copy of blob {self.source}: {e.strerror}") from None
+                    if written == 0:
+                        raise InputError(f"cannot write the private copy of blob {self.source}: no progress")
+                    view = view[written:]
 
     def close(self) -> None:
         self._finalizer()

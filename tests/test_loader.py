@@ -86,6 +86,50 @@ def test_missing_blob_is_an_input_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("use_memfd", MODES)
+def test_short_writes_still_copy_the_whole_blob(fake, tmp_path: Path, use_memfd: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    real_write = os.write
+
+    def short_write(fd: int, data) -> int:  # as a write interrupted by a signal
+        return real_write(fd, bytes(data[:1000]))
+
+    monkeypatch.setattr(os, "write", short_write)
+    with load_private_copy(fake.counter, LoadSettings(use_memfd=use_memfd, scratch_dir=tmp_path)) as blob:
+        assert os.path.getsize(blob.path) == fake.counter.stat().st_size
+        assert _bump(blob) == 1
+
+
+_LOAD_UNDER_A_SIZE_LIMIT = """
+import resource, signal, sys
+from pathlib import Path
+from aoti_shim.errors import InputError
+from aoti_shim.smoke.loader import LoadSettings, load_private_copy
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # a write past it fails, as on a full disk
+try:
+    load_private_copy(Path(sys.argv[1]), LoadSettings(use_memfd=sys.argv[2] == "1", scratch_dir=Path(sys.argv[3])))
+except InputError as e:
+    print(e)
+"""
+
+
+@pytest.mark.parametrize("use_memfd", MODES)
+def test_write_error_is_reported_as_a_write(fake, tmp_path: Path, use_memfd: bool) -> None:
+    assert fake.counter.stat().st_size > 4096
+    proc = subprocess.run(
+        [sys.executable, "-P", "-c", _LOAD_UNDER_A_SIZE_LIMIT, str(fake.counter), "1" if use_memfd else "0", str(tmp_path)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout.startswith(f"cannot write the private copy of blob {fake.counter}: File too large")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_missing_scratch_folder_is_an_input_error(fake, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot copy blob .* into .*missing: No such file or directory"):
+        load_private_copy(fake.counter, LoadSettings(use_memfd=False, scratch_dir=tmp_path / "missing"))
+
+
+@pytest.mark.parametrize("use_memfd", MODES)
 def test_concurrent_loads_get_their_own_copies(fake, tmp_path: Path, use_memfd: bool) -> None:
     settings = LoadSettings(use_memfd=use_memfd, scratch_dir=tmp_path)
     threads, barrier = 8, threading.Barrier(8)
