@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -368,3 +370,20 @@ def test_against_torch_follows_the_aoti_shim_torch_variable(checker_libs, tmp_pa
     monkeypatch.setenv("AOTI_SHIM_TORCH", str(tmp_path))
     result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
     assert result.returncode == 1 and "AOTI_SHIM_TORCH" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_readme_documents_every_check_option_and_shipped_snapshot():
+    from aoti_shim.checks.snapshot import shipped
+    from aoti_shim.cli import build_parser
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## `aoti-shim check`", 1)[1].split("\n## ", 1)[0]
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    options = [o for a in subparsers.choices["check"]._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+    assert "--color" in options
+    missing = [o for o in options if not re.search(rf"^\| `[^|]*{re.escape(o)}\b", section, re.M)]
+    assert missing == []
+    against_row = next(line for line in section.splitlines() if line.startswith("| `--against"))
+    assert "snapshot" in against_row
+    names = [p.name for p in shipped()]
+    assert len(names) >= 3 and [n for n in names if f"`{n}`" not in section] == []

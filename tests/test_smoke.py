@@ -118,6 +118,29 @@ def test_cache_key_separates_device_route_and_model() -> None:
     assert len(keys) == 8
 
 
+def test_readme_sample_table_is_what_render_table_prints() -> None:
+    import re
+
+    from aoti_shim.smoke.report import Row, SmokeReport, render_table
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in readme.split("```") if b.lstrip("\n").startswith("model "))
+    shown = block.strip("\n").splitlines()
+    rows = []
+    for line in shown[2:]:
+        model, label, bound, max_abs, max_rel, latency, checker, status = re.split(r"\s{2,}", line)
+        route, prefix = re.fullmatch(r"(\w+) \((.*)\)", label).groups()
+        binding, count = re.fullmatch(r"(\w+) \((\d+)\)", bound).groups()
+        number, unit = latency.split()
+        rows.append(Row(model=model, route=route, prefix="" if prefix == "unprefixed" else prefix,
+                        expected_binding=binding, binding=binding, bound={binding: int(count)},
+                        max_abs=float(max_abs), max_rel=float(max_rel),
+                        median_us=float(number) * (1000 if unit == "ms" else 1),
+                        checker=checker, ok=status.startswith("ok"), status=status))  # fmt: skip
+    report = SmokeReport(device="cpu", torch_version="-", prefix=PREFIX, shim_library="-", rows=tuple(rows))
+    assert len(rows) == 3 and render_table(report).splitlines() == shown
+
+
 # --- the command -------------------------------------------------------------------
 
 
