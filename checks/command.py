@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _write_atomically(path: str, text: str) -> None:
+    # The rename below would replace a device node or a FIFO (say /dev/stdout) with a file.
+    if os.path.lexists(path) and not os.path.isfile(path) and not os.path.isdir(path):
+        raise AotiShimError(f"--output {path}: not a regular file; name a file to write")
     folder = os.path.dirname(os.path.abspath(path))
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aoti-shim-")

@@ -387,3 +387,9 @@ def test_readme_documents_every_check_option_and_shipped_snapshot():
     assert "snapshot" in against_row
     names = [p.name for p in shipped()]
     assert len(names) >= 3 and [n for n in names if f"`{n}`" not in section] == []
+
+
+def test_output_never_replaces_a_device_node(checker_libs):
+    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "-o", "/dev/null")
+    assert result.returncode == 1 and "not a regular file" in result.stderr
+    assert not os.path.isfile("/dev/null")
