@@ -7,22 +7,32 @@ using namespace aotishim;
 
 namespace {
 
+// What a new view and a wrapped blob are both given: a known dtype, a valid layout and
+// a non-negative storage offset.
+AOTITorchError read_view_args(
+    int32_t dtype, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
+    size_t* element, std::vector<int64_t>* sizes, std::vector<int64_t>* strides) {
+  *element = dtype_size(dtype);
+  if (*element == 0) {
+    return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
+  }
+  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, sizes, strides));
+  if (storage_offset < 0) {
+    return fail_format(
+        AOTI_SHIM_E_OUT_OF_BOUNDS, "storage offset %lld is negative", static_cast<long long>(storage_offset));
+  }
+  return AOTI_SHIM_OK;
+}
+
 // A view of `base`'s storage with a new layout and dtype, bounds-checked against the storage.
 AOTITorchError new_view(
     const Tensor& base, int32_t dtype, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
     int64_t storage_offset, AtenTensorHandle* ret) {
   AOTISHIM_TRY(require_output(ret, "ret_new_tensor"));
-  size_t element = dtype_size(dtype);
-  if (element == 0) {
-    return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
-  }
+  size_t element = 0;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
-  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, &sizes, &strides));
-  if (storage_offset < 0) {
-    return fail_format(
-        AOTI_SHIM_E_OUT_OF_BOUNDS, "storage offset %lld is negative", static_cast<long long>(storage_offset));
-  }
+  AOTISHIM_TRY(read_view_args(dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &sizes, &strides));
   int64_t span = 0;
   AOTISHIM_TRY(span_elements(sizes, strides, &span));
   if (span > 0) {
@@ -52,17 +62,10 @@ AOTITorchError from_blob(
     void* data, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
     int32_t dtype, int32_t device_type, int32_t device_index, AtenTensorHandle* ret) {
   AOTISHIM_TRY(require_output(ret, "ret"));
-  size_t element = dtype_size(dtype);
-  if (element == 0) {
-    return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
-  }
+  size_t element = 0;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
-  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, &sizes, &strides));
-  if (storage_offset < 0) {
-    return fail_format(
-        AOTI_SHIM_E_OUT_OF_BOUNDS, "storage offset %lld is negative", static_cast<long long>(storage_offset));
-  }
+  AOTISHIM_TRY(read_view_args(dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &sizes, &strides));
   AOTISHIM_TRY(check_device(device_type, device_index));
   int64_t span = 0;
   AOTISHIM_TRY(span_elements(sizes, strides, &span));
