@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, InputError, UsageError
+from aoti_shim.atomic import write_text_atomically
+from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
 
 # Relative to the aoti-shim source tree.
 DEFAULT_OUTPUT = Path("cmake/include/aoti_shim_rename.h")
@@ -146,18 +145,13 @@ def header_names(text: str) -> set[str]:
     return set(_DEFINE.findall(text))
 
 
-def write_atomically(path: Path, text: str) -> None:
+def write_header(path: Path, text: str) -> None:
     """Replace ``path`` in one step, so a failure never leaves half a header."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AotiShimError(f"rename header {path}: cannot write: {e.strerror or e}") from None
+    write_text_atomically(path, text, what="rename header")
 
 
 def check_header(path: Path, expected: str) -> str | None:
@@ -212,6 +206,6 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BLOCKING
         print(f"aoti-shim rename-header: {output} is up to date ({len(names.names)} names)")
         return EXIT_OK
-    write_atomically(output, expected)
+    write_header(output, expected)
     print(f"aoti-shim rename-header: wrote {output} ({len(names.names)} names)")
     return EXIT_OK

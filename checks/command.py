@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 
+from aoti_shim.atomic import write_text_atomically
 from aoti_shim.errors import AotiShimError
 
 
@@ -37,28 +37,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--fail-on", default="blocking", choices=("blocking", "any", "never"))
     p.add_argument("--color", default="auto", choices=("auto", "always", "never"))
     p.set_defaults(run=run)
-
-
-def _write_atomically(path: str, text: str) -> None:
-    # The rename below would replace a device node or a FIFO (say /dev/stdout) with a file.
-    if os.path.lexists(path) and not os.path.isfile(path) and not os.path.isdir(path):
-        raise AotiShimError(f"--output {path}: not a regular file; name a file to write")
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aoti-shim-")
-    except OSError as e:
-        raise AotiShimError(f"--output {path}: cannot write: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        # A directory, a full disk or a read-only target: one line, not a traceback.
-        if isinstance(e, OSError):
-            raise AotiShimError(f"--output {path}: cannot write: {e.strerror or e}") from None
-        raise
 
 
 def _append_step_summary(path: str, markdown: str) -> None:
@@ -92,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = render(report, args.format, color=color)
     if args.output:
-        _write_atomically(args.output, text)
+        write_text_atomically(args.output, text, what="--output")
     else:
         sys.stdout.write(text)
     if args.format in ("text",) and report.prefix_source == "inferred" and args.output is None:

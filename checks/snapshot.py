@@ -40,6 +40,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from aoti_shim import __version__
+from aoti_shim.atomic import write_bytes_atomically
 from aoti_shim.checks.elf import ELF_MAGIC, ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
 from aoti_shim.errors import InputError
 
@@ -502,26 +503,7 @@ def encode(doc: dict[str, Any]) -> bytes:
 
 def write(doc: dict[str, Any], out: str | os.PathLike[str]) -> None:
     """Write atomically: a failed run leaves no half-written snapshot behind."""
-    out = os.fspath(out)
-    folder = os.path.dirname(os.path.abspath(out))
-    data = encode(doc)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".snapshot-", dir=folder)
-    except OSError as e:
-        raise InputError(f"{out}: cannot write: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except OSError as e:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise InputError(f"{out}: cannot write: {e.strerror or e}") from None
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_bytes_atomically(out, encode(doc), what="snapshot")
 
 
 def summary(doc: dict[str, Any]) -> Iterator[tuple[str, int]]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from aoti_shim.atomic import write_text_atomically
 
 ROUTE_SOURCE = "source"
 ROUTE_BINARY = "binary"
@@ -107,12 +107,4 @@ def render_table(report: SmokeReport) -> str:
 def write_json(report: SmokeReport, path: Path) -> None:
     """Written to a temp file and renamed, so a reader never sees half a report."""
     text = json.dumps(report.to_json(), indent=2) + "\n"
-    path = path.resolve()
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as stream:
-            stream.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomically(path.resolve(), text, what="--json")
