@@ -11,11 +11,17 @@ _PREFIXED = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*?)aoti_torch_")
 _VALID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def validate(prefix: str) -> str:
+def validate(prefix: str, source: str | None = None) -> str:
+    """``prefix`` when it can go in front of ``aoti_torch_X`` in a C name, else a UsageError.
+
+    ``source`` says where the prefix came from (the plugin's ``-C aoti-shim.prefix``,
+    ``CMAKE_ARGS``...); None means the ``--prefix`` option.
+    """
+    given = f"--prefix {prefix!r}" if source is None else f"prefix {prefix!r} from {source}"
     if not _VALID.match(prefix):
-        raise UsageError(f"--prefix {prefix!r} is not a C identifier prefix (letters, digits, '_'; not empty)")
+        raise UsageError(f"{given} is not a C identifier prefix (letters, digits, '_'; not empty)")
     if prefix.startswith("aoti_torch_"):
-        raise UsageError(f"--prefix {prefix!r} starts with 'aoti_torch_', which libtorch uses itself")
+        raise UsageError(f"{given} starts with 'aoti_torch_', which libtorch uses itself")
     return prefix
 
 

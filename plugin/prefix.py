@@ -13,18 +13,17 @@ What CMake gets can still differ: a raw ``-C cmake.define.AOTI_SHIM_SYMBOL_PREFI
 
 from __future__ import annotations
 
-import re
 import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aoti_shim.plugin.settings import TABLE, config_value, tool_table
+from aoti_shim.checks.prefix import validate  # the one rule for a prefix, shared with `aoti-shim check`
 from aoti_shim.errors import UsageError
+from aoti_shim.plugin.settings import TABLE, config_value, tool_table
 
 CMAKE_VAR = "AOTI_SHIM_SYMBOL_PREFIX"
 SETTING = "aoti-shim.prefix"
 ENV_VAR = "AOTI_SHIM_PREFIX"
-_IDENTIFIER_PREFIX = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -33,14 +32,6 @@ class PrefixChoice:
 
     value: str | None
     source: str
-
-
-def validate(value: str, source: str) -> str:
-    if not _IDENTIFIER_PREFIX.match(value):
-        raise UsageError(f"prefix {value!r} from {source} is not a C identifier prefix (letters, digits, '_'; not empty)")
-    if value.startswith("aoti_torch_"):
-        raise UsageError(f"prefix {value!r} from {source} starts with 'aoti_torch_', which libtorch uses itself")
-    return value
 
 
 def declaration(pyproject: Mapping[str, Any]) -> dict[str, Any] | None:
