@@ -7,6 +7,7 @@ import os
 import sys
 
 from aoti_shim.atomic import write_text_atomically
+from aoti_shim.checks.report import FAIL_ON_CHOICES
 from aoti_shim.errors import AotiShimError
 
 
@@ -34,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", default="text", choices=("text", "json", "sarif", "github", "junit"))
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of standard output")
     p.add_argument("--suppressions", metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
-    p.add_argument("--fail-on", default="blocking", choices=("blocking", "any", "never"))
+    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES)
     p.add_argument("--color", default="auto", choices=("auto", "always", "never"))
     p.set_defaults(run=run)
 

@@ -12,6 +12,13 @@ WARNING = "warning"
 FAIL_ON_CHOICES = ("blocking", "any", "never")
 
 
+def validate_fail_on(value: object, source: str = "--fail-on") -> str:
+    """``value`` when it is one of FAIL_ON_CHOICES, else a UsageError naming ``source``."""
+    if not isinstance(value, str) or value not in FAIL_ON_CHOICES:
+        raise UsageError(f"{source} must be one of {', '.join(FAIL_ON_CHOICES)}, not {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class Finding:
     rule: str
@@ -61,8 +68,7 @@ class Report:
 
     def exit_code(self, fail_on: str = "blocking") -> int:
         """Bits 8 (blocking) and 4 (warnings), limited to what ``fail_on`` counts."""
-        if fail_on not in FAIL_ON_CHOICES:
-            raise UsageError(f"--fail-on must be one of {', '.join(FAIL_ON_CHOICES)}, not {fail_on!r}")
+        validate_fail_on(fail_on)
         code = EXIT_OK
         if fail_on == "never":
             return code

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from aoti_shim.checks.report import validate_fail_on
 from aoti_shim.errors import UsageError
 
 TABLE = "[tool.aoti-shim]"
-FAIL_ON_CHOICES = ("blocking", "any", "never")
 
 # Keys a downstream pyproject may put in [tool.aoti-shim].
 _KNOWN_KEYS = frozenset({"prefix", "against", "shims", "models", "suppressions", "suppress", "fail-on"})
@@ -88,8 +88,7 @@ def gate_settings(pyproject: Mapping[str, Any], config_settings: Mapping[str, An
     cs_fail_on = _single(config_settings, "aoti-shim.fail-on")
     if cs_fail_on is not None:
         fail_on = cs_fail_on
-    if fail_on not in FAIL_ON_CHOICES:
-        raise UsageError(f"fail-on must be one of {', '.join(FAIL_ON_CHOICES)}, not {fail_on!r}")
+    fail_on = validate_fail_on(fail_on, "fail-on")
 
     suppressions = table.get("suppressions")
     if suppressions is not None and (not isinstance(suppressions, str) or not suppressions):
