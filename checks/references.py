@@ -27,6 +27,29 @@ class Reference(Protocol):
     def export_names(self) -> set[str]: ...
 
 
+def explicit_torch_site(value: str) -> Path:
+    """The absolute folder holding ``torch/lib`` that an ``AOTI_SHIM_TORCH`` value names.
+
+    A site-packages folder, a torch package folder or its ``lib/`` folder all name one.
+    Resolved here, once: the plugin's gate runs the checker from a temp folder, where a
+    relative value would name nothing (or another torch).
+    """
+    try:
+        path = Path(value).expanduser().resolve()
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop
+        raise InputError(f"${TORCH_ENV_VAR}={value}: cannot resolve: {e}") from None
+    if (path / "torch" / "lib").is_dir():
+        return path
+    if path.name == "torch" and (path / "lib").is_dir():
+        return path.parent
+    if path.name == "lib" and path.parent.name == "torch" and path.is_dir():
+        return path.parent.parent
+    raise InputError(
+        f"${TORCH_ENV_VAR}={value}: no torch/lib there; "
+        "give a site-packages folder, a torch package folder or its lib/ folder"
+    )
+
+
 def torch_lib_dir(search_paths: Iterable[str] = ()) -> Path:
     """The installed torch's ``lib/`` folder, found without importing torch.
 
@@ -36,11 +59,7 @@ def torch_lib_dir(search_paths: Iterable[str] = ()) -> Path:
     explicit = os.environ.get(TORCH_ENV_VAR)
     if explicit:
         # Set by the pip plugin for the length of an isolated build, or by the user.
-        path = Path(explicit).expanduser()
-        for candidate in (path / "torch" / "lib", path / "lib", path):
-            if candidate.is_dir() and candidate.name == "lib" and candidate.parent.name == "torch":
-                return candidate
-        raise InputError(f"${TORCH_ENV_VAR}={explicit}: no torch/lib there; give a site-packages or torch folder")
+        return explicit_torch_site(explicit) / "torch" / "lib"
     for site in search_paths:
         candidate = Path(site) / "torch" / "lib"
         if candidate.is_dir():

@@ -152,14 +152,19 @@ def _note_inplace() -> None:
 @contextlib.contextmanager
 def _torch_for_children(where: TorchLocation | None) -> Iterator[None]:
     """Tell CMake-side checks (aoti_shim_check) where the target env's torch is, for this build only."""
-    if where is None or TORCH_ENV_VAR in os.environ:
+    if where is None:
         yield
         return
+    # Absolute even when the user's value was relative: CMake runs its checks in the build folder.
+    before = os.environ.get(TORCH_ENV_VAR)
     os.environ[TORCH_ENV_VAR] = str(where.site)
     try:
         yield
     finally:
-        os.environ.pop(TORCH_ENV_VAR, None)
+        if before is None:
+            os.environ.pop(TORCH_ENV_VAR, None)
+        else:
+            os.environ[TORCH_ENV_VAR] = before
 
 
 def _locate_torch(prepared: Prepared, required: bool) -> TorchLocation | None:

@@ -96,24 +96,22 @@ def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
     return Roles(tuple(shims), tuple(models), tuple(rest))
 
 
-def _references(
-    gate: GateSettings, project_dir: Path, torch: TorchLocation | None
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The checker's ``against`` list and torch search paths.
+def _references(gate: GateSettings, project_dir: Path, torch: TorchLocation | None) -> tuple[str, ...]:
+    """The checker's ``against`` list.
 
     Items: ``torch`` (the target environment's), the name of a snapshot shipped with
     aoti-shim (``torch-2.13.0+cpu``: no torch needed at build time), or a path,
     relative to the project.
     """
     against: list[str] = []
-    search: list[str] = []
     snapshots = shipped_snapshots()
     for item in gate.against:
         if item == "torch":
             if torch is None:
                 raise UsageError("against = \"torch\" but no torch location was resolved before the build")
-            against.append("torch")
-            search.append(str(torch.site))
+            # The folder found before the build, absolute: the check runs from a temp folder,
+            # where $AOTI_SHIM_TORCH (which "torch" would consult first) may name nothing.
+            against.append(os.path.abspath(torch.lib))
             continue
         if item in snapshots:
             console.info(f"against: the shipped snapshot {item}")
@@ -124,7 +122,7 @@ def _references(
             raise UsageError(f"{gate.against_source}: reference {item!r} does not exist ({path})")
         console.info(f"against: {path}")
         against.append(str(path))
-    return tuple(against), tuple(search)
+    return tuple(against)
 
 
 def check_wheel(
@@ -150,7 +148,7 @@ def check_wheel(
         if not roles.shims and not roles.models:
             console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
             return
-        against, torch_sites = _references(gate, project_dir, torch)
+        against = _references(gate, project_dir, torch)
         suppressions = None
         if gate.suppressions:
             path = Path(gate.suppressions)
@@ -162,7 +160,6 @@ def check_wheel(
             prefix=prefix.value,
             suppressions=suppressions,
             inline_suppressions=gate.inline_suppressions,
-            torch_search_paths=torch_sites,
         )
         # Relative member paths make the report name members, not temp files.
         here = os.getcwd()

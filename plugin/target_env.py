@@ -20,9 +20,8 @@ from glob import glob
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from aoti_shim.errors import UsageError
-
-TORCH_ENV_VAR = "AOTI_SHIM_TORCH"
+from aoti_shim.checks.references import TORCH_ENV_VAR, explicit_torch_site
+from aoti_shim.errors import InputError, UsageError
 
 # Printed by the probed interpreter: every sys.path entry that holds torch/lib.
 _PROBE = (
@@ -43,18 +42,6 @@ class TorchLocation:
 
 def _has_torch(site: Path) -> bool:
     return (site / "torch" / "lib").is_dir()
-
-
-def _explicit(value: str) -> Path:
-    """Accept a site-packages folder, a torch package folder or its lib/ folder."""
-    path = Path(value).expanduser()
-    if _has_torch(path):
-        return path
-    if path.name == "torch" and (path / "lib").is_dir():
-        return path.parent
-    if path.name == "lib" and path.parent.name == "torch" and path.is_dir():
-        return path.parent.parent
-    raise UsageError(f"{TORCH_ENV_VAR}={value}: no torch/lib there; give a site-packages folder or a torch package folder")
 
 
 def _probe_interpreter(python: str) -> list[Path]:
@@ -117,7 +104,11 @@ def find_torch(environ: Mapping[str, str] | None = None) -> TorchLocation:
     environ = os.environ if environ is None else environ
     explicit = environ.get(TORCH_ENV_VAR)
     if explicit:
-        return TorchLocation(_explicit(explicit), f"${TORCH_ENV_VAR}")
+        try:
+            site = explicit_torch_site(explicit)
+        except InputError as e:
+            raise UsageError(str(e)) from None  # inside a build it is the configuration that is wrong
+        return TorchLocation(site, f"${TORCH_ENV_VAR}")
     looked: list[str] = []
     for how, sites in _candidates(environ):
         looked.append(how)

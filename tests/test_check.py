@@ -372,6 +372,25 @@ def test_against_torch_follows_the_aoti_shim_torch_variable(checker_libs, tmp_pa
     assert result.returncode == 1 and "AOTI_SHIM_TORCH" in result.stderr and "Traceback" not in result.stderr
 
 
+def test_a_relative_aoti_shim_torch_is_made_absolute(checker_libs, monkeypatch):
+    from aoti_shim.checks.references import torch_lib_dir
+
+    real = torch_lib_dir().resolve()
+    site = real.parent.parent
+    monkeypatch.chdir(site.parent)
+    for form in (site.name, f"{site.name}/torch", f"./{site.name}/torch/lib"):
+        monkeypatch.setenv("AOTI_SHIM_TORCH", form)
+        found = torch_lib_dir()
+        assert found.is_absolute() and found == real
+    # The CLI from the same folder, with a relative value, checks against that torch.
+    result = subprocess.run(
+        [*CLI, "check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch"],
+        capture_output=True, text=True, timeout=120, cwd=site.parent,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"against [1-9][0-9]* reference", result.stdout), result.stdout
+
+
 def test_readme_documents_every_check_option_and_shipped_snapshot():
     from aoti_shim.checks.snapshot import shipped
     from aoti_shim.cli import build_parser

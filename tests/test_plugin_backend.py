@@ -7,6 +7,7 @@ fixture projects are built in-process through the PEP 517 hooks (about a second 
 from __future__ import annotations
 
 import os
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -179,6 +180,28 @@ def test_explicit_torch_location_forms(tmp_path: Path, monkeypatch: pytest.Monke
         assert (where.site, where.how) == (site, "$AOTI_SHIM_TORCH")
     with pytest.raises(UsageError, match="AOTI_SHIM_TORCH=.*no torch/lib there"):
         target_env.find_torch({"AOTI_SHIM_TORCH": str(tmp_path)})
+
+
+def test_relative_aoti_shim_torch_survives_the_gates_chdir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checker_libs, capsys
+) -> None:
+    # The gate runs the checker from a temp folder; a relative $AOTI_SHIM_TORCH must still
+    # name the torch it named when the build started.
+    from aoti_shim.checks.references import torch_lib_dir
+    from aoti_shim.plugin import gate
+
+    site = torch_lib_dir().resolve().parent.parent
+    monkeypatch.chdir(site.parent)
+    monkeypatch.setenv("AOTI_SHIM_TORCH", site.name)
+    where = target_env.find_torch()
+    assert where.site.is_absolute() and where.site == site
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(checker_libs["clean_shim"], "demo/libclean_shim.so")
+    gate.check_wheel(wheel, prefix.PrefixChoice(None, "not set"), settings.GateSettings(), tmp_path, where)
+    printed = capsys.readouterr().out
+    assert "shims: demo/libclean_shim.so" in printed
+    assert re.search(r"against [1-9][0-9]* reference", printed), printed
 
 
 def test_torch_found_through_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
