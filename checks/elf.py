@@ -247,11 +247,16 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
+def has_elf_magic(head: bytes) -> bool:
+    """True when ``head`` (the first bytes of a file or wheel member) is the ELF magic."""
+    return head.startswith(ELF_MAGIC)
+
+
 def is_elf(path: str | os.PathLike[str]) -> bool:
     """True when the file starts with the ELF magic (names are not trusted)."""
     try:
         with open(path, "rb") as f:
-            return f.read(4) == ELF_MAGIC
+            return has_elf_magic(f.read(len(ELF_MAGIC)))
     except OSError:
         return False
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Iterator
 
-from aoti_shim.checks.elf import ELF_MAGIC
+from aoti_shim.checks.elf import ELF_MAGIC, has_elf_magic, is_elf
 from aoti_shim.errors import InputError
 
 # A member that inflates past this is treated as a decompression bomb.
@@ -64,14 +64,6 @@ class Workspace:
         self.close()
 
 
-def _starts_with_elf_magic(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == ELF_MAGIC
-    except OSError:
-        return False
-
-
 def _is_zip(path: str) -> bool:
     try:
         with open(path, "rb") as f:
@@ -98,9 +90,15 @@ def _walk(root: str, depth: int = 0) -> Iterator[str]:
             continue
 
 
-def _safe_member_name(name: str) -> bool:
-    p = PurePosixPath(name.replace("\\", "/"))
-    return not p.is_absolute() and ".." not in p.parts and not (len(name) > 1 and name[1] == ":")
+def safe_member_name(name: str) -> bool:
+    """True when a wheel member's name stays inside any folder it is unpacked in.
+
+    Refused: an empty or absolute name, a ``..`` part, and a drive (``C:``) in front;
+    backslashes count as separators, as Windows zip tools write them. Every reader of
+    wheels (the checker, snapshots, the build gate) refuses such a wheel outright.
+    """
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    return bool(parts) and not parts[0].startswith("/") and ".." not in parts and ":" not in parts[0]
 
 
 def _declared_member_count(wheel: str) -> int:
@@ -146,13 +144,13 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
             if info.is_dir():
                 continue
             display = f"{wheel}!{info.filename}"
-            if not _safe_member_name(info.filename):
+            if not safe_member_name(info.filename):
                 raise InputError(f"{display}: unsafe member name in wheel")
             if info.file_size < len(ELF_MAGIC):
                 continue  # too short to start with the magic: skip without inflating
             try:
                 with zf.open(info) as src:
-                    if src.read(4) != ELF_MAGIC:
+                    if not has_elf_magic(src.read(len(ELF_MAGIC))):
                         continue
                     if info.file_size > member_limit:
                         raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
@@ -192,7 +190,7 @@ def collect(
             raise InputError(f"{raw}: cannot read: {e.strerror or e}") from None
         if stat.S_ISDIR(st.st_mode):
             for path in _walk(raw):
-                if _starts_with_elf_magic(path):
+                if is_elf(path):
                     add(Artifact(path=path, display=path), os.path.realpath(path))
         elif not stat.S_ISREG(st.st_mode):
             raise InputError(f"{raw}: not a regular file or folder")
@@ -201,7 +199,7 @@ def collect(
         elif raw.endswith(".whl") or _is_zip(raw):
             for art in _wheel_members(raw, workspace, member_limit):
                 add(art, art.display)
-        elif _starts_with_elf_magic(raw):
+        elif is_elf(raw):
             add(Artifact(path=raw, display=raw), os.path.realpath(raw))
         else:
             raise InputError(f"{raw}: not an ELF file, folder or wheel")

@@ -36,12 +36,13 @@ from array import array
 from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import islice
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, Iterator
 
 from aoti_shim import __version__
 from aoti_shim.atomic import write_bytes_atomically
-from aoti_shim.checks.elf import ELF_MAGIC, ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
+from aoti_shim.checks.elf import ELF_MAGIC, ElfImage, Symbol, SymbolTable, has_elf_magic, pack_symbol, unpack_symbol
+from aoti_shim.checks.inputs import safe_member_name
 from aoti_shim.errors import InputError
 
 FORMAT = "aoti-shim-snapshot"
@@ -384,11 +385,6 @@ def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captur
     return version, {"kind": "directory"}, captured
 
 
-def _safe_member(name: str) -> bool:
-    p = PurePosixPath(name.replace("\\", "/"))
-    return not p.is_absolute() and ".." not in p.parts and ":" not in name
-
-
 def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: str, display: str) -> tuple[bool, int, str]:
     """Stream one member to ``dest`` under caps; (is ELF, size, sha256)."""
     if info.file_size > MAX_MEMBER:
@@ -396,8 +392,8 @@ def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: str, displ
     digest = hashlib.sha256()
     written = 0
     with zf.open(info) as src:
-        head = src.read(4)
-        if head != ELF_MAGIC:
+        head = src.read(len(ELF_MAGIC))
+        if not has_elf_magic(head):
             return False, 0, ""
         with open(dest, "wb") as dst:
             chunk = head
@@ -423,7 +419,7 @@ def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captu
         with zf:
             for info in zf.infolist():
                 display = f"{wheel}!{info.filename}"
-                if not _safe_member(info.filename):
+                if not safe_member_name(info.filename):
                     raise InputError(f"{display}: unsafe member name in wheel")
                 try:
                     if info.filename == "torch/version.py" and info.file_size < (1 << 20):

@@ -18,6 +18,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from aoti_shim.checks.elf import ELF_MAGIC, has_elf_magic
+from aoti_shim.checks.inputs import safe_member_name
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
@@ -25,7 +27,6 @@ from aoti_shim.plugin.target_env import TorchLocation, shipped_snapshots
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 
 SHIM_ABI_MARK = "aoti_torch_"
-ELF_MAGIC = b"\x7fELF"
 
 
 class BuildRejected(AotiShimError):
@@ -48,11 +49,14 @@ def extract_elf_members(wheel: Path, dest: Path) -> list[str]:
         with zipfile.ZipFile(wheel) as zf:
             for info in zf.infolist():
                 name = info.filename
-                parts = PurePosixPath(name).parts
-                if info.is_dir() or name.startswith("/") or ".." in parts:
+                # Skipping such a member would leave it unchecked in the installed wheel.
+                if not safe_member_name(name):
+                    raise InputError(f"{wheel.name}: unsafe member name {name!r} in wheel; it is not installed")
+                if info.is_dir():
                     continue
+                parts = PurePosixPath(name).parts
                 with zf.open(info) as src:
-                    if src.read(4) != ELF_MAGIC:
+                    if not has_elf_magic(src.read(len(ELF_MAGIC))):
                         continue
                     target = dest.joinpath(*parts)
                     target.parent.mkdir(parents=True, exist_ok=True)

@@ -204,6 +204,47 @@ def test_relative_aoti_shim_torch_survives_the_gates_chdir(
     assert re.search(r"against [1-9][0-9]* reference", printed), printed
 
 
+@pytest.mark.parametrize("member", ["../escape.so", "/tmp/aoti-shim-gate-escape.so", "pkg\\..\\..\\escape.so", "C:/escape.so"])
+def test_gate_refuses_a_wheel_with_an_unsafe_member_name(tmp_path: Path, checker_libs, member: str) -> None:
+    # The unsafe member is an unprefixed shim: skipped, it would be installed unchecked.
+    from aoti_shim.errors import InputError
+    from aoti_shim.plugin import gate
+
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(checker_libs["clean_shim"], "demo/libclean_shim.so")
+        zf.writestr(member, checker_libs["unprefixed_shim"].read_bytes())  # writestr keeps the name as given
+    with pytest.raises(InputError) as caught:
+        gate.check_wheel(wheel, prefix.PrefixChoice(None, "not set"), settings.GateSettings(against=()), tmp_path)
+    message = str(caught.value)
+    assert message.startswith(f"{wheel.name}: unsafe member name {member!r}") and "\n" not in message
+    assert not (tmp_path / "escape.so").exists() and not Path("/tmp/aoti-shim-gate-escape.so").exists()
+
+
+def test_backend_deletes_a_built_wheel_with_an_unsafe_member_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, checker_libs
+) -> None:
+    import aoti_shim.build as backend
+    from scikit_build_core import build as skbuild
+
+    def hostile_build(wheel_directory: str, *args: object) -> str:
+        # What a CMake install() to a path outside the package would hand the gate.
+        name = "plugin_clean-0.1.0-py3-none-any.whl"
+        with zipfile.ZipFile(Path(wheel_directory) / name, "w") as zf:
+            zf.write(checker_libs["unprefixed_shim"], "../libescape.so")
+        return name
+
+    monkeypatch.setattr(skbuild, "build_wheel", hostile_build)
+    monkeypatch.chdir(copy_fixture("plugin_clean", tmp_path))
+    out_dir = tmp_path / "dist"
+    out_dir.mkdir()
+    with pytest.raises(SystemExit) as done:
+        backend.build_wheel(str(out_dir), {"aoti-shim.against": ""})
+    assert done.value.code == 1 and list(out_dir.iterdir()) == []
+    errors = [line for line in capsys.readouterr().err.splitlines() if "aoti-shim: error:" in line]
+    assert errors == ["aoti-shim: error: plugin_clean-0.1.0-py3-none-any.whl: unsafe member name '../libescape.so' in wheel; it is not installed"]
+
+
 def test_torch_found_through_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
     where = target_env.find_torch({})
     assert (where.lib / "libtorch_cpu.so").is_file()

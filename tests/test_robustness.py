@@ -257,6 +257,34 @@ def test_wheel_member_names_cannot_escape(tiny: bytes, tmp_path: Path, member: s
     assert not Path("/tmp/aoti-shim-absolute-escape.so").exists()
 
 
+UNSAFE_MEMBERS = ["../escape.so", "/tmp/aoti-shim-absolute-escape.so", "pkg/../../escape.so", "C:/escape.so", "pkg\\..\\..\\escape.so", ""]
+
+
+@pytest.mark.parametrize("name", UNSAFE_MEMBERS)
+def test_one_rule_refuses_unsafe_member_names(name: str) -> None:
+    from aoti_shim.checks.inputs import safe_member_name
+
+    assert not safe_member_name(name)
+
+
+@pytest.mark.parametrize("name", ["torch/lib/libc10.so", "pkg/sub/a..b.so", "pkg/odd:name.so", "./pkg/x.so"])
+def test_one_rule_accepts_ordinary_member_names(name: str) -> None:
+    from aoti_shim.checks.inputs import safe_member_name
+
+    assert safe_member_name(name)
+
+
+@pytest.mark.parametrize("member", UNSAFE_MEMBERS[:5])
+def test_snapshot_refuses_a_wheel_with_an_unsafe_member_name(tiny: bytes, tmp_path: Path, member: str) -> None:
+    wheel = tmp_path / "torch-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("torch/lib/libok.so", tiny)
+        zf.writestr(member, tiny)
+    out = tmp_path / "s.json.gz"
+    assert_tool_error(run_cli("snapshot", str(wheel), "-o", str(out), "--torch-version", "1"), "unsafe member name")
+    assert not out.exists() and not (tmp_path.parent / "escape.so").exists()
+
+
 def test_decompression_bomb_is_capped(tmp_path: Path) -> None:
     wheel = tmp_path / "bomb-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
