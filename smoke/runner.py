@@ -63,6 +63,7 @@ class ShimApi:
         self._sizes = fn("get_sizes", _handle, ctypes.POINTER(_i64p))
         self._strides = fn("get_strides", _handle, ctypes.POINTER(_i64p))
         self._dtype = fn("get_dtype", _handle, ctypes.POINTER(i32))
+        self._device_type = fn("get_device_type", _handle, ctypes.POINTER(i32))
         self._library = library
 
     def wrap(self, tensor: torch.Tensor) -> ctypes.c_void_p:
@@ -85,8 +86,21 @@ class ShimApi:
     def delete(self, handle: ctypes.c_void_p) -> None:
         _check(self._delete(handle), f"{self.prefix}aoti_torch_delete_tensor_object")
 
-    def to_torch(self, handle: ctypes.c_void_p, device: str) -> torch.Tensor:
-        """A torch copy of a shim tensor (which stays owned by the caller)."""
+    def device_type(self, handle: ctypes.c_void_p) -> str:
+        """Where a shim tensor's memory lives, as the shim itself says: ``cpu`` or ``cuda``."""
+        code = ctypes.c_int32()
+        _check(self._device_type(handle, ctypes.byref(code)), f"{self.prefix}aoti_torch_get_device_type")
+        for name, value in DEVICE_CODES.items():
+            if value == code.value:
+                return name
+        raise ShimCallError(f"output is on device type {code.value}, which the smoke run cannot read")
+
+    def to_torch(self, handle: ctypes.c_void_p) -> torch.Tensor:
+        """A CPU torch copy of a shim tensor (which stays owned by the caller).
+
+        Host or device memory is decided per tensor, by asking the shim: a CUDA run can
+        return a CPU tensor (a shape or a scalar computed on the host).
+        """
         import torch
 
         dim, code = ctypes.c_int64(), ctypes.c_int32()
@@ -106,7 +120,7 @@ class ShimApi:
             return torch.empty(sizes, dtype=dtype)
         span = 1 + sum((n - 1) * s for n, s in zip(sizes, strides))
         nbytes = span * torch.empty((), dtype=dtype).element_size()
-        if device == "cpu":
+        if self.device_type(handle) == "cpu":
             raw = (ctypes.c_char * nbytes).from_address(data.value)
             return torch.frombuffer(raw, dtype=dtype, count=span).as_strided(sizes, strides).clone()
         # Device memory: let torch copy it out, viewing the span as a flat tensor.
@@ -222,7 +236,7 @@ def run_container(
 
     outs, _ = once()
     try:
-        results = [api.to_torch(h, settings.device) for h in outs]
+        results = [api.to_torch(h) for h in outs]
     finally:
         for h in outs:
             api.delete(h)

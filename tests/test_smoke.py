@@ -108,6 +108,30 @@ def test_compare_uses_a_tolerance_per_dtype() -> None:
     assert not compare([nan], [x]).within_tolerance
 
 
+def test_outputs_are_read_by_the_device_the_shim_reports() -> None:
+    # The runner is not told the run's device: it asks the shim where each output lives
+    # (a CUDA run can return host tensors, such as shapes).
+    import ctypes
+
+    import torch
+
+    from aoti_shim.smoke.runner import ShimApi
+
+    api = ShimApi(ctypes.CDLL(str(installed_shim_library())), PREFIX)
+    base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+    tensors = [base.t()[1:, ::2], torch.tensor([3, -1], dtype=torch.int64), torch.tensor(True), base[:0]]
+    handles = [api.wrap(t) for t in tensors]
+    try:
+        assert [api.device_type(h) for h in handles] == ["cpu"] * len(tensors)
+        copies = [api.to_torch(h) for h in handles]
+    finally:
+        for h in handles:
+            api.delete(h)
+    for copy, original in zip(copies, tensors):
+        assert copy.device.type == "cpu" and copy.dtype == original.dtype and torch.equal(copy, original)
+    assert copies[0].data_ptr() != tensors[0].data_ptr()  # a copy, not a view of the caller's memory
+
+
 def test_cache_key_separates_device_route_and_model() -> None:
     from aoti_shim.smoke.compile import CompileRequest, cache_key
 

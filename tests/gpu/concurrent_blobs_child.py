@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
                             outs = container.run([api.wrap(inputs[index])], now.value)
                             if stream is not None:
                                 stream.synchronize()
-                            got = [api.to_torch(h, device) for h in outs]
+                            got = [api.to_torch(h) for h in outs]
                             for h in outs:
                                 api.delete(h)
                             c = compare(got, expected[index])

@@ -265,7 +265,7 @@ def run_on_current_stream(host: Host, container: Any, inputs: list[Any]) -> tupl
 def read_outputs(host: Host, handles: list[Any]) -> list[Any]:
     """Copy the outputs to host tensors and release the handles (call after a sync)."""
     try:
-        return [host.api.to_torch(h, "cuda") for h in handles]
+        return [host.api.to_torch(h) for h in handles]
     finally:
         for h in handles:
             host.api.delete(h)
