@@ -2,7 +2,9 @@
 #include "cuda_api.h"
 #include "tensor.h"
 
+#include <atomic>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 namespace aotishim {
@@ -24,7 +26,9 @@ struct GuardedStream {
 };
 // Streams made current by live stream guards on this thread, innermost last.
 thread_local std::vector<GuardedStream> guarded_streams;
-thread_local uint64_t next_guard_id = 1;
+// Guard ids are unique in the process, so a guard handed to another thread can never
+// match (and erase) one of that thread's own guards.
+std::atomic<uint64_t> next_guard_id{1};
 
 // A guard switching the current device; shared by device, CUDA and stream guards.
 struct DeviceSwitch {
@@ -61,6 +65,7 @@ struct DeviceSwitch {
 
 struct StreamGuard {
   uint64_t id;
+  std::thread::id owner;  // the thread whose current stream it changed
   DeviceSwitch device;
 };
 
@@ -154,7 +159,8 @@ AOTITorchError aoti_torch_create_cuda_stream_guard(
   return guarded("aoti_torch_create_cuda_stream_guard", [&]() -> AOTITorchError {
     AOTISHIM_TRY(require_output(ret_guard, "ret_guard"));
     auto guard = std::make_unique<StreamGuard>();
-    guard->id = next_guard_id++;
+    guard->id = next_guard_id.fetch_add(1, std::memory_order_relaxed);
+    guard->owner = std::this_thread::get_id();
     guarded_streams.reserve(guarded_streams.size() + 1);  // the push below cannot throw
     AOTISHIM_TRY(guard->device.move_to(device_index));
     guarded_streams.push_back(GuardedStream{guard->id, device_index, stream});
@@ -166,6 +172,12 @@ AOTITorchError aoti_torch_create_cuda_stream_guard(
 AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle handle) {
   if (handle == nullptr) {
     return fail_format(AOTI_SHIM_E_NULL_HANDLE, "stream guard handle is null");
+  }
+  if (reinterpret_cast<StreamGuard*>(handle)->owner != std::this_thread::get_id()) {
+    // Its stream is current on the creating thread, whose state this thread cannot
+    // reach: the guard stays alive, to be deleted where it was made.
+    return fail_format(
+        AOTI_SHIM_E_INVALID_ARGUMENT, "a CUDA stream guard must be deleted on the thread that created it");
   }
   std::unique_ptr<StreamGuard> guard(reinterpret_cast<StreamGuard*>(handle));
   for (auto it = guarded_streams.begin(); it != guarded_streams.end(); ++it) {

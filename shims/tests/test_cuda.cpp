@@ -3,6 +3,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <thread>
+
 using namespace testing_helpers;
 
 namespace {
@@ -142,6 +144,12 @@ TEST(cuda, stream_guards_and_allocation_streams) {
   CHECK_OK(aoti_torch_get_current_cuda_stream(0, &current));
   CHECK(current == nullptr);
   CHECK_OK(aoti_torch_delete_cuda_stream_guard(nested));
+  CHECK_OK(aoti_torch_get_current_cuda_stream(0, &current));
+  CHECK(current == inner.stream);
+  // Deleting a guard on another thread is refused and changes nothing here.
+  AOTITorchError elsewhere = AOTI_SHIM_OK;
+  std::thread([&] { elsewhere = aoti_torch_delete_cuda_stream_guard(guard); }).join();
+  CHECK_EQ(elsewhere, AOTI_SHIM_E_INVALID_ARGUMENT);
   CHECK_OK(aoti_torch_get_current_cuda_stream(0, &current));
   CHECK(current == inner.stream);
   CHECK_OK(aoti_torch_delete_cuda_stream_guard(guard));
