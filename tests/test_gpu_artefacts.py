@@ -176,40 +176,6 @@ def test_the_cuda_blob_embeds_every_kernel_the_wrapper_launches(cuda_blob: Built
         assert size > 1024, (kernel, size)
 
 
-def _section_bytes(path: Path, name: str) -> bytes:
-    from elftools.elf.elffile import ELFFile
-
-    with path.open("rb") as stream:
-        section = ELFFile(stream).get_section_by_name(name)
-        assert section is not None, (path, name)
-        return section.data()
-
-
-def test_each_kernel_is_embedded_128_byte_aligned_with_the_bytes_of_its_package_object(cuda_blob: Built) -> None:
-    """torch's <kernel>.cubin.o aligns its bytes to 1: linked as it is, a kernel starts
-    wherever the section before it ended. The blob re-embeds each one aligned."""
-    from elftools.elf.elffile import ELFFile
-
-    blob, _ = cuda_blob
-    with blob.open("rb") as stream:
-        elf = ELFFile(stream)
-        symtab = elf.get_section_by_name(".symtab")
-        assert symtab is not None, "the blob was stripped"
-        starts = {s.name: s["st_value"] for s in symtab.iter_symbols() if s.name.startswith("__triton_")}
-        image = {}
-        for obj in sorted(MODEL_DIR.glob("*.cubin.o")):
-            kernel = obj.name.removesuffix(".cubin.o")
-            start, end = starts[f"__{kernel}_start"], starts[f"__{kernel}_end"]
-            assert start % 128 == 0, (kernel, hex(start))
-            offset = next(iter(elf.address_offsets(start)))
-            stream.seek(offset)
-            image[kernel] = stream.read(end - start)
-    assert len(image) == 4
-    for kernel, data in image.items():
-        assert data[:4] == b"\x7fELF", kernel  # a cubin: the driver reads it as an ELF image
-        assert data == _section_bytes(MODEL_DIR / f"{kernel}.cubin.o", ".rodata"), kernel
-
-
 def test_the_reference_shims_satisfy_the_cuda_blob_without_colliding_with_torch(
     cuda_blob: Built, snapshot_libs: dict[str, snapshot_mod.SnapshotLibrary]
 ) -> None:

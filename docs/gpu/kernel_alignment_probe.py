@@ -17,7 +17,13 @@ attributes per offset, and for the pointwise kernel a launch compared with torch
 ``relink``: each cached source-route package linked as torch's objects are (the
 package's objects as they are, an N-byte pad before them to move them), the kernel
 starts' alignment read from the blob, then the smoke run on that blob; and once
-more as ``aoti_shim_add_model`` now links it (every kernel 128-byte aligned).
+more as ``aoti_shim_add_model`` linked it at commit 200fb13, which re-embedded every
+kernel 128-byte aligned (later commits link torch's objects as they are again, so
+there that row is not aligned).
+
+It ran once, on the H200 (docs/gpu/results-2026-11-30/probe_*): every kernel loaded
+and ran alike from every offset, and every misaligned blob passed. Alignment was not
+the cause; a stale kernel was (docs/gpu/stale_kernels_demo.py).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
 #     bash docs/gpu/probe_h200.sh
 #
 # 1. run_h200.sh's bf16 phase: install, the bfloat16 compiles in parallel (fresh cache),
-#    the smoke on them with this commit's aoti_shim_add_model (kernels 128-byte aligned).
+#    the smoke on them (at commit 200fb13, whose aoti_shim_add_model aligned the kernels).
 # 2. kernel_alignment_probe.py load: one kernel loaded from 16 host offsets, and each
 #    bfloat16 package's kernels from 6.
 # 3. kernel_alignment_probe.py relink: each bfloat16 package linked as torch's objects
