@@ -26,7 +26,7 @@ COMPILE_TIMEOUT_S = 3600
 def _settings_digest() -> str:
     """Changes whenever the bundled models or the compile options change."""
     digest = hashlib.sha256()
-    for name in ("models.py", "compile_worker.py"):
+    for name in ("models.py", "compile_worker.py", "compile.py"):
         digest.update((_HERE / name).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -112,18 +112,26 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
     cache_dir.mkdir(parents=True, exist_ok=True)
     # Build in a private folder and rename it into place: a crash leaves no half entry.
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=cache_dir))
+    # A package_cpp_only compile gets an Inductor cache of its own. torch writes such a
+    # package's kernels to <Inductor cache>/<hash of the graph's code>/<kernel name>.cubin
+    # and keeps a file that is already there, so a second compile of the same graph
+    # (another dtype, other autotuning) would package the first one's kernels.
+    inductor_cache = Path(tempfile.mkdtemp(prefix=f".{final.name}.inductor.", dir=cache_dir))
     try:
         request_file = staging / "request.json"
         request_file.write_text(
             json.dumps({"model": request.model, "device": request.device, "route": request.route, "output": str(staging)})
         )
+        env = _child_env()
+        if request.route == "source":
+            env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
         with open(staging / "compile.log", "wb") as sink:
             try:
                 proc = subprocess.run(
                     [sys.executable, "-m", "aoti_shim.smoke.compile_worker", str(request_file)],
                     stdout=sink,
                     stderr=subprocess.STDOUT,
-                    env=_child_env(),
+                    env=env,
                     check=False,
                     timeout=COMPILE_TIMEOUT_S,
                 )
@@ -145,6 +153,7 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
                 raise
         return _artefact(request, final)
     finally:
+        shutil.rmtree(inductor_cache, ignore_errors=True)
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
 

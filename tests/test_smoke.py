@@ -142,6 +142,27 @@ def test_cache_key_separates_device_route_and_model() -> None:
     assert len(keys) == 8
 
 
+def test_a_source_route_compile_keeps_out_of_the_shared_inductor_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch writes a package_cpp_only package's kernels to <Inductor cache>/<hash of the
+    graph's code>/<kernel name>.cubin and keeps a file already there: on the H200 a bfloat16
+    package got the float32 compile's kernels (same graph code). Each source compile gets an
+    Inductor cache of its own, removed afterwards; the binary route (kernels named by their
+    content's hash) still shares the caller's."""
+    from aoti_shim.smoke.compile import CompileRequest, compile_cached
+
+    shutil.copy(FIXTURES / "user_model.py", tmp_path / "user_model.py")
+    monkeypatch.chdir(tmp_path)
+    shared = tmp_path / "shared-inductor"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(shared))
+    cache = tmp_path / "cache"
+    source = compile_cached(CompileRequest("user_model:make", "cpu", "source"), cache)
+    assert list(source.package.rglob("*.wrapper.cpp"))
+    assert not list(shared.rglob("*.wrapper.cpp"))
+    assert [p.name for p in cache.iterdir()] == [source.directory.name]  # the private cache is gone
+    binary = compile_cached(CompileRequest("user_model:make", "cpu", "binary"), cache)
+    assert binary.blob.is_file() and list(shared.rglob("*.wrapper.cpp"))
+
+
 def test_readme_sample_table_is_what_render_table_prints() -> None:
     import re
 

@@ -64,7 +64,8 @@ step() {
 header() {
   echo "# aoti-shim GPU run (issue 7)"
   echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-  echo "commit: $(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown) $(git -C "$REPO" status --porcelain 2>/dev/null | grep -q . && echo '(with uncommitted changes)')"
+  # The device copy's .git can lag the tree it was sent: the caller may name the commit.
+  echo "commit: ${AOTI_SHIM_COMMIT:-$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)}"
   echo "host: $(uname -a)"
   nvidia-smi || echo "nvidia-smi failed"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv || true
