@@ -14,4 +14,4 @@ AOTI_SHIM_GPU_BUDGET_S=120 bash "$REPO/docs/gpu/run_h200.sh" install
 cd /tmp || exit 1
 set -o pipefail
 PYTHONPATH=/tmp/site:$REPO/docs/gpu PYTHONUNBUFFERED=1 AOTI_SHIM_MAX_MM_CONFIGS=${AOTI_SHIM_MAX_MM_CONFIGS:-4} \
-  timeout 420 python3 "$REPO/docs/gpu/stale_kernels_demo.py" 2>&1 | tee "$OUT/08_stale_kernels.log"
+  timeout 500 python3 "$REPO/docs/gpu/stale_kernels_demo.py" 2>&1 | tee "$OUT/08_stale_kernels.log"
