@@ -38,6 +38,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from stale_kernels_demo import smoke  # noqa: E402 - beside this script: one smoke-row runner
+
 REPO = Path(__file__).resolve().parents[2]
 MLP_CUDA = REPO / "fixtures" / "aoti_packages" / "mlp_cuda" / "model" / "data" / "aotinductor" / "model"
 PREFIX = "aotishim_"
@@ -160,20 +162,6 @@ def kernel_starts(blob: Path) -> dict[str, int]:
         }  # fmt: skip
 
 
-def run_smoke(cache: Path, model: str) -> str:
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "smoke.json"
-        proc = subprocess.run(
-            [sys.executable, "-m", "aoti_shim", "smoke", "--device", "cuda", "--cache-dir", str(cache), "--model",
-             model, "--route", "source", "--no-control", "--iterations", "10", "-q", "--json", str(out)],
-            capture_output=True, text=True, timeout=180, check=False,
-        )  # fmt: skip
-        if not out.is_file():
-            return f"no result (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"
-        row = json.loads(out.read_text())["rows"][0]
-        return f"{row['status']} (max abs err {row['max_abs']})"
-
-
 def relink_probe(args: argparse.Namespace) -> int:
     from aoti_shim.paths import cmake_dir
     from aoti_shim.smoke.source_route import cmake_package_digest
@@ -225,7 +213,7 @@ def relink_probe(args: argparse.Namespace) -> int:
                 blob = build / "libprobe_model.so"
                 starts = kernel_starts(blob)
                 shutil.copyfile(blob, cached_blob)
-                result = run_smoke(args.cache_dir, model)
+                result = smoke(args.cache_dir, model)
                 where = ", ".join(f"{k}@{v % 128}" for k, v in sorted(starts.items()))
                 print(f"relink: {model} | {label} | kernel start mod 128: {where} | {result}", flush=True)
         finally:
