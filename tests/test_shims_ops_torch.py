@@ -18,7 +18,19 @@ torch = pytest.importorskip("torch")
 
 P = ctypes.c_void_p
 I64 = ctypes.c_int64
-DTYPES = {torch.float32: 6, torch.float64: 7, torch.bool: 11}
+# c10::ScalarType codes of the dtypes these tests hand the shims.
+DTYPES = {
+    torch.uint8: 0,
+    torch.int8: 1,
+    torch.int16: 2,
+    torch.int32: 3,
+    torch.int64: 4,
+    torch.float16: 5,
+    torch.float32: 6,
+    torch.float64: 7,
+    torch.bool: 11,
+    torch.bfloat16: 15,
+}
 
 
 @dataclass(frozen=True)
@@ -211,34 +223,8 @@ def test_attention_matches_torch(
     torch.testing.assert_close(got_lse, want_lse, rtol=1e-4, atol=1e-5)
 
 
-COPY_DTYPES = {
-    torch.uint8: 0,
-    torch.int8: 1,
-    torch.int16: 2,
-    torch.int32: 3,
-    torch.int64: 4,
-    torch.float16: 5,
-    torch.float32: 6,
-    torch.float64: 7,
-    torch.bool: 11,
-    torch.bfloat16: 15,
-}
-
-
-def any_handle(shims: Shims, tensor: torch.Tensor) -> P:
-    out = P()
-    sizes = (I64 * tensor.dim())(*tensor.shape)
-    strides = (I64 * tensor.dim())(*tensor.stride())
-    base = tensor.data_ptr() - tensor.storage_offset() * tensor.element_size()
-    from_blob = shims.fn("aoti_torch_create_tensor_from_blob", P, I64, P, P, I64, ctypes.c_int32, ctypes.c_int32,
-                         ctypes.c_int32, P)
-    shims.check(from_blob(base, tensor.dim(), sizes, strides, tensor.storage_offset(), COPY_DTYPES[tensor.dtype], 0,
-                          0, ctypes.byref(out)))
-    return out
-
-
-@pytest.mark.parametrize("src_dtype", list(COPY_DTYPES))
-@pytest.mark.parametrize("dst_dtype", list(COPY_DTYPES))
+@pytest.mark.parametrize("src_dtype", list(DTYPES))
+@pytest.mark.parametrize("dst_dtype", list(DTYPES))
 def test_copy_converts_like_torch(shims: Shims, src_dtype: torch.dtype, dst_dtype: torch.dtype) -> None:
     torch.manual_seed(4)
     # Values every dtype holds (0..100, halves included), plus rounding-sensitive fractions.
@@ -247,11 +233,11 @@ def test_copy_converts_like_torch(shims: Shims, src_dtype: torch.dtype, dst_dtyp
     dst = torch.full((4, 3, 8), 7, dtype=dst_dtype).transpose(0, 2)  # a transposed destination
     src_b = src[:1]  # broadcast over dim 0 below
     want = dst.clone().copy_(src)
-    hd, hs = any_handle(shims, dst), any_handle(shims, src)
+    hd, hs = handle(shims, dst), handle(shims, src)
     shims.check(shims.fn("aoti_torch_copy_", P, P, ctypes.c_int32)(hd, hs, 0))
     assert torch.equal(dst, want)
     want_b = dst.clone().copy_(src_b)
-    hb = any_handle(shims, src_b)
+    hb = handle(shims, src_b)
     shims.check(shims.fn("aoti_torch_copy_", P, P, ctypes.c_int32)(hd, hb, 0))
     delete(shims, hd, hs, hb)
     assert torch.equal(dst, want_b)
