@@ -16,6 +16,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from checker_fixtures import compile_shared_library
+
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "fixtures" / "elf"
 
@@ -40,14 +42,8 @@ def compile_fixtures(out: Path) -> dict[str, Path]:
     out.mkdir(parents=True, exist_ok=True)
     built: dict[str, Path] = {}
     for name, (source, flags) in COMPILED.items():
-        compiler = shutil.which("g++" if source.endswith(".cpp") else "gcc")
-        assert compiler, "gcc/g++ are needed to build the ELF fixtures"
         target = out / f"lib{name}.so"
-        done = subprocess.run(
-            [compiler, "-shared", "-fPIC", "-O1", "-o", str(target), str(SOURCES / source), *flags],
-            capture_output=True,
-            text=True,
-        )
+        done = compile_shared_library(SOURCES / source, target, flags)
         if done.returncode != 0:
             if "-m32" in flags:
                 continue
