@@ -112,11 +112,12 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
     cache_dir.mkdir(parents=True, exist_ok=True)
     # Build in a private folder and rename it into place: a crash leaves no half entry.
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=cache_dir))
-    # A package_cpp_only compile gets an Inductor cache of its own. torch writes such a
-    # package's kernels to <Inductor cache>/<hash of the graph's code>/<kernel name>.cubin
-    # and keeps a file that is already there, so a second compile of the same graph
-    # (another dtype, other autotuning) would package the first one's kernels.
-    inductor_cache = Path(tempfile.mkdtemp(prefix=f".{final.name}.inductor.", dir=cache_dir))
+    # A package_cpp_only compile gets an Inductor cache of its own, removed before the
+    # entry is published. torch writes such a package's kernels to <Inductor cache>/<hash
+    # of the graph's code>/<kernel name>.cubin and keeps a file that is already there, so a
+    # second compile of the same graph (another dtype, other autotuning) would package the
+    # first one's kernels.
+    inductor_cache = staging / "inductor-cache"
     try:
         request_file = staging / "request.json"
         request_file.write_text(
@@ -145,6 +146,7 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
             if log is not None:
                 shutil.copyfile(staging / "compile.log", log)
             raise AotiShimError(f"compiling {request.model} ({request.device}, {request.route} route) failed: {reason}")
+        shutil.rmtree(inductor_cache, ignore_errors=True)
         try:
             staging.rename(final)
         except OSError:
@@ -153,7 +155,6 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
                 raise
         return _artefact(request, final)
     finally:
-        shutil.rmtree(inductor_cache, ignore_errors=True)
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
 

@@ -158,7 +158,8 @@ def test_a_source_route_compile_keeps_out_of_the_shared_inductor_cache(tmp_path:
     source = compile_cached(CompileRequest("user_model:make", "cpu", "source"), cache)
     assert list(source.package.rglob("*.wrapper.cpp"))
     assert not list(shared.rglob("*.wrapper.cpp"))
-    assert [p.name for p in cache.iterdir()] == [source.directory.name]  # the private cache is gone
+    assert [p.name for p in cache.iterdir()] == [source.directory.name]
+    assert not (source.directory / "inductor-cache").exists()  # the private cache is gone
     binary = compile_cached(CompileRequest("user_model:make", "cpu", "binary"), cache)
     assert binary.blob.is_file() and list(shared.rglob("*.wrapper.cpp"))
 
