@@ -141,8 +141,7 @@ function(_aoti_shim_cli fn out)
       _aoti_shim_python(py)
       set(cli "${py}" -m aoti_shim)
     endif()
-    # Run outside any source tree: `-m aoti_shim` must find the installed package.
-    execute_process(COMMAND ${cli} --version WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
+    execute_process(COMMAND ${cli} --version
                     RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
     if(NOT rc EQUAL 0)
       string(REPLACE ";" " " shown "${cli}")
@@ -166,7 +165,6 @@ function(_aoti_shim_torch_include fn out)
     execute_process(
       COMMAND "${py}" -c "import importlib.util as u, os; s = u.find_spec('torch'); \
 print(os.path.join(list(s.submodule_search_locations)[0], 'include') if s else '')"
-      WORKING_DIRECTORY "${CMAKE_BINARY_DIR}"
       RESULT_VARIABLE rc OUTPUT_VARIABLE dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     if(NOT rc EQUAL 0 OR dir STREQUAL "")
       message(FATAL_ERROR "${fn}: torch's headers not found with ${py}: set -DAOTI_SHIM_TORCH_INCLUDE_DIR="

@@ -11,13 +11,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checker_fixtures import build_fixtures  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _run_outside_the_checkout(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Child processes started with ``python -m aoti_shim`` must import the installed
-    package, not the source folder ``aoti_shim/`` of a checkout they happen to run in."""
-    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
-
-
 @pytest.fixture(scope="session")
 def checker_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_fixtures(tmp_path_factory.mktemp("checker-fixtures"))

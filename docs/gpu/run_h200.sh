@@ -21,8 +21,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${OUT:-/tmp/aoti-shim-gpu-out}       # the device call sets OUT
 BUDGET_S=${AOTI_SHIM_GPU_BUDGET_S:-540}  # the device call allows 600 s
 SITE=${AOTI_SHIM_GPU_SITE:-/tmp/site}    # carried wheels and aoti-shim are installed here (--target)
-# The Python steps run here, not in the checkout: their children must import the
-# installed package, not the checkout's aoti_shim/ folder.
+# Scratch folder for the Python steps' files.
 WORK=${AOTI_SHIM_GPU_WORK:-/tmp/aoti-shim-gpu-work}
 CACHE=${AOTI_SHIM_GPU_CACHE:-/tmp/aoti-shim-gpu-cache}  # the smoke compile cache, shared by every step
 DEVICE=${AOTI_SHIM_GPU_DEVICE:-cuda}  # cpu: a rehearsal of the whole script on a machine without a GPU
