@@ -128,7 +128,8 @@ def _read_at(path: str, offset: int, length: int) -> bytes:
         return f.read(length)
 
 
-def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Iterator[Artifact]:
+def open_wheel(wheel: str) -> zipfile.ZipFile:
+    """The wheel as a zip, its member count and every member name checked first."""
     try:
         declared = _declared_member_count(wheel)
     except OSError as e:
@@ -139,33 +140,45 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
         zf = zipfile.ZipFile(wheel)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as e:
         raise InputError(f"{wheel}: not a readable wheel (zip): {e}") from None
-    with zf:
+    for info in zf.infolist():
+        if not safe_member_name(info.filename):
+            zf.close()
+            raise InputError(f"{wheel}!{info.filename}: unsafe member name in wheel")
+    return zf
+
+
+def extract_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, workspace: Workspace, member_limit: int
+) -> Artifact | None:
+    """One member copied to a private temp file, or None when it is not ELF."""
+    if info.is_dir() or info.file_size < len(ELF_MAGIC):
+        return None  # too short to start with the magic: skip without inflating
+    try:
+        with zf.open(info) as src:
+            if not has_elf_magic(src.read(len(ELF_MAGIC))):
+                return None
+            if info.file_size > member_limit:
+                raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
+            fd, path = workspace.new_file()
+            written = 4
+            with os.fdopen(fd, "wb") as dst:
+                dst.write(ELF_MAGIC)
+                while chunk := src.read(1 << 20):
+                    written += len(chunk)
+                    if written > member_limit or written > info.file_size:
+                        raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
+                    dst.write(chunk)
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+        raise InputError(f"{display}: cannot extract: {e}") from None
+    return Artifact(path=path, display=display)
+
+
+def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Iterator[Artifact]:
+    with open_wheel(wheel) as zf:
         for info in zf.infolist():
-            if info.is_dir():
-                continue
-            display = f"{wheel}!{info.filename}"
-            if not safe_member_name(info.filename):
-                raise InputError(f"{display}: unsafe member name in wheel")
-            if info.file_size < len(ELF_MAGIC):
-                continue  # too short to start with the magic: skip without inflating
-            try:
-                with zf.open(info) as src:
-                    if not has_elf_magic(src.read(len(ELF_MAGIC))):
-                        continue
-                    if info.file_size > member_limit:
-                        raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
-                    fd, path = workspace.new_file()
-                    written = 4
-                    with os.fdopen(fd, "wb") as dst:
-                        dst.write(ELF_MAGIC)
-                        while chunk := src.read(1 << 20):
-                            written += len(chunk)
-                            if written > member_limit or written > info.file_size:
-                                raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
-                            dst.write(chunk)
-            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
-                raise InputError(f"{display}: cannot extract: {e}") from None
-            yield Artifact(path=path, display=display)
+            art = extract_member(zf, info, f"{wheel}!{info.filename}", workspace, member_limit)
+            if art is not None:
+                yield art
 
 
 def collect(

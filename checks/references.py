@@ -5,16 +5,34 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import zipfile
 from pathlib import Path
-from typing import Iterable, Protocol
+from typing import Callable, Iterable, Protocol
 
-from aoti_shim.checks.elf import ElfImage, Symbol
-from aoti_shim.checks.inputs import Workspace, collect
+from aoti_shim.checks.elf import ElfImage, Symbol, is_elf
+from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, extract_member, open_wheel
 from aoti_shim.errors import InputError
 
 
 # Names the torch to check against when it is not importable here (isolated builds).
 TORCH_ENV_VAR = "AOTI_SHIM_TORCH"
+
+# What "torch" means as a reference: the libraries of torch/lib/ that `import torch` loads.
+# They are derived, not listed: torch/__init__.py loads libtorch_global_deps.so by name, and
+# torch/_C*.so needs libtorch_python.so and nothing else of lib/; the set is those two plus
+# everything of lib/ their DT_NEEDED entries reach (for 2.13.0 CPU: libc10, libgomp.so.1,
+# libshm, libtorch, libtorch_cpu, libtorch_global_deps, libtorch_python; a CUDA build adds
+# libtorch_cuda and libc10_cuda the same way). A DT_NEEDED closure follows torch across
+# versions with no list to keep up to date, and leaves out what torch only dlopens on demand
+# or never (the test libraries below, which an ordinary process never loads).
+TORCH_IMPORT_ROOTS = ("libtorch_python.so", "libtorch_global_deps.so")
+# The test libraries torch ships in lib/; used only where no DT_NEEDED can be read (an old
+# snapshot, a lib/ folder without the roots), and named in the docs.
+TORCH_TEST_LIBRARIES = frozenset(
+    {"libaoti_custom_ops.so", "libbackend_with_compiler.so", "libjitbackend_test.so", "libtorchbind_test.so"}
+)
+# Appended to a torch reference ("torch+tests", "WHEEL+tests"): every library of torch/lib/.
+WITH_TESTS = "+tests"
 
 
 class Reference(Protocol):
@@ -89,6 +107,95 @@ def _is_snapshot(path: str) -> bool:
     return bool(snapshot.is_snapshot(path))
 
 
+def import_closure(available: Iterable[str], needed_of: Callable[[str], Iterable[str]]) -> list[str] | None:
+    """The names among ``available`` (file names in a torch ``lib/``) that ``import torch``
+    loads: TORCH_IMPORT_ROOTS and what their DT_NEEDED entries reach, in load order.
+    None when no root is there (not a torch lib/ as we know it)."""
+    present = set(available)
+    queue = [name for name in TORCH_IMPORT_ROOTS if name in present]
+    if not queue:
+        return None
+    seen = set(queue)
+    order: list[str] = []
+    while queue:
+        name = queue.pop(0)
+        order.append(name)
+        for dep in needed_of(name):
+            if dep in present and dep not in seen:
+                seen.add(dep)
+                queue.append(dep)
+    return order
+
+
+def is_torch_lib_dir(path: str | os.PathLike[str]) -> bool:
+    """A folder holding torch's libraries (libc10.so, libtorch_cpu.so)."""
+    return os.path.isfile(os.path.join(path, "libc10.so")) and os.path.isfile(os.path.join(path, "libtorch_cpu.so"))
+
+
+def _torch_dir_paths(lib_dir: str, with_tests: bool) -> list[str]:
+    """The files of a torch ``lib/`` folder that make the reference."""
+    names = sorted(e.name for e in os.scandir(lib_dir) if e.is_file() and is_elf(e.path))
+    if not with_tests:
+
+        def needed_of(name: str) -> list[str]:
+            with ElfImage(os.path.join(lib_dir, name)) as image:
+                return image.needed
+
+        loaded = import_closure(names, needed_of)
+        names = loaded if loaded is not None else [n for n in names if n not in TORCH_TEST_LIBRARIES]
+    return [os.path.join(lib_dir, name) for name in names]
+
+
+def _torch_wheel_artifacts(
+    wheel: str, workspace: Workspace, with_tests: bool
+) -> list[Artifact] | None:
+    """The torch/lib/ members of a torch wheel that make the reference (never torch/_C*.so
+    or other packages' members: a torch wheel means what a snapshot of it holds), or None
+    when the wheel has no torch/lib/."""
+    lib = "torch/lib/"
+    with open_wheel(wheel) as zf:
+        members = {
+            info.filename[len(lib) :]: info
+            for info in zf.infolist()
+            if info.filename.startswith(lib) and "/" not in info.filename[len(lib) :] and not info.is_dir()
+        }
+        if not members:
+            return None
+        arts: dict[str, Artifact | None] = {}
+
+        def art_of(name: str) -> Artifact | None:
+            if name not in arts:
+                arts[name] = extract_member(zf, members[name], f"{wheel}!{lib}{name}", workspace, DEFAULT_MEMBER_LIMIT)
+            return arts[name]
+
+        def needed_of(name: str) -> list[str]:
+            art = art_of(name)
+            if art is None:
+                return []
+            with ElfImage(art.path, display=art.display) as image:
+                return image.needed
+
+        names = None if with_tests else import_closure(sorted(members), needed_of)
+        if names is None:
+            names = [n for n in sorted(members) if with_tests or n not in TORCH_TEST_LIBRARIES]
+        return [a for a in (art_of(n) for n in names) if a is not None]
+
+
+def _split_tests(item: str) -> tuple[str, bool]:
+    """("torch", True) for "torch+tests"; a path keeps a "+tests" that is part of its name."""
+    if item.endswith(WITH_TESTS) and not os.path.exists(item):
+        return item[: -len(WITH_TESTS)], True
+    return item, False
+
+
+def _torch_package_lib(path: str) -> str:
+    """A torch package folder (torch/) means its lib/ folder, not _C*.so and the rest."""
+    lib = os.path.join(path, "lib")
+    if os.path.isfile(os.path.join(path, "version.py")) and is_torch_lib_dir(lib):
+        return lib
+    return path
+
+
 def open_references(
     against: Iterable[str],
     workspace: Workspace,
@@ -98,22 +205,38 @@ def open_references(
 ) -> list[Reference]:
     """Open every reference named by ``against``; the caller closes them.
 
+    ``torch``, a torch ``lib/`` or package folder, a torch wheel and a snapshot mean the
+    libraries ``import torch`` loads; with ``+tests`` appended, all of torch's ``lib/``.
     ``exclude`` holds real paths of the checked libraries: a library found inside a
-    reference folder (torch's own test libraries) is not its own reference.
+    reference folder is not its own reference.
     """
     refs: list[Reference] = []
     try:
-        for item in against:
+        for raw in against:
+            item, with_tests = _split_tests(raw)
             if item == "torch":
-                paths = [str(torch_lib_dir(torch_search_paths))]
-            elif _is_snapshot(item):
+                item = str(torch_lib_dir(torch_search_paths))
+            elif with_tests and not os.path.exists(item):
+                raise InputError(f"--against {raw}: {item} does not exist")
+            if _is_snapshot(item):
                 from aoti_shim.checks import snapshot
 
-                refs.extend(snapshot.load(item))
+                refs.extend(
+                    lib for lib in snapshot.load(item) if with_tests or lib.name not in TORCH_TEST_LIBRARIES
+                )
                 continue
-            else:
-                paths = [item]
-            for art in collect(paths, workspace):
+            arts: list[Artifact] | None = None
+            if os.path.isdir(item):
+                item = _torch_package_lib(item)
+                if is_torch_lib_dir(item):
+                    arts = [Artifact(path=p, display=p) for p in _torch_dir_paths(item, with_tests)]
+            elif os.path.isfile(item) and zipfile.is_zipfile(item):
+                arts = _torch_wheel_artifacts(item, workspace, with_tests)
+            if arts is None:
+                if with_tests:
+                    raise InputError(f"--against {raw}: {item} is no torch lib/ folder or torch wheel")
+                arts = collect([item], workspace)
+            for art in arts:
                 if os.path.realpath(art.path) in exclude:
                     continue
                 image = ElfImage(art.path, display=art.display)

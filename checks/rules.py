@@ -11,11 +11,15 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping, Sequence
 
-from aoti_shim.checks.elf import STB_WEAK, STT_TLS, Symbol
+from aoti_shim.checks.elf import STB_GNU_UNIQUE, STB_WEAK, STT_TLS, Symbol
 from aoti_shim.checks.references import Reference
 from aoti_shim.checks.report import BLOCKING, WARNING, Finding
 
 SHIM_NAME = re.compile(r"aoti_torch_\w+")
+SHIM_MARK = "aoti_torch_"
+# Every AOTInductor blob exports its loader entry points under this prefix
+# (AOTInductorModelContainerCreateWithDevice, ...Run, ...Delete).
+MODEL_ENTRY_PREFIX = "AOTInductorModelContainer"
 # Mangled and C names of the C++ runtime (libstdc++, libsupc++, libgcc's unwinder)
 # that a library only exports when it links the runtime statically.
 RUNTIME_NAME = re.compile(
@@ -37,6 +41,14 @@ class Library:
     role: str  # "shim" or "model"
     exports: Mapping[str, Symbol]
     imports: Mapping[str, Symbol]
+
+    @property
+    def is_aoti_model(self) -> bool:
+        return any(name.startswith(MODEL_ENTRY_PREFIX) for name in self.exports)
+
+    @property
+    def exports_shims(self) -> bool:
+        return any(SHIM_MARK in name for name in self.exports)
 
 
 @dataclass(frozen=True)
@@ -93,8 +105,44 @@ def _unprefixed_export(ctx: Context) -> Iterator[Finding]:
                 )
 
 
+def _not_an_aoti_model(ctx: Context) -> Iterator[Finding]:
+    for model in ctx.models:
+        if model.is_aoti_model:
+            continue
+        unprefixed = sum(1 for name in model.imports if ctx.is_unprefixed_shim(name))
+        yield Finding(
+            rule="NOT_AN_AOTI_MODEL",
+            severity=WARNING,
+            artifact=model.display,
+            symbol="",
+            message=(
+                f"exports no {MODEL_ENTRY_PREFIX}* entry point: not an AOTInductor model"
+                + (
+                    f"; its {unprefixed} unprefixed aoti_torch_* import(s) bind to libtorch by design "
+                    "(a stable-ABI extension?) and are not reported"
+                    if unprefixed
+                    else ""
+                )
+            ),
+        )
+
+
+def _not_a_shim(ctx: Context) -> Iterator[Finding]:
+    for shim in ctx.shims:
+        if not shim.exports_shims:
+            yield Finding(
+                rule="NOT_A_SHIM",
+                severity=WARNING,
+                artifact=shim.display,
+                symbol="",
+                message=f"exports no {SHIM_MARK}* name, prefixed or not: not a shim library",
+            )
+
+
 def _unprefixed_import(ctx: Context) -> Iterator[Finding]:
     for model in ctx.models:
+        if not model.is_aoti_model:
+            continue  # NOT_AN_AOTI_MODEL says so once; a stable-ABI extension imports these on purpose
         for name in sorted(model.imports):
             if ctx.is_unprefixed_shim(name):
                 yield Finding(
@@ -137,17 +185,27 @@ def _model_defines_shim(ctx: Context) -> Iterator[Finding]:
 
 
 def _duplicate_definer(ctx: Context) -> Iterator[Finding]:
-    definers: dict[str, list[Library]] = {}
+    # name -> [(library, GNU_UNIQUE?)]
+    definers: dict[str, list[tuple[Library, bool]]] = {}
     for lib in ctx.libraries:
         for name, sym in lib.exports.items():
             if ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name) or sym.type == STT_TLS:
-                definers.setdefault(name, []).append(lib)
+                definers.setdefault(name, []).append((lib, sym.bind == STB_GNU_UNIQUE))
     for name in sorted(definers):
-        libs = definers[name]
-        if len(libs) < 2:
+        # The loader keeps one instance of a GNU_UNIQUE symbol per process, however many
+        # libraries define it: those definers count as one copy.
+        copies: list[Library] = []
+        shared_unique = False
+        for lib, unique in definers[name]:
+            if unique:
+                if shared_unique:
+                    continue
+                shared_unique = True
+            copies.append(lib)
+        if len(copies) < 2:
             continue
-        first = libs[0].display
-        for lib in libs[1:]:
+        first = copies[0].display
+        for lib in copies[1:]:
             yield Finding(
                 rule="DUPLICATE_DEFINER",
                 severity=BLOCKING,
@@ -189,12 +247,14 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
+    Rule("NOT_AN_AOTI_MODEL", _not_an_aoti_model, "A --model library exports no AOTInductorModelContainer* entry point (a stable-ABI extension, say); its unprefixed aoti_torch_* imports are not reported.", WARNING),
+    Rule("NOT_A_SHIM", _not_a_shim, "A --shim library exports no aoti_torch_* name, prefixed or not.", WARNING),
     Rule("COLLISION", _collision, "A shim library exports a symbol that a reference library (libtorch) also exports.", BLOCKING),
     Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
     Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model imports an aoti_torch_* name without the prefix.", BLOCKING),
     Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A model imports a prefixed name that no shim library exports.", BLOCKING),
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
-    Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library.", BLOCKING),
+    Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once).", BLOCKING),
     Rule("REEXPORTED_RUNTIME", _reexported_runtime, "A library re-exports statically linked C++ runtime symbols.", WARNING),
 )
 

@@ -307,6 +307,7 @@ class _Captured:
     size: int
     sha256: str
     exports: dict[str, int]
+    needed: tuple[str, ...] = ()
 
 
 def _library_parts(lib: _Captured) -> tuple[dict[str, Any], bytes, bytes]:
@@ -340,7 +341,7 @@ def _capture_image(path: str, display: str, name: str, size: int, sha256: str) -
             return None
         table = image.exports()
         exports = {n: table[n].pack() for n in table}
-        return _Captured(name, image.soname, image.build_id, size, sha256, exports)
+        return _Captured(name, image.soname, image.build_id, size, sha256, exports, tuple(image.needed))
 
 
 def _sha256_file(path: str) -> str:
@@ -446,8 +447,22 @@ def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captu
     return version, {"kind": "wheel", "name": wheel.name}, captured
 
 
-def capture(source: str | os.PathLike[str], torch_version: str | None = None) -> dict[str, Any]:
-    """The snapshot document of a torch ``lib/`` folder (or torch package folder) or wheel."""
+def _import_set(libs: list[_Captured]) -> list[_Captured]:
+    """The libraries ``import torch`` loads, as ``--against torch`` takes them."""
+    from aoti_shim.checks.references import TORCH_TEST_LIBRARIES, import_closure
+
+    by_name = {lib.name: lib for lib in libs}
+    loaded = import_closure(by_name, lambda name: by_name[name].needed)
+    if loaded is None:
+        return [lib for lib in libs if lib.name not in TORCH_TEST_LIBRARIES]
+    return [by_name[name] for name in loaded]
+
+
+def capture(
+    source: str | os.PathLike[str], torch_version: str | None = None, *, with_tests: bool = False
+) -> dict[str, Any]:
+    """The snapshot document of a torch ``lib/`` folder (or torch package folder) or wheel:
+    the libraries ``import torch`` loads, or with ``with_tests`` every library of ``lib/``."""
     path = Path(source)
     try:
         is_dir = path.is_dir()
@@ -465,6 +480,8 @@ def capture(source: str | os.PathLike[str], torch_version: str | None = None) ->
     version = torch_version or found_version
     if not version:
         raise InputError(f"{source}: cannot tell the torch version (no torch/version.py); pass --torch-version")
+    if not with_tests:
+        libs = _import_set(libs)
     if not libs:
         raise InputError(f"{source}: no ELF library with a dynamic symbol table found")
     libs.sort(key=lambda lib: lib.name)

@@ -40,6 +40,8 @@ class Roles:
     shims: tuple[str, ...]
     models: tuple[str, ...]
     unchecked: tuple[str, ...]
+    # Import libtorch's unprefixed aoti_torch_* on purpose and are no AOTInductor model.
+    extensions: tuple[str, ...] = ()
 
 
 def extract_elf_members(wheel: Path, dest: Path) -> list[str]:
@@ -85,7 +87,9 @@ def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
         return Roles(tuple(shims), tuple(models), tuple(rest))
     from aoti_shim.checks.elf import ElfImage
 
-    shims, models, rest = [], [], []
+    from aoti_shim.checks.rules import MODEL_ENTRY_PREFIX
+
+    shims, models, rest, extensions = [], [], [], []
     for member in members:
         with ElfImage(root / member, display=member) as image:
             if not image.has_dynsym:
@@ -93,11 +97,20 @@ def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
                 continue
             if any(SHIM_ABI_MARK in name for name in image.exports()):
                 shims.append(member)
-            elif any(SHIM_ABI_MARK in name for name in image.imports()):
+                continue
+            used = [name for name in image.imports() if SHIM_ABI_MARK in name]
+            if not used:
+                rest.append(member)
+            elif any(n.startswith(MODEL_ENTRY_PREFIX) for n in image.exports()) or any(
+                not n.startswith(SHIM_ABI_MARK) for n in used
+            ):
+                # An AOTInductor blob, or a consumer of the prefixed (private) shim ABI.
                 models.append(member)
             else:
-                rest.append(member)
-    return Roles(tuple(shims), tuple(models), tuple(rest))
+                # Only libtorch's own unprefixed names and no model entry point: a stable-ABI
+                # extension (torchaudio, xformers...) that binds to libtorch by design.
+                extensions.append(member)
+    return Roles(tuple(shims), tuple(models), tuple(rest), tuple(extensions))
 
 
 def _references(gate: GateSettings, project_dir: Path, torch: TorchLocation | None) -> tuple[str, ...]:
@@ -146,6 +159,11 @@ def check_wheel(
         console.info(f"checking {wheel.name}")
         console.info(f"  shims: {', '.join(roles.shims) or '-'}")
         console.info(f"  models and other shim-ABI consumers: {', '.join(roles.models) or '-'}")
+        if roles.extensions:
+            console.info(
+                f"  not checked (stable-ABI extensions: import libtorch's {SHIM_ABI_MARK}*, no AOTInductor model): "
+                f"{', '.join(roles.extensions)}"
+            )
         if roles.unchecked:
             why = f"{TABLE} shims/models match none" if gate.shims or gate.models else f"no {SHIM_ABI_MARK}* names"
             console.info(f"  not checked ({why}): {', '.join(roles.unchecked)}")

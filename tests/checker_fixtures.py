@@ -21,6 +21,9 @@ LIBRARIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "unique_export": ("unique_export.cpp", ()),
     "runtime_reexport": ("runtime_reexport.cpp", ("-static-libstdc++", "-static-libgcc")),
     "weak_std_instances": ("weak_std_instances.cpp", ()),
+    "unique_tls_a": ("unique_tls.cpp", ("-DUSER=a",)),
+    "unique_tls_b": ("unique_tls.cpp", ("-DUSER=b",)),
+    "stable_abi_extension": ("stable_abi_extension.c", ()),
 }
 
 

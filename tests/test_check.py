@@ -17,6 +17,7 @@ import pytest
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.elf import STB_GNU_UNIQUE, STT_TLS, ElfImage
+from aoti_shim.checks.rules import RULES
 from aoti_shim.cli import main
 from aoti_shim.errors import AotiShimError
 
@@ -104,6 +105,40 @@ def test_gnu_unique_export_counts_as_a_collision(checker_libs, tmp_path):
     assert ("COLLISION", "libunique_export.so", "_ZZ12myrt_countervE5count") in findings(report)
 
 
+def test_gnu_unique_thread_local_is_not_a_duplicate_definer(checker_libs):
+    first, second = checker_libs["unique_tls_a"], checker_libs["unique_tls_b"]
+    name = "_ZZ16myrt_stream_slotvE4slot"
+    for lib in (first, second):
+        with ElfImage(lib) as image:
+            sym = image.exports()[name]
+            assert (sym.type, sym.bind) == (STT_TLS, STB_GNU_UNIQUE)
+    # The loader keeps one instance per process: both libraries share it.
+    report = run_check(CheckSettings(shims=(str(first), str(second)), models=(str(checker_libs["good_model"]),)))
+    assert not [f for f in report.findings if f.rule == "DUPLICATE_DEFINER"]
+    # A plain (GLOBAL) thread-local defined twice still is one.
+    with_global = run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]), str(checker_libs["second_registry"]))))
+    assert {f.rule for f in with_global.findings} == {"DUPLICATE_DEFINER"}
+
+
+def test_stable_abi_extension_is_not_an_aoti_model(checker_libs):
+    ext = checker_libs["stable_abi_extension"]
+    with ElfImage(ext) as image:
+        assert len([n for n in image.imports() if n.startswith("aoti_torch_")]) == 3
+    report = run_check(CheckSettings(models=(str(ext),), against=("torch",)))
+    (finding,) = report.findings
+    assert finding.rule == "NOT_AN_AOTI_MODEL" and finding.severity == "warning"
+    assert "3 unprefixed aoti_torch_* import(s)" in finding.message
+    assert report.exit_code() == 0
+    # A real blob with the same import is still reported.
+    blob = run_check(CheckSettings(models=(str(checker_libs["model"]),), prefix="myrt_"))
+    assert ("UNPREFIXED_IMPORT", "libmodel.so", "aoti_torch_get_data_ptr") in findings(blob)
+
+
+def test_shim_with_no_shim_exports_is_said_to_be_one(checker_libs):
+    report = run_check(CheckSettings(shims=(str(checker_libs["good_model"]), str(checker_libs["clean_shim"]))))
+    assert [(f.rule, Path(f.artifact).name) for f in report.findings] == [("NOT_A_SHIM", "libgood_model.so")]
+
+
 def test_reexported_runtime_is_a_warning(checker_libs):
     report = run_check(CheckSettings(shims=(str(checker_libs["runtime_reexport"]),)))
     assert {f.rule for f in report.findings} == {"REEXPORTED_RUNTIME"}
@@ -127,8 +162,9 @@ def test_wheel_members_are_checked_without_unpacking(checker_libs):
     report = run_check(CheckSettings(shims=(str(checker_libs["wheel"]),), models=(str(checker_libs["wheel"]),)))
     names = {a.display.split("!")[-1] for a in report.artifacts}
     assert names == {"fixture_pkg/lib/libclean_shim.so", "fixture_pkg/models/model.so"}
-    # Both members are read in both roles: the shim and the model are each other's duplicate definers.
-    assert all(f.rule == "DUPLICATE_DEFINER" or f.rule == "MODEL_DEFINES_SHIM" for f in report.findings)
+    # Both members are read in both roles: the shim and the model are each other's duplicate definers,
+    # the model is no shim library and the shim no AOTInductor model.
+    assert {f.rule for f in report.findings} <= {"DUPLICATE_DEFINER", "MODEL_DEFINES_SHIM", "NOT_A_SHIM", "NOT_AN_AOTI_MODEL"}
 
 
 def test_folder_input_finds_elf_by_magic(checker_libs, tmp_path):
@@ -221,7 +257,7 @@ def test_github_and_junit_formats(checker_libs, tmp_path, monkeypatch):
 
     root = ET.fromstring(render(report, "junit"))
     suite = root.find("testsuite")
-    assert suite.get("failures") == "1" and suite.get("tests") == "7"
+    assert suite.get("failures") == "1" and suite.get("tests") == str(len(RULES))
 
 
 def test_unwritable_github_step_summary_is_one_line(checker_libs, tmp_path, monkeypatch):
@@ -286,6 +322,8 @@ def test_cli_bad_input_is_one_line_and_a_distinct_exit(checker_libs, args, code,
     assert message in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+    # The program's name once, in front.
+    assert result.stderr.startswith("aoti-shim: error: ") and result.stderr.count("aoti-shim") == 1
 
 
 def _limit_file_size() -> None:

@@ -204,6 +204,22 @@ def test_relative_aoti_shim_torch_survives_the_gates_chdir(
     assert re.search(r"against [1-9][0-9]* reference", printed), printed
 
 
+def test_gate_leaves_a_stable_abi_extension_next_to_the_shims_alone(tmp_path: Path, checker_libs, capsys) -> None:
+    from aoti_shim.plugin import gate
+
+    wheel = tmp_path / "demo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(checker_libs["clean_shim"], "demo/libclean_shim.so")
+        zf.write(checker_libs["good_model"], "demo/model.so")
+        zf.write(checker_libs["stable_abi_extension"], "demo/_ext.so")
+    # No BuildRejected: the extension's unprefixed imports are libtorch's, on purpose.
+    gate.check_wheel(wheel, prefix.PrefixChoice(None, "not set"), settings.GateSettings(against=()), tmp_path)
+    printed = capsys.readouterr().out
+    assert "models and other shim-ABI consumers: demo/model.so" in printed
+    assert "stable-ABI extensions" in printed and "demo/_ext.so" in printed
+    assert "UNPREFIXED_IMPORT" not in printed
+
+
 @pytest.mark.parametrize("member", ["../escape.so", "/tmp/aoti-shim-gate-escape.so", "pkg\\..\\..\\escape.so", "C:/escape.so"])
 def test_gate_refuses_a_wheel_with_an_unsafe_member_name(tmp_path: Path, checker_libs, member: str) -> None:
     # The unsafe member is an unprefixed shim: skipped, it would be installed unchecked.

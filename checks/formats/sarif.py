@@ -31,7 +31,8 @@ def render_sarif(report: Report) -> str:
             "locations": [
                 {
                     "physicalLocation": {"artifactLocation": {"uri": f.artifact}},
-                    "logicalLocations": [{"name": f.symbol, "kind": "function"}],
+                    # A finding about a whole library (NOT_A_SHIM) names no symbol.
+                    **({"logicalLocations": [{"name": f.symbol, "kind": "function"}]} if f.symbol else {}),
                 }
             ],
             "partialFingerprints": {"aotiShimFinding/v1": f.fingerprint},

@@ -29,7 +29,10 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and the usage exit bit."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise AotiShimError(f"{self.prog}: {message}", exit_code=EXIT_USAGE)
+        # main() prints "aoti-shim: error: " in front: name only the subcommand, if any,
+        # so the program's name is printed once.
+        where = self.prog.split(" ", 1)[1] if " " in self.prog else ""
+        raise AotiShimError(f"{where}: {message}" if where else message, exit_code=EXIT_USAGE)
 
 
 def build_parser() -> argparse.ArgumentParser:
