@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 
@@ -26,6 +27,8 @@ class CheckSettings:
     inline_suppressions: tuple[dict[str, str], ...] = ()
     torch_search_paths: tuple[str, ...] = ()
     member_limit: int = DEFAULT_MEMBER_LIMIT
+    # Files under this folder are named relative to it (the build gate's extracted members).
+    display_root: str | None = None
 
 
 def _read(art: Artifact, role: str) -> Library:
@@ -34,6 +37,16 @@ def _read(art: Artifact, role: str) -> Library:
             return Library(display=art.display, role=role, exports={}, imports={})
         # The tables hold packed ints, not the mapping: they outlive the image.
         return Library(display=art.display, role=role, exports=image.exports(), imports=image.imports())
+
+
+def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:
+    if root is None:
+        return arts
+    inside = os.path.join(os.path.abspath(root), "")
+    return [
+        dataclasses.replace(a, display=os.path.relpath(a.path, root)) if os.path.abspath(a.path).startswith(inside) else a
+        for a in arts
+    ]
 
 
 def run_check(settings: CheckSettings) -> Report:
@@ -45,8 +58,8 @@ def run_check(settings: CheckSettings) -> Report:
     if settings.inline_suppressions:
         sups = sups + suppression_file.parse(settings.inline_suppressions, "pyproject.toml", RULES_BY_ID)
     with Workspace() as ws:
-        shim_arts = collect(settings.shims, ws, member_limit=settings.member_limit)
-        model_arts = collect(settings.models, ws, member_limit=settings.member_limit)
+        shim_arts = _named_from(collect(settings.shims, ws, member_limit=settings.member_limit), settings.display_root)
+        model_arts = _named_from(collect(settings.models, ws, member_limit=settings.member_limit), settings.display_root)
         shims = [_read(a, "shim") for a in shim_arts]
         models = [_read(a, "model") for a in model_arts]
         if settings.shims and not shims:

@@ -1,4 +1,4 @@
-"""Turn the config-settings pip passes us into the ones scikit-build-core gets.
+"""Read pyproject.toml and turn the config-settings pip passes us into scikit-build-core's.
 
 Our own ``-C aoti-shim.*`` keys are taken out (scikit-build-core's strict config would
 reject them unless the project declared them), and two CMake variables go in as raw
@@ -10,15 +10,16 @@ are one version), unless the project sets it itself.
 
 from __future__ import annotations
 
-import importlib.util
+import dataclasses
 import os
+import tomllib
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Mapping
 
+from aoti_shim.errors import AotiShimError, UsageError
+from aoti_shim.paths import cmake_dir
 from aoti_shim.plugin import prefix as prefixes
-from aoti_shim.plugin.settings import OWN_SETTING_PREFIX, OWN_SETTINGS, GateSettings, gate_settings
-from aoti_shim.errors import UsageError
+from aoti_shim.plugin import settings as declared
 
 CMAKE_PACKAGE_VAR = "AotiShim_DIR"
 
@@ -28,26 +29,32 @@ class Prepared:
     """Everything decided before scikit-build-core runs."""
 
     skbuild_settings: dict[str, Any]
-    gate: GateSettings
+    gate: declared.GateSettings  # gate.prefix is the requested prefix
     requested: prefixes.PrefixChoice
     raw_define_source: str | None
+    sources: Mapping[str, str]  # where each setting came from, for messages
+
+    def source(self, name: str) -> str:
+        return self.sources.get(name, "default")
 
 
-def cmake_package_dir() -> Path:
-    """The folder of AotiShimConfig.cmake, found as the ``cmake.root`` entry point finds it."""
-    spec = importlib.util.find_spec("aoti_shim.cmake")
-    if spec is not None and spec.submodule_search_locations:
-        folder = Path(next(iter(spec.submodule_search_locations)))
-        if (folder / "AotiShimConfig.cmake").is_file():
-            return folder
-    from aoti_shim.paths import cmake_dir
-
-    return cmake_dir()
+def load_pyproject(path: str = "pyproject.toml") -> dict[str, Any]:
+    """The project's pyproject.toml (PEP 517 runs every hook in the project's source tree)."""
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise AotiShimError(f"pyproject.toml: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise AotiShimError(f"pyproject.toml: invalid TOML: not UTF-8 text (byte {e.start})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise AotiShimError(f"pyproject.toml: invalid TOML: {e}") from None
 
 
 def _project_defines(pyproject: Mapping[str, Any]) -> Mapping[str, Any]:
-    define = pyproject.get("tool", {}).get("scikit-build", {}).get("cmake", {}).get("define", {})
-    return define if isinstance(define, dict) else {}
+    return declared.table_at(pyproject, "tool", "scikit-build", "cmake", "define")
 
 
 def prepare(
@@ -56,24 +63,29 @@ def prepare(
     environ: Mapping[str, str] | None = None,
 ) -> Prepared:
     environ = os.environ if environ is None else environ
+    if config_settings is not None and not isinstance(config_settings, Mapping):
+        raise UsageError("config-settings must be a mapping of names to strings")
     given = dict(config_settings or {})
-    declared = prefixes.declared_settings(pyproject)
-    unknown = sorted(k for k in given if k.startswith(OWN_SETTING_PREFIX) and k not in OWN_SETTINGS | declared)
-    if unknown:
-        raise UsageError(f"unknown config-setting(s) {', '.join(unknown)}; known: {', '.join(sorted(OWN_SETTINGS))}")
-    gate = gate_settings(pyproject, given)
+    bad_key = next((k for k in given if not isinstance(k, str)), None)
+    if bad_key is not None:
+        raise UsageError(f"config-setting name {bad_key!r} is not a string")
+    project_declared = prefixes.declared_settings(pyproject)
+    declared.check_config_keys(given, project_declared)
+    resolved = declared.resolve(pyproject, given, environ)
     requested = prefixes.requested_prefix(pyproject, given, environ)
+    gate = dataclasses.replace(resolved.settings, prefix=requested.value)
+    sources = {**resolved.sources, "prefix": requested.source}
     raw_source = prefixes.raw_define_source(given, environ)
 
-    out = {k: v for k, v in given.items() if not (k.startswith(OWN_SETTING_PREFIX) and k not in declared)}
+    out = {k: v for k, v in given.items() if not (k.startswith(declared.CONFIG_PREFIX) and k not in project_declared)}
     if raw_source is None and requested.value is not None:
         out[f"cmake.define.{prefixes.CMAKE_VAR}"] = requested.value
     if (
         prefixes.raw_define_source(given, environ, CMAKE_PACKAGE_VAR) is None
         and CMAKE_PACKAGE_VAR not in _project_defines(pyproject)
     ):
-        out[f"cmake.define.{CMAKE_PACKAGE_VAR}"] = str(cmake_package_dir())
-    return Prepared(skbuild_settings=out, gate=gate, requested=requested, raw_define_source=raw_source)
+        out[f"cmake.define.{CMAKE_PACKAGE_VAR}"] = str(cmake_dir())
+    return Prepared(skbuild_settings=out, gate=gate, requested=requested, raw_define_source=raw_source, sources=sources)
 
 
 def for_skbuild(pyproject: Mapping[str, Any], config_settings: Mapping[str, Any] | None) -> dict[str, Any]:

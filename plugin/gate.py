@@ -113,7 +113,9 @@ def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
     return Roles(tuple(shims), tuple(models), tuple(rest), tuple(extensions))
 
 
-def _references(gate: GateSettings, project_dir: Path, torch: TorchLocation | None) -> tuple[str, ...]:
+def _references(
+    gate: GateSettings, project_dir: Path, torch: TorchLocation | None, against_source: str
+) -> tuple[str, ...]:
     """The checker's ``against`` list.
 
     Items: ``torch`` (the target environment's), the name of a snapshot shipped with
@@ -136,19 +138,59 @@ def _references(gate: GateSettings, project_dir: Path, torch: TorchLocation | No
             continue
         path = Path(item) if os.path.isabs(item) else project_dir / item
         if not path.exists():
-            raise UsageError(f"{gate.against_source}: reference {item!r} does not exist ({path})")
+            raise UsageError(f"{against_source}: reference {item!r} does not exist ({path})")
         console.info(f"against: {path}")
         against.append(str(path))
     return tuple(against)
 
 
+def carried_prefix(shims: tuple[str, ...], root: Path) -> str | None:
+    """The prefix the built shim libraries really export their ``aoti_torch_*`` names with."""
+    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.prefix import infer
+
+    names: list[str] = []
+    for member in shims:
+        with ElfImage(root / member, display=member) as image:
+            names += image.exports()
+    try:
+        return infer(names)
+    except UsageError as e:
+        raise BuildRejected(f"the built shims: {e}".replace("; pass --prefix", "")) from None
+
+
+def _settled_prefix(requested: PrefixChoice, carried: str | None, wheel: Path) -> str | None:
+    """The prefix to check with: the one the shims carry, which must be the one asked for."""
+    if carried is None:
+        return requested.value
+    if requested.value is None:
+        console.info(f"prefix: {carried} (read from the built shims)")
+        return carried
+    if carried != requested.value:
+        raise BuildRejected(
+            f"the built shims in {wheel.name} carry the prefix {carried!r}, not {requested.value!r} "
+            f"(from {requested.source}): CMake got another prefix (a FORCE'd cache entry from CMAKE_ARGS=\"-C ...\", "
+            "or aoti_shim_prefix(<target> PREFIX ...) in CMakeLists.txt); the wheel was deleted; nothing is installed"
+        )
+    console.info(f"prefix: {carried} (the built shims carry it)")
+    return carried
+
+
 def check_wheel(
-    wheel: Path, prefix: PrefixChoice, gate: GateSettings, project_dir: Path, torch: TorchLocation | None = None
+    wheel: Path,
+    prefix: PrefixChoice,
+    gate: GateSettings,
+    project_dir: Path,
+    torch: TorchLocation | None = None,
+    *,
+    against_source: str = f"{TABLE} against",
 ) -> None:
     """Print the check of ``wheel``; raise BuildRejected when it must not be installed.
 
-    ``torch`` is the target environment's torch, found before the build (needed when
-    ``gate.against`` names ``torch``).
+    ``prefix`` is the one the build asked CMake for (None: the project decides); the
+    check uses the prefix the built shims carry, and rejects the wheel when the two
+    differ. ``torch`` is the target environment's torch, found before the build
+    (needed when ``gate.against`` names ``torch``).
     """
     from aoti_shim.checks import CheckSettings, render, run_check
 
@@ -170,26 +212,23 @@ def check_wheel(
         if not roles.shims and not roles.models:
             console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
             return
-        against = _references(gate, project_dir, torch)
+        checked_prefix = _settled_prefix(prefix, carried_prefix(roles.shims, root), wheel)
+        against = _references(gate, project_dir, torch, against_source)
         suppressions = None
         if gate.suppressions:
             path = Path(gate.suppressions)
             suppressions = str(path if path.is_absolute() else project_dir / path)
         settings = CheckSettings(
-            shims=roles.shims,
-            models=roles.models,
+            shims=tuple(str(root / m) for m in roles.shims),
+            models=tuple(str(root / m) for m in roles.models),
             against=against,
-            prefix=prefix.value,
+            prefix=checked_prefix,
             suppressions=suppressions,
-            inline_suppressions=gate.inline_suppressions,
+            inline_suppressions=gate.suppress,
+            # Findings and suppressions name members (pkg/libfoo.so), not temp files.
+            display_root=str(root),
         )
-        # Relative member paths make the report name members, not temp files.
-        here = os.getcwd()
-        os.chdir(root)
-        try:
-            report = run_check(settings)
-        finally:
-            os.chdir(here)
+        report = run_check(settings)
         console.block(render(report, "text", color=console.use_color()))
         code = report.exit_code(gate.fail_on)
     if code:

@@ -19,11 +19,10 @@ from typing import Any, Mapping
 
 from aoti_shim.checks.prefix import validate  # the one rule for a prefix, shared with `aoti-shim check`
 from aoti_shim.errors import UsageError
-from aoti_shim.plugin.settings import TABLE, config_value, tool_table
+from aoti_shim.plugin import settings
 
 CMAKE_VAR = "AOTI_SHIM_SYMBOL_PREFIX"
-SETTING = "aoti-shim.prefix"
-ENV_VAR = "AOTI_SHIM_PREFIX"
+SETTING = settings.BY_KEY["prefix"].config_key
 
 
 @dataclass(frozen=True)
@@ -36,42 +35,30 @@ class PrefixChoice:
 
 def declaration(pyproject: Mapping[str, Any]) -> dict[str, Any] | None:
     """The project's own ``config-setting."aoti-shim.prefix"`` declaration, if any."""
-    decls = pyproject.get("tool", {}).get("scikit-build", {}).get("config-setting", {})
-    decl = decls.get(SETTING) if isinstance(decls, dict) else None
+    decl = settings.table_at(pyproject, "tool", "scikit-build", "config-setting").get(SETTING)
     return decl if isinstance(decl, dict) else None
 
 
 def declared_settings(pyproject: Mapping[str, Any]) -> frozenset[str]:
-    decls = pyproject.get("tool", {}).get("scikit-build", {}).get("config-setting", {})
-    return frozenset(decls) if isinstance(decls, dict) else frozenset()
+    return frozenset(str(k) for k in settings.table_at(pyproject, "tool", "scikit-build", "config-setting"))
 
 
 def requested_prefix(
     pyproject: Mapping[str, Any], config_settings: Mapping[str, Any], environ: Mapping[str, str]
 ) -> PrefixChoice:
+    """The declared setting's own chain (:func:`settings.lookup`), inside the project's declaration."""
     decl = declaration(pyproject) or {}
-    env_names = [decl["env"]] if isinstance(decl.get("env"), str) else []
-    if ENV_VAR not in env_names:
-        env_names.append(ENV_VAR)
-    for name in env_names:
-        if name in environ:
-            source = f"environment variable {name}"
-            return PrefixChoice(validate(environ[name], source), source)
-    given = config_value(config_settings, SETTING)
-    if given is not None:
-        source = f"-C {SETTING}"
-        return PrefixChoice(validate(given, source), source)
-    table = tool_table(pyproject)
-    if "prefix" in table:
-        source = f"{TABLE} prefix"
-        if not isinstance(table["prefix"], str):
-            raise UsageError(f"{source} must be a string")
-        return PrefixChoice(validate(table["prefix"], source), source)
+    own_env = decl.get("env")
+    if isinstance(own_env, str) and own_env in environ:
+        source = f"environment variable {own_env}"
+        return PrefixChoice(validate(environ[own_env], source), source)
+    found = settings.lookup("prefix", pyproject, config_settings, environ)
+    if found is not None:
+        return PrefixChoice(*found)
     if isinstance(decl.get("default"), str):
         source = f'the default of [tool.scikit-build.config-setting."{SETTING}"]'
         return PrefixChoice(validate(decl["default"], source), source)
-    define = pyproject.get("tool", {}).get("scikit-build", {}).get("cmake", {}).get("define", {})
-    literal = define.get(CMAKE_VAR) if isinstance(define, dict) else None
+    literal = settings.table_at(pyproject, "tool", "scikit-build", "cmake", "define").get(CMAKE_VAR)
     if isinstance(literal, str):
         source = f"[tool.scikit-build] cmake.define.{CMAKE_VAR}"
         return PrefixChoice(validate(literal, source), source)

@@ -1,108 +1,326 @@
-"""The plugin's own settings: ``[tool.aoti-shim]`` in pyproject.toml plus ``-C aoti-shim.*``.
+"""The backend's own settings, declared once: ``[tool.aoti-shim]`` keys and ``-C aoti-shim.*``.
 
-The prefix itself is resolved in :mod:`aoti_shim.plugin.prefix`, since it has to agree
-with what scikit-build-core hands to CMake; everything else the gate needs is here.
+Each setting is one field of :class:`GateSettings`, made by :func:`setting` with its
+docstring, its kind and where it may be given. Everything else derives from those
+fields: the known ``[tool.aoti-shim]`` keys and config-settings, the unknown-key errors
+(with a did-you-mean), the precedence (environment variable, then ``-C``, then the
+table, then the default) and the README's settings table (:func:`markdown_table`,
+held to the README by a test). To add a setting, add one field.
+
+The prefix has sources of its own on top of that chain (a scikit-build-core
+``config-setting`` declaration, a literal ``cmake.define``): :mod:`aoti_shim.plugin.prefix`
+adds them around :func:`lookup`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
+import dataclasses
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
-from aoti_shim.checks.report import validate_fail_on
 from aoti_shim.errors import UsageError
 
 TABLE = "[tool.aoti-shim]"
+CONFIG_PREFIX = "aoti-shim."
 
-# Keys a downstream pyproject may put in [tool.aoti-shim].
-_KNOWN_KEYS = frozenset({"prefix", "against", "shims", "models", "suppressions", "suppress", "fail-on"})
 
-# Config-settings (-C name=value) this backend answers itself.
-OWN_SETTING_PREFIX = "aoti-shim."
-OWN_SETTINGS = frozenset({"aoti-shim.prefix", "aoti-shim.against", "aoti-shim.fail-on"})
+# --- kinds: how a value is read from TOML and from a -C string ---------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How one setting's value is read; every reader raises UsageError naming ``where``."""
+
+    shown: str  # for the README
+    from_toml: Callable[[object, str], Any]
+    from_config: Callable[[str, str], Any] | None = None  # None: no -C form
+
+
+def _string(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise UsageError(f"{where} must be a string")
+    return value
+
+
+def _prefix(value: object, where: str) -> str:
+    from aoti_shim.checks.prefix import validate  # the one prefix rule, shared with `aoti-shim check`
+
+    return validate(_string(value, where), where)
+
+
+def _string_list(value: object, where: str, *, empty_ok: bool) -> tuple[str, ...]:
+    if isinstance(value, str) and value:
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value) and (value or empty_ok):
+        return tuple(value)
+    raise UsageError(f"{where} must be a non-empty string or a list of non-empty strings")
+
+
+def _semicolon_list(value: str, where: str) -> tuple[str, ...]:
+    # ';' separates items, as scikit-build-core does for lists given as one -C string.
+    return tuple(item.strip() for item in value.split(";") if item.strip())
+
+
+def _fail_on(value: object, where: str) -> str:
+    from aoti_shim.checks.report import validate_fail_on
+
+    return validate_fail_on(value, where)
+
+
+def _path(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise UsageError(f"{where} must be the path of a file")
+    return value
+
+
+def _tables(value: object, where: str) -> tuple[dict[str, Any], ...]:
+    if not isinstance(value, list) or not all(isinstance(e, dict) for e in value):
+        raise UsageError(f"{where} must be an array of tables ([[tool.aoti-shim.suppress]])")
+    return tuple(value)
+
+
+_TRUE, _FALSE = frozenset({"true", "1", "yes", "on"}), frozenset({"false", "0", "no", "off"})
+
+
+def _bool(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise UsageError(f"{where} must be true or false")
+    return value
+
+
+def _bool_text(value: str, where: str) -> bool:
+    if value.strip().lower() in _TRUE:
+        return True
+    if value.strip().lower() in _FALSE:
+        return False
+    raise UsageError(f"{where} must be true or false, not {value!r}")
+
+
+PREFIX = Kind("string (a C identifier prefix)", _prefix, _prefix)
+REFERENCES = Kind(
+    "string or list of strings",
+    lambda v, w: _string_list(v, w, empty_ok=True),
+    _semicolon_list,
+)
+GLOBS = Kind("string or list of strings", lambda v, w: _string_list(v, w, empty_ok=False))
+PATH = Kind("string (a path)", _path)
+TABLES = Kind("array of tables", _tables)
+FAIL_ON = Kind("string", _fail_on, _fail_on)
+BOOL = Kind("boolean", _bool, _bool_text)
+
+
+def setting(default: Any, *, kind: Kind, doc: str, config: bool = False, env: str | None = None) -> Any:
+    """Declare one setting: a dataclass field whose metadata the rest of the plugin reads.
+
+    ``config``: also settable as ``-C aoti-shim.<key>``; ``env``: an environment variable
+    that beats every other source.
+    """
+    if config and kind.from_config is None:
+        raise TypeError("a -C setting needs a kind that reads strings")
+    return field(default=default, metadata={"doc": doc, "kind": kind, "config": config, "env": env})
 
 
 @dataclass(frozen=True)
 class GateSettings:
-    """What to check in the built wheel, against what, and what fails the build."""
+    """What the backend asks CMake for, what it checks the built wheel against, and what fails it."""
 
-    against: tuple[str, ...] = ("torch",)
-    shims: tuple[str, ...] = ()  # globs over wheel member paths; empty: classify by symbols
-    models: tuple[str, ...] = ()
-    suppressions: str | None = None  # a TOML file, relative to the project
-    inline_suppressions: tuple[dict[str, str], ...] = ()
-    fail_on: str = "blocking"
-    against_source: str = "default"
+    prefix: str | None = setting(
+        None,
+        kind=PREFIX,
+        config=True,
+        env="AOTI_SHIM_PREFIX",
+        doc="the private symbol prefix, passed to CMake as `AOTI_SHIM_SYMBOL_PREFIX`; "
+        "unset: the CMake project decides and the check reads it from the built shims",
+    )
+    against: tuple[str, ...] = setting(
+        ("torch",),
+        kind=REFERENCES,
+        config=True,
+        doc='references that must not collide: `"torch"` (the target env\'s), a shipped snapshot '
+        '(`"torch-2.13.0+cpu"`) or paths relative to the project; `[]` checks prefixes only; '
+        'as `-C`, separated by `;`',
+    )
+    shims: tuple[str, ...] = setting(
+        (), kind=GLOBS, doc="globs over wheel members that are shim libraries; default: classify by symbols"
+    )
+    models: tuple[str, ...] = setting(
+        (), kind=GLOBS, doc="globs over wheel members that consume the shim ABI (blobs, backends)"
+    )
+    suppressions: str | None = setting(
+        None, kind=PATH, doc="a suppressions TOML file, relative to the project"
+    )
+    suppress: tuple[dict[str, Any], ...] = setting(
+        (), kind=TABLES, doc="inline suppressions (`[[tool.aoti-shim.suppress]]`); a `reason` is required"
+    )
+    fail_on: str = setting(
+        "blocking", kind=FAIL_ON, config=True, doc="what fails the build: `blocking`, `any` (warnings too) or `never`"
+    )
 
 
-def tool_table(pyproject: Mapping[str, Any]) -> dict[str, Any]:
-    table = pyproject.get("tool", {}).get("aoti-shim", {})
+@dataclass(frozen=True)
+class Declared:
+    """One declared setting, as the rest of the plugin sees it."""
+
+    name: str  # the field
+    key: str  # in [tool.aoti-shim]
+    default: Any
+    kind: Kind
+    doc: str
+    config: bool
+    env: str | None
+
+    @property
+    def config_key(self) -> str:
+        return CONFIG_PREFIX + self.key
+
+
+DECLARED: tuple[Declared, ...] = tuple(
+    Declared(f.name, f.name.replace("_", "-"), f.default, f.metadata["kind"], f.metadata["doc"], f.metadata["config"], f.metadata["env"])
+    for f in dataclasses.fields(GateSettings)
+)
+BY_KEY: dict[str, Declared] = {d.key: d for d in DECLARED}
+TABLE_KEYS: frozenset[str] = frozenset(BY_KEY)
+CONFIG_KEYS: frozenset[str] = frozenset(d.config_key for d in DECLARED if d.config)
+
+
+def _unknown(what: str, unknown: list[str], known: frozenset[str]) -> UsageError:
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        if close:
+            hints.append(f"{name!r}: did you mean {close[0]!r}?")
+    hint = f" ({'; '.join(hints)})" if hints else ""
+    shown = ", ".join(repr(u) for u in unknown)
+    return UsageError(f"{what}: unknown {shown}{hint}; known: {', '.join(sorted(known))}")
+
+
+def table_at(pyproject: Mapping[str, Any], *keys: str) -> Mapping[str, Any]:
+    """A nested table of pyproject.toml, or an empty one where any level is missing or not a table."""
+    node: object = pyproject
+    for key in keys:
+        node = node.get(key, {}) if isinstance(node, Mapping) else {}
+    return node if isinstance(node, Mapping) else {}
+
+
+def tool_table(pyproject: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``[tool.aoti-shim]``, with every key known."""
+    tool = pyproject.get("tool", {})
+    if not isinstance(tool, dict):
+        raise UsageError("[tool] in pyproject.toml must be a table")
+    table = tool.get("aoti-shim", {})
     if not isinstance(table, dict):
         raise UsageError(f"{TABLE} must be a table")
-    unknown = sorted(set(table) - _KNOWN_KEYS)
+    unknown = sorted(str(k) for k in set(table) - TABLE_KEYS)
     if unknown:
-        raise UsageError(f"{TABLE}: unknown key(s) {', '.join(unknown)}; known: {', '.join(sorted(_KNOWN_KEYS))}")
+        raise _unknown(f"{TABLE} key", unknown, TABLE_KEYS)
     return table
 
 
-def _string_list(value: object, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
-        return tuple(value)
-    raise UsageError(f"{where} must be a string or a list of non-empty strings")
+def check_config_keys(config_settings: Mapping[str, Any], declared_by_project: frozenset[str]) -> None:
+    """Every ``-C aoti-shim.*`` is ours or declared by the project to scikit-build-core."""
+    unknown = sorted(
+        k for k in config_settings if k.startswith(CONFIG_PREFIX) and k not in CONFIG_KEYS | declared_by_project
+    )
+    if unknown:
+        raise _unknown("config-setting", unknown, CONFIG_KEYS)
 
 
-def _single(config_settings: Mapping[str, Any], name: str) -> str | None:
-    if name not in config_settings:
+def config_value(config_settings: Mapping[str, Any], key: str) -> str | None:
+    """One ``-C key=value``, or None; a repeated or non-string one is a usage error."""
+    if key not in config_settings:
         return None
-    value = config_settings[name]
+    value = config_settings[key]
     if isinstance(value, list):
         if len(value) != 1:
-            raise UsageError(f"-C {name} was given {len(value)} times; give it once")
+            raise UsageError(f"-C {key} was given {len(value)} times; give it once")
         value = value[0]
     if not isinstance(value, str):
-        raise UsageError(f"-C {name} must be a string")
+        raise UsageError(f"-C {key} must be a string")
+    if "\0" in value:
+        raise UsageError(f"-C {key} must not contain a NUL character")
     return value
 
 
-def config_value(config_settings: Mapping[str, Any], name: str) -> str | None:
-    """One ``-C name=value`` of ours, or None; a repeated one is a usage error."""
-    return _single(config_settings, name)
+def lookup(
+    name: str, pyproject: Mapping[str, Any], config_settings: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[Any, str] | None:
+    """The value of setting ``name`` from its first source that gives one, with that source.
+
+    The order, highest first: the environment variable, ``-C aoti-shim.<key>``, the table.
+    None: only the default applies.
+    """
+    decl = next(d for d in DECLARED if d.name == name)
+    if decl.env is not None and decl.env in environ:
+        source = f"environment variable {decl.env}"
+        reader = decl.kind.from_config
+        assert reader is not None  # an env setting is a string setting
+        return reader(environ[decl.env], source), source
+    if decl.config:
+        given = config_value(config_settings, decl.config_key)
+        if given is not None:
+            source = f"-C {decl.config_key}"
+            assert decl.kind.from_config is not None
+            return decl.kind.from_config(given, source), source
+    table = tool_table(pyproject)
+    if decl.key in table:
+        source = f"{TABLE} {decl.key}"
+        return decl.kind.from_toml(table[decl.key], source), source
+    return None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The settings and, per field, where its value came from (``default`` when nowhere)."""
+
+    settings: GateSettings
+    sources: Mapping[str, str]
+
+    def source(self, name: str) -> str:
+        return self.sources.get(name, "default")
+
+
+def resolve(
+    pyproject: Mapping[str, Any], config_settings: Mapping[str, Any], environ: Mapping[str, str]
+) -> Resolved:
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for decl in DECLARED:
+        found = lookup(decl.name, pyproject, config_settings, environ)
+        if found is not None:
+            values[decl.name], sources[decl.name] = found
+    return Resolved(GateSettings(**values), sources)
 
 
 def gate_settings(pyproject: Mapping[str, Any], config_settings: Mapping[str, Any]) -> GateSettings:
-    table = tool_table(pyproject)
-    against: tuple[str, ...] = ("torch",)
-    against_source = "default"
-    if "against" in table:
-        against = () if table["against"] == [] else _string_list(table["against"], f"{TABLE} against")
-        against_source = f"{TABLE} against"
-    cs_against = _single(config_settings, "aoti-shim.against")
-    if cs_against is not None:
-        # ';' separates several references, as scikit-build-core does for lists.
-        against = tuple(p.strip() for p in cs_against.split(";") if p.strip())
-        against_source = "-C aoti-shim.against"
+    """The settings from pyproject.toml and ``-C`` alone (no environment)."""
+    return resolve(pyproject, config_settings, {}).settings
 
-    fail_on = table.get("fail-on", "blocking")
-    cs_fail_on = _single(config_settings, "aoti-shim.fail-on")
-    if cs_fail_on is not None:
-        fail_on = cs_fail_on
-    fail_on = validate_fail_on(fail_on, "fail-on")
 
-    suppressions = table.get("suppressions")
-    if suppressions is not None and (not isinstance(suppressions, str) or not suppressions):
-        raise UsageError(f"{TABLE} suppressions must be the path of a TOML file")
-    inline = table.get("suppress", [])
-    if not isinstance(inline, list) or not all(isinstance(e, dict) for e in inline):
-        raise UsageError(f"{TABLE} suppress must be an array of tables ([[tool.aoti-shim.suppress]])")
+# --- the README's table ------------------------------------------------------------------
 
-    return GateSettings(
-        against=against,
-        shims=_string_list(table["shims"], f"{TABLE} shims") if "shims" in table else (),
-        models=_string_list(table["models"], f"{TABLE} models") if "models" in table else (),
-        suppressions=suppressions,
-        inline_suppressions=tuple(inline),
-        fail_on=fail_on,
-        against_source=against_source,
-    )
+
+def _shown_default(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, bool):
+        return "`true`" if value else "`false`"
+    if isinstance(value, tuple):
+        return "`[" + ", ".join(f'"{v}"' for v in value) + "]`"
+    return f'`"{value}"`'
+
+
+def markdown_table() -> str:
+    """The settings table as the README shows it."""
+    lines = [
+        f"| `{TABLE}` key | `-C` / environment | type | default | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for d in DECLARED:
+        where = [f"`-C {d.config_key}=…`"] if d.config else []
+        if d.env:
+            where.insert(0, f"`${d.env}`")
+        lines.append(
+            f"| `{d.key}` | {' > '.join(where) or '-'} | {d.kind.shown} | {_shown_default(d.default)} | {d.doc} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -115,9 +115,9 @@ def test_prepare_keeps_declared_settings_and_respects_raw_defines() -> None:
 
 
 def test_unknown_own_config_setting_and_table_key_are_usage_errors() -> None:
-    with pytest.raises(UsageError, match="unknown config-setting"):
+    with pytest.raises(UsageError, match="^config-setting: unknown 'aoti-shim.prefx' .*did you mean 'aoti-shim.prefix'"):
         config_settings.prepare(_pyproject(), {"aoti-shim.prefx": "a_"}, {})
-    with pytest.raises(UsageError, match=r"\[tool.aoti-shim\]: unknown key\(s\) prefx"):
+    with pytest.raises(UsageError, match=r"^\[tool.aoti-shim\] key: unknown 'prefx' \('prefx': did you mean 'prefix'\?\)"):
         config_settings.prepare({"tool": {"aoti-shim": {"prefx": "a_"}}}, {}, {})
     with pytest.raises(UsageError, match="fail-on must be one of"):
         settings.gate_settings(_pyproject({"fail-on": "sometimes"}), {})
@@ -127,19 +127,19 @@ def test_gate_settings_against_forms() -> None:
     assert settings.gate_settings(_pyproject(), {}).against == ("torch",)
     assert settings.gate_settings(_pyproject({"against": []}), {}).against == ()
     assert settings.gate_settings(_pyproject({"against": "libs/ref.so"}), {}).against == ("libs/ref.so",)
-    given = settings.gate_settings(_pyproject(), {"aoti-shim.against": "torch; /x/lib.so"})
-    assert (given.against, given.against_source) == (("torch", "/x/lib.so"), "-C aoti-shim.against")
+    given = settings.resolve(_pyproject(), {"aoti-shim.against": "torch; /x/lib.so"}, {})
+    assert (given.settings.against, given.source("against")) == (("torch", "/x/lib.so"), "-C aoti-shim.against")
 
 
 # --- the effective prefix, as scikit-build-core's reader resolves the settings ----------
 
 
 def _effective(project: Path, given: dict[str, Any], monkeypatch: pytest.MonkeyPatch, state: str = "wheel"):
-    from aoti_shim import plugin
+    from aoti_shim.plugin import wheel
 
     monkeypatch.chdir(project)
-    prepared = config_settings.prepare(plugin._pyproject(), given)
-    plan = plugin._plan(prepared, state)
+    prepared = config_settings.prepare(config_settings.load_pyproject(), given)
+    plan = wheel.plan(prepared, state)
     return plan.prefix, plan.editable_mode
 
 
@@ -387,14 +387,14 @@ def test_backend_offers_every_scikit_build_core_hook() -> None:
 
 
 def test_editable_plans_that_bypass_the_gate_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aoti_shim import plugin
+    from aoti_shim.plugin import wheel
 
     project = copy_fixture("plugin_clean", tmp_path)
     monkeypatch.chdir(project)
     given = {"editable.rebuild": "true", "build-dir": "build"}
-    plan = plugin._plan(config_settings.prepare(plugin._pyproject(), given), "editable")
+    plan = wheel.plan(config_settings.prepare(config_settings.load_pyproject(), given), "editable")
     assert (plan.rebuild_on_import, plan.editable_mode) == (True, "redirect")
-    plan = plugin._plan(config_settings.prepare(plugin._pyproject(), {}), "editable")
+    plan = wheel.plan(config_settings.prepare(config_settings.load_pyproject(), {}), "editable")
     assert (plan.rebuild_on_import, plan.rebuild_dir) == (False, "")
 
 
@@ -415,15 +415,14 @@ def test_shipped_snapshot_reference_needs_no_torch(tmp_path: Path, monkeypatch: 
 
 
 def test_inplace_build_without_cmake_check_is_warned_about(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    from aoti_shim import plugin
+    from aoti_shim.plugin import wheel
 
-    monkeypatch.chdir(tmp_path)
     (tmp_path / "build.ninja").write_text("build libx.so: C_SHARED_LIBRARY_LINKER x.o\n")
-    plugin._note_inplace()
+    wheel.note_inplace(tmp_path)
     out = capsys.readouterr().out
     assert "this inplace build does not run aoti_shim_check(): nothing checks it" in out
     # What CMake writes for aoti_shim_check(): the POST_BUILD command line.
     (tmp_path / "build.ninja").write_text("  COMMAND = cd /p && /venv/bin/python -m aoti_shim check --shim /p/libx.so --against torch\n")
-    plugin._note_inplace()
+    wheel.note_inplace(tmp_path)
     out = capsys.readouterr().out
     assert "this build runs aoti_shim_check() in CMake" in out and "warning" not in out

@@ -1,0 +1,220 @@
+"""``build_wheel`` and ``build_editable``: plan, build privately, check, then publish.
+
+scikit-build-core builds the wheel into a private folder; it reaches pip's
+``wheel_directory`` only after the check passed, by a rename. Whatever stops the
+build (a blocking finding, an error, Ctrl-C, SIGTERM) removes the private folder, and
+a SIGKILL leaves at most that folder in the temp directory: never an unchecked wheel
+where pip or an upload step looks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from aoti_shim.errors import AotiShimError
+from aoti_shim.plugin import console
+from aoti_shim.plugin.boundary import pep517_boundary
+from aoti_shim.plugin.config_settings import Prepared, load_pyproject, prepare
+from aoti_shim.plugin.prefix import CMAKE_VAR, EffectivePrefix, effective_prefix
+from aoti_shim.plugin.target_env import TORCH_ENV_VAR, TorchLocation, find_torch
+
+State = Literal["wheel", "editable"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What scikit-build-core will do, as its own settings reader resolves it."""
+
+    prefix: EffectivePrefix
+    editable_mode: str
+    rebuild_on_import: bool
+    rebuild_dir: str
+
+
+def plan(prepared: Prepared, state: State) -> Plan:
+    # The one import of scikit-build-core's internal settings reader: it resolves
+    # overrides, env-bound defines and cmake.args exactly as the build will.
+    from scikit_build_core.settings.skbuild_read_settings import SettingsReader
+
+    reader = SettingsReader.from_file("pyproject.toml", prepared.skbuild_settings, state=state)
+    settings = reader.settings
+    effective = effective_prefix(
+        prepared.requested,
+        define_value=settings.cmake.define.get(CMAKE_VAR),
+        cmake_args=list(settings.cmake.args),
+        environ=os.environ,
+        raw_source=prepared.raw_define_source,
+    )
+    editable = settings.editable
+    # scikit-build-core turns rebuild-on-import on by default when rebuild-dir is set.
+    rebuild = editable.rebuild is True or (editable.rebuild is None and bool(editable.rebuild_dir))
+    return Plan(effective, editable.mode, rebuild, editable.rebuild_dir)
+
+
+def _report_prefix(effective: EffectivePrefix) -> None:
+    if effective.choice.value is None:
+        console.info(
+            "prefix: not set by the build settings; the CMake project decides "
+            "(aoti_shim_prefix(<target> PREFIX p)) and the check reads it from the built shims"
+        )
+    else:
+        console.info(f"prefix: {effective.choice.value} (from {effective.choice.source})")
+    for warning in effective.warnings:
+        console.warn(warning)
+
+
+# How aoti_shim_check()'s POST_BUILD step appears in the generated build files.
+_CHECK_COMMAND = re.compile(r"(?:-m aoti_shim|aoti-shim)\S*\s+check\s")
+
+
+def build_runs_check(build_dir: Path) -> bool:
+    """Whether the configured build (Ninja or Makefiles) runs the checker after linking."""
+    files = [build_dir / "build.ninja", *sorted(build_dir.glob("CMakeFiles/*.dir/build.make"))]
+    for path in files:
+        try:
+            if _CHECK_COMMAND.search(path.read_text(encoding="utf-8", errors="replace")):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def note_inplace(build_dir: Path) -> None:
+    """Say what gates an inplace editable build (whose wheel carries no binaries)."""
+    if build_runs_check(build_dir):
+        console.info(
+            "editable.mode = inplace: the editable wheel carries no binaries; this build runs "
+            "aoti_shim_check() in CMake after linking, and that gates it"
+        )
+        return
+    console.info(
+        "editable.mode = inplace: the editable wheel carries no binaries, so this backend checks nothing; "
+        "inplace builds are covered by aoti_shim_check() in CMake"
+    )
+    console.warn(
+        "this inplace build does not run aoti_shim_check(): nothing checks it; "
+        "add aoti_shim_check(<target>) to CMakeLists.txt or use editable.mode = redirect"
+    )
+
+
+@contextlib.contextmanager
+def _torch_for_children(where: TorchLocation | None) -> Iterator[None]:
+    """Tell CMake-side checks (aoti_shim_check) where the target env's torch is, for this build only."""
+    if where is None:
+        yield
+        return
+    # Absolute even when the user's value was relative: CMake runs its checks in the build folder.
+    before = os.environ.get(TORCH_ENV_VAR)
+    os.environ[TORCH_ENV_VAR] = str(where.site)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(TORCH_ENV_VAR, None)
+        else:
+            os.environ[TORCH_ENV_VAR] = before
+
+
+def _locate_torch(prepared: Prepared, required: bool) -> TorchLocation | None:
+    """Find the reference torch before building: a missing one fails in a second, not after CMake."""
+    if "torch" not in prepared.gate.against:
+        return None
+    try:
+        where = find_torch()
+    except AotiShimError:
+        if required:
+            raise
+        return None
+    console.info(f"against: torch at {where.lib} (found via {where.how})")
+    return where
+
+
+@contextlib.contextmanager
+def private_folder() -> Iterator[Path]:
+    """A folder only this build sees, removed however the build ends."""
+    folder = Path(tempfile.mkdtemp(prefix="aoti-shim-unchecked-"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def publish(built: Path, wheel_directory: Path) -> Path:
+    """Move a checked wheel into ``wheel_directory`` in one rename."""
+    target = wheel_directory / built.name
+    try:
+        os.replace(built, target)
+        return target
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise AotiShimError(f"{target}: cannot publish the checked wheel: {e.strerror or e}") from None
+    # Another file system: copy under a name no installer or upload glob takes for a
+    # wheel, then rename it in place.
+    fd, part = tempfile.mkstemp(dir=wheel_directory, prefix=f".{built.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as out, open(built, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+        os.chmod(part, 0o644)
+        os.replace(part, target)
+    except BaseException as e:
+        with contextlib.suppress(OSError):
+            os.unlink(part)
+        if isinstance(e, OSError):
+            raise AotiShimError(f"{target}: cannot publish the checked wheel: {e.strerror or e}") from None
+        raise
+    return target
+
+
+def build(
+    state: State,
+    wheel_directory: str,
+    config_settings: dict[str, Any] | None,
+    metadata_directory: str | None,
+) -> str:
+    from scikit_build_core import build as skbuild
+
+    with pep517_boundary():
+        prepared = prepare(load_pyproject(), config_settings)
+        the_plan = plan(prepared, state)
+        _report_prefix(the_plan.prefix)
+        if state == "editable" and the_plan.rebuild_on_import:
+            console.warn(
+                "editable rebuild-on-import: rebuilds on import bypass this backend and are not checked; "
+                "add aoti_shim_check(<target>) in CMake"
+            )
+        if state == "editable" and the_plan.rebuild_dir:
+            console.warn(
+                f"editable.rebuild-dir = {the_plan.rebuild_dir}: the compiled libraries are installed there, "
+                "not into the editable wheel, so this backend cannot check them; add aoti_shim_check(<target>) in CMake"
+            )
+        inplace = state == "editable" and the_plan.editable_mode == "inplace"
+        torch = _locate_torch(prepared, required=not inplace)
+        hook = skbuild.build_editable if state == "editable" else skbuild.build_wheel
+        with private_folder() as private:
+            # scikit-build-core reports its own failures (CMake errors) and exits.
+            with _torch_for_children(torch):
+                name = hook(str(private), prepared.skbuild_settings, metadata_directory)
+            if inplace:
+                # Inplace builds use the source tree as the build tree.
+                note_inplace(Path.cwd())
+            else:
+                from aoti_shim.plugin.gate import check_wheel
+
+                check_wheel(
+                    private / name,
+                    the_plan.prefix.choice,
+                    prepared.gate,
+                    Path.cwd(),
+                    torch,
+                    against_source=prepared.source("against"),
+                )
+            publish(private / name, Path(wheel_directory))
+    return name

@@ -1,0 +1,38 @@
+"""SIGTERM cleans up as SIGINT does.
+
+Python turns SIGINT into KeyboardInterrupt, so every ``finally`` and context manager
+runs: temp folders go, partial files go, ``subprocess.run`` kills its child. SIGTERM's
+default action kills the process at once and skips all of that. :func:`sigterm_as_interrupt`
+makes SIGTERM raise :class:`Terminated`, a KeyboardInterrupt, so the same paths run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+from types import FrameType
+from typing import Iterator
+
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived; raised where the interpreter was, like KeyboardInterrupt."""
+
+
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` (only the main thread can catch signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
