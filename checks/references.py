@@ -97,6 +97,39 @@ def torch_lib_dir(search_paths: Iterable[str] = ()) -> Path:
     return lib
 
 
+SNAPSHOT_SUFFIX = ".json.gz"
+
+
+def shipped_snapshots() -> dict[str, Path]:
+    """The reference snapshots shipped with aoti-shim, by name (``torch-2.13.0+cpu``)."""
+    from aoti_shim.checks.snapshot import shipped
+
+    return {p.name[: -len(SNAPSHOT_SUFFIX)]: p for p in shipped()}
+
+
+def resolve_snapshot_name(item: str) -> Path | None:
+    """The shipped snapshot that ``item`` names, or None when it names none.
+
+    The one resolver of snapshot names, for ``check --against`` and the plugin's
+    ``against``: ``torch-2.14.1+cu130`` and ``torch-2.14.1+cu130.json.gz`` both name the
+    shipped file. A bare name only: anything with a folder part is a path.
+    """
+    if not item or os.sep in item or (os.altsep and os.altsep in item):
+        return None
+    name = item[: -len(SNAPSHOT_SUFFIX)] if item.endswith(SNAPSHOT_SUFFIX) else item
+    return shipped_snapshots().get(name)
+
+
+def _named_snapshot(item: str) -> Path | None:
+    """The shipped snapshot that a missing bare name names (a one-line error if none);
+    None for a missing path with a folder part, which the input reader reports."""
+    found = resolve_snapshot_name(item)
+    if found is None and os.sep not in item:
+        names = ", ".join(shipped_snapshots()) or "none"
+        raise InputError(f"--against {item}: no such file, nor a shipped snapshot (shipped: {names})")
+    return found
+
+
 def _is_snapshot(path: str) -> bool:
     if not os.path.isfile(path):
         return False
@@ -218,6 +251,8 @@ def open_references(
                 item = str(torch_lib_dir(torch_search_paths))
             elif with_tests and not os.path.exists(item):
                 raise InputError(f"--against {raw}: {item} does not exist")
+            elif not os.path.exists(item) and (named := _named_snapshot(item)) is not None:
+                item = str(named)
             if _is_snapshot(item):
                 from aoti_shim.checks import snapshot
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from aoti_shim.errors import UsageError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -18,12 +20,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument(
-        "source", metavar="TORCH_LIB_DIR|WHEEL", help="torch's lib/ folder, its package folder, or a torch wheel"
+        "source",
+        nargs="?",
+        metavar="TORCH_LIB_DIR|WHEEL",
+        help="torch's lib/ folder, its package folder, or a torch wheel",
+    )
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="print the snapshots shipped with aoti-shim (their folder, each name and size) and exit; "
+        "'--against NAME' accepts each name",
     )
     p.add_argument(
         "-o",
         "--output",
-        required=True,
         metavar="FILE",
         help="the snapshot file to write (by convention torch-VERSION.json.gz)",
     )
@@ -36,8 +46,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _print_shipped() -> int:
+    from aoti_shim.checks.references import shipped_snapshots
+    from aoti_shim.checks.snapshot import shipped_dir
+
+    snapshots = shipped_snapshots()
+    print(f"{len(snapshots)} snapshots shipped in {shipped_dir()} (use a name with --against):")
+    for name, path in snapshots.items():
+        print(f"  {name:<24} {path.stat().st_size / 1e6:.1f} MB")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from aoti_shim.checks import snapshot
+
+    if args.list:
+        if args.source is not None or args.output is not None:
+            raise UsageError("snapshot --list takes no other argument")
+        return _print_shipped()
+    if args.source is None or args.output is None:
+        raise UsageError("snapshot: give TORCH_LIB_DIR|WHEEL and -o FILE, or --list")
 
     doc = snapshot.capture(args.source, torch_version=args.torch_version, with_tests=args.with_tests)
     snapshot.write(doc, args.output)

@@ -20,10 +20,11 @@ from pathlib import Path, PurePosixPath
 
 from aoti_shim.checks.elf import ELF_MAGIC, has_elf_magic
 from aoti_shim.checks.inputs import safe_member_name
+from aoti_shim.checks.references import resolve_snapshot_name
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
-from aoti_shim.plugin.target_env import TorchLocation, shipped_snapshots
+from aoti_shim.plugin.target_env import TorchLocation
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 
 SHIM_ABI_MARK = "aoti_torch_"
@@ -123,7 +124,6 @@ def _references(
     relative to the project.
     """
     against: list[str] = []
-    snapshots = shipped_snapshots()
     for item in gate.against:
         if item == "torch":
             if torch is None:
@@ -132,11 +132,12 @@ def _references(
             # where $AOTI_SHIM_TORCH (which "torch" would consult first) may name nothing.
             against.append(os.path.abspath(torch.lib))
             continue
-        if item in snapshots:
-            console.info(f"against: the shipped snapshot {item}")
-            against.append(str(snapshots[item]))
-            continue
         path = Path(item) if os.path.isabs(item) else project_dir / item
+        shipped = None if path.exists() else resolve_snapshot_name(item)
+        if shipped is not None:
+            console.info(f"against: the shipped snapshot {item}")
+            against.append(str(shipped))
+            continue
         if not path.exists():
             raise UsageError(f"{against_source}: reference {item!r} does not exist ({path})")
         console.info(f"against: {path}")

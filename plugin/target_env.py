@@ -20,7 +20,7 @@ from glob import glob
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from aoti_shim.checks.references import TORCH_ENV_VAR, explicit_torch_site
+from aoti_shim.checks.references import TORCH_ENV_VAR, explicit_torch_site, shipped_snapshots
 from aoti_shim.errors import InputError, UsageError
 
 # Printed by the probed interpreter: every sys.path entry that holds torch/lib.
@@ -90,13 +90,6 @@ def _candidates(environ: Mapping[str, str]) -> Iterator[tuple[str, list[Path]]]:
         if environ.get(var):
             yield f"${var} ({environ[var]})", _prefix_sites(environ[var])
     yield f"the base interpreter ({sys.base_prefix})", _base_sites()
-
-
-def shipped_snapshots() -> dict[str, Path]:
-    """Reference snapshots shipped with aoti-shim, by name (``torch-2.13.0+cpu``)."""
-    from aoti_shim.checks.snapshot import shipped
-
-    return {p.name[: -len(".json.gz")]: p for p in shipped()}
 
 
 def find_torch(environ: Mapping[str, str] | None = None) -> TorchLocation:
