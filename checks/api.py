@@ -66,12 +66,13 @@ def run_check(settings: CheckSettings) -> Report:
             raise UsageError(f"--shim {' '.join(settings.shims)}: no ELF file found")
         if settings.models and not models:
             raise UsageError(f"--model {' '.join(settings.models)}: no ELF file found")
+        inferred_from = ""
         if settings.prefix is not None:
             prefix, source = prefix_rules.validate(settings.prefix), "given"
         else:
-            inferred = prefix_rules.infer(n for lib in shims for n in lib.exports)
+            inferred, inferred_from = prefix_rules.infer(n for lib in shims for n in lib.exports), "shims"
             if inferred is None and not shims:
-                inferred = prefix_rules.infer(n for lib in models for n in lib.imports)
+                inferred, inferred_from = prefix_rules.infer(n for lib in models for n in lib.imports), "models"
             prefix, source = inferred, ("inferred" if inferred else "none")
         checked = frozenset(os.path.realpath(a.path) for a in (*shim_arts, *model_arts))
         refs = open_references(
@@ -93,6 +94,7 @@ def run_check(settings: CheckSettings) -> Report:
         findings=tuple(kept),
         prefix=prefix,
         prefix_source=source,
+        prefix_inferred_from=inferred_from if source == "inferred" else "",
         artifacts=tuple(CheckedArtifact(lib.display, lib.role) for lib in (*shims, *models)),
         references=reference_names,
         suppressed=tuple(suppressed),

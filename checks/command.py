@@ -7,8 +7,33 @@ import os
 import sys
 
 from aoti_shim.atomic import write_text_atomically
+from aoti_shim.checks.formats import FORMATS
 from aoti_shim.checks.report import FAIL_ON_CHOICES
 from aoti_shim.errors import AotiShimError
+
+
+# One sentence per choice, shown by --help (a test keeps them in step with the choices).
+FORMAT_HELP = {
+    "text": "a table for people, coloured per --color",
+    "json": "versioned JSON (schema in aoti_shim/checks/schemas/)",
+    "sarif": "SARIF 2.1.0, for code-scanning uploads",
+    "github": "GitHub Actions annotations, plus a table in $GITHUB_STEP_SUMMARY when it is set",
+    "junit": "JUnit XML, one test case per rule and checked file, for CI test reporters",
+}
+FAIL_ON_HELP = {
+    "blocking": "exit 8 on blocking findings; warnings are reported only",
+    "any": "warnings fail too (exit bit 4)",
+    "never": "always exit 0 once the check ran (a report only)",
+}
+COLOR_HELP = {
+    "auto": "colour on a terminal, unless NO_COLOR is set",
+    "always": "colour even into a file or pipe",
+    "never": "no colour",
+}
+
+
+def _choices_help(described: dict[str, str], default: str) -> str:
+    return "; ".join(f"{name}: {what}" for name, what in described.items()) + f" (default: {default})"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,11 +57,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="references that must not collide: 'torch' (the installed torch's lib/), paths, wheels or snapshots",
     )
     p.add_argument("--prefix", help="the private prefix (default: inferred from the shims' exports)")
-    p.add_argument("--format", default="text", choices=("text", "json", "sarif", "github", "junit"))
+    p.add_argument("--format", default="text", choices=tuple(FORMATS), help=_choices_help(FORMAT_HELP, "text"))
     p.add_argument("--output", "-o", metavar="FILE", help="write the report here instead of standard output")
     p.add_argument("--suppressions", metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
-    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES)
-    p.add_argument("--color", default="auto", choices=("auto", "always", "never"))
+    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
+    p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
     p.set_defaults(run=run)
 
 
@@ -77,5 +102,5 @@ def run(args: argparse.Namespace) -> int:
     if args.format in ("text",) and report.prefix_source == "inferred" and args.output is None:
         pass  # the text table already names the inferred prefix
     elif report.prefix_source == "inferred":
-        print(f"aoti-shim: prefix inferred from the shims: {report.prefix}", file=sys.stderr)
+        print(f"aoti-shim: prefix {report.prefix} ({report.prefix_origin})", file=sys.stderr)
     return report.exit_code(args.fail_on)

@@ -57,6 +57,16 @@ class Report:
     suppressed: tuple[Suppressed, ...] = ()
     unused_suppressions: tuple[str, ...] = ()
     skipped_rules: tuple[tuple[str, str], ...] = field(default=())
+    # "shims" (their exports) or "models" (their imports, when no shim was given)
+    prefix_inferred_from: str = ""
+
+    @property
+    def prefix_origin(self) -> str:
+        """Where the prefix came from, in words."""
+        if self.prefix_source == "inferred":
+            where = "the models' imports" if self.prefix_inferred_from == "models" else "the shims' exports"
+            return f"inferred from {where}"
+        return {"given": "given", "none": "none found"}.get(self.prefix_source, self.prefix_source)
 
     @property
     def blocking(self) -> tuple[Finding, ...]:

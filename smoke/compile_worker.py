@@ -48,7 +48,7 @@ def inductor_options(device: str, route: str) -> dict[str, Any]:
         if not isinstance(parsed, dict):
             raise ValueError("AOTI_SHIM_INDUCTOR_OPTIONS must be a JSON object")
         options.update(parsed)
-    # Another torch (the GPU machine has 2.11) may lack an option: drop it rather than fail.
+    # Another torch (2.11, say) may lack an option: drop it rather than fail.
     known = set(config.get_config_copy())
     return {k: v for k, v in options.items() if k in known}
 
@@ -59,7 +59,10 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
     from aoti_shim.smoke.models import bundled, user_case
 
     device = request["device"]
-    case = user_case(request["model"]) if ":" in request["model"] else bundled((request["model"],))[0]
+    model = request["model"]
+    # The user's module comes from the folder the user ran smoke in, given explicitly:
+    # this child may run isolated (no current folder, no PYTHONPATH on sys.path).
+    case = user_case(model, request.get("user_dir")) if ":" in model else bundled((model,))[0]
     module, inputs = case.build(device)
     with torch.no_grad():
         expected = module(*inputs)

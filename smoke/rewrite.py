@@ -127,7 +127,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rewrite-imports",
         help="rename a compiled blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*",
-        description=__doc__.splitlines()[0],
+        description=(
+            "Rename a compiled AOTInductor blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*, so "
+            "that they can no longer bind to libtorch. The result is checked, then renamed into place: a "
+            "failed run writes nothing and leaves OUTPUT (or BLOB) untouched."
+        ),
     )
     parser.add_argument("blob", type=Path, metavar="BLOB", help="the AOTInductor model .so")
     parser.add_argument("--prefix", required=True, help="the shim prefix, e.g. myrt_")

@@ -291,7 +291,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
 def test_cli_exit_codes(checker_libs, tmp_path):
     clean = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
     assert clean.returncode == 0, clean.stderr
-    assert "prefix: myrt_ (inferred from the shims)" in clean.stdout
+    assert "prefix: myrt_ (inferred from the shims' exports)" in clean.stdout
     bad = run_cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--against", "torch", "--prefix", "myrt_")
     assert bad.returncode == 8
     assert "aoti_torch_empty_strided" in bad.stdout and "FAILED: 4 blocking" in bad.stdout

@@ -1,6 +1,6 @@
 """What the H200 run left for CPU-only machines: torch 2.11.0+cu130's snapshot and a CUDA package.
 
-The snapshot was taken from the real libraries on the GPU machine; the package is the
+The snapshot was taken from the real libraries on an H200 machine; the package is the
 CUDA MLP made there with package_cpp_only=True (torch 2.11, link_libtorch=False,
 kernels embedded as .cubin.o objects). Here the snapshot gates shims like torch
 itself, and the package builds with aoti_shim_add_model into a prefixed blob that the

@@ -3,7 +3,7 @@
 shims/tests is configured with the installed ``libaoti_shim.so`` and headers, so the
 binary under test is the one the wheel ships. Each group runs as its own process;
 the harness prints ``summary: passed=P failed=F skipped=S`` last.
-GPU run (lead, H200): ``aoti_shim_tests cuda`` from the same build folder.
+On a machine with a GPU, ``aoti_shim_tests cuda`` from the same build folder runs the CUDA group.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_cuda_group(shim_test_binary: Path) -> None:
     assert result.failed == 0 and result.returncode == 0, result.output
     if result.passed == 0:
         assert result.skipped == 6, result.output
-        pytest.skip("no CUDA device: the lead runs `aoti_shim_tests cuda` on the GPU machine")
+        pytest.skip("no CUDA device: the CUDA group runs on a machine with a GPU (docs/gpu/run_h200.sh)")
     assert result.passed == 6, result.output
 
 

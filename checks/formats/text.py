@@ -18,8 +18,7 @@ def _table(rows: list[tuple[str, ...]]) -> list[str]:
 
 def render_text(report: Report, *, color: bool = False) -> str:
     lines: list[str] = []
-    source = {"given": "given", "inferred": "inferred from the shims", "none": "none found"}[report.prefix_source]
-    lines.append(f"prefix: {report.prefix or '-'} ({source})")
+    lines.append(f"prefix: {report.prefix or '-'} ({report.prefix_origin})")
     roles = {"shim": 0, "model": 0}
     for art in report.artifacts:
         roles[art.role] = roles.get(art.role, 0) + 1
