@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from aoti_shim.smoke.compile import default_cache_dir
     from aoti_shim.smoke.models import BUNDLED, user_case
     from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
-    from aoti_shim.smoke.report import render_table, write_json
+    from aoti_shim.smoke.report import StepLog, render_table, summary_line, write_json
 
     _require_torch()
     if args.iterations < 1:
@@ -107,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--threads must be at least 1")
     for spec in args.model:
         if ":" in spec:
-            user_case(spec)  # fail fast on a bad spec, before compiling anything
+            user_case(spec, os.getcwd())  # fail fast on a bad spec, before compiling anything
         elif spec not in BUNDLED:
             raise UsageError(f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable")
     if args.json is not None and not args.json.resolve().parent.is_dir():
@@ -122,7 +123,6 @@ def run(args: argparse.Namespace) -> int:
         cache_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--cache-dir {cache_dir}: cannot create it: {e.strerror}") from None
-    progress = (lambda _m: None) if args.quiet else (lambda m: print(f"smoke: {m}", file=sys.stderr, flush=True))
     work_dir = Path(tempfile.mkdtemp(prefix="aoti-shim-smoke-"))
     try:
         settings = SmokeSettings(
@@ -137,8 +137,9 @@ def run(args: argparse.Namespace) -> int:
             iterations=args.iterations,
             threads=args.threads,
         )
+        emit = (lambda _m: None) if args.quiet else (lambda m: print(f"smoke {m}", file=sys.stderr, flush=True))
         try:
-            report = run_smoke(settings, progress)
+            report = run_smoke(settings, StepLog(planned_steps(settings), emit))
         except MissingShims as e:
             print(f"aoti-shim smoke: the blobs import {len(e.names)} shim function(s) that {library} "
                   "does not define; nothing was run:", file=sys.stderr)  # fmt: skip
@@ -158,4 +159,14 @@ def run(args: argparse.Namespace) -> int:
     if not report.ok:
         print("aoti-shim smoke: FAILED (see the result column)", file=sys.stderr)
         return EXIT_BLOCKING
+    print(summary_line(report))
     return EXIT_OK
+
+
+def planned_steps(settings: SmokeSettings) -> int:
+    """Compiles, source-route builds and runs the smoke run will start, for the counter."""
+    routes = set(settings.routes)
+    compiles = int("binary" in routes or settings.control) + int("source" in routes)
+    builds = int("source" in routes)
+    runs = len(routes) + int(settings.control)
+    return len(settings.models) * (compiles + builds + runs)

@@ -75,16 +75,10 @@ def torch_version() -> str:
 
 def _user_model_digest(spec: str) -> str:
     """Hash of the user's module file, so an edited model is recompiled."""
-    import importlib.util
+    from aoti_shim.smoke.models import user_module_file
 
-    module_name = spec.partition(":")[0]
-    try:
-        found = importlib.util.find_spec(module_name)
-    except (ImportError, ValueError):
-        found = None
-    if found is None or not found.origin or not Path(found.origin).is_file():
-        return "unknown"
-    return hashlib.sha256(Path(found.origin).read_bytes()).hexdigest()[:16]
+    found = user_module_file(spec.partition(":")[0], os.getcwd())
+    return "unknown" if found is None else hashlib.sha256(found.read_bytes()).hexdigest()[:16]
 
 
 def cache_key(request: CompileRequest) -> str:
@@ -121,9 +115,10 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
     try:
         request_file = staging / "request.json"
         request_file.write_text(
-            json.dumps({"model": request.model, "device": request.device, "route": request.route, "output": str(staging)})
+            json.dumps({"model": request.model, "device": request.device, "route": request.route,
+                        "output": str(staging), "user_dir": os.getcwd()})  # fmt: skip
         )
-        env = _child_env()
+        env = dict(os.environ)
         if request.route == "source":
             env["TORCHINDUCTOR_CACHE_DIR"] = str(inductor_cache)
         with open(staging / "compile.log", "wb") as sink:
@@ -162,10 +157,3 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
 def _artefact(request: CompileRequest, directory: Path) -> Artefact:
     result = json.loads((directory / "result.json").read_text())
     return Artefact(request=request, directory=directory, model_name=result["model"])
-
-
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
-    # The child imports the user's module by name: let it see the caller's folder.
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH", "")) if p)
-    return env

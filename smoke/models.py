@@ -8,9 +8,13 @@ matmul-softmax-matmul (no SDPA fallback).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import math
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from aoti_shim.errors import UsageError
 
@@ -122,14 +126,45 @@ def bundled(names: tuple[str, ...] | None = None) -> tuple[ModelCase, ...]:
     return tuple(BUNDLED[n] for n in names)
 
 
-def user_case(spec: str) -> ModelCase:
+@contextmanager
+def user_folder_first(folder: str | None) -> Iterator[None]:
+    """``folder`` (the user's current folder) first on ``sys.path`` for the length of
+    one import, as ``python -m`` puts it there; nothing else is imported from it."""
+    if not folder:
+        yield
+        return
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        try:
+            sys.path.remove(folder)  # the first occurrence: the one put there above
+        except ValueError:
+            pass
+
+
+def user_module_file(module_name: str, folder: str | None) -> Path | None:
+    """The file a user's module is loaded from (for the compile cache key), or None."""
+    with user_folder_first(folder):
+        try:
+            found = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError):
+            return None
+    if found is None or not found.origin or not Path(found.origin).is_file():
+        return None
+    return Path(found.origin)
+
+
+def user_case(spec: str, folder: str | None = None) -> ModelCase:
     """A ``module:callable`` given on the command line; the callable takes no
-    argument or the device string, and returns (module, example inputs)."""
+    argument or the device string, and returns (module, example inputs). The module
+    is looked for in ``folder`` (the user's current folder) first, then on ``sys.path``."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise UsageError(f"--model wants module:callable, got {spec!r}")
     try:
-        module = importlib.import_module(module_name)
+        with user_folder_first(folder):
+            module = importlib.import_module(module_name)
     except ImportError as e:
         raise UsageError(f"--model {spec}: cannot import {module_name!r}: {e}") from None
     except (Exception, SystemExit) as e:  # the user's module may fail at import in any way

@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -69,16 +68,15 @@ Progress = Callable[[str], None]
 
 
 def _timed(progress: Progress, what: str, fn: Callable[[], object]) -> object:
-    start = time.perf_counter()
-    result = fn()
-    progress(f"{what}: {time.perf_counter() - start:.1f} s")
-    return result
+    """Announce a step as it starts (a compile can take a minute), then do it."""
+    progress(what)
+    return fn()
 
 
 def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
     """Compile every model and make its prefixed blobs; failures become failed rows."""
     from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
-    from aoti_shim.smoke.source_route import SourceBuild, build_source_blob, cmake_package_digest
+    from aoti_shim.smoke.source_route import SourceBuild, build_source_blob, built_blob, cmake_package_digest
 
     candidates: list[Candidate] = []
     for index, model in enumerate(settings.models):
@@ -110,8 +108,9 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
                     blob = out
                 else:
                     build_dir = art.directory / f"cmake-{settings.prefix}-{cmake_package_digest()}"
+                    built = " (cached)" if built_blob(build_dir) is not None else ""
                     blob = _timed(  # type: ignore[assignment]
-                        progress, f"build {name} with aoti_shim_add_model",
+                        progress, f"build {name} with aoti_shim_add_model{built}",
                         lambda a=art, d=build_dir: build_source_blob(
                             SourceBuild(package=a.package, prefix=settings.prefix, build_dir=d, jobs=settings.jobs)
                         ),

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from aoti_shim.atomic import write_text_atomically
 
@@ -72,9 +74,10 @@ def _number(value: float | None) -> str:
 
 
 def _latency(us: float | None) -> str:
+    """Microseconds, always: one unit for the whole column (the header names it)."""
     if us is None or not math.isfinite(us):
         return "-"
-    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.1f} us"
+    return f"{us:.1f}"
 
 
 def _binding(row: Row) -> str:
@@ -84,7 +87,7 @@ def _binding(row: Row) -> str:
     return f"{row.binding} ({total})" if not row.binding.startswith("mixed") else row.binding
 
 
-HEADERS = ("model", "route", "imports bound to", "max abs err", "max rel err", "median latency", "checker", "result")
+HEADERS = ("model", "route", "imports bound to", "max abs err", "max rel err", "median us", "checker", "result")
 
 
 def render_table(report: SmokeReport) -> str:
@@ -102,6 +105,41 @@ def render_table(report: SmokeReport) -> str:
 
     out = [line(HEADERS), line(tuple("-" * w for w in widths)), *(line(c) for c in cells)]
     return "\n".join(out)
+
+
+def summary_line(report: SmokeReport) -> str:
+    """One line saying what a passing run proved."""
+    prefixed = [r for r in report.rows if r.route != ROUTE_CONTROL]
+    controls = [r for r in report.rows if r.route == ROUTE_CONTROL]
+    models = len({r.model for r in report.rows})
+    proven = (
+        f"smoke ok: {len(prefixed)} prefixed blob{'s' if len(prefixed) != 1 else ''} of {models} "
+        f"model{'s' if models != 1 else ''} bound every aoti_torch import to the shims ({report.prefix}) "
+        "next to a global libtorch and matched eager torch"
+    )
+    if not controls:
+        return proven + "; no control was run (--no-control)"
+    return (
+        proven + f"; {len(controls)} unprefixed control{'s' if len(controls) != 1 else ''} bound to libtorch, "
+        "reproducing the collision"
+    )
+
+
+class StepLog:
+    """Progress on standard error: a line when each compile, build and run starts,
+    numbered against the planned steps and stamped with the time since the start."""
+
+    def __init__(self, total: int, emit: Callable[[str], None], clock: Callable[[], float] = time.monotonic) -> None:
+        self._total = total
+        self._emit = emit
+        self._clock = clock
+        self._start = clock()
+        self._count = 0
+
+    def __call__(self, what: str) -> None:
+        self._count += 1
+        elapsed = int(self._clock() - self._start)
+        self._emit(f"[{self._count}/{max(self._total, self._count)} {elapsed // 60}:{elapsed % 60:02d}] {what}")
 
 
 def write_json(report: SmokeReport, path: Path) -> None:

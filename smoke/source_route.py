@@ -18,7 +18,7 @@ from pathlib import Path
 from aoti_shim.errors import AotiShimError
 
 _PROJECT = """\
-cmake_minimum_required(VERSION 3.18)
+cmake_minimum_required(VERSION 3.21)
 project(aoti_shim_smoke_model LANGUAGES CXX)
 find_package(AotiShim CONFIG REQUIRED)
 aoti_shim_add_model(smoke_model PACKAGE "{package}" PREFIX "{prefix}")
@@ -62,13 +62,23 @@ def _torch_include() -> str | None:
     return str(Path(list(spec.submodule_search_locations)[0]) / "include")
 
 
+def built_blob(build_dir: Path) -> Path | None:
+    """The blob a finished build in ``build_dir`` made, or None."""
+    marker = build_dir / "blob_path.txt"
+    if not marker.is_file():
+        return None
+    blob = Path(marker.read_text().strip())
+    return blob if blob.is_file() else None
+
+
 def build_source_blob(build: SourceBuild) -> Path:
     """Configure and build; the blob path. A finished build in ``build_dir`` is reused."""
     from aoti_shim.paths import cmake_dir
 
+    reused = built_blob(build.build_dir)
+    if reused is not None:
+        return reused
     marker = build.build_dir / "blob_path.txt"
-    if marker.is_file() and Path(marker.read_text().strip()).is_file():
-        return Path(marker.read_text().strip())
     cmake = _tool("cmake")
     if cmake is None:
         raise AotiShimError("source route: cmake not found (pip install cmake)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -177,11 +178,10 @@ def test_readme_sample_table_is_what_render_table_prints() -> None:
         model, label, bound, max_abs, max_rel, latency, checker, status = re.split(r"\s{2,}", line)
         route, prefix = re.fullmatch(r"(\w+) \((.*)\)", label).groups()
         binding, count = re.fullmatch(r"(\w+) \((\d+)\)", bound).groups()
-        number, unit = latency.split()
         rows.append(Row(model=model, route=route, prefix="" if prefix == "unprefixed" else prefix,
                         expected_binding=binding, binding=binding, bound={binding: int(count)},
                         max_abs=float(max_abs), max_rel=float(max_rel),
-                        median_us=float(number) * (1000 if unit == "ms" else 1),
+                        median_us=float(latency),
                         checker=checker, ok=status.startswith("ok"), status=status))  # fmt: skip
     report = SmokeReport(device="cpu", torch_version="-", prefix=PREFIX, shim_library="-", rows=tuple(rows))
     assert len(rows) == 3 and render_table(report).splitlines() == shown
@@ -215,6 +215,25 @@ def test_smoke_runs_the_chain_and_shows_the_collision(tmp_path_factory: pytest.T
     assert table[1].split()[:2] == ["model", "route"]
     assert sum(1 for line in table if line.startswith("mlp ")) == 3
     assert "collision reproduced" in proc.stdout
+    assert "2 prefixed blobs of 1 model bound every aoti_torch import" in table[-1]
+    # Again: the compile and the aoti_shim_add_model build are both reused, and say so.
+    again = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--route", "source", "--no-control",
+                      "--cache-dir", str(cache), "--iterations", "1")  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    steps = [line.split("] ", 1)[1] for line in again.stderr.splitlines() if line.startswith("smoke [")]
+    assert steps == ["compile mlp (cpu, source route) (cached)", "build mlp with aoti_shim_add_model (cached)",
+                     "run mlp (source (aotishim_))"], again.stderr  # fmt: skip
+    assert again.stdout.splitlines()[-1].endswith("no control was run (--no-control)")
+
+
+def test_the_latency_column_has_one_unit() -> None:
+    from aoti_shim.smoke.report import Row, SmokeReport, render_table
+
+    rows = tuple(Row(model="m", route="binary", prefix=PREFIX, expected_binding="shims", median_us=us) for us in (12.34, 4567.8))
+    table = render_table(SmokeReport(device="cpu", torch_version="-", prefix=PREFIX, shim_library="-", rows=rows))
+    header, _, *lines = table.splitlines()
+    assert "median us" in header
+    assert [line.split()[6] for line in lines] == ["12.3", "4567.8"]
 
 
 def test_missing_shims_are_listed_before_anything_runs(
@@ -237,11 +256,28 @@ def test_missing_shims_are_listed_before_anything_runs(
 
 
 def test_users_model_runs_through_module_callable(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """The console script, as a user runs it: its sys.path has no current folder (unlike
+    python -m), so the user's module is found in the current folder on purpose, by the
+    command and by the compile child, with no PYTHONPATH."""
     shutil.copy(FIXTURES / "user_model.py", tmp_path / "user_model.py")
     out = tmp_path / "r.json"
-    proc = aoti_shim("smoke", "--device", "cpu", "--model", "user_model:make", "--route", "binary", "--iterations", "3",
-                     "--cache-dir", str(session_cache(tmp_path_factory)), "--json", str(out), cwd=tmp_path)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "aoti-shim"), "smoke", "--device", "cpu", "--model", "user_model:make",
+         "--route", "binary", "--iterations", "3", "--cache-dir", str(session_cache(tmp_path_factory)),
+         "--json", str(out)],
+        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900, check=False,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    # Progress: a numbered, timed line as each step starts; the last stdout line says what was proven.
+    steps = [line for line in proc.stderr.splitlines() if line.startswith("smoke [")]
+    assert [re.match(r"smoke \[(\d+)/3 \d+:\d\d\] (\w+)", line).groups() for line in steps] == [
+        ("1", "compile"), ("2", "run"), ("3", "run"),
+    ], proc.stderr  # fmt: skip
+    assert proc.stdout.splitlines()[-1] == (
+        "smoke ok: 1 prefixed blob of 1 model bound every aoti_torch import to the shims (aotishim_) next to a "
+        "global libtorch and matched eager torch; 1 unprefixed control bound to libtorch, reproducing the collision"
+    )
     rows = json.loads(out.read_text())["rows"]
     assert [(r["model"], r["route"], r["binding"]) for r in rows] == [
         ("user_model:make", "binary", "shims"), ("user_model:make", "control", "libtorch"),
