@@ -140,7 +140,7 @@ def load_probe(args: argparse.Namespace) -> int:
 # --- relink -----------------------------------------------------------------------
 
 _PROJECT = """\
-cmake_minimum_required(VERSION 3.18)
+cmake_minimum_required(VERSION 3.21)
 project(probe LANGUAGES CXX)
 find_package(AotiShim CONFIG REQUIRED)
 aoti_shim_add_model(probe_model PACKAGE "{package}" PREFIX "{prefix}")
