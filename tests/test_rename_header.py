@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ MANIFEST = REPO / "shims" / "manifest.txt"
 SHIM_INCLUDE = REPO / "shims" / "include"
 # The repository's own name sources, for runs that write elsewhere than the repository.
 OURS = ("--manifest", str(MANIFEST), "--shim-include", str(SHIM_INCLUDE))
+# -P: the installed package, never the clone's folders.
+CLI = [sys.executable, "-P", "-m", "aoti_shim"]
 
 
 def _run(*argv: str) -> int:
@@ -25,7 +28,101 @@ def _run(*argv: str) -> int:
 
 def test_committed_header_is_fresh(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run("--root", str(REPO), "--check") == 0
-    assert "is up to date" in capsys.readouterr().out
+    assert "renames every name" in capsys.readouterr().err
+
+
+def test_the_header_renames_the_union_over_every_supported_torch() -> None:
+    from aoti_shim.torch_names import shipped_names
+
+    shipped = shipped_names()
+    # Made from the wheels of each release (python -m aoti_shim.torch_names); see its header lines.
+    assert shipped.versions == ("2.11.0", "2.12.0", "2.12.1", "2.13.0+cpu", "2.14.0", "2.14.1")
+    assert len(shipped.names) >= 821  # torch 2.14's count, as the upstream proposal counts them
+    renamed = header_names(HEADER.read_text())
+    assert shipped.names <= renamed
+    # Every device's shims: CUDA, MPS and XPU fallbacks as well as the CPU ones.
+    for device in ("cpu", "cuda", "mps", "xpu"):
+        assert any(n.startswith(f"aoti_torch_{device}_") for n in shipped.names), device
+
+
+def test_the_union_holds_what_the_installed_torch_declares() -> None:
+    from aoti_shim.rename_header import find_torch_include
+    from aoti_shim.torch_names import names_in_include, shipped_names
+
+    include = find_torch_include()
+    if include is None:
+        pytest.skip("torch is not installed")
+    assert names_in_include(include) <= shipped_names().names
+
+
+def _fake_torch_include(root: Path, declarations: str) -> Path:
+    headers = root / "torch" / "csrc" / "inductor" / "aoti_torch"
+    (headers / "c").mkdir(parents=True)
+    (headers / "c" / "shim.h").write_text(declarations)
+    return root
+
+
+def test_the_name_list_is_generated_from_wheels_and_include_folders(tmp_path: Path) -> None:
+    """python -m aoti_shim.torch_names reads a wheel's headers from the archive (here a small
+    stand-in wheel: the tests download nothing) and include folders, and records each release."""
+    import zipfile
+
+    from aoti_shim.torch_names import main as generate, shipped_names
+
+    wheel = tmp_path / "torch-9.1.0-cp312-none-macosx_14_0_arm64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        base = "torch/include/torch/csrc/inductor/aoti_torch"
+        archive.writestr(f"{base}/c/shim.h", "AOTITorchError aoti_torch_a(int);\n// aoti_torch_commented(int);\n")
+        archive.writestr(f"{base}/generated/c_shim_cuda.h", "AOTITorchError aoti_torch_cuda_b(int);\n")
+        archive.writestr(f"{base}/c/macros.h", "AOTITorchError aoti_torch_not_a_shim_header(int);\n")
+    include = _fake_torch_include(tmp_path / "site" / "torch" / "include", "AOTITorchError aoti_torch_c(void);\n")
+    (tmp_path / "site" / "torch" / "version.py").write_text("__version__ = '9.2.0+cpu'\n")
+    out = tmp_path / "names.txt"
+    assert generate([str(wheel), str(include), "-o", str(out)]) == 0
+    listed = shipped_names(out)
+    assert listed.versions == ("9.1.0", "9.2.0+cpu")
+    assert listed.names == {"aoti_torch_a", "aoti_torch_cuda_b", "aoti_torch_c"}
+
+
+def test_check_against_the_installed_torch_lists_what_the_shipped_header_lacks(tmp_path: Path) -> None:
+    """Outside the source tree, --check reads the header installed with aoti-shim and names,
+    one a line, every name that the torch's headers declare and it lacks."""
+    torch = _fake_torch_include(tmp_path / "include", "AOTITorchError aoti_torch_from_a_newer_torch(int);\n"
+                                "AOTITorchError aoti_torch_empty_strided(int);\n")  # fmt: skip
+    proc = subprocess.run([*CLI, "rename-header", "--check", "--torch-include", str(torch)],
+                          capture_output=True, text=True, cwd=tmp_path, check=False)  # fmt: skip
+    assert proc.returncode == 8, proc.stderr
+    assert proc.stdout.splitlines() == ["aoti_torch_from_a_newer_torch"]
+    assert "misses 1 name(s)" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    installed = subprocess.run([*CLI, "rename-header", "--check"], capture_output=True, text=True, cwd=tmp_path, check=False)
+    if "torch is not installed" not in installed.stderr:
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+
+
+def test_a_users_header_from_their_own_names(tmp_path: Path) -> None:
+    """What a runtime runs in its own project: its manifest and shim headers, torch's names."""
+    (tmp_path / "include" / "myrt").mkdir(parents=True)
+    (tmp_path / "include" / "myrt" / "shim.h").write_text("int32_t aoti_torch_myrt_extra(void);\n")
+    (tmp_path / "names.txt").write_text("aoti_torch_myrt_listed\n")
+    proc = subprocess.run(
+        [*CLI, "rename-header", "--shim-include", "include", "--manifest", "names.txt", "--output", "gen/aoti_shim_rename.h"],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    names = header_names((tmp_path / "gen" / "aoti_shim_rename.h").read_text())
+    assert {"aoti_torch_myrt_extra", "aoti_torch_myrt_listed", "aoti_torch_cuda_mm_out"} <= names
+    again = subprocess.run(
+        [*CLI, "rename-header", "--shim-include", "include", "--manifest", "names.txt", "--output", "gen/aoti_shim_rename.h", "--check"],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+
+
+@pytest.mark.parametrize("option", ["--manifest", "--shim-include", "--torch-include"])
+def test_a_named_input_that_is_missing_is_an_error(tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(option, str(tmp_path / "nope"), "--output", str(tmp_path / "h.h")) == 1
+    assert f"{option} {tmp_path / 'nope'}: no such file or folder" in capsys.readouterr().err
+    assert not (tmp_path / "h.h").exists()
 
 
 def test_installed_header_is_the_committed_one() -> None:
@@ -48,7 +145,7 @@ def test_check_names_a_missing_name(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert _run("--output", str(stale), *OURS, "--check") == 8
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
-    assert "misses aoti_torch_empty_strided" in err
+    assert "misses 1 name(s), listed on standard output: aoti_torch_empty_strided;" in err
 
 
 def test_check_detects_a_stale_header_and_a_missing_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

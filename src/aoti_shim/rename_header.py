@@ -6,10 +6,11 @@ macro is expanded before pasting. A macro is not re-expanded inside its own
 expansion, so declarations, definitions and calls all end up with the prefixed
 name. Without ``AOTI_SHIM_SYMBOL_PREFIX`` the header does nothing.
 
-The name list is never typed by hand: it is every ``aoti_torch_*`` function the
-installed torch's shim headers declare, plus every name in ``shims/manifest.txt``
-(the names our own shim library defines) and every ``aoti_torch_*`` function our
-own shim headers (``shims/include``) declare.
+The name list is never typed by hand: every ``aoti_torch_*`` function that the shim
+headers of any supported torch declare (the shipped union, ``torch_shim_names.txt``),
+those the installed torch's headers declare, every name in a shim manifest and every
+``aoti_torch_*`` function a runtime's own shim headers declare. In the aoti-shim source
+tree the manifest and headers default to ``shims/manifest.txt`` and ``shims/include``.
 """
 
 from __future__ import annotations
@@ -23,21 +24,15 @@ from pathlib import Path
 
 from aoti_shim.atomic import write_text_atomically
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
+from aoti_shim.torch_names import declared_functions, names_in_include, shipped_names, torch_version_of
+
+__all__ = ["declared_functions", "header_names", "manifest_names", "own_header_names"]
 
 # Relative to the aoti-shim source tree.
 DEFAULT_OUTPUT = Path("cmake/include/aoti_shim_rename.h")
 DEFAULT_MANIFEST = Path("shims/manifest.txt")
 DEFAULT_SHIM_INCLUDE = Path("shims/include")
 
-# Relative to torch's include folder.
-_SHIM_HEADER_DIR = Path("torch/csrc/inductor/aoti_torch")
-_SHIM_HEADER_GLOBS = ("c/shim*.h", "generated/c_shim_*.h")
-
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
-# A name directly followed by "(" is a function declaration (or a call in an
-# inline body, which names a declared function too); typedef'd function pointer
-# types are followed by ")" and so are left alone.
-_FUNCTION_NAME = re.compile(r"\b(aoti_torch_[A-Za-z0-9_]+)\s*\(")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _GUARD = "AOTI_SHIM_RENAME_H"
@@ -48,11 +43,12 @@ _NAME = "AOTI_SHIM_PREFIXED"
 
 @dataclass(frozen=True)
 class RenameSources:
-    """Where the names come from."""
+    """Where the names come from; None: that source is not used."""
 
-    torch_include: Path
-    manifest: Path
-    shim_include: Path
+    torch_include: Path | None
+    manifest: Path | None
+    shim_include: Path | None
+    shipped: bool = True  # the shipped union over the supported torch releases
 
 
 @dataclass(frozen=True)
@@ -62,27 +58,18 @@ class NameList:
     names: tuple[str, ...]
     torch_count: int
     own_count: int
+    torch_versions: tuple[str, ...] = ()
 
 
-def find_torch_include() -> Path:
-    """torch's include folder, located without importing torch (which takes seconds)."""
-    spec = importlib.util.find_spec("torch")
+def find_torch_include() -> Path | None:
+    """The installed torch's include folder, located without importing torch (which takes seconds)."""
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
     if spec is None or not spec.submodule_search_locations:
-        raise InputError("torch is not installed: pass --torch-include DIR (torch's include folder)")
+        return None
     return Path(next(iter(spec.submodule_search_locations))) / "include"
-
-
-def torch_shim_headers(torch_include: Path) -> list[Path]:
-    base = torch_include / _SHIM_HEADER_DIR
-    headers = sorted(p for pattern in _SHIM_HEADER_GLOBS for p in base.glob(pattern))
-    if not headers:
-        raise InputError(f"no AOTInductor shim headers under {base}")
-    return headers
-
-
-def declared_functions(source: str) -> set[str]:
-    """Every ``aoti_torch_*`` function name in a C/C++ header text (comments ignored)."""
-    return set(_FUNCTION_NAME.findall(_COMMENT.sub(" ", source)))
 
 
 def manifest_names(manifest: Path) -> set[str]:
@@ -110,18 +97,30 @@ def own_header_names(shim_include: Path) -> set[str]:
 
 
 def collect_names(sources: RenameSources) -> NameList:
-    from_torch: set[str] = set()
-    for header in torch_shim_headers(sources.torch_include):
-        from_torch |= declared_functions(header.read_text(encoding="utf-8", errors="replace"))
-    ours = manifest_names(sources.manifest) | own_header_names(sources.shim_include)
-    return NameList(names=tuple(sorted(from_torch | ours)), torch_count=len(from_torch), own_count=len(ours))
+    shipped = shipped_names()
+    from_torch = set(shipped.names) if sources.shipped else set()
+    if sources.torch_include is not None:
+        from_torch |= names_in_include(sources.torch_include)
+    ours: set[str] = set()
+    if sources.manifest is not None:
+        ours |= manifest_names(sources.manifest)
+    if sources.shim_include is not None:
+        ours |= own_header_names(sources.shim_include)
+    return NameList(
+        names=tuple(sorted(from_torch | ours)),
+        torch_count=len(from_torch),
+        own_count=len(ours - from_torch),
+        torch_versions=shipped.versions if sources.shipped else (),
+    )
 
 
 def render_header(names: NameList) -> str:
+    versions = ", ".join(names.torch_versions) or "none"
     lines = [
         "/* Generated by `aoti-shim rename-header`: do not edit.",
-        f" * {len(names.names)} names: {names.torch_count} declared by torch's shim headers,",
-        f" * {names.own_count} listed in shims/manifest.txt or declared in shims/include.",
+        f" * {len(names.names)} names: {names.torch_count} declared by torch's shim headers (every device;",
+        f" * the union over torch {versions}, and the torch it was generated with),",
+        f" * {names.own_count} more listed in the runtime's shim manifest or declared in its shim headers.",
         " * With AOTI_SHIM_SYMBOL_PREFIX=p every name aoti_torch_X below becomes p##aoti_torch_X",
         " * in declarations, definitions and calls alike; without it this header does nothing. */",
         f"#ifndef {_GUARD}",
@@ -154,58 +153,126 @@ def write_header(path: Path, text: str) -> None:
     write_text_atomically(path, text, what="rename header")
 
 
-def check_header(path: Path, expected: str) -> str | None:
-    """None when ``path`` holds exactly ``expected``, else a one-line reason."""
+@dataclass(frozen=True)
+class CheckResult:
+    """What ``--check`` found: a one-line problem (None when fine) and every missing name."""
+
+    problem: str | None
+    missing: tuple[str, ...] = ()
+
+
+def _read_header(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+
+
+def check_header(path: Path, expected: str, *, exact: bool = True, fix: str = "run `aoti-shim rename-header`") -> CheckResult:
+    """Whether ``path`` renames every name of ``expected`` (and, when ``exact``, is it)."""
     if not path.is_file():
-        return f"{path} is missing: run `aoti-shim rename-header`"
-    current = path.read_text(encoding="utf-8")
-    if current == expected:
-        return None
-    missing = sorted(header_names(expected) - header_names(current))
+        return CheckResult(f"{path} is missing: {fix}")
+    current = _read_header(path)
+    if exact and current == expected:
+        return CheckResult(None)
+    missing = tuple(sorted(header_names(expected) - header_names(current)))
     if missing:
         more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
-        return f"{path} misses {', '.join(missing[:3])}{more}: run `aoti-shim rename-header`"
-    return f"{path} is stale: run `aoti-shim rename-header`"
+        return CheckResult(
+            f"{path} misses {len(missing)} name(s), listed on standard output: {', '.join(missing[:3])}{more}; {fix}",
+            missing,
+        )
+    if exact:
+        return CheckResult(f"{path} is stale: {fix}")
+    return CheckResult(None)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
         "rename-header",
-        help="generate cmake/include/aoti_shim_rename.h from torch's shim headers and shims/manifest.txt",
-        description="Generate the header that renames every aoti_torch_* shim name to <prefix>aoti_torch_*.",
+        help="generate (or check) the header that renames every aoti_torch_* shim name to <prefix>aoti_torch_*",
+        description=(
+            "Write a header that renames every aoti_torch_* shim function to <prefix>aoti_torch_* when "
+            "AOTI_SHIM_SYMBOL_PREFIX is defined: every name torch 2.11 to 2.14's shim headers declare "
+            "(shipped with aoti-shim), the installed torch's, and your runtime's own (--manifest, "
+            "--shim-include). With --check, write nothing and list on standard output every name the "
+            "header lacks (default: the header installed with aoti-shim, against the installed torch)."
+        ),
     )
-    parser.add_argument("--root", type=Path, default=Path("."), help="aoti-shim source tree (default: .)")
-    parser.add_argument("--output", type=Path, help=f"header to write (default: ROOT/{DEFAULT_OUTPUT})")
-    parser.add_argument("--manifest", type=Path, help=f"shim name list (default: ROOT/{DEFAULT_MANIFEST})")
     parser.add_argument(
-        "--shim-include", type=Path, help=f"our shim headers, scanned for declarations (default: ROOT/{DEFAULT_SHIM_INCLUDE})"
-    )
-    parser.add_argument("--torch-include", type=Path, help="torch's include folder (default: the installed torch's)")
+        "--output", type=Path, metavar="FILE",
+        help=f"the header to write or check (default in the aoti-shim source tree: {DEFAULT_OUTPUT}; "
+        "elsewhere --check reads the installed package's header)",
+    )  # fmt: skip
     parser.add_argument(
-        "--check", action="store_true", help="write nothing; exit 8 when the header is stale or misses a name"
+        "--manifest", type=Path, metavar="FILE",
+        help=f"your shim names, one a line, '#' comments (default in the source tree: {DEFAULT_MANIFEST})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--shim-include", type=Path, metavar="DIR",
+        help=f"your shim headers, scanned for aoti_torch_* declarations (default in the source tree: {DEFAULT_SHIM_INCLUDE})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--torch-include", type=Path, metavar="DIR",
+        help="torch's include folder (default: the installed torch's, found without importing it)",
+    )  # fmt: skip
+    parser.add_argument("--root", type=Path, default=Path("."), help="the aoti-shim source tree (default: .)")
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; exit 8 when the header lacks a name (or, in the tree, is stale)"
     )
     parser.set_defaults(run=run)
 
 
+def _given(path: Path | None, option: str) -> Path | None:
+    """An explicitly named input must exist: a typo must not silently drop names."""
+    if path is not None and not path.exists():
+        raise InputError(f"{option} {path}: no such file or folder")
+    return path
+
+
+def _installed_header() -> Path:
+    from aoti_shim.paths import cmake_dir
+
+    return cmake_dir() / "include" / "aoti_shim_rename.h"
+
+
 def run(args: argparse.Namespace) -> int:
     root: Path = args.root
-    output: Path = args.output or root / DEFAULT_OUTPUT
-    if args.output is None and not (root / "cmake" / "AotiShimConfig.cmake").is_file():
-        raise UsageError(f"{root.resolve()} is not the aoti-shim source tree: pass --root or --output")
-    sources = RenameSources(
-        torch_include=args.torch_include or find_torch_include(),
-        manifest=args.manifest or root / DEFAULT_MANIFEST,
-        shim_include=args.shim_include or root / DEFAULT_SHIM_INCLUDE,
-    )
+    in_tree = (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
+    manifest = _given(args.manifest, "--manifest") or (root / DEFAULT_MANIFEST if in_tree else None)
+    shim_include = _given(args.shim_include, "--shim-include") or (root / DEFAULT_SHIM_INCLUDE if in_tree else None)
+    torch_include = _given(args.torch_include, "--torch-include") or find_torch_include()
+    output: Path | None = args.output or (root / DEFAULT_OUTPUT if in_tree else None)
+    exact = output is not None
+    if output is None:
+        if not args.check:
+            raise UsageError(f"{root.resolve()} is not the aoti-shim source tree: pass --output FILE")
+        output = _installed_header()
+        if torch_include is None:
+            raise UsageError("rename-header --check: torch is not installed; pass --torch-include DIR")
+    # The installed header is checked against the installed torch alone: does this torch
+    # declare a name that the header shipped with aoti-shim lacks?
+    sources = RenameSources(torch_include=torch_include, manifest=manifest, shim_include=shim_include, shipped=exact)
     names = collect_names(sources)
     expected = render_header(names)
+    against = f"torch {_version(torch_include)}'s headers" if torch_include is not None else "the shipped torch names"
     if args.check:
-        problem = check_header(output, expected)
-        if problem is not None:
-            print(f"aoti-shim rename-header: {problem}", file=sys.stderr)
+        fix = "run `aoti-shim rename-header`" if exact else "generate one that has them with `aoti-shim rename-header --output FILE`"
+        result = check_header(output, expected, exact=exact, fix=fix)
+        for name in result.missing:
+            print(name)
+        if result.problem is not None:
+            print(f"aoti-shim rename-header: {result.problem}", file=sys.stderr)
             return EXIT_BLOCKING
-        print(f"aoti-shim rename-header: {output} is up to date ({len(names.names)} names)")
+        print(f"aoti-shim rename-header: {output} renames every name ({len(names.names)}; checked against {against})", file=sys.stderr)
         return EXIT_OK
     write_header(output, expected)
-    print(f"aoti-shim rename-header: wrote {output} ({len(names.names)} names)")
+    print(f"aoti-shim rename-header: wrote {output} ({len(names.names)} names; {against} included)", file=sys.stderr)
     return EXIT_OK
+
+
+def _version(torch_include: Path) -> str:
+    try:
+        return torch_version_of(torch_include)
+    except InputError:
+        return "(unknown version)"

@@ -1,0 +1,170 @@
+"""The ``aoti_torch_*`` functions torch's shim headers declare, over every supported torch.
+
+A blob compiled by one torch calls the shim functions that torch's headers declare;
+the rename header must rename every one, whichever supported torch made the blob.
+``torch_shim_names.txt`` (shipped beside this module) is the union over the torch
+releases its header lines name, for every device (``c/shim*.h`` and
+``generated/c_shim_*.h``; the headers are the same in every platform's wheel).
+
+Regenerate it from torch wheels (headers read from the archive, nothing installed) or
+torch include folders::
+
+    python -m aoti_shim.torch_names torch-2.11.0-*.whl ... -o src/aoti_shim/torch_shim_names.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import re
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Sequence
+
+from aoti_shim.errors import AotiShimError, InputError
+
+SHIPPED_LIST = Path(__file__).resolve().parent / "torch_shim_names.txt"
+# Relative to torch's include folder.
+SHIM_HEADER_DIR = PurePosixPath("torch/csrc/inductor/aoti_torch")
+SHIM_HEADER_GLOBS = ("c/shim*.h", "generated/c_shim_*.h")
+
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
+# A name directly followed by "(" is a function declaration (or a call in an inline
+# body, which names a declared function too); typedef'd function pointer types are
+# followed by ")" and so are left alone.
+_FUNCTION_NAME = re.compile(r"\b(aoti_torch_[A-Za-z0-9_]+)\s*\(")
+_WHEEL_VERSION = re.compile(r"^torch-([^-]+)-")
+_VERSIONS_LINE = "# torch releases: "
+
+
+def declared_functions(source: str) -> set[str]:
+    """Every ``aoti_torch_*`` function name in a C/C++ header text (comments ignored)."""
+    return set(_FUNCTION_NAME.findall(_COMMENT.sub(" ", source)))
+
+
+def _is_shim_header(relative: PurePosixPath) -> bool:
+    return any(fnmatch.fnmatchcase(relative.as_posix(), pattern) for pattern in SHIM_HEADER_GLOBS)
+
+
+def shim_headers(torch_include: Path) -> list[Path]:
+    """torch's AOTInductor shim headers under its include folder (a one-line error if none)."""
+    base = torch_include / SHIM_HEADER_DIR
+    headers = sorted(p for pattern in SHIM_HEADER_GLOBS for p in base.glob(pattern))
+    if not headers:
+        raise InputError(f"no AOTInductor shim headers under {base}")
+    return headers
+
+
+def names_in_include(torch_include: Path) -> set[str]:
+    """The names the shim headers of one torch include folder declare."""
+    names: set[str] = set()
+    for header in shim_headers(torch_include):
+        names |= declared_functions(header.read_text(encoding="utf-8", errors="replace"))
+    return names
+
+
+def names_in_wheel(wheel: Path) -> set[str]:
+    """The names the shim headers inside a torch wheel declare, read from the archive."""
+    prefix = PurePosixPath("torch/include") / SHIM_HEADER_DIR
+    names: set[str] = set()
+    found = 0
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.infolist():
+                path = PurePosixPath(member.filename)
+                if member.is_dir() or prefix not in path.parents or not _is_shim_header(path.relative_to(prefix)):
+                    continue
+                found += 1
+                names |= declared_functions(archive.read(member).decode("utf-8", errors="replace"))
+    except (OSError, zipfile.BadZipFile) as e:
+        raise InputError(f"{wheel}: cannot read the wheel: {e}") from None
+    if not found:
+        raise InputError(f"{wheel}: no AOTInductor shim headers in the wheel")
+    return names
+
+
+def torch_version_of(source: Path) -> str:
+    """The torch version a wheel's file name or an include folder's ``torch/version.py`` gives."""
+    match = _WHEEL_VERSION.match(source.name)
+    if source.suffix == ".whl" and match:
+        return match.group(1)
+    version_file = source.parent / "version.py"  # <site>/torch/include -> <site>/torch/version.py
+    if version_file.is_file():
+        found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", version_file.read_text(), re.M)
+        if found:
+            return found.group(1)
+    raise InputError(f"{source}: cannot tell which torch version it is")
+
+
+@dataclass(frozen=True)
+class ShippedNames:
+    """The shipped union and the torch releases it was made from."""
+
+    names: frozenset[str]
+    versions: tuple[str, ...]
+
+
+def render_list(per_version: dict[str, set[str]]) -> str:
+    """The shipped list's text: a header naming each release and its count, then the union."""
+    union = set().union(*per_version.values()) if per_version else set()
+    ordered = sorted(per_version, key=_version_key)
+    lines = [
+        "# aoti_torch_* functions declared by torch's AOTInductor shim headers",
+        f"# ({SHIM_HEADER_DIR}/{{{', '.join(SHIM_HEADER_GLOBS)}}}, every device), the union over",
+        "# the torch releases below. Generated by `python -m aoti_shim.torch_names`: do not edit.",
+        _VERSIONS_LINE + ", ".join(ordered),
+        *(f"#   {v}: {len(per_version[v])} names" for v in ordered),
+        *sorted(union),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
+
+
+def shipped_names(path: Path = SHIPPED_LIST) -> ShippedNames:
+    """The names and releases of the list shipped with aoti-shim."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise AotiShimError(f"{path}: cannot read the shipped torch name list ({e.strerror or e}): reinstall aoti-shim") from None
+    versions: tuple[str, ...] = ()
+    names: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith(_VERSIONS_LINE):
+            versions = tuple(v.strip() for v in line[len(_VERSIONS_LINE) :].split(","))
+        elif line and not line.startswith("#"):
+            names.add(line.strip())
+    return ShippedNames(frozenset(names), versions)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m aoti_shim.torch_names",
+        description="Write the union of the aoti_torch_* names that torch wheels' (or include folders') shim headers declare.",
+    )
+    parser.add_argument("sources", nargs="+", type=Path, metavar="WHEEL|INCLUDE_DIR")
+    parser.add_argument("-o", "--output", type=Path, default=SHIPPED_LIST, help="default: the shipped list")
+    args = parser.parse_args(argv)
+    from aoti_shim.atomic import write_text_atomically
+
+    try:
+        per_version: dict[str, set[str]] = {}
+        for source in args.sources:
+            names = names_in_wheel(source) if source.suffix == ".whl" else names_in_include(source)
+            per_version.setdefault(torch_version_of(source), set()).update(names)
+        text = render_list(per_version)
+        write_text_atomically(args.output, text, what="torch name list")
+    except AotiShimError as e:
+        print(f"aoti_shim.torch_names: error: {e}", file=sys.stderr)
+        return e.exit_code
+    count = len([line for line in text.splitlines() if not line.startswith("#")])
+    print(f"wrote {args.output}: {count} names from torch {', '.join(sorted(per_version, key=_version_key))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
