@@ -3,6 +3,8 @@
 // Host to host copies run an element loop. Copies touching CUDA memory of one
 // dtype and no broadcast become cudaMemcpyAsync / cudaMemcpy2DAsync calls on the
 // current stream (no kernels). Anything else is staged through host memory.
+// Between two GPUs: on the destination's current stream, after an event wait for the
+// source's current stream, which in turn waits for the copy (see source_waits_for_copy).
 #include "cuda_api.h"
 #include "scalar_types.h"
 #include "tensor.h"
@@ -272,6 +274,21 @@ AOTITorchError fetch_to_host(const Tensor& src, void* stream, std::unique_ptr<Te
   return AOTI_SHIM_OK;
 }
 
+// After a copy between two GPUs: what the source's device does next must not overtake
+// the copy's read. That is later work on its current stream (a write to the source),
+// and the stream its block was allocated on, where the allocator frees it and hands it
+// out again (a stream-ordered free is ordered on that stream only).
+AOTITorchError source_waits_for_copy(
+    const Tensor& src, int32_t src_device, void* src_stream, int32_t copy_device, void* copy_stream) {
+  AOTISHIM_TRY(cuda::stream_wait(src_device, src_stream, copy_device, copy_stream));
+  void* block_stream = nullptr;
+  if (src.storage->owner == Owner::Device && cuda::block_stream(src.storage->data, &block_stream) &&
+      block_stream != src_stream) {
+    AOTISHIM_TRY(cuda::stream_wait(src_device, block_stream, copy_device, copy_stream));
+  }
+  return AOTI_SHIM_OK;
+}
+
 AOTITorchError copy_with_cuda(const Tensor& dst, const Tensor& src, bool non_blocking) {
   CopyPlan plan;
   AOTISHIM_TRY(plan_copy(dst, src, &plan));
@@ -283,11 +300,23 @@ AOTITorchError copy_with_cuda(const Tensor& dst, const Tensor& src, bool non_blo
   AOTISHIM_TRY(scope.enter(device));
   void* stream = current_stream(device);
   bool host_involved = dst.device_type() == kCPU || src.device_type() == kCPU;
+  // Between two GPUs the copy runs on the destination's stream, so the source's own
+  // stream is ordered against it by events, both ways.
+  bool cross_device = !host_involved && src.device_index() != dst.device_index();
+  int32_t src_device = src.device_index();
+  void* src_stream = cross_device ? current_stream(src_device) : nullptr;
+  if (cross_device) {
+    // Before: the copy must not read the source before its pending writes are done.
+    AOTISHIM_TRY(cuda::stream_wait(device, stream, src_device, src_stream));
+  }
 
   if (dst.dtype == src.dtype) {
     bool done = false;
     AOTISHIM_TRY(copy_with_memcpy(dst, src, plan, stream, &done));
     if (done) {
+      if (cross_device) {
+        AOTISHIM_TRY(source_waits_for_copy(src, src_device, src_stream, device, stream));
+      }
       if (host_involved && !non_blocking) {
         AOTISHIM_TRY(cuda::synchronize(stream));
       }

@@ -1,11 +1,13 @@
 // CUDA runtime calls as shim error codes. Host code only: no kernels, no nvcc.
 #include "cuda_api.h"
 
+#include "profile.h"
 #include "tensor.h"
 
 #if AOTI_SHIM_WITH_CUDA
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -60,21 +62,36 @@ cudaStream_t as_stream(void* stream) { return static_cast<cudaStream_t>(stream);
 
 }  // namespace
 
+// The device count cannot change in a process (CUDA_VISIBLE_DEVICES is read once):
+// asked once, not on every new tensor and guard. A failure is not kept, so it is
+// reported again the same way next time.
 AOTITorchError device_count(int32_t* out) {
+  static std::atomic<int32_t> known{-1};
+  int32_t cached = known.load(std::memory_order_relaxed);
+  if (cached >= 0) {
+    *out = cached;
+    return AOTI_SHIM_OK;
+  }
+  AOTISHIM_PROFILE_STEP("cuda: cudaGetDeviceCount");
   int count = 0;
   AOTISHIM_TRY(check(cudaGetDeviceCount(&count), "cudaGetDeviceCount"));
+  known.store(count, std::memory_order_relaxed);
   *out = count;
   return AOTI_SHIM_OK;
 }
 
 AOTITorchError get_device(int32_t* out) {
+  AOTISHIM_PROFILE_STEP("cuda: cudaGetDevice");
   int device = 0;
   AOTISHIM_TRY(check(cudaGetDevice(&device), "cudaGetDevice"));
   *out = device;
   return AOTI_SHIM_OK;
 }
 
-AOTITorchError set_device(int32_t index) { return check(cudaSetDevice(index), "cudaSetDevice"); }
+AOTITorchError set_device(int32_t index) {
+  AOTISHIM_PROFILE_STEP("cuda: cudaSetDevice");
+  return check(cudaSetDevice(index), "cudaSetDevice");
+}
 
 // ---- device memory ----
 //
@@ -160,6 +177,11 @@ void release_idle(BlockCache& c, cudaMemPool_t pool) {
   for (auto& [key, blocks] : c.idle) {
     for (void* block : blocks) {
       auto found = c.owned.find(block);
+      // Idle blocks are legacy-stream blocks: their device's, which must be current.
+      DeviceScope scope;
+      if (found != c.owned.end() && scope.enter(found->second.device) != AOTI_SHIM_OK) {
+        continue;
+      }
       (void)cudaFreeAsync(block, as_stream(found != c.owned.end() ? found->second.stream : nullptr));
       if (found != c.owned.end()) {
         c.owned.erase(found);
@@ -175,22 +197,25 @@ void release_idle(BlockCache& c, cudaMemPool_t pool) {
   (void)cudaGetLastError();
 }
 
-AOTITorchError malloc_locked(BlockCache& c, void** ptr, size_t nbytes, void* stream) {
-  int device = 0;
-  AOTISHIM_TRY(check(cudaGetDevice(&device), "cudaGetDevice"));
+// The caller holds the mutex; the current device may be any.
+AOTITorchError malloc_locked(BlockCache& c, void** ptr, size_t nbytes, int32_t device, void* stream) {
   size_t size = rounded(nbytes);
   if (cacheable(stream)) {
+    // Empty lists stay in the map: erasing and re-creating one per allocation and free
+    // cost two heap operations a pair.
     auto idle = c.idle.find(idle_key(device, size));
     if (idle != c.idle.end() && !idle->second.empty()) {
+      profile::count("alloc: block reused from the idle cache");
       *ptr = idle->second.back();
       idle->second.pop_back();
-      if (idle->second.empty()) {
-        c.idle.erase(idle);
-      }
       c.idle_bytes -= size;
       return AOTI_SHIM_OK;
     }
   }
+  AOTISHIM_PROFILE_STEP("alloc: new block (cudaMallocFromPoolAsync)");
+  // The legacy default stream (null) is the current device's: switch for the call.
+  DeviceScope scope;
+  AOTISHIM_TRY(scope.enter(device));
   cudaMemPool_t pool = pool_for(c, device);
   void* fresh = nullptr;
   cudaError_t status = allocate(&fresh, size, pool, stream);
@@ -210,10 +235,13 @@ AOTITorchError malloc_locked(BlockCache& c, void** ptr, size_t nbytes, void* str
   return AOTI_SHIM_OK;
 }
 
-AOTITorchError free_locked(BlockCache& c, void* ptr, void* stream) {
+AOTITorchError free_locked(BlockCache& c, void* ptr, int32_t device, void* stream) {
   auto found = c.owned.find(ptr);
   if (found == c.owned.end()) {
     // Not ours (or allocated before the records): the caller's stream is all we know.
+    AOTISHIM_PROFILE_STEP("alloc: cudaFreeAsync (a block not ours)");
+    DeviceScope scope;
+    AOTISHIM_TRY(scope.enter(device));
     return check(cudaFreeAsync(ptr, as_stream(stream)), "cudaFreeAsync");
   }
   Block block = found->second;
@@ -221,56 +249,116 @@ AOTITorchError free_locked(BlockCache& c, void* ptr, void* stream) {
     try {
       c.idle[idle_key(block.device, block.size)].push_back(ptr);
       c.idle_bytes += block.size;
+      profile::count("alloc: block kept in the idle cache");
       return AOTI_SHIM_OK;
     } catch (...) {
       // No room to remember it: free it instead.
     }
   }
+  AOTISHIM_PROFILE_STEP("alloc: cudaFreeAsync");
   c.owned.erase(found);
+  DeviceScope scope;
+  AOTISHIM_TRY(scope.enter(block.device));
   return check(cudaFreeAsync(ptr, as_stream(block.stream)), "cudaFreeAsync");
 }
 
 }  // namespace
 
-AOTITorchError malloc_async(void** ptr, size_t nbytes, void* stream) {
+AOTITorchError malloc_async(void** ptr, size_t nbytes, int32_t device, void* stream) {
   BlockCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  return malloc_locked(c, ptr, nbytes, stream);
+  return malloc_locked(c, ptr, nbytes, device, stream);
 }
 
-AOTITorchError free_async(void* ptr, void* stream) {
+AOTITorchError free_async(void* ptr, int32_t device, void* stream) {
   BlockCache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  return free_locked(c, ptr, stream);
+  return free_locked(c, ptr, device, stream);
+}
+
+bool block_stream(const void* ptr, void** stream) {
+  BlockCache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto found = c.owned.find(const_cast<void*>(ptr));
+  if (found == c.owned.end()) {
+    return false;
+  }
+  *stream = found->second.stream;
+  return true;
+}
+
+AOTITorchError stream_wait(int32_t waiter_device, void* waiter, int32_t signaller_device, void* signaller) {
+  if (waiter_device == signaller_device && as_stream(waiter) == as_stream(signaller)) {
+    return AOTI_SHIM_OK;
+  }
+  AOTISHIM_PROFILE_STEP("cuda: event record + cudaStreamWaitEvent");
+  // The event belongs to the signalling stream's device: made and recorded there.
+  cudaEvent_t event = nullptr;
+  {
+    DeviceScope scope;
+    AOTISHIM_TRY(scope.enter(signaller_device));
+    AOTISHIM_TRY(check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreateWithFlags"));
+    cudaError_t recorded = cudaEventRecord(event, as_stream(signaller));
+    if (recorded != cudaSuccess) {
+      (void)cudaEventDestroy(event);
+      return check(recorded, "cudaEventRecord");
+    }
+  }
+  cudaError_t waited = cudaSuccess;
+  {
+    // A null waiter is the waiter device's legacy stream: that device must be current.
+    DeviceScope scope;
+    AOTITorchError entered = scope.enter(waiter_device);
+    if (entered != AOTI_SHIM_OK) {
+      (void)cudaEventDestroy(event);
+      return entered;
+    }
+    waited = cudaStreamWaitEvent(as_stream(waiter), event, 0);
+  }
+  // Destroying a recorded event that a stream waits on is allowed: the wait stays.
+  (void)cudaEventDestroy(event);
+  return check(waited, "cudaStreamWaitEvent");
 }
 
 AOTITorchError host_alloc(void** ptr, size_t nbytes) {
-  return check(cudaHostAlloc(ptr, nbytes, cudaHostAllocDefault), "cudaHostAlloc");
+  AOTISHIM_PROFILE_STEP("cuda: cudaHostAlloc");
+  // Portable: page-locked for every device's context, not only the current one's, so a
+  // copy from it to any GPU is a true asynchronous DMA (else it is staged like pageable
+  // memory and waits for the stream).
+  return check(cudaHostAlloc(ptr, nbytes, cudaHostAllocPortable), "cudaHostAlloc");
 }
 
-AOTITorchError host_free(void* ptr) { return check(cudaFreeHost(ptr), "cudaFreeHost"); }
+AOTITorchError host_free(void* ptr) {
+  AOTISHIM_PROFILE_STEP("cuda: cudaFreeHost");
+  return check(cudaFreeHost(ptr), "cudaFreeHost");
+}
 
 AOTITorchError memcpy_async(void* dst, const void* src, size_t nbytes, CopyKind kind, void* stream) {
+  AOTISHIM_PROFILE_STEP("cuda: cudaMemcpyAsync");
   return check(cudaMemcpyAsync(dst, src, nbytes, to_cuda(kind), as_stream(stream)), "cudaMemcpyAsync");
 }
 
 AOTITorchError memcpy2d_async(
     void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height, CopyKind kind,
     void* stream) {
+  AOTISHIM_PROFILE_STEP("cuda: cudaMemcpy2DAsync");
   return check(
       cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, height, to_cuda(kind), as_stream(stream)),
       "cudaMemcpy2DAsync");
 }
 
 AOTITorchError memset_async(void* ptr, int value, size_t nbytes, void* stream) {
+  AOTISHIM_PROFILE_STEP("cuda: cudaMemsetAsync");
   return check(cudaMemsetAsync(ptr, value, nbytes, as_stream(stream)), "cudaMemsetAsync");
 }
 
 AOTITorchError synchronize(void* stream) {
+  AOTISHIM_PROFILE_STEP("cuda: cudaStreamSynchronize");
   return check(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize");
 }
 
 AOTITorchError is_pinned(const void* ptr, bool* out) {
+  AOTISHIM_PROFILE_STEP("cuda: cudaPointerGetAttributes");
   cudaPointerAttributes attributes{};
   AOTISHIM_TRY(check(cudaPointerGetAttributes(&attributes, ptr), "cudaPointerGetAttributes"));
   *out = attributes.type == cudaMemoryTypeHost;
@@ -288,8 +376,10 @@ AOTITorchError unavailable(const char* call) {
 AOTITorchError device_count(int32_t*) { return unavailable("cudaGetDeviceCount"); }
 AOTITorchError get_device(int32_t*) { return unavailable("cudaGetDevice"); }
 AOTITorchError set_device(int32_t) { return unavailable("cudaSetDevice"); }
-AOTITorchError malloc_async(void**, size_t, void*) { return unavailable("cudaMallocAsync"); }
-AOTITorchError free_async(void*, void*) { return unavailable("cudaFreeAsync"); }
+AOTITorchError malloc_async(void**, size_t, int32_t, void*) { return unavailable("cudaMallocAsync"); }
+AOTITorchError free_async(void*, int32_t, void*) { return unavailable("cudaFreeAsync"); }
+bool block_stream(const void*, void**) { return false; }
+AOTITorchError stream_wait(int32_t, void*, int32_t, void*) { return unavailable("cudaStreamWaitEvent"); }
 AOTITorchError host_alloc(void**, size_t) { return unavailable("cudaHostAlloc"); }
 AOTITorchError host_free(void*) { return unavailable("cudaFreeHost"); }
 AOTITorchError memcpy_async(void*, const void*, size_t, CopyKind, void*) { return unavailable("cudaMemcpyAsync"); }

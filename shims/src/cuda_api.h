@@ -13,8 +13,20 @@ enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 AOTITorchError device_count(int32_t* out);
 AOTITorchError get_device(int32_t* out);
 AOTITorchError set_device(int32_t index);
-AOTITorchError malloc_async(void** ptr, size_t nbytes, void* stream);
-AOTITorchError free_async(void* ptr, void* stream);
+// Device memory of `device`, ordered on `stream` (a stream of that device; null: its
+// legacy default stream). Needs no particular current device.
+AOTITorchError malloc_async(void** ptr, size_t nbytes, int32_t device, void* stream);
+// Frees a block on the stream it was allocated on; a block this library did not
+// allocate is freed on `stream` of `device`.
+AOTITorchError free_async(void* ptr, int32_t device, void* stream);
+// The stream a block of this library was allocated on (and is freed on), in *stream;
+// false when the pointer is not the start of one of its blocks.
+bool block_stream(const void* ptr, void** stream);
+// Cross-stream ordering through an event: `waiter` (on waiter_device) waits for all
+// work queued so far on `signaller` (on signaller_device). Either stream may be null
+// (that device's legacy default stream). A no-op when both are the same stream of
+// the same device.
+AOTITorchError stream_wait(int32_t waiter_device, void* waiter, int32_t signaller_device, void* signaller);
 AOTITorchError host_alloc(void** ptr, size_t nbytes);
 AOTITorchError host_free(void* ptr);
 AOTITorchError memcpy_async(void* dst, const void* src, size_t nbytes, CopyKind kind, void* stream);

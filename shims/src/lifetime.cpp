@@ -184,6 +184,7 @@ AOTITorchError aoti_torch_create_tensor_from_blob_v2(
 }
 
 AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
+  AOTISHIM_PROFILE_API("aoti_torch_delete_tensor_object");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   delete t;
@@ -331,6 +332,7 @@ AOTITorchError aoti_torch_zero_(AtenTensorHandle self) {
 // ---- attributes ----
 
 AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_data_ptr");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_data_ptr, "ret_data_ptr"));
@@ -339,6 +341,7 @@ AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_
 }
 
 AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_storage_size");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_size, "ret_size"));
@@ -347,6 +350,7 @@ AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret
 }
 
 AOTITorchError aoti_torch_get_storage_numel(AtenTensorHandle tensor, int64_t* ret_numel) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_storage_numel");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_numel, "ret_numel"));
@@ -355,6 +359,7 @@ AOTITorchError aoti_torch_get_storage_numel(AtenTensorHandle tensor, int64_t* re
 }
 
 AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret_dim) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_dim");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_dim, "ret_dim"));
@@ -363,6 +368,7 @@ AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret_dim) {
 }
 
 AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret_numel) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_numel");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_numel, "ret_numel"));
@@ -371,6 +377,7 @@ AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret_numel)
 }
 
 AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_sizes");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_sizes, "ret_sizes"));
@@ -379,6 +386,7 @@ AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes
 }
 
 AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_strides) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_strides");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_strides, "ret_strides"));
@@ -398,6 +406,7 @@ static AOTITorchError wrap_dim(const Tensor& t, int64_t d, int64_t* out) {
 }
 
 AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret_size) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_size");
   Tensor* t = nullptr;
   int64_t dim = 0;
   AOTISHIM_TRY(unwrap(tensor, &t));
@@ -408,6 +417,7 @@ AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* 
 }
 
 AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret_stride) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_stride");
   Tensor* t = nullptr;
   int64_t dim = 0;
   AOTISHIM_TRY(unwrap(tensor, &t));
@@ -418,6 +428,7 @@ AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t
 }
 
 AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_dtype");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_dtype, "ret_dtype"));
@@ -426,6 +437,7 @@ AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype)
 }
 
 AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret_device_type) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_device_type");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_device_type, "ret_device_type"));
@@ -434,6 +446,7 @@ AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret_
 }
 
 AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret_device_index) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_device_index");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_device_index, "ret_device_index"));
@@ -442,6 +455,7 @@ AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret
 }
 
 AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret_layout) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_layout");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_layout, "ret_layout"));
@@ -450,6 +464,7 @@ AOTITorchError aoti_torch_get_layout(AtenTensorHandle tensor, int32_t* ret_layou
 }
 
 AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret_storage_offset) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_storage_offset");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_storage_offset, "ret_storage_offset"));
@@ -458,6 +473,7 @@ AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* r
 }
 
 AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_contiguous) {
+  AOTISHIM_PROFILE_API("aoti_torch_is_contiguous");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_is_contiguous, "ret_is_contiguous"));
@@ -466,6 +482,7 @@ AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_co
 }
 
 AOTITorchError aoti_torch_is_defined(AtenTensorHandle tensor, bool* ret_is_defined) {
+  AOTISHIM_PROFILE_API("aoti_torch_is_defined");
   Tensor* t = nullptr;
   AOTISHIM_TRY(unwrap(tensor, &t));
   AOTISHIM_TRY(require_output(ret_is_defined, "ret_is_defined"));

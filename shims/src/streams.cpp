@@ -113,6 +113,7 @@ using namespace aotishim;
 extern "C" {
 
 AOTITorchError aoti_shim_caller_stream_select(void* stream, AotiShimStreamSelection* previous) {
+  AOTISHIM_PROFILE_API("aoti_shim_caller_stream_select");
   AOTISHIM_TRY(require_output(previous, "previous"));
   previous->selected = caller_selection.selected ? 1 : 0;
   previous->stream = caller_selection.stream;
@@ -122,6 +123,7 @@ AOTITorchError aoti_shim_caller_stream_select(void* stream, AotiShimStreamSelect
 }
 
 AOTITorchError aoti_shim_caller_stream_restore(const AotiShimStreamSelection* previous) {
+  AOTISHIM_PROFILE_API("aoti_shim_caller_stream_restore");
   AOTISHIM_TRY(require_output(previous, "previous"));
   caller_selection.selected = previous->selected != 0;
   caller_selection.stream = caller_selection.selected ? previous->stream : nullptr;
@@ -129,6 +131,7 @@ AOTITorchError aoti_shim_caller_stream_restore(const AotiShimStreamSelection* pr
 }
 
 AOTITorchError aoti_shim_caller_stream_get(AotiShimStreamSelection* current) {
+  AOTISHIM_PROFILE_API("aoti_shim_caller_stream_get");
   AOTISHIM_TRY(require_output(current, "current"));
   current->selected = caller_selection.selected ? 1 : 0;
   current->stream = caller_selection.stream;
@@ -136,16 +139,19 @@ AOTITorchError aoti_shim_caller_stream_get(AotiShimStreamSelection* current) {
 }
 
 AOTITorchError aoti_shim_cuda_device_count(int32_t* ret_count) {
+  AOTISHIM_PROFILE_API("aoti_shim_cuda_device_count");
   AOTISHIM_TRY(require_output(ret_count, "ret_count"));
   return cuda::device_count(ret_count);
 }
 
 AOTITorchError aoti_shim_is_pinned(const void* ptr, bool* ret_pinned) {
+  AOTISHIM_PROFILE_API("aoti_shim_is_pinned");
   AOTISHIM_TRY(require_output(ret_pinned, "ret_pinned"));
   return cuda::is_pinned(ptr, ret_pinned);
 }
 
 AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_current_cuda_stream");
   AOTISHIM_TRY(require_output(ret_stream, "ret_stream"));
   if (device_index < 0) {
     return fail_format(AOTI_SHIM_E_NEGATIVE_DEVICE_INDEX, "device index %d is negative", device_index);
@@ -170,6 +176,7 @@ AOTITorchError aoti_torch_create_cuda_stream_guard(
 }
 
 AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle handle) {
+  AOTISHIM_PROFILE_API("aoti_torch_delete_cuda_stream_guard");
   if (handle == nullptr) {
     return fail_format(AOTI_SHIM_E_NULL_HANDLE, "stream guard handle is null");
   }
@@ -193,9 +200,13 @@ AOTITorchError aoti_torch_create_device_guard(int32_t device_index, DeviceGuardH
   return guarded("aoti_torch_create_device_guard", [&] { return create_device_switch(device_index, ret_guard); });
 }
 
-AOTITorchError aoti_torch_delete_device_guard(DeviceGuardHandle guard) { return delete_device_switch(guard); }
+AOTITorchError aoti_torch_delete_device_guard(DeviceGuardHandle guard) {
+  AOTISHIM_PROFILE_API("aoti_torch_delete_device_guard");
+  return delete_device_switch(guard);
+}
 
 AOTITorchError aoti_torch_device_guard_set_index(DeviceGuardHandle guard, int32_t device_index) {
+  AOTISHIM_PROFILE_API("aoti_torch_device_guard_set_index");
   return set_device_switch(guard, device_index);
 }
 
@@ -203,34 +214,41 @@ AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandl
   return guarded("aoti_torch_create_cuda_guard", [&] { return create_device_switch(device_index, ret_guard); });
 }
 
-AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard) { return delete_device_switch(guard); }
+AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard) {
+  AOTISHIM_PROFILE_API("aoti_torch_delete_cuda_guard");
+  return delete_device_switch(guard);
+}
 
 AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard, int32_t device_index) {
+  AOTISHIM_PROFILE_API("aoti_torch_cuda_guard_set_index");
   return set_device_switch(guard, device_index);
 }
 
 AOTITorchError aoti_torch_get_current_device_index(int32_t* ret_device_index) {
+  AOTISHIM_PROFILE_API("aoti_torch_get_current_device_index");
   AOTISHIM_TRY(require_output(ret_device_index, "ret_device_index"));
   return cuda::get_device(ret_device_index);
 }
 
 AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes, void** ret_ptr) {
+  AOTISHIM_PROFILE_API("aoti_torch_cuda_caching_allocator_raw_alloc");
   AOTISHIM_TRY(require_output(ret_ptr, "ret_ptr"));
   int32_t device = 0;
   AOTISHIM_TRY(cuda::get_device(&device));
   void* ptr = nullptr;
-  AOTISHIM_TRY(cuda::malloc_async(&ptr, static_cast<size_t>(nbytes), current_stream(device)));
+  AOTISHIM_TRY(cuda::malloc_async(&ptr, static_cast<size_t>(nbytes), device, current_stream(device)));
   *ret_ptr = ptr;
   return AOTI_SHIM_OK;
 }
 
 AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr) {
+  AOTISHIM_PROFILE_API("aoti_torch_cuda_caching_allocator_raw_delete");
   if (ptr == nullptr) {
     return AOTI_SHIM_OK;
   }
   int32_t device = 0;
   AOTISHIM_TRY(cuda::get_device(&device));
-  return cuda::free_async(ptr, current_stream(device));
+  return cuda::free_async(ptr, device, current_stream(device));
 }
 
 }  // extern "C"

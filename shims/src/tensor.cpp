@@ -266,15 +266,12 @@ Storage::~Storage() {
     case Owner::Pinned:
       (void)cuda::host_free(data);
       break;
-    case Owner::Device: {
-      // Stream-ordered free on the device's current stream; the caller's stream
-      // order covers every use of the memory made through these shims.
-      cuda::DeviceScope scope;
-      if (scope.enter(device_index) == AOTI_SHIM_OK) {
-        (void)cuda::free_async(data, current_stream(device_index));
-      }
+    case Owner::Device:
+      // Stream-ordered free on the stream the block came from (the allocator knows it;
+      // the device's current stream is only for a block it does not know). No device
+      // switch here: a block kept for reuse needs no CUDA call at all.
+      (void)cuda::free_async(data, device_index, current_stream(device_index));
       break;
-    }
   }
 }
 
@@ -303,10 +300,8 @@ AOTITorchError allocate_storage(
     }
   } else {
     if (nbytes > 0) {
-      cuda::DeviceScope scope;
-      AOTISHIM_TRY(scope.enter(device_index));
       void* ptr = nullptr;
-      AOTISHIM_TRY(cuda::malloc_async(&ptr, static_cast<size_t>(nbytes), current_stream(device_index)));
+      AOTISHIM_TRY(cuda::malloc_async(&ptr, static_cast<size_t>(nbytes), device_index, current_stream(device_index)));
       storage->data = ptr;
       storage->owner = Owner::Device;
     }

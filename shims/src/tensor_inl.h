@@ -1,6 +1,8 @@
 // Template bodies for tensor.h.
 #pragma once
 
+#include "profile.h"
+
 #include <exception>
 #include <new>
 
@@ -8,6 +10,7 @@ namespace aotishim {
 
 template <typename Body>
 AOTITorchError guarded(const char* where, Body&& body) noexcept {
+  AOTISHIM_PROFILE_API(where);
   try {
     return body();
   } catch (const std::bad_alloc&) {

@@ -42,6 +42,9 @@
 #define aoti_shim_caller_stream_get AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_caller_stream_get)
 #define aoti_shim_cuda_device_count AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_cuda_device_count)
 #define aoti_shim_is_pinned AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_is_pinned)
+#define aoti_shim_profile_enable AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_profile_enable)
+#define aoti_shim_profile_reset AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_profile_reset)
+#define aoti_shim_profile_read AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_profile_read)
 #endif
 
 /* Only the functions below are exported; the library is built with hidden visibility. */
@@ -297,6 +300,21 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_shim_caller_stream_get(AotiShimStreamSelect
 AOTI_SHIM_EXPORT AOTITorchError aoti_shim_cuda_device_count(int32_t* ret_count);
 /* Whether ptr is page-locked host memory known to CUDA. */
 AOTI_SHIM_EXPORT AOTITorchError aoti_shim_is_pinned(const void* ptr, bool* ret_pinned);
+
+/* The profile: calls and host time per shim function (and per allocator path and CUDA
+ * runtime call inside them), counted per thread and merged when read. On when
+ * AOTI_SHIM_PROFILE=1 is in the environment as the library loads (the table then goes
+ * to stderr, or to the file AOTI_SHIM_PROFILE_FILE names, at exit), or after
+ * aoti_shim_profile_enable(1). Off, each entry point pays one predictable branch. */
+/* Switches counting on (on != 0) or off; *previous (may be null) gets the old state. */
+AOTI_SHIM_EXPORT AOTITorchError aoti_shim_profile_enable(int32_t on, int32_t* previous);
+/* Zeroes every counter. */
+AOTI_SHIM_EXPORT AOTITorchError aoti_shim_profile_reset(void);
+/* The counters as text, one "name<TAB>calls<TAB>nanoseconds\n" line each, the most time
+ * first; "(shim total: outermost entry points)" sums the calls not made from inside
+ * another entry point. Written NUL-terminated into buffer (truncated to size bytes);
+ * *needed gets the full length plus one. */
+AOTI_SHIM_EXPORT AOTITorchError aoti_shim_profile_read(char* buffer, size_t size, size_t* needed);
 
 #ifdef __cplusplus
 } /* extern "C" */
