@@ -4,25 +4,36 @@ For each model (the smoke set, or ``--model NAME|module:callable``), in ONE proc
 that is set up as the coalesced host (libtorch promoted to ``RTLD_GLOBAL`` first,
 then the prefixed shim library), the latency of one inference through:
 
-- (a) ours: the smoke pipeline's blob (``link_libtorch=False``, binary route: imports
-  renamed to the shim prefix), driven by the smoke runner with our shim tensors;
-- (b) libtorch's shims: the same model compiled the usual way
-  (``aot_inductor.link_libtorch=True``, otherwise the smoke's own compile options, so the
-  autotuned kernels come from the same cache), driven by the same runner with libtorch's
-  tensors (``ShimApi`` with prefix "" bound to libtorch's exports);
-- (c) eager torch, the module the blob was compiled from.
+- (a) ours: the smoke pipeline's blob (``link_libtorch=False``, binary route), its
+  imports renamed to the shim prefix, driven with our shim tensors;
+- (b) libtorch's shims, SAME blob: the very same compiled blob before the rename (its
+  ``aoti_torch_*`` imports bind to libtorch's, as in the smoke's control run), driven
+  with libtorch's tensors. Same kernels, same wrapper code: only the shims differ;
+- (b') the twin: the model compiled again with ``aot_inductor.link_libtorch=True`` (the
+  usual build), libtorch's shims. Its kernels come from a second autotuning, so (a)/(b')
+  mixes kernel choice with shim cost (``--no-twin`` skips it);
+- (c) eager torch, the module the blob was compiled from;
+- (g) on CUDA, CUDA-graph replay of (b)'s blob: the same kernels with no host work per
+  kernel, the floor a shim path can approach.
 
-Variants are measured in interleaved rounds so that drift hits all of them alike, and
-(a)/(b), (a)/(c) are printed from these same-run numbers. A run of one inference is
-``AOTInductorModelContainerRun`` (plus ``torch.cuda.synchronize()`` on CUDA) for (a) and
-(b), ``module(*inputs)`` (plus the synchronize) for (c). Also, in a child process
-(it has crashed natively on CUDA with torch 2.11), torch's own loader on the (b) package.
+Every variant runs in each of many interleaved rounds (the order rotates per round);
+each round gives one median per variant and so one ratio per pair; a ratio is reported
+as the geometric mean of the per-round ratios with a 95% bootstrap confidence interval
+(rounds resampled). A run is ``AOTInductorModelContainerRun`` (plus
+``torch.cuda.synchronize()`` on CUDA) for (a), (b), (b'); ``module(*inputs)`` for (c);
+``graph.replay()`` for (g). Making the input handles and deleting the outputs are
+outside the timed window.
+
+If the shim library has the profile ABI (``aoti_shim_profile_*``), a sixth variant runs
+(a) with the profile on: its ratio to (a) is what counting costs, and its counts give
+the per-inference table of calls and host time per shim function (only calls made by
+the blob inside the timed window are counted).
 
 Then an allocation micro-benchmark: ``empty_strided`` + ``delete_tensor_object`` pairs
-per second through each shim set, and the ctypes floor (two trivial shim calls), since
-both sets pay the same ctypes cost per call.
+per second through each shim set, in interleaved rounds with a per-round ratio and its
+interval, and the ctypes floor (two trivial shim calls) that both sets pay alike.
 
-    python bench/shim_latency.py                      # CPU
+    python bench/shim_latency.py --device cpu
     python bench/shim_latency.py --device cuda --json latency.json
 """
 
@@ -34,8 +45,10 @@ import ctypes
 import datetime
 import hashlib
 import json
+import math
 import os
 import platform
+import random
 import shutil
 import statistics
 import subprocess
@@ -53,6 +66,21 @@ from aoti_shim.errors import AotiShimError, UsageError
 LIBTORCH_OPTIONS = {"aot_inductor.link_libtorch": True}
 DEFAULT_MODELS = ("mlp", "block", "convnet")
 ALLOC_SHAPE = (256, 256)
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+
+# Variant keys, in the order of the table.
+OURS, SAME, TWIN, EAGER, GRAPH, PROFILED = "a", "b", "b'", "c", "g", "a+prof"
+LABELS = {
+    OURS: "(a) ours",
+    SAME: "(b) libtorch's shims, same blob",
+    TWIN: "(b') libtorch's shims, link_libtorch=True twin",
+    EAGER: "(c) eager",
+    GRAPH: "(g) CUDA-graph replay of (b)",
+    PROFILED: "(a) with the shim profile on",
+}
+# The ratios reported per model: numerator, denominator.
+RATIO_PAIRS = ((OURS, SAME), (OURS, TWIN), (OURS, EAGER), (OURS, GRAPH), (PROFILED, OURS))
 
 
 # ---------------------------------------------------------------- statistics
@@ -83,6 +111,43 @@ def ratio(a: float, b: float) -> float:
     return a / b if b and b == b and a == a else float("nan")
 
 
+@dataclass(frozen=True)
+class Interval:
+    """A ratio: geometric mean of per-round ratios, with a bootstrap interval."""
+
+    estimate: float
+    low: float
+    high: float
+    rounds: int
+
+    @staticmethod
+    def of(per_round: list[float], seed: int = 0) -> Interval:
+        logs = [math.log(r) for r in per_round if r > 0 and r == r and math.isfinite(r)]
+        if not logs:
+            return Interval(float("nan"), float("nan"), float("nan"), 0)
+        point = math.exp(statistics.fmean(logs))
+        if len(logs) == 1:
+            return Interval(point, float("nan"), float("nan"), 1)
+        rng = random.Random(seed)
+        n = len(logs)
+        means = sorted(statistics.fmean(rng.choices(logs, k=n)) for _ in range(BOOTSTRAP_RESAMPLES))
+        tail = (1.0 - CONFIDENCE) / 2.0
+        low = means[int(math.floor(tail * (BOOTSTRAP_RESAMPLES - 1)))]
+        high = means[int(math.ceil((1.0 - tail) * (BOOTSTRAP_RESAMPLES - 1)))]
+        return Interval(point, math.exp(low), math.exp(high), n)
+
+    def render(self) -> str:
+        if self.estimate != self.estimate:
+            return "-"
+        if self.low != self.low:
+            return f"{self.estimate:.3f}"
+        return f"{self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}]"
+
+
+def round_ratios(rounds: list[dict[str, float]], top: str, bottom: str) -> list[float]:
+    return [r[top] / r[bottom] for r in rounds if top in r and bottom in r and r[bottom] > 0]
+
+
 # ---------------------------------------------------------------- settings and results
 
 
@@ -94,39 +159,43 @@ class BenchSettings:
     work_dir: Path
     prefix: str
     shim_library: Path
-    rounds: int = 5
-    iterations: int = 40  # timed runs per variant per round
-    warmup: int = 5
-    alloc_seconds: float = 0.3  # per shim set per round
-    torch_loader: bool = True
+    rounds: int = 30
+    iterations: int = 20  # timed runs per variant per round
+    warmup: int = 3  # untimed runs per variant per round
+    alloc_seconds: float = 0.05  # per shim set per round
+    twin: bool = True
+    graph: bool = True
+    profile: bool = True
+    torch_loader: bool = False
+
+
+@dataclass(frozen=True)
+class ProfileRow:
+    name: str
+    calls_per_inference: float
+    us_per_inference: float
 
 
 @dataclass
 class ModelResult:
     model: str
-    ours: Latency | None = None
-    libtorch_shims: Latency | None = None
-    eager: Latency | None = None
+    latency: dict[str, Latency] = field(default_factory=dict)
+    ratios: dict[str, Interval] = field(default_factory=dict)  # "a/b" -> interval
+    rounds: int = 0
+    iterations: int = 0
+    notes: dict[str, str] = field(default_factory=dict)  # variant -> why it is missing
+    max_abs: dict[str, float] = field(default_factory=dict)
+    profile: list[ProfileRow] = field(default_factory=list)
+    profiled_inferences: int = 0
     torch_loader: Latency | None = None
     torch_loader_note: str = ""
-    max_abs_ours: float | None = None
-    max_abs_libtorch: float | None = None
     error: str = ""
 
-    @property
-    def ours_over_libtorch(self) -> float:
-        if self.ours is None or self.libtorch_shims is None:
-            return float("nan")
-        return ratio(self.ours.median_us, self.libtorch_shims.median_us)
-
-    @property
-    def ours_over_eager(self) -> float:
-        if self.ours is None or self.eager is None:
-            return float("nan")
-        return ratio(self.ours.median_us, self.eager.median_us)
+    def interval(self, top: str, bottom: str) -> Interval:
+        return self.ratios.get(f"{top}/{bottom}", Interval(float("nan"), float("nan"), float("nan"), 0))
 
 
-@dataclass(frozen=True)
+@dataclass
 class AllocResult:
     name: str
     pairs_per_s: float
@@ -140,6 +209,8 @@ class BenchReport:
     models: list[ModelResult] = field(default_factory=list)
     alloc: list[AllocResult] = field(default_factory=list)
     alloc_floor_us: float = float("nan")
+    alloc_ratio: Interval | None = None
+    alloc_rounds: int = 0
 
 
 # ---------------------------------------------------------------- header
@@ -156,6 +227,7 @@ def header(settings: BenchSettings) -> dict[str, str]:
         "device": settings.device,
         "prefix": settings.prefix,
         "shims": str(settings.shim_library),
+        "rounds": f"{settings.rounds} x {settings.iterations} timed runs (+{settings.warmup} warm-up) per variant",
     }
     if settings.device == "cuda":
         info["device_name"] = torch.cuda.get_device_name(0)
@@ -195,6 +267,7 @@ class Compiled:
     io_file: Path
     kernel_dir: str | None
     directory: Path
+    original: Path | None = None  # (a) only: the blob before its imports were renamed
 
 
 def _kernel_dir(directory: Path, device: str) -> str | None:
@@ -205,14 +278,15 @@ def _kernel_dir(directory: Path, device: str) -> str | None:
 
 
 def compile_ours(settings: BenchSettings, model: str) -> Compiled:
-    """(a): the smoke pipeline's compile (cached with it), then its binary route."""
+    """(a): the smoke pipeline's compile (cached with it), then its binary route; the
+    unrenamed blob is (b)."""
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
     from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
 
     art = compile_cached(CompileRequest(model=model, device=settings.device, route="binary"), settings.cache_dir)
     out = settings.work_dir / f"{art.model_name}.{settings.device}.{settings.prefix}so"
     rewrite_imports(RewriteSettings(blob=art.blob, prefix=settings.prefix, output=out))
-    return Compiled(out, art.io_file, _kernel_dir(art.directory, settings.device), art.directory)
+    return Compiled(out, art.io_file, _kernel_dir(art.directory, settings.device), art.directory, art.blob)
 
 
 def _libtorch_key(model: str, device: str) -> str:
@@ -294,6 +368,47 @@ def libtorch_compile_worker(request_file: str) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- the shim profile ABI
+
+
+class ProfileApi:
+    """aoti_shim_profile_* of our shims; ``available`` is False for a library without them."""
+
+    def __init__(self, library: ctypes.CDLL, prefix: str) -> None:
+        try:
+            self._enable = getattr(library, f"{prefix}aoti_shim_profile_enable")
+            self._reset = getattr(library, f"{prefix}aoti_shim_profile_reset")
+            self._read = getattr(library, f"{prefix}aoti_shim_profile_read")
+        except AttributeError:
+            self.available = False
+            return
+        self.available = True
+        self._enable.argtypes, self._enable.restype = [ctypes.c_int32, ctypes.c_void_p], ctypes.c_int32
+        self._reset.argtypes, self._reset.restype = [], ctypes.c_int32
+        self._read.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+        self._read.restype = ctypes.c_int32
+
+    def enable(self, on: bool) -> None:
+        self._enable(1 if on else 0, None)
+
+    def reset(self) -> None:
+        self._reset()
+
+    def read(self) -> list[tuple[str, int, int]]:
+        """(name, calls, nanoseconds) rows, the most time first."""
+        needed = ctypes.c_size_t()
+        if self._read(None, 0, ctypes.byref(needed)) != 0:
+            raise AotiShimError("aoti_shim_profile_read failed")
+        buffer = ctypes.create_string_buffer(needed.value + 1024)
+        if self._read(buffer, len(buffer), ctypes.byref(needed)) != 0:
+            raise AotiShimError("aoti_shim_profile_read failed")
+        rows = []
+        for line in buffer.value.decode().splitlines():
+            name, calls, nanos = line.rsplit("\t", 2)
+            rows.append((name, int(calls), int(nanos)))
+        return rows
+
+
 # ---------------------------------------------------------------- measuring
 
 
@@ -301,26 +416,96 @@ def libtorch_compile_worker(request_file: str) -> int:
 _loaded_handles: set[int] = set()
 
 
-class Timer:
-    """Per-run wall time of ``fn`` (which must wait for the device itself)."""
+def _timed(fn: Callable[[], None], warmup: int, iterations: int) -> list[float]:
+    """Per-run wall time of ``fn`` (which waits for the device itself), microseconds."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1e6)
+    return out
 
-    def __init__(self, fn: Callable[[], None]) -> None:
-        self.fn = fn
+
+class BlobVariant:
+    """One loaded blob driven through one shim set: each run wraps fresh input handles
+    (untimed; the container steals them), runs, waits, and deletes the outputs (untimed)."""
+
+    def __init__(self, api: Any, container: Any, inputs: list[Any], device: str,
+                 around: tuple[Callable[[], None], Callable[[], None]] | None = None) -> None:  # fmt: skip
+        import torch
+
+        self.api, self.container, self.inputs = api, container, inputs
+        self.sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+        self.stream = torch.cuda.current_stream().cuda_stream if device == "cuda" else None
+        self.before, self.after = around if around else (lambda: None, lambda: None)
+        self.runs = 0
 
     def sample(self, warmup: int, iterations: int) -> list[float]:
-        for _ in range(warmup):
-            self.fn()
+        api, container, inputs, stream, sync = self.api, self.container, self.inputs, self.stream, self.sync
+        before, after = self.before, self.after
         out = []
-        for _ in range(iterations):
+        for i in range(warmup + iterations):
+            handles = [api.wrap(t) for t in inputs]
+            before()
             start = time.perf_counter()
-            self.fn()
-            out.append((time.perf_counter() - start) * 1e6)
+            outs = container.run(handles, stream)
+            sync()
+            elapsed = (time.perf_counter() - start) * 1e6
+            after()
+            for h in outs:
+                api.delete(h)
+            if i >= warmup:
+                out.append(elapsed)
+                self.runs += 1
         return out
 
 
+class GraphReplay:
+    """CUDA-graph capture of one run of a blob driven through libtorch's shims (its
+    allocations come from the caching allocator, which capture supports); replays it.
+    The captured outputs stay alive until close()."""
+
+    def __init__(self, api: Any, container: Any, inputs: list[Any]) -> None:
+        import torch
+
+        self.api = api
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # warm on the capture stream, as torch asks
+                for h in container.run([api.wrap(t) for t in inputs], side.cuda_stream):
+                    api.delete(h)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        self.graph = torch.cuda.CUDAGraph()
+        handles = [api.wrap(t) for t in inputs]
+        with torch.cuda.graph(self.graph, capture_error_mode="relaxed"):
+            self.outs = container.run(handles, torch.cuda.current_stream().cuda_stream)
+        torch.cuda.synchronize()
+        self.sync = torch.cuda.synchronize
+
+    def once(self) -> None:
+        self.graph.replay()
+        self.sync()
+
+    def outputs(self) -> list[Any]:
+        self.once()
+        return [self.api.to_torch(h) for h in self.outs]
+
+    def close(self) -> None:
+        self.sync()
+        for h in self.outs:
+            self.api.delete(h)
+        self.outs = []
+        self.graph.reset()
+
+
 def measure_model(
-    settings: BenchSettings, model: str, ours_api: Any, torch_api: Any, keep: contextlib.ExitStack
-) -> ModelResult:
+    settings: BenchSettings, model: str, ours_api: Any, torch_api: Any, profile: ProfileApi | None,
+    keep: contextlib.ExitStack, progress: Callable[[str], None],
+) -> ModelResult:  # fmt: skip
     import torch
 
     from aoti_shim.smoke.compare import compare
@@ -329,9 +514,14 @@ def measure_model(
     from aoti_shim.smoke.runner import Container, RunSettings, run_container
 
     case = user_case(model) if ":" in model else bundled((model,))[0]
-    result = ModelResult(model=case.name)
+    result = ModelResult(model=case.name, rounds=settings.rounds, iterations=settings.iterations)
     a = compile_ours(settings, model)
-    b = compile_libtorch_linked(settings.cache_dir, settings.device, model)
+    twin: Compiled | None = None
+    if settings.twin:
+        try:
+            twin = compile_libtorch_linked(settings.cache_dir, settings.device, model)
+        except AotiShimError as e:
+            result.notes[TWIN] = str(e)
     io = torch.load(a.io_file)
     inputs = [t.to(settings.device).contiguous() for t in io["inputs"]]
     module, _ = case.build(settings.device)
@@ -341,52 +531,96 @@ def measure_model(
         module(*inputs)
         sync()
 
-    samples: dict[str, list[float]] = {"ours": [], "libtorch": [], "eager": []}
     # The loaded copies stay loaded until the whole bench ends: a blob is never really
     # unloaded (glibc keeps it, NODELETE), and the next memfd copy would get the closed
     # one's /proc/self/fd/N name, which dlopen answers with the OLD library.
-    blob_a, blob_b = keep.enter_context(load_private_copy(a.blob)), keep.enter_context(load_private_copy(b.blob))
-    for blob in (blob_a, blob_b):
+    def load(path: Path) -> Any:
+        blob = keep.enter_context(load_private_copy(path))
         if blob.library._handle in _loaded_handles:
             raise AotiShimError(f"{blob.source}: dlopen returned a library loaded before: not this model")
         _loaded_handles.add(blob.library._handle)
+        return blob
+
+    blobs: dict[str, tuple[Any, Any, str | None]] = {
+        OURS: (load(a.blob), ours_api, a.kernel_dir),
+        SAME: (load(a.original), torch_api, a.kernel_dir),
+    }
+    if twin is not None:
+        blobs[TWIN] = (load(twin.blob), torch_api, twin.kernel_dir)
+    containers: dict[str, Any] = {}
+    graph: GraphReplay | None = None
     with torch.inference_mode():
-        ca = Container(blob_a.library, settings.device, a.kernel_dir)
-        cb = Container(blob_b.library, settings.device, b.kernel_dir)
         try:
-            runners: dict[str, Callable[[int, int], list[float]]] = {
-                "ours": lambda w, n: _runner_samples(run_container, ours_api, ca, inputs, settings.device, w, n, RunSettings),
-                "libtorch": lambda w, n: _runner_samples(run_container, torch_api, cb, inputs, settings.device, w, n, RunSettings),
-                "eager": lambda w, n: Timer(eager_once).sample(w, n),
-            }  # fmt: skip
-            # Correctness first: both blobs must give eager's answer.
-            first_a = run_container(ours_api, ca, inputs, RunSettings(device=settings.device, warmup=0, iterations=1))
-            first_b = run_container(torch_api, cb, inputs, RunSettings(device=settings.device, warmup=0, iterations=1))
-            ca_cmp, cb_cmp = compare(first_a.outputs, io["expected"]), compare(first_b.outputs, io["expected"])
-            result.max_abs_ours, result.max_abs_libtorch = ca_cmp.max_abs, cb_cmp.max_abs
-            if not (ca_cmp.within_tolerance and cb_cmp.within_tolerance):
-                result.error = f"outside tolerance: ours {ca_cmp.detail or 'ok'}; libtorch {cb_cmp.detail or 'ok'}"
-            order = list(runners)
+            for key, (blob, _, kernel_dir) in blobs.items():
+                containers[key] = Container(blob.library, settings.device, kernel_dir)
+            # Correctness first: every blob must give eager's answer.
+            failures = []
+            for key, (_, api, _) in blobs.items():
+                first = run_container(api, containers[key], inputs, RunSettings(device=settings.device, warmup=0, iterations=1))
+                cmp = compare(first.outputs, io["expected"])
+                result.max_abs[key] = cmp.max_abs
+                if not cmp.within_tolerance:
+                    failures.append(f"{LABELS[key]}: {cmp.detail}")
+            variants: dict[str, Callable[[int, int], list[float]]] = {}
+            for key, (_, api, _) in blobs.items():
+                variants[key] = BlobVariant(api, containers[key], inputs, settings.device).sample
+            variants[EAGER] = lambda w, n: _timed(eager_once, w, n)
+            if settings.device == "cuda" and settings.graph:
+                try:
+                    graph = GraphReplay(torch_api, containers[SAME], inputs)
+                    cmp = compare(graph.outputs(), io["expected"])
+                    result.max_abs[GRAPH] = cmp.max_abs
+                    if not cmp.within_tolerance:
+                        failures.append(f"{LABELS[GRAPH]}: {cmp.detail}")
+                    variants[GRAPH] = lambda w, n: _timed(graph.once, w, n)  # type: ignore[union-attr]
+                except Exception as e:  # noqa: BLE001 - any capture failure is a finding, not a crash
+                    result.notes[GRAPH] = f"capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+                    torch.cuda.synchronize()
+            profiled: BlobVariant | None = None
+            if settings.profile and profile is not None and profile.available:
+                profiled = BlobVariant(ours_api, containers[OURS], inputs, settings.device,
+                                       around=(lambda: profile.enable(True), lambda: profile.enable(False)))  # fmt: skip
+                variants[PROFILED] = profiled.sample
+                profile.enable(False)
+                profile.reset()
+            elif settings.profile:
+                result.notes[PROFILED] = "the shim library has no aoti_shim_profile_* ABI"
+            if failures:
+                result.error = "outside tolerance: " + "; ".join(failures)
+            samples: dict[str, list[float]] = {k: [] for k in variants}
+            per_round: list[dict[str, float]] = []
+            order = list(variants)
             for r in range(settings.rounds):
+                medians: dict[str, float] = {}
                 # Rotate who goes first: caches and clocks favour no variant.
-                for name in order[r % 3 :] + order[: r % 3]:
-                    samples[name] += runners[name](settings.warmup, settings.iterations)
+                shift = r % len(order)
+                for key in order[shift:] + order[:shift]:
+                    got = variants[key](settings.warmup, settings.iterations)
+                    samples[key] += got
+                    medians[key] = statistics.median(got)
+                per_round.append(medians)
+            if profiled is not None and profile is not None:
+                result.profiled_inferences = profiled.runs
+                result.profile = [
+                    ProfileRow(name, calls / profiled.runs, nanos / 1e3 / profiled.runs)
+                    for name, calls, nanos in profile.read()
+                ]
+                profile.reset()
         finally:
-            ca.close()
-            cb.close()
-    result.ours, result.libtorch_shims, result.eager = (Latency.of(samples[k]) for k in ("ours", "libtorch", "eager"))
-    if settings.torch_loader:
-        result.torch_loader, result.torch_loader_note = torch_loader_latency(settings, b)
+            if graph is not None:
+                graph.close()
+            for c in containers.values():
+                c.close()
+    result.latency = {k: Latency.of(v) for k, v in samples.items()}
+    for top, bottom in RATIO_PAIRS:
+        if top in result.latency and bottom in result.latency:
+            result.ratios[f"{top}/{bottom}"] = Interval.of(round_ratios(per_round, top, bottom))
+    if settings.torch_loader and twin is not None:
+        result.torch_loader, result.torch_loader_note = torch_loader_latency(settings, twin)
     return result
 
 
-def _runner_samples(run_container: Any, api: Any, container: Any, inputs: list[Any], device: str,
-                    warmup: int, iterations: int, run_settings: Any) -> list[float]:  # fmt: skip
-    outcome = run_container(
-        api, container, inputs,
-        run_settings(device=device, warmup=warmup, iterations=iterations, time_budget_s=float("inf")),
-    )  # fmt: skip
-    return list(outcome.latencies_us)
+# ---------------------------------------------------------------- torch's own loader
 
 
 _LOADER_CHILD = r"""
@@ -503,24 +737,28 @@ def floor_pairs(api: AllocApi, seconds: float) -> float:
     return done / (time.perf_counter() - start)
 
 
-def measure_alloc(settings: BenchSettings, ours: AllocApi, theirs: AllocApi) -> tuple[list[AllocResult], float]:
+def measure_alloc(settings: BenchSettings, ours: AllocApi, theirs: AllocApi) -> tuple[list[AllocResult], float, Interval]:
     import torch
 
     sync = torch.cuda.synchronize if settings.device == "cuda" else (lambda: None)
     runs: dict[str, list[float]] = {"ours": [], "libtorch": [], "floor": []}
     for api in (ours, theirs):
         alloc_pairs(api, settings.device, 0.05, sync)  # warm the allocators
+    per_round = []
     for r in range(settings.rounds):
         order = [("ours", ours), ("libtorch", theirs)]
+        got = {}
         for name, api in order if r % 2 == 0 else order[::-1]:
-            runs[name].append(alloc_pairs(api, settings.device, settings.alloc_seconds, sync))
+            got[name] = alloc_pairs(api, settings.device, settings.alloc_seconds, sync)
+            runs[name].append(got[name])
         runs["floor"].append(floor_pairs(ours, settings.alloc_seconds / 3))
+        per_round.append(got["libtorch"] / got["ours"])  # time per pair, ours / theirs
     floor_us = 1e6 / statistics.median(runs["floor"])
     results = []
     for name in ("ours", "libtorch"):
         per_s = statistics.median(runs[name])
         results.append(AllocResult(name, per_s, 1e6 / per_s, 1e6 / per_s - floor_us))
-    return results, floor_us
+    return results, floor_us, Interval.of(per_round)
 
 
 # ---------------------------------------------------------------- the run
@@ -537,33 +775,39 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
     libtorch = promote_libtorch(settings.device)
     shims = ctypes.CDLL(str(settings.shim_library), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
     ours_api, torch_api = ShimApi(shims, settings.prefix), ShimApi(libtorch, "")
+    profile = ProfileApi(shims, settings.prefix)
+    report.header["shim profile ABI"] = "yes" if profile.available else "no"
     with contextlib.ExitStack() as keep:
         for model in settings.models:
             progress(f"{model}: compile (cached after the first time) and measure")
+            began = time.perf_counter()
             try:
-                report.models.append(measure_model(settings, model, ours_api, torch_api, keep))
+                report.models.append(measure_model(settings, model, ours_api, torch_api, profile, keep, progress))
             except AotiShimError as e:
                 report.models.append(ModelResult(model=model, error=str(e)))
             # Each row as soon as it is measured: a run cut short still shows what it had.
-            progress("row: " + render_row(report.models[-1]))
+            progress(f"row ({time.perf_counter() - began:.1f} s): " + render_row(report.models[-1]))
     progress("allocation micro-benchmark")
     with torch.inference_mode():
-        report.alloc, report.alloc_floor_us = measure_alloc(
+        report.alloc, report.alloc_floor_us, report.alloc_ratio = measure_alloc(
             settings, AllocApi(shims, settings.prefix), AllocApi(libtorch, "")
         )
+    report.alloc_rounds = settings.rounds
     return report
 
 
+# ---------------------------------------------------------------- output
+
+
 def _us(lat: Latency | None) -> str:
-    return f"{lat.median_us:9.1f} {lat.p90_us:9.1f}" if lat else f"{'-':>9} {'-':>9}"
+    return f"{lat.median_us:8.1f}" if lat else f"{'-':>8}"
 
 
 def render_row(m: ModelResult) -> str:
-    if m.ours is None:
+    if OURS not in m.latency:
         return f"{m.model:<10} FAILED: {m.error}"
-    errs = f"{m.max_abs_ours:.1e} / {m.max_abs_libtorch:.1e}"
-    return (f"{m.model:<10} {_us(m.ours)} {_us(m.libtorch_shims)} {_us(m.eager)} "
-            f"{m.ours_over_libtorch:8.3f} {m.ours_over_eager:8.3f} {m.ours.runs:5d}  {errs}"
+    cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH))
+    return (f"{m.model:<10} {cells}  (a)/(b) {m.interval(OURS, SAME).render()}"
             + (f"  FAIL: {m.error}" if m.error else ""))  # fmt: skip
 
 
@@ -571,43 +815,86 @@ def render(report: BenchReport) -> str:
     lines = ["# shim latency benchmark"]
     lines += [f"{k}: {v}" for k, v in report.header.items()]
     lines.append("")
-    lines.append("one inference, microseconds (median, p90); (a) ours = prefixed slim shims, "
-                 "(b) libtorch's shims (link_libtorch=True blob, same runner), (c) eager")  # fmt: skip
-    head = (f"{'model':<10} {'(a) med':>9} {'(a) p90':>9} {'(b) med':>9} {'(b) p90':>9} {'(c) med':>9} {'(c) p90':>9} "
-            f"{'(a)/(b)':>8} {'(a)/(c)':>8}  runs  max abs err (a) / (b)")  # fmt: skip
-    lines += [head, "-" * len(head)]
-    lines += [render_row(m) for m in report.models]
+    lines.append("variants: " + "; ".join(f"{LABELS[k]}" for k in (OURS, SAME, TWIN, EAGER, GRAPH, PROFILED)))
+    done = [m for m in report.models if OURS in m.latency]
+    if done:
+        m0 = done[0]
+        lines.append(f"rounds: {m0.rounds} interleaved rounds per model, {m0.iterations} timed runs per variant per "
+                     f"round ({m0.rounds * m0.iterations} runs per variant per model); ratios are geometric means of "
+                     f"per-round ratios (each round's medians) with a {CONFIDENCE:.0%} bootstrap interval "
+                     f"({BOOTSTRAP_RESAMPLES} resamples of the rounds)")  # fmt: skip
     lines.append("")
-    lines.append("torch's own loader on the (b) package (separate process, for reference):")
+    lines.append("one inference, median microseconds")
+    head = f"{'model':<10} {'(a)':>8} {'(b)':>8} {TWIN.join('()'):>8} {'(c)':>8} {'(g)':>8}   p90 (a) / (b)"
+    lines += [head, "-" * len(head)]
     for m in report.models:
-        if m.ours is None:
+        if OURS not in m.latency:
+            lines.append(f"{m.model:<10} FAILED: {m.error}")
             continue
-        lat = m.torch_loader
-        shown = f"median {lat.median_us:.1f} us, p90 {lat.p90_us:.1f} us" if lat else "-"
-        lines.append(f"  {m.model:<10} {shown}  [{m.torch_loader_note or 'not run'}]")
+        cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH))
+        p90 = f"{m.latency[OURS].p90_us:.1f} / {m.latency[SAME].p90_us:.1f}" if SAME in m.latency else "-"
+        lines.append(f"{m.model:<10} {cells}   {p90}")
+    lines.append("")
+    lines.append(f"ratios, {CONFIDENCE:.0%} confidence interval (below 1: (a) is faster)")
+    names = [f"{'(' + t + ')'}/({b})" for t, b in RATIO_PAIRS]
+    names[-1] = "profile on/off"
+    head = f"{'model':<10} " + " ".join(f"{n:>24}" for n in names)
+    lines += [head, "-" * len(head)]
+    for m in report.models:
+        if OURS not in m.latency:
+            continue
+        lines.append(f"{m.model:<10} " + " ".join(f"{m.interval(t, b).render():>24}" for t, b in RATIO_PAIRS))
+    for m in report.models:
+        for key, note in m.notes.items():
+            lines.append(f"  {m.model}: {LABELS[key]} not measured: {note}")
+        if m.error and OURS in m.latency:
+            lines.append(f"  {m.model}: FAIL: {m.error}")
+    errs = [f"{m.model} " + ", ".join(f"{k} {v:.1e}" for k, v in m.max_abs.items()) for m in report.models if m.max_abs]
+    if errs:
+        lines.append("max abs error against eager's recorded outputs: " + "; ".join(errs))
+    for m in report.models:
+        if not m.profile:
+            continue
+        lat = m.latency.get(PROFILED)
+        per_inference = lat.median_us if lat else float("nan")
+        lines.append("")
+        lines.append(f"shim profile, {m.model}: per inference of (a) (mean over {m.profiled_inferences} profiled "
+                     f"inferences; median inference {per_inference:.1f} us with the profile on)")  # fmt: skip
+        lines.append(f"  {'function / step':<52} {'calls':>7} {'us':>8} {'% of inference':>15}")
+        for row in m.profile:
+            share = 100.0 * row.us_per_inference / per_inference if per_inference == per_inference else float("nan")
+            lines.append(f"  {row.name:<52} {row.calls_per_inference:7.2f} {row.us_per_inference:8.2f} {share:14.1f}%")
     if report.alloc:
         lines.append("")
         lines.append(f"allocation: empty_strided({'x'.join(map(str, ALLOC_SHAPE))}, float32, "
-                     f"{report.header['device']}) + delete_tensor_object pairs")  # fmt: skip
+                     f"{report.header['device']}) + delete_tensor_object pairs, {report.alloc_rounds} interleaved rounds")  # fmt: skip
         for a in report.alloc:
             lines.append(f"  {a.name:<9} {a.pairs_per_s:12,.0f} pairs/s  {a.us_per_pair:7.3f} us/pair  "
                          f"{a.net_us_per_pair:7.3f} us/pair net of the ctypes floor")  # fmt: skip
         lines.append(f"  ctypes floor (two trivial shim calls): {report.alloc_floor_us:.3f} us")
         ours, theirs = report.alloc
-        lines.append(f"  time per pair (a)/(b): {ratio(ours.us_per_pair, theirs.us_per_pair):.3f} "
-                     f"(net of the floor: {ratio(ours.net_us_per_pair, theirs.net_us_per_pair):.3f})")  # fmt: skip
+        shown = report.alloc_ratio.render() if report.alloc_ratio else "-"
+        lines.append(f"  time per pair (a)/(b): {shown} "
+                     f"(medians net of the floor: {ratio(ours.net_us_per_pair, theirs.net_us_per_pair):.3f})")  # fmt: skip
+    loader = [m for m in report.models if m.torch_loader or m.torch_loader_note]
+    if loader:
+        lines.append("")
+        lines.append("torch's own loader on the (b') package (separate process, for reference):")
+        for m in loader:
+            lat = m.torch_loader
+            shown = f"median {lat.median_us:.1f} us, p90 {lat.p90_us:.1f} us" if lat else "-"
+            lines.append(f"  {m.model:<10} {shown}  [{m.torch_loader_note or 'not run'}]")
     return "\n".join(lines)
 
 
 def to_json(report: BenchReport) -> dict[str, Any]:
     return {
         "header": report.header,
-        "models": [
-            {**asdict(m), "ours_over_libtorch": m.ours_over_libtorch, "ours_over_eager": m.ours_over_eager}
-            for m in report.models
-        ],
+        "models": [asdict(m) for m in report.models],
         "alloc": [asdict(a) for a in report.alloc],
         "alloc_floor_us": report.alloc_floor_us,
+        "alloc_ratio": asdict(report.alloc_ratio) if report.alloc_ratio else None,
+        "alloc_rounds": report.alloc_rounds,
     }
 
 
@@ -622,10 +909,14 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--cache-dir", type=Path, help="compile cache (default: the smoke's, ~/.cache/aoti-shim/smoke)")
     p.add_argument("--shims", type=Path, help="the prefixed shim library (default: the installed reference shims)")
     p.add_argument("--prefix", help="the shims' prefix (default: read from the library)")
-    p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--iterations", type=int, default=40, help="timed runs per variant per round")
-    p.add_argument("--alloc-seconds", type=float, default=0.3)
-    p.add_argument("--no-torch-loader", action="store_true", help="skip torch's own loader (a child process)")
+    p.add_argument("--rounds", type=int, default=30, help="interleaved rounds per model (and for the allocation pairs)")
+    p.add_argument("--iterations", type=int, default=20, help="timed runs per variant per round")
+    p.add_argument("--warmup", type=int, default=3, help="untimed runs per variant per round")
+    p.add_argument("--alloc-seconds", type=float, default=0.05, help="per shim set per round")
+    p.add_argument("--no-twin", action="store_true", help="skip (b'), the link_libtorch=True twin (a second compile)")
+    p.add_argument("--no-graph", action="store_true", help="skip (g), CUDA-graph replay")
+    p.add_argument("--no-profile", action="store_true", help="skip the profiled variant and the per-shim table")
+    p.add_argument("--torch-loader", action="store_true", help="also torch's own loader on the twin (a child process)")
     p.add_argument("--json", type=Path, help="also write the results as JSON")
     p.add_argument("--compile-libtorch-worker", metavar="REQUEST", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -656,8 +947,8 @@ def main(argv: list[str]) -> int:
 
         if args.device == "cuda" and not torch.cuda.is_available():
             raise UsageError("--device cuda: torch sees no CUDA device")
-        if args.rounds < 1 or args.iterations < 1:
-            raise UsageError("--rounds and --iterations must be at least 1")
+        if args.rounds < 2 or args.iterations < 1 or args.warmup < 0:
+            raise UsageError("--rounds must be at least 2 (an interval needs rounds), --iterations at least 1")
         library = args.shims.resolve() if args.shims else shim_library()
         work_dir = Path(tempfile.mkdtemp(prefix="aoti-shim-bench-"))
         try:
@@ -670,8 +961,12 @@ def main(argv: list[str]) -> int:
                 shim_library=library,
                 rounds=args.rounds,
                 iterations=args.iterations,
+                warmup=args.warmup,
                 alloc_seconds=args.alloc_seconds,
-                torch_loader=not args.no_torch_loader,
+                twin=not args.no_twin,
+                graph=not args.no_graph,
+                profile=not args.no_profile,
+                torch_loader=args.torch_loader,
             )
             report = run_bench(settings, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True))
         finally:
@@ -682,7 +977,7 @@ def main(argv: list[str]) -> int:
     print(render(report))
     if args.json is not None:
         args.json.write_text(json.dumps(to_json(report), indent=2, default=str) + "\n")
-    failed = any(m.ours is None or m.error for m in report.models)
+    failed = any(OURS not in m.latency or m.error for m in report.models)
     return 8 if failed else 0
 
 

@@ -26,6 +26,9 @@ OWN_ABI = {
     "aoti_shim_caller_stream_get",
     "aoti_shim_cuda_device_count",
     "aoti_shim_is_pinned",
+    "aoti_shim_profile_enable",
+    "aoti_shim_profile_reset",
+    "aoti_shim_profile_read",
 }
 # aoti_shim.h's error codes used below.
 E_UNSUPPORTED_DEVICE = 12
