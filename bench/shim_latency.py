@@ -187,6 +187,7 @@ class ModelResult:
     max_abs: dict[str, float] = field(default_factory=dict)
     profile: list[ProfileRow] = field(default_factory=list)
     profiled_inferences: int = 0
+    profiled_mean_us: float = float("nan")  # the profiled runs' mean latency: the table's shares
     torch_loader: Latency | None = None
     torch_loader_note: str = ""
     error: str = ""
@@ -430,7 +431,8 @@ def _timed(fn: Callable[[], None], warmup: int, iterations: int) -> list[float]:
 
 class BlobVariant:
     """One loaded blob driven through one shim set: each run wraps fresh input handles
-    (untimed; the container steals them), runs, waits, and deletes the outputs (untimed)."""
+    (untimed; the container steals them), runs, waits, and deletes the outputs (untimed).
+    ``around`` is called just outside each timed run's window (not around warm-ups)."""
 
     def __init__(self, api: Any, container: Any, inputs: list[Any], device: str,
                  around: tuple[Callable[[], None], Callable[[], None]] | None = None) -> None:  # fmt: skip
@@ -447,18 +449,20 @@ class BlobVariant:
         before, after = self.before, self.after
         out = []
         for i in range(warmup + iterations):
+            timed = i >= warmup
             handles = [api.wrap(t) for t in inputs]
-            before()
+            if timed:
+                before()
             start = time.perf_counter()
             outs = container.run(handles, stream)
             sync()
             elapsed = (time.perf_counter() - start) * 1e6
-            after()
-            for h in outs:
-                api.delete(h)
-            if i >= warmup:
+            if timed:
+                after()
                 out.append(elapsed)
                 self.runs += 1
+            for h in outs:
+                api.delete(h)
         return out
 
 
@@ -601,6 +605,7 @@ def measure_model(
                 per_round.append(medians)
             if profiled is not None and profile is not None:
                 result.profiled_inferences = profiled.runs
+                result.profiled_mean_us = statistics.fmean(samples[PROFILED])
                 result.profile = [
                     ProfileRow(name, calls / profiled.runs, nanos / 1e3 / profiled.runs)
                     for name, calls, nanos in profile.read()
@@ -855,11 +860,10 @@ def render(report: BenchReport) -> str:
     for m in report.models:
         if not m.profile:
             continue
-        lat = m.latency.get(PROFILED)
-        per_inference = lat.median_us if lat else float("nan")
+        per_inference = m.profiled_mean_us
         lines.append("")
-        lines.append(f"shim profile, {m.model}: per inference of (a) (mean over {m.profiled_inferences} profiled "
-                     f"inferences; median inference {per_inference:.1f} us with the profile on)")  # fmt: skip
+        lines.append(f"shim profile, {m.model}: per inference of (a), means over {m.profiled_inferences} profiled "
+                     f"inferences (mean inference {per_inference:.1f} us with the profile on)")  # fmt: skip
         lines.append(f"  {'function / step':<52} {'calls':>7} {'us':>8} {'% of inference':>15}")
         for row in m.profile:
             share = 100.0 * row.us_per_inference / per_inference if per_inference == per_inference else float("nan")

@@ -4,6 +4,13 @@
 #
 #     bash docs/gpu/run_h200.sh        # with the git-ignored .whl/ carried along
 #
+# A CPU rehearsal (no GPU, no .whl/): a venv with aoti-shim's build and test dependencies
+# first on PATH, and scratch folders of one's own (the defaults are shared under /tmp):
+#
+#     PATH=$PWD/.venv/bin:$PATH AOTI_SHIM_GPU_DEVICE=cpu AOTI_SHIM_GPU_SITE=/tmp/me/site \
+#       AOTI_SHIM_GPU_WORK=/tmp/me/work AOTI_SHIM_GPU_CACHE=/tmp/me/cache OUT=/tmp/me/out \
+#       AOTI_SHIM_GPU_BUDGET_S=3000 bash docs/gpu/run_h200.sh core
+#
 # Every step is time-limited and the script goes on past a failing one; each step's
 # exit status is logged and summarised at the end of 00_run.log. What comes back in
 # $OUT (8 files at most, flat):
@@ -12,9 +19,9 @@
 #   02_smoke.log           compile prewarm, aoti-shim smoke float32 and bfloat16
 #   smoke.json             aoti-shim smoke --device cuda --json (float32)
 #   smoke_bf16.json        the same for the bfloat16 variants
-#   03_gpu_tests.log       pytest tests/gpu (caller-stream contract, concurrent blobs)
-#   04_bench.log           bench/shim_latency.py --device cuda
-#   cuda_artefacts.tar.gz  the CUDA MLP's package_cpp_only package (for CPU-side tests)
+#   03_gpu_tests.log       pytest tests/gpu (caller-stream contract, concurrent blobs, two GPUs)
+#   04_bench.log           bench/shim_latency.py --device cuda (intervals, shim profile table)
+#   cuda_artefacts.tar.gz  the CUDA MLP's package_cpp_only package (for CPU-side tests), bench.json
 set -u
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -89,6 +96,11 @@ EOF
 
 install_wheels() {
   # The carried wheels: lief, pyelftools, scikit-build-core 1.1.2, nvidia-cuda-crt.
+  # A CPU rehearsal without .whl/ runs with a venv's python3 first on PATH instead.
+  if ! ls "$REPO"/.whl/*.whl > /dev/null 2>&1; then
+    echo "no carried wheels in $REPO/.whl: nothing to install"
+    return 0
+  fi
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$REPO"/.whl/*.whl
 }
 
@@ -160,13 +172,33 @@ pack_artefacts() {
   pkg=$(ls -d "$CACHE"/mlp-"$DEVICE"-source-*/ 2>/dev/null | head -1)
   [ -n "$pkg" ] || { echo "no CUDA source-route package in $CACHE"; return 1; }
   cp -r "$pkg" "$WORK/package-mlp-$DEVICE"
-  snap=$(cd "$WORK" && ls torch-*.json.gz 2>/dev/null)
+  snap=$(cd "$WORK" && ls torch-*.json.gz bench.json 2>/dev/null)
   tar -C "$WORK" -czf "$OUT/${DEVICE}_artefacts.tar.gz" "package-mlp-$DEVICE" $snap
   tar -tzvf "$OUT/${DEVICE}_artefacts.tar.gz"
 }
 
+two_gpu_tests() {
+  # Issue 16: a blob on cuda:1, copies between GPUs against a busy source stream, pinned
+  # memory from both GPUs, two blobs on two GPUs from two threads (skips below two GPUs).
+  nvidia-smi topo -m 2>/dev/null || true
+  AOTI_SHIM_SMOKE_CACHE="$CACHE" python3 -m pytest -p no:cacheprovider -v -rs --rootdir "$REPO" \
+    -c "$REPO/pyproject.toml" "$REPO/tests/gpu/test_two_gpus_gpu.py"
+}
+
+bench_latency() {
+  # Issue 16: (a) ours / (b) the same blob through libtorch's shims, (b') the
+  # link_libtorch=True twin, (c) eager, (g) CUDA-graph replay, the profile on/off, each
+  # with a 95% interval from interleaved rounds; the per-inference shim profile table;
+  # allocation pairs. The slow compile (block) last: a bench cut short still printed its
+  # first rows. JSON into the artefacts tarball (the 8 files back are taken).
+  python3 "$REPO/bench/shim_latency.py" --device "$DEVICE" --cache-dir "$CACHE" \
+    --model mlp --model convnet --model block --rounds "${AOTI_SHIM_BENCH_ROUNDS:-40}" \
+    --iterations "${AOTI_SHIM_BENCH_ITERATIONS:-40}" --json "$WORK/bench.json"
+}
+
 export REPO OUT SITE WORK CACHE DEVICE
 export -f install_wheels install_aoti_shim shim_unit_tests snapshot_torch pack_artefacts smoke_f32 bf16_smoke
+export -f two_gpu_tests bench_latency
 
 # Phases: "core" (install, shim tests, float32 smoke, GPU tests, bench, artefacts) and
 # "bf16" (the bfloat16 smoke). Default: both, core first.
@@ -194,9 +226,8 @@ if [[ " $PHASES " == *" core "* ]]; then
   step "gpu tests: concurrent blobs" 120 "$OUT/03_gpu_tests.log" env AOTI_SHIM_SMOKE_CACHE="$CACHE" \
     python3 -m pytest -p no:cacheprovider -v -rs --rootdir "$REPO" -c "$REPO/pyproject.toml" \
     "$REPO/tests/gpu/test_concurrent_blobs_gpu.py"
-  # The slow compile (block) last: a bench cut short still printed its first rows.
-  step "bench shim latency" 150 "$OUT/04_bench.log" \
-    python3 "$REPO/bench/shim_latency.py" --device "$DEVICE" --cache-dir "$CACHE" --model mlp --model convnet --model block
+  step "gpu tests: two GPUs" 120 "$OUT/03_gpu_tests.log" two_gpu_tests
+  step "bench shim latency" 150 "$OUT/04_bench.log" bench_latency
   step "snapshot torch" 60 "$RUN_LOG" snapshot_torch
   step "pack CUDA artefacts" 30 "$RUN_LOG" pack_artefacts
   step "smoke float32, the rest" 150 "$OUT/02_smoke.log" smoke_f32 rest
