@@ -31,12 +31,26 @@ class CheckSettings:
     display_root: str | None = None
 
 
+def _identity(art: Artifact) -> object:
+    """What makes two inputs one library: the file, or the wheel member (each is a fresh temp copy)."""
+    if art.path != art.display:
+        return art.display
+    try:
+        st = os.stat(art.path)
+    except OSError:
+        return art.path
+    return st.st_dev, st.st_ino
+
+
 def _read(art: Artifact, role: str) -> Library:
+    identity = _identity(art)
     with ElfImage(art.path, display=art.display) as image:
         if not image.has_dynsym:
-            return Library(display=art.display, role=role, exports={}, imports={})
+            return Library(display=art.display, role=role, exports={}, imports={}, identity=identity)
         # The tables hold packed ints, not the mapping: they outlive the image.
-        return Library(display=art.display, role=role, exports=image.exports(), imports=image.imports())
+        return Library(
+            display=art.display, role=role, exports=image.exports(), imports=image.imports(), identity=identity
+        )
 
 
 def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:
@@ -79,7 +93,14 @@ def run_check(settings: CheckSettings) -> Report:
             settings.against, ws, torch_search_paths=settings.torch_search_paths, exclude=checked
         )
         try:
-            ctx = Context(prefix=prefix, shims=shims, models=models, references=refs)
+            ctx = Context(
+                prefix=prefix,
+                shims=shims,
+                models=models,
+                references=refs,
+                prefix_source=source,
+                shim_prefixes=frozenset(prefix_rules.carried(n for lib in shims for n in lib.exports)),
+            )
             findings = evaluate(ctx)
             reference_names = tuple(r.display for r in refs)
         finally:
@@ -88,8 +109,8 @@ def run_check(settings: CheckSettings) -> Report:
     skipped = []
     if not settings.against:
         skipped.append(("COLLISION", "no --against reference given"))
-    if not shims or not prefix:
-        skipped.append(("UNSATISFIED_IMPORT", "needs --shim libraries and a prefix"))
+    if not shims:
+        skipped.append(("UNSATISFIED_IMPORT", "needs --shim libraries"))
     return Report(
         findings=tuple(kept),
         prefix=prefix,

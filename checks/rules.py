@@ -8,15 +8,14 @@ large and are only asked about single names, through their ``.gnu.hash``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator, Mapping, Sequence
 
+from aoti_shim.checks import prefix as prefixes
 from aoti_shim.checks.elf import STB_GNU_UNIQUE, STB_WEAK, STT_TLS, Symbol
 from aoti_shim.checks.references import Reference
 from aoti_shim.checks.report import BLOCKING, WARNING, Finding
 
-SHIM_NAME = re.compile(r"aoti_torch_\w+")
-SHIM_MARK = "aoti_torch_"
 # Every AOTInductor blob exports its loader entry points under this prefix
 # (AOTInductorModelContainerCreateWithDevice, ...Run, ...Delete).
 MODEL_ENTRY_PREFIX = "AOTInductorModelContainer"
@@ -41,6 +40,8 @@ class Library:
     role: str  # "shim" or "model"
     exports: Mapping[str, Symbol]
     imports: Mapping[str, Symbol]
+    # The file's identity (device, inode): one file given as --shim and --model is one definer.
+    identity: object = None
 
     @property
     def is_aoti_model(self) -> bool:
@@ -48,7 +49,7 @@ class Library:
 
     @property
     def exports_shims(self) -> bool:
-        return any(SHIM_MARK in name for name in self.exports)
+        return any(prefixes.is_shim_name(name) for name in self.exports)
 
 
 @dataclass(frozen=True)
@@ -57,16 +58,20 @@ class Context:
     shims: Sequence[Library]
     models: Sequence[Library]
     references: Sequence[Reference]
+    # "given" when the prefix came from the user (--prefix, the plugin), not from the shims.
+    prefix_source: str = "inferred"
+    # Every prefix the shims' exports carry in front of aoti_torch_ (the ground truth).
+    shim_prefixes: frozenset[str] = field(default=frozenset())
 
     @property
     def libraries(self) -> Sequence[Library]:
         return [*self.shims, *self.models]
 
     def is_unprefixed_shim(self, name: str) -> bool:
-        return name.startswith("aoti_torch_")
+        return prefixes.is_unprefixed(name)
 
     def is_prefixed_shim(self, name: str) -> bool:
-        return bool(self.prefix) and name.startswith(f"{self.prefix}aoti_torch_")
+        return bool(self.prefix) and name.startswith(f"{self.prefix}{prefixes.SHIM_MARK}")
 
 
 # Symbols the static linker defines in every shared object; sharing them is harmless.
@@ -135,7 +140,7 @@ def _not_a_shim(ctx: Context) -> Iterator[Finding]:
                 severity=WARNING,
                 artifact=shim.display,
                 symbol="",
-                message=f"exports no {SHIM_MARK}* name, prefixed or not: not a shim library",
+                message=f"exports no {prefixes.SHIM_MARK}* name, prefixed or not: not a shim library",
             )
 
 
@@ -154,14 +159,34 @@ def _unprefixed_import(ctx: Context) -> Iterator[Finding]:
                 )
 
 
+def _carried(ctx: Context) -> str:
+    return prefixes.describe(ctx.shim_prefixes) if ctx.shim_prefixes else "no prefix at all"
+
+
+def _unprovided(ctx: Context, model: Library, provided: set[str]) -> Iterator[tuple[str, str | None]]:
+    """(name, its prefix) of each prefixed shim import no checked shim exports.
+
+    Every import holding aoti_torch_, whatever its prefix, must be a checked shim's export.
+    The marker, not the prefix, selects the names: with a short prefix ("m") libc's memcpy
+    would start with it, and a blob rewritten to another prefix would not. Unprefixed
+    imports are UNPREFIXED_IMPORT's (libtorch defines them).
+    """
+    for name in sorted(model.imports):
+        if prefixes.is_shim_name(name) and not prefixes.is_unprefixed(name) and name not in provided:
+            yield name, prefixes.prefix_of(name)
+
+
+def _is_shims_prefix(ctx: Context, p: str | None) -> bool:
+    return p is not None and (p == ctx.prefix or p in ctx.shim_prefixes)
+
+
 def _unsatisfied_import(ctx: Context) -> Iterator[Finding]:
-    if not ctx.shims or not ctx.prefix:
+    if not ctx.shims:
         return
     provided = {name for shim in ctx.shims for name in shim.exports}
     for model in ctx.models:
-        for name in sorted(model.imports):
-            # Only prefixed shim names: with a short prefix ("m") libc's memcpy also starts with it.
-            if ctx.is_prefixed_shim(name) and name not in provided:
+        for name, p in _unprovided(ctx, model, provided):
+            if _is_shims_prefix(ctx, p):
                 yield Finding(
                     rule="UNSATISFIED_IMPORT",
                     severity=BLOCKING,
@@ -169,6 +194,46 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Finding]:
                     symbol=name,
                     message=f"imports '{name}', which no shim library exports (it fails when first called)",
                 )
+
+
+def _carried(ctx: Context) -> str:
+    return prefixes.describe(ctx.shim_prefixes) if ctx.shim_prefixes else "no prefix at all"
+
+
+def _prefix_mismatch(ctx: Context) -> Iterator[Finding]:
+    """Blobs and shims built with different prefixes, or a given prefix the shims lack.
+
+    One finding per (model, foreign prefix), naming both prefixes: the per-name list would
+    repeat one cause hundreds of times.
+    """
+    if not ctx.shims:
+        return
+    if ctx.prefix_source == "given" and ctx.prefix and ctx.prefix not in ctx.shim_prefixes:
+        # Else the check would prove nothing about the shims that were really built.
+        yield Finding(
+            rule="PREFIX_MISMATCH",
+            severity=BLOCKING,
+            artifact=ctx.shims[0].display,
+            symbol=f"{ctx.prefix}{prefixes.SHIM_MARK}*",
+            message=f"the given prefix {ctx.prefix!r} is exported by no shim library; the shims carry {_carried(ctx)}",
+        )
+    provided = {name for shim in ctx.shims for name in shim.exports}
+    for model in ctx.models:
+        foreign: dict[str, list[str]] = {}
+        for name, p in _unprovided(ctx, model, provided):
+            if not _is_shims_prefix(ctx, p):
+                foreign.setdefault(name.partition(prefixes.SHIM_MARK)[0], []).append(name)
+        for p, names in sorted(foreign.items()):
+            yield Finding(
+                rule="PREFIX_MISMATCH",
+                severity=BLOCKING,
+                artifact=model.display,
+                symbol=names[0],
+                message=(
+                    f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'), but the shims "
+                    f"carry {_carried(ctx)}: blob and shims were built with different prefixes, so it cannot load"
+                ),
+            )
 
 
 def _model_defines_shim(ctx: Context) -> Iterator[Finding]:
@@ -187,7 +252,12 @@ def _model_defines_shim(ctx: Context) -> Iterator[Finding]:
 def _duplicate_definer(ctx: Context) -> Iterator[Finding]:
     # name -> [(library, GNU_UNIQUE?)]
     definers: dict[str, list[tuple[Library, bool]]] = {}
+    seen: set[object] = set()
     for lib in ctx.libraries:
+        if lib.identity is not None:
+            if lib.identity in seen:
+                continue  # the same file given twice (as --shim and --model) is one definer
+            seen.add(lib.identity)
         for name, sym in lib.exports.items():
             if ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name) or sym.type == STT_TLS:
                 definers.setdefault(name, []).append((lib, sym.bind == STB_GNU_UNIQUE))
@@ -253,6 +323,7 @@ RULES: tuple[Rule, ...] = (
     Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
     Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model imports an aoti_torch_* name without the prefix.", BLOCKING),
     Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A model imports a prefixed name that no shim library exports.", BLOCKING),
+    Rule("PREFIX_MISMATCH", _prefix_mismatch, "A model imports aoti_torch_ names with another prefix than the shims carry, or the given prefix is one no shim exports.", BLOCKING),
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
     Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once).", BLOCKING),
     Rule("REEXPORTED_RUNTIME", _reexported_runtime, "A library re-exports statically linked C++ runtime symbols.", WARNING),

@@ -21,13 +21,12 @@ from pathlib import Path, PurePosixPath
 from aoti_shim.checks.elf import ELF_MAGIC, has_elf_magic
 from aoti_shim.checks.inputs import safe_member_name
 from aoti_shim.checks.references import resolve_snapshot_name
+from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
 from aoti_shim.plugin.target_env import TorchLocation
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
-
-SHIM_ABI_MARK = "aoti_torch_"
 
 
 class BuildRejected(AotiShimError):

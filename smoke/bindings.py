@@ -62,7 +62,9 @@ def parse_bindings(lines: Iterable[str]) -> Iterator[Binding]:
 
 def is_shim_symbol(name: str) -> bool:
     """True for ``aoti_torch_x`` and any prefixed ``<p>aoti_torch_x``."""
-    return "aoti_torch_" in name
+    from aoti_shim.checks.prefix import is_shim_name
+
+    return is_shim_name(name)
 
 
 def _place(target: str, blob_path: str, shim_library: str | None, libtorch_dir: str | None) -> str:

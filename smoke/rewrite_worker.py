@@ -14,6 +14,8 @@ import sys
 def rename_imports(source: str, target: str, prefix: str) -> list[str]:
     import lief
 
+    from aoti_shim.checks.prefix import is_unprefixed
+
     # Hold the parsed binary in a variable: LIEF 1.0 frees it (and segfaults on
     # the symbols) if only a temporary refers to it.
     binary = lief.ELF.parse(source)
@@ -22,7 +24,7 @@ def rename_imports(source: str, target: str, prefix: str) -> list[str]:
     renamed: list[str] = []
     for symbol in binary.dynamic_symbols:
         name = symbol.name
-        if symbol.shndx == 0 and name.startswith("aoti_torch_"):  # undefined: an import
+        if symbol.shndx == 0 and is_unprefixed(name):  # undefined: an import
             symbol.name = prefix + name
             renamed.append(name)
     if renamed:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from aoti_shim.checks import CheckSettings, render, run_check
+from aoti_shim.checks import RULES, CheckSettings, render, run_check
 from aoti_shim.checks.elf import STB_GNU_UNIQUE, STT_TLS, ElfImage
 from aoti_shim.checks.rules import RULES
 from aoti_shim.cli import main
@@ -46,6 +46,8 @@ def test_unprefixed_shim_collides_with_libtorch(checker_libs):
         ("COLLISION", "libunprefixed_shim.so", "aoti_torch_get_data_ptr"),
         ("UNPREFIXED_EXPORT", "libunprefixed_shim.so", "aoti_torch_empty_strided"),
         ("UNPREFIXED_EXPORT", "libunprefixed_shim.so", "aoti_torch_get_data_ptr"),
+        # The given prefix is one the shim does not carry: the check would prove nothing of it.
+        ("PREFIX_MISMATCH", "libunprefixed_shim.so", "myrt_aoti_torch_*"),
     }
     collision = next(f for f in report.findings if f.rule == "COLLISION")
     assert collision.related.endswith("libtorch_cpu.so")
@@ -294,7 +296,7 @@ def test_cli_exit_codes(checker_libs, tmp_path):
     assert "prefix: myrt_ (inferred from the shims' exports)" in clean.stdout
     bad = run_cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--against", "torch", "--prefix", "myrt_")
     assert bad.returncode == 8
-    assert "aoti_torch_empty_strided" in bad.stdout and "FAILED: 4 blocking" in bad.stdout
+    assert "aoti_torch_empty_strided" in bad.stdout and "FAILED: 5 blocking" in bad.stdout
     warn = run_cli("check", "--shim", str(checker_libs["runtime_reexport"]), "--fail-on", "any")
     assert warn.returncode == 4
     assert warn.stdout.splitlines()[-1] == "WARNINGS: 0 blocking, 1 warning(s), 0 suppressed"

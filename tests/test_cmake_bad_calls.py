@@ -15,6 +15,8 @@ CASES = {
     "prefix_empty": "aoti_shim_prefix: empty PREFIX for 'shared_lib'",
     "prefix_not_identifier": "aoti_shim_prefix: prefix '9lives-' for 'shared_lib' is not a C identifier prefix",
     "prefix_unknown_argument": "aoti_shim_prefix: unknown arguments: PUBLICLY",
+    "prefix_libtorch_own": "aoti_shim_prefix: prefix 'aoti_torch_mine_' for 'shared_lib' starts with 'aoti_torch_'",
+    "prefix_newline": "aoti_shim_prefix: prefix 'myrt_ ' for 'shared_lib' is not a C identifier prefix",
     "prefix_missing": "aoti_shim_prefix: no prefix for 'shared_lib'",
     "prefix_conflict": "aoti_shim_prefix: 'shared_lib' already has prefix 'myrt_', not 'other_'",
     "link_whole_not_static": "aoti_shim_link_whole: 'shared_lib' is a SHARED_LIBRARY, not a static library",
