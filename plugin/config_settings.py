@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
+import sys
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, as a package (a dependency there)
+    import tomli as tomllib
 
 from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.paths import cmake_dir
