@@ -30,7 +30,14 @@ def build_sdist(sdist_directory: str, config_settings: dict[str, Any] | None) ->
 def get_requires(hook: str, config_settings: dict[str, Any] | None) -> list[str]:
     from scikit_build_core import build as skbuild
 
-    return getattr(skbuild, hook)(passed_on(config_settings))
+    from aoti_shim.plugin.config_settings import prepare
+    from aoti_shim.plugin.cuda import CUDA_WHEELS
+
+    with pep517_boundary():
+        prepared = prepare(load_pyproject(), config_settings)
+    # cuda = true: an isolated build gets nvcc from NVIDIA's wheels (not for an sdist).
+    extra = list(CUDA_WHEELS) if prepared.gate.cuda and hook != "get_requires_for_build_sdist" else []
+    return getattr(skbuild, hook)(prepared.skbuild_settings) + extra
 
 
 def prepare_metadata(hook: str, metadata_directory: str, config_settings: dict[str, Any] | None) -> str:

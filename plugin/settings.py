@@ -156,6 +156,14 @@ class GateSettings:
     fail_on: str = setting(
         "blocking", kind=FAIL_ON, config=True, doc="what fails the build: `blocking`, `any` (warnings too) or `never`"
     )
+    cuda: bool = setting(
+        False,
+        kind=BOOL,
+        config=True,
+        doc="build `.cu` files with NVIDIA's nvcc wheels (13.0), no CUDA toolkit: they join the build "
+        "requirements and CMake gets `AotiShimCudaWheels.cmake` (`CMAKE_CUDA_COMPILER`, `CUDAToolkit_ROOT`, "
+        "`CMAKE_CUDA_ARCHITECTURES` default `90`); a compiler you set (`CMAKE_CUDA_COMPILER`, `CUDACXX`) wins",
+    )
 
 
 @dataclass(frozen=True)

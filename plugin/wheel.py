@@ -181,8 +181,13 @@ def build(
 ) -> str:
     from scikit_build_core import build as skbuild
 
+    from aoti_shim.plugin import cuda
+
     with pep517_boundary():
-        prepared = prepare(load_pyproject(), config_settings)
+        pyproject = load_pyproject()
+        prepared, cuda_line = cuda.with_cuda(prepare(pyproject, config_settings), pyproject, os.environ)
+        if cuda_line is not None:
+            console.info(cuda_line)
         the_plan = plan(prepared, state)
         _report_prefix(the_plan.prefix)
         if state == "editable" and the_plan.rebuild_on_import:
@@ -201,7 +206,14 @@ def build(
         with private_folder() as private:
             # scikit-build-core reports its own failures (CMake errors) and exits.
             with _torch_for_children(torch):
-                name = hook(str(private), prepared.skbuild_settings, metadata_directory)
+                try:
+                    name = hook(str(private), prepared.skbuild_settings, metadata_directory)
+                except SystemExit as e:
+                    # A CUDA project without the key and without a compiler: say what fixes it.
+                    hint = cuda.missing_key_hint(prepared.gate.cuda, prepared.skbuild_settings, os.environ)
+                    if e.code not in (0, None) and hint is not None:
+                        console.error(hint)
+                    raise
             if inplace:
                 # Inplace builds use the source tree as the build tree.
                 note_inplace(Path.cwd())

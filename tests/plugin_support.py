@@ -57,7 +57,7 @@ def _console_scripts(dist: metadata.Distribution) -> set[str]:
     return {ep.name for ep in dist.entry_points if ep.group in ("console_scripts", "gui_scripts")}
 
 
-def repack_installed(name: str, dest: Path) -> Path:
+def repack_installed(name: str, dest: Path, compress: bool = True) -> Path:
     """A wheel of the installed distribution ``name`` (pip regenerates its console scripts)."""
     dist = metadata.distribution(name)
     version = dist.version
@@ -68,7 +68,8 @@ def repack_installed(name: str, dest: Path) -> Path:
     records: list[tuple[str, str, str]] = []
     dist_info: str | None = None
     wheel = dest / f"{_normalize(dist.metadata['Name'])}-{version}-{_wheel_tag(dist)}.whl"
-    with zipfile.ZipFile(wheel, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+    method = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with zipfile.ZipFile(wheel, "w", compression=method, compresslevel=1 if compress else None) as zf:
         for entry in dist.files or ():
             rel = str(entry)
             parts = Path(rel).parts
@@ -94,7 +95,7 @@ def repack_installed(name: str, dest: Path) -> Path:
                 arcname = Path(rel).as_posix()
             data = source.read_bytes()
             info = zipfile.ZipInfo.from_file(source, arcname)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = method
             zf.writestr(info, data)
             records.append((arcname, _record_hash(data), str(len(data))))
         if dist_info is None:

@@ -1,0 +1,1 @@
+"""A CUDA shim project built from the nvcc wheels."""
