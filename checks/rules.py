@@ -30,6 +30,11 @@ RUNTIME_NAME = re.compile(
 ALWAYS_RUNTIME_NAME = re.compile(
     r"(__cxa_|__gxx_|_Unwind_|__gcc_personality|_Znw|_Zna|_Zdl|_Zda|_ZT[VIS]N10__cxxabiv1|_ZN10__cxxabiv1)"
 )
+# CUDA runtime API names (cudaMalloc, cudaLaunchKernel...). A library defines them only
+# when it carries a runtime of its own (libcudart_static built with default visibility, or
+# wrappers). nvcc's registration entry points (__cudaRegisterFatBinary, __fatbinwrap_*...)
+# start with underscores and do not match: every library with kernels has them.
+CUDA_RUNTIME_NAME = re.compile(r"cuda[A-Z]\w*")
 
 
 @dataclass(frozen=True)
@@ -81,8 +86,8 @@ LINKER_DEFINED = frozenset({"_init", "_fini", "_end", "_edata", "_etext", "__bss
 def _collision(ctx: Context) -> Iterator[Finding]:
     for shim in ctx.shims:
         for name, sym in sorted(shim.exports.items()):
-            if name in LINKER_DEFINED or RUNTIME_NAME.match(name):
-                continue  # REEXPORTED_RUNTIME reports the C++ runtime
+            if name in LINKER_DEFINED or RUNTIME_NAME.match(name) or CUDA_RUNTIME_NAME.fullmatch(name):
+                continue  # REEXPORTED_RUNTIME and REEXPORTED_CUDA_RUNTIME report the runtimes
             owners = [ref.display for ref in ctx.references if ref.find_export(name) is not None]
             if owners:
                 more = f" (and {len(owners) - 1} more)" if len(owners) > 1 else ""
@@ -308,6 +313,22 @@ def _reexported_runtime(ctx: Context) -> Iterator[Finding]:
             )
 
 
+def _reexported_cuda_runtime(ctx: Context) -> Iterator[Finding]:
+    for lib in ctx.libraries:
+        names = sorted(n for n in lib.exports if CUDA_RUNTIME_NAME.fullmatch(n))
+        if names:
+            yield Finding(
+                rule="REEXPORTED_CUDA_RUNTIME",
+                severity=WARNING,
+                artifact=lib.display,
+                symbol=names[0],
+                message=(
+                    f"exports {len(names)} CUDA runtime symbol(s), e.g. '{names[0]}'; loaded RTLD_GLOBAL "
+                    "they interpose libcudart for the whole process (link the runtime with hidden visibility)"
+                ),
+            )
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -327,6 +348,12 @@ RULES: tuple[Rule, ...] = (
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
     Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once).", BLOCKING),
     Rule("REEXPORTED_RUNTIME", _reexported_runtime, "A library re-exports statically linked C++ runtime symbols.", WARNING),
+    Rule(
+        "REEXPORTED_CUDA_RUNTIME",
+        _reexported_cuda_runtime,
+        "A library exports CUDA runtime API symbols (a statically linked libcudart, or wrappers).",
+        WARNING,
+    ),
 )
 
 RULES_BY_ID = {rule.id: rule for rule in RULES}

@@ -24,6 +24,7 @@ LIBRARIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "unique_tls_a": ("unique_tls.cpp", ("-DUSER=a",)),
     "unique_tls_b": ("unique_tls.cpp", ("-DUSER=b",)),
     "stable_abi_extension": ("stable_abi_extension.c", ()),
+    "cuda_runtime_reexport": ("cuda_runtime_reexport.cpp", ()),
 }
 
 

@@ -141,6 +141,24 @@ def test_shim_with_no_shim_exports_is_said_to_be_one(checker_libs):
     assert [(f.rule, Path(f.artifact).name) for f in report.findings] == [("NOT_A_SHIM", "libgood_model.so")]
 
 
+def test_reexported_cuda_runtime_is_a_warning_and_fatbin_registration_is_not(checker_libs):
+    report = run_check(CheckSettings(shims=(str(checker_libs["cuda_runtime_reexport"]),)))
+    assert findings(report) == {("REEXPORTED_CUDA_RUNTIME", "libcuda_runtime_reexport.so", "cudaGetDeviceCount")}
+    (warning,) = report.findings
+    assert warning.severity == "warning" and "exports 2 CUDA runtime symbol(s)" in warning.message
+    assert report.exit_code("blocking") == 0 and report.exit_code("any") == 4
+
+
+def test_reference_shims_with_kernels_have_no_findings():
+    # libaoti_shim.so carries a fatbin and imports nvcc's registration calls from libcudart.
+    from aoti_shim.paths import shim_library
+
+    with ElfImage(shim_library()) as image:
+        assert "__cudaRegisterFatBinary" in image.imports()
+    report = run_check(CheckSettings(shims=(str(shim_library()),)))
+    assert list(report.findings) == []
+
+
 def test_reexported_runtime_is_a_warning(checker_libs):
     report = run_check(CheckSettings(shims=(str(checker_libs["runtime_reexport"]),)))
     assert {f.rule for f in report.findings} == {"REEXPORTED_RUNTIME"}

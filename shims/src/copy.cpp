@@ -2,9 +2,12 @@
 //
 // Host to host copies run an element loop. Copies touching CUDA memory of one
 // dtype and no broadcast become cudaMemcpyAsync / cudaMemcpy2DAsync calls on the
-// current stream (no kernels). Anything else is staged through host memory.
+// current stream. Other copies within one device, and host scalars broadcast into a
+// CUDA tensor (zero_, fill_), run a kernel (copy_device.cpp). Anything else is staged
+// through host memory.
 // Between two GPUs: on the destination's current stream, after an event wait for the
 // source's current stream, which in turn waits for the copy (see source_waits_for_copy).
+#include "copy_device.h"
 #include "cuda_api.h"
 #include "scalar_types.h"
 #include "tensor.h"
@@ -322,6 +325,12 @@ AOTITorchError copy_with_cuda(const Tensor& dst, const Tensor& src, bool non_blo
       }
       return AOTI_SHIM_OK;
     }
+  }
+
+  bool on_device = false;
+  AOTISHIM_TRY(copy_on_device(dst, src, plan.sizes, plan.dst_strides, plan.src_strides, stream, &on_device));
+  if (on_device) {
+    return host_involved && !non_blocking ? cuda::synchronize(stream) : AOTI_SHIM_OK;
   }
 
   // Staged: source on the host, converted and broadcast there, then written out.

@@ -357,6 +357,8 @@ AOTITorchError synchronize(void* stream) {
   return check(cudaStreamSynchronize(as_stream(stream)), "cudaStreamSynchronize");
 }
 
+AOTITorchError check_status(int status, const char* call) { return check(static_cast<cudaError_t>(status), call); }
+
 AOTITorchError is_pinned(const void* ptr, bool* out) {
   AOTISHIM_PROFILE_STEP("cuda: cudaPointerGetAttributes");
   cudaPointerAttributes attributes{};
@@ -388,6 +390,7 @@ AOTITorchError memcpy2d_async(void*, size_t, const void*, size_t, size_t, size_t
 }
 AOTITorchError memset_async(void*, int, size_t, void*) { return unavailable("cudaMemsetAsync"); }
 AOTITorchError synchronize(void*) { return unavailable("cudaStreamSynchronize"); }
+AOTITorchError check_status(int, const char* call) { return unavailable(call); }
 AOTITorchError is_pinned(const void*, bool*) { return unavailable("cudaPointerGetAttributes"); }
 
 #endif  // AOTI_SHIM_WITH_CUDA

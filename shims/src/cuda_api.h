@@ -36,6 +36,8 @@ AOTITorchError memcpy2d_async(
 AOTITorchError memset_async(void* ptr, int value, size_t nbytes, void* stream);
 AOTITorchError synchronize(void* stream);
 AOTITorchError is_pinned(const void* ptr, bool* out);
+// A cudaError_t (as int) from code that includes no CUDA header here, e.g. a kernel launch.
+AOTITorchError check_status(int status, const char* call);
 
 // Switches the current device for a scope and switches back (errors on restore are dropped:
 // the device existed when the scope began).

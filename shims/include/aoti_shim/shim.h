@@ -220,6 +220,10 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHand
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_tensor_copy_(AtenTensorHandle src, AtenTensorHandle dst);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_zero_(AtenTensorHandle self);
+/* self <- value converted to self's dtype (torch's fill_.Scalar); on CUDA a kernel on the
+ * current stream writes it. Either name takes a tensor of either device. */
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_fill__Scalar(AtenTensorHandle self, double value);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fill__Scalar(AtenTensorHandle self, double value);
 
 /* ---- attributes (pointers returned are borrowed from the handle) ---- */
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr);
