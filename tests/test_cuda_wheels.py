@@ -83,6 +83,7 @@ def target(tmp_path: Path, cuda_wheelhouse: Path) -> TargetEnv:
     return make_target_env(tmp_path / "target", cuda_wheelhouse)
 
 
+@pytest.mark.slow  # about 40 s: pip installs the CUDA wheels (300 MB) into the isolated build env
 def test_cuda_project_builds_isolated_from_the_nvcc_wheels(target: TargetEnv, tmp_path: Path) -> None:
     project = copy_fixture("plugin_cuda", tmp_path)
     dist = tmp_path / "dist"
