@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Iterator
 
 from aoti_shim.checks import prefix as prefix_rules
 from aoti_shim.checks import suppressions as suppression_file
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
 from aoti_shim.checks.references import close_all, open_references
-from aoti_shim.checks.report import CheckedArtifact, Report
+from aoti_shim.checks.report import CheckedArtifact, Finding, Header, Report, Tally
 from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
+from aoti_shim.checks.suppressions import Suppression
 from aoti_shim.errors import UsageError
 
 
@@ -63,10 +66,31 @@ def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:
     ]
 
 
-def run_check(settings: CheckSettings) -> Report:
+class CheckRun:
+    """A check under way: the header is known, the findings stream from :meth:`findings`
+    (one pass) and add up in :attr:`tally`. Open only inside :func:`checking`."""
+
+    def __init__(self, header: Header, ctx: Context, suppressions: tuple[Suppression, ...]) -> None:
+        self.header = header
+        self.tally = Tally()
+        self._ctx = ctx
+        self._suppressions = suppressions
+        self._used = False
+
+    def findings(self) -> Iterator[Finding]:
+        if self._used:
+            raise RuntimeError("a CheckRun's findings stream once")
+        self._used = True
+        return suppression_file.stream(evaluate(self._ctx), self._suppressions, self.tally)
+
+
+@contextmanager
+def checking(settings: CheckSettings) -> Iterator[CheckRun]:
+    """Read the inputs and references, decide the prefix; the references stay open (and
+    wheel members on disk) until the block ends, so findings can stream to the output."""
     if not settings.shims and not settings.models:
         raise UsageError("nothing to check: give --shim and/or --model inputs")
-    sups = ()
+    sups: tuple[Suppression, ...] = ()
     if settings.suppressions:
         sups = suppression_file.load(settings.suppressions, RULES_BY_ID)
     if settings.inline_suppressions:
@@ -81,12 +105,18 @@ def run_check(settings: CheckSettings) -> Report:
         if settings.models and not models:
             raise UsageError(f"--model {' '.join(settings.models)}: no ELF file found")
         inferred_from = ""
+        # Only names holding the marker can carry a prefix: a cheap filter before the regexes.
+        mark = prefix_rules.SHIM_MARK
+        shim_names = [n for lib in shims for n in lib.exports if mark in n]
         if settings.prefix is not None:
             prefix, source = prefix_rules.validate(settings.prefix), "given"
         else:
-            inferred, inferred_from = prefix_rules.infer(n for lib in shims for n in lib.exports), "shims"
+            inferred, inferred_from = prefix_rules.infer(shim_names), "shims"
             if inferred is None and not shims:
-                inferred, inferred_from = prefix_rules.infer(n for lib in models for n in lib.imports), "models"
+                inferred, inferred_from = (
+                    prefix_rules.infer(n for lib in models for n in lib.imports if mark in n),
+                    "models",
+                )
             prefix, source = inferred, ("inferred" if inferred else "none")
         checked = frozenset(os.path.realpath(a.path) for a in (*shim_arts, *model_arts))
         refs = open_references(
@@ -99,26 +129,39 @@ def run_check(settings: CheckSettings) -> Report:
                 models=models,
                 references=refs,
                 prefix_source=source,
-                shim_prefixes=frozenset(prefix_rules.carried(n for lib in shims for n in lib.exports)),
+                shim_prefixes=frozenset(prefix_rules.carried(shim_names)),
             )
-            findings = evaluate(ctx)
-            reference_names = tuple(r.display for r in refs)
+            skipped = []
+            if not settings.against:
+                skipped.append(("COLLISION", "no --against reference given"))
+            if not shims:
+                skipped.append(("UNSATISFIED_IMPORT", "needs --shim libraries"))
+            header = Header(
+                prefix=prefix,
+                prefix_source=source,
+                artifacts=tuple(CheckedArtifact(lib.display, lib.role) for lib in (*shims, *models)),
+                references=tuple(r.display for r in refs),
+                skipped_rules=tuple(skipped),
+                prefix_inferred_from=inferred_from if source == "inferred" else "",
+            )
+            yield CheckRun(header, ctx, sups)
         finally:
             close_all(refs)
-    kept, suppressed, unused = suppression_file.apply(findings, sups)
-    skipped = []
-    if not settings.against:
-        skipped.append(("COLLISION", "no --against reference given"))
-    if not shims:
-        skipped.append(("UNSATISFIED_IMPORT", "needs --shim libraries"))
+
+
+def run_check(settings: CheckSettings) -> Report:
+    """The whole report, findings in memory (the command streams them instead)."""
+    with checking(settings) as run:
+        findings = tuple(run.findings())
+    head, tally = run.header, run.tally
     return Report(
-        findings=tuple(kept),
-        prefix=prefix,
-        prefix_source=source,
-        prefix_inferred_from=inferred_from if source == "inferred" else "",
-        artifacts=tuple(CheckedArtifact(lib.display, lib.role) for lib in (*shims, *models)),
-        references=reference_names,
-        suppressed=tuple(suppressed),
-        unused_suppressions=tuple(s.describe() for s in unused),
-        skipped_rules=tuple(skipped),
+        findings=findings,
+        prefix=head.prefix,
+        prefix_source=head.prefix_source,
+        prefix_inferred_from=head.prefix_inferred_from,
+        artifacts=head.artifacts,
+        references=head.references,
+        suppressed=tuple(tally.suppressed),
+        unused_suppressions=tally.unused_suppressions,
+        skipped_rules=head.skipped_rules,
     )

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from aoti_shim.atomic import write_text_atomically
+from aoti_shim.atomic import open_text_atomically, write_text_atomically
 from aoti_shim.checks.formats import FORMATS
 from aoti_shim.checks.report import FAIL_ON_CHOICES
 from aoti_shim.errors import AotiShimError
@@ -62,6 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--suppressions", metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
     p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
     p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
+    p.add_argument("-v", "--verbose", action="store_true", help="text: also list every library checked and every reference")
     p.set_defaults(run=run)
 
 
@@ -74,7 +75,9 @@ def _append_step_summary(path: str, markdown: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aoti_shim.checks import CheckSettings, render, run_check
+    from aoti_shim.checks import CheckSettings
+    from aoti_shim.checks.api import checking
+    from aoti_shim.checks.formats import render_stream
 
     settings = CheckSettings(
         shims=tuple(args.shim),
@@ -83,24 +86,44 @@ def run(args: argparse.Namespace) -> int:
         prefix=args.prefix,
         suppressions=args.suppressions,
     )
-    report = run_check(settings)
     stream_is_tty = args.output is None and sys.stdout.isatty()
     color = args.color == "always" or (args.color == "auto" and stream_is_tty and "NO_COLOR" not in os.environ)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if args.format == "github" and summary_path:
-        from aoti_shim.checks.formats.github import markdown_summary, render_annotations
+    with checking(settings) as check:
+        header = check.header
+        if args.format == "github" and summary_path:
+            from aoti_shim.checks.formats.github import markdown_summary, render_annotations
+            from aoti_shim.checks.report import Report
 
-        # In a GitHub job the table goes to the step summary, the annotations to the log.
-        _append_step_summary(summary_path, markdown_summary(report))
-        text = render_annotations(report, with_summary=False)
-    else:
-        text = render(report, args.format, color=color)
-    if args.output:
-        write_text_atomically(args.output, text, what="--output")
-    else:
-        sys.stdout.write(text)
-    if args.format in ("text",) and report.prefix_source == "inferred" and args.output is None:
-        pass  # the text table already names the inferred prefix
-    elif report.prefix_source == "inferred":
-        print(f"aoti-shim: prefix {report.prefix} ({report.prefix_origin})", file=sys.stderr)
-    return report.exit_code(args.fail_on)
+            findings = tuple(check.findings())
+            tally = check.tally
+            report = Report(
+                findings=findings,
+                prefix=header.prefix,
+                prefix_source=header.prefix_source,
+                artifacts=header.artifacts,
+                references=header.references,
+                suppressed=tuple(tally.suppressed),
+                unused_suppressions=tally.unused_suppressions,
+                skipped_rules=header.skipped_rules,
+            )
+            # In a GitHub job the table goes to the step summary, the annotations to the log.
+            _append_step_summary(summary_path, markdown_summary(report))
+            text = render_annotations(report, with_summary=False)
+            if args.output:
+                write_text_atomically(args.output, text, what="--output")
+            else:
+                sys.stdout.write(text)
+        elif args.output:
+            # Streamed into a temp file beside the target; it replaces the target only when whole.
+            with open_text_atomically(args.output, what="--output") as write:
+                render_stream(args.format, header, check.findings(), check.tally, write, color=color, verbose=args.verbose)
+        else:
+            render_stream(
+                args.format, header, check.findings(), check.tally, sys.stdout.write, color=color, verbose=args.verbose
+            )
+        tally = check.tally
+    # The text table on standard output names the inferred prefix itself.
+    if header.prefix_source == "inferred" and not (args.format == "text" and args.output is None):
+        print(f"aoti-shim: prefix {header.prefix} ({header.prefix_origin})", file=sys.stderr)
+    return tally.exit_code(args.fail_on)

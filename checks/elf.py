@@ -64,6 +64,8 @@ _MAX_NOTE_SECTION = 1 << 20
 _MAX_SYMBOLS = 1 << 21
 _MAX_NAME_BYTES = 64 << 20
 _MAX_NAME_LEN = 64 << 10  # the longest in torch 2.14.1 is 2 KB
+# A copied range at least this long has its mapped pages released right away.
+_RELEASE_AFTER = 1 << 20
 
 # Packed symbol facts: st_info in bits 0-7, visibility in 8-9, defined 16, versioned 17,
 # and from bit 18 the .dynsym index (0 when unknown) to read .gnu.version lazily.
@@ -155,6 +157,30 @@ class SymbolTable(Mapping[str, Symbol]):
 
     def __repr__(self) -> str:
         return f"SymbolTable({len(self._packed)} symbols)"
+
+    def packed_items(self) -> Iterator[tuple[str, int]]:
+        """(name, packed) pairs: binding in bits 4-7, type in bits 0-3, no Symbol made."""
+        return iter(self._packed.items())
+
+    def kind(self, name: str) -> str:
+        """'GLOBAL FUNC' and the like, for messages, without making a Symbol."""
+        return kind_text(self._packed[name])
+
+    def kinds(self, names: list[str]) -> list[str]:
+        """:meth:`kind` of many names at once."""
+        packed = self._packed
+        return [kind_text(packed[n]) for n in names]
+
+
+def kind_text(packed: int) -> str:
+    info = packed & 0xFF
+    found = _KIND_TEXT.get(info)
+    if found is None:
+        found = _KIND_TEXT[info] = f"{BIND_NAMES.get(info >> 4, str(info >> 4))} {TYPE_NAMES.get(info & 0xF, str(info & 0xF))}"
+    return found
+
+
+_KIND_TEXT: dict[int, str] = {}
 
 
 @dataclass(frozen=True)
@@ -337,7 +363,17 @@ class ElfImage:
 
     def _bytes(self, offset: int, length: int, what: str) -> bytes:
         self._check_range(offset, length, what)
-        return self._map()[offset : offset + length]
+        mm = self._map()
+        data = mm[offset : offset + length]
+        if length >= _RELEASE_AFTER and isinstance(mm, mmap.mmap):
+            # The copy is what is used: give the mapped pages back, or a big table counts
+            # twice in the peak memory (libtorch_cpu's .dynstr is 5 MiB).
+            start = offset - offset % mmap.PAGESIZE
+            try:
+                mm.madvise(mmap.MADV_DONTNEED, start, offset + length - start)
+            except (OSError, ValueError, AttributeError):
+                pass
+        return data
 
     def _parse_header(self) -> None:
         mm = self._map()
@@ -529,6 +565,10 @@ class ElfImage:
         sym, _ = self._dynsym()
         return sym.size // sym.entsize
 
+    def size_hint(self) -> int:
+        """About how many names a scan of the exports reads (a Reference's cost hint)."""
+        return self.symbol_count()
+
     def _keys(self) -> list[tuple[int, int, int, int]]:
         """(st_name, st_info, st_other, st_shndx) of every entry but the null one."""
         sym, _ = self._dynsym()
@@ -608,6 +648,28 @@ class ElfImage:
             tables.append(SymbolTable(table, self._versym()))
         self._tables = (tables[0], tables[1])
         return self._tables
+
+    def export_name_chunks(self, chunk: int = 4096) -> Iterator[list[str]]:
+        """The exported names, a list at a time, without keeping a table: a caller that
+        asks about most of them (a 75k-name shim against libtorch) scans instead of
+        looking each name up, and holds one chunk of names at a time."""
+        if self._tables is not None:
+            names = list(self._tables[0])
+            for first in range(0, len(names), chunk):
+                yield names[first : first + chunk]
+            return
+        _, strtab = self._dynsym()
+        offsets_all, infos = self._columns()
+        exp_ok = _EXPORT_WORDS
+        offsets = [offsets_all[i] for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
+        del offsets_all, infos
+        if offsets and max(offsets) >= strtab.size:
+            raise self._fail(f"a symbol name offset is past .dynstr (size {strtab.size})")
+        strings = self._strings(strtab)
+        used = 0
+        for first in range(0, len(offsets), chunk):
+            names, used = self._cut_names(strings, offsets[first : first + chunk], used)
+            yield names
 
     def symbols(self) -> Iterator[Symbol]:
         """Every dynamic symbol but the null entry at index 0, in table order."""

@@ -7,7 +7,7 @@ import os
 import sys
 import zipfile
 from pathlib import Path
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 from aoti_shim.checks.elf import ElfImage, Symbol, is_elf
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, extract_member, open_wheel
@@ -43,6 +43,10 @@ class Reference(Protocol):
     def find_export(self, name: str) -> Symbol | None: ...
 
     def export_names(self) -> set[str]: ...
+
+    def export_name_chunks(self) -> Iterator[list[str]]: ...
+
+    def size_hint(self) -> int: ...
 
 
 def explicit_torch_site(value: str) -> Path:

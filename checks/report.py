@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, EXIT_WARNINGS, UsageError
 
@@ -19,8 +20,9 @@ def validate_fail_on(value: object, source: str = "--fail-on") -> str:
     return value
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
+    """One finding. A tuple, not a dataclass: a check may stream 75k of them."""
+
     rule: str
     severity: str
     artifact: str
@@ -31,8 +33,12 @@ class Finding:
     @property
     def fingerprint(self) -> str:
         """Stable across builds: no addresses, only what the finding is about."""
-        key = "\0".join((self.rule, self.artifact.rsplit("/", 1)[-1], self.symbol))
-        return hashlib.sha256(key.encode()).hexdigest()[:32]
+        return fingerprint(self.rule, self.artifact, self.symbol)
+
+
+def fingerprint(rule: str, artifact: str, symbol: str) -> str:
+    key = "\0".join((rule, artifact.rsplit("/", 1)[-1], symbol))
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -63,10 +69,7 @@ class Report:
     @property
     def prefix_origin(self) -> str:
         """Where the prefix came from, in words."""
-        if self.prefix_source == "inferred":
-            where = "the models' imports" if self.prefix_inferred_from == "models" else "the shims' exports"
-            return f"inferred from {where}"
-        return {"given": "given", "none": "none found"}.get(self.prefix_source, self.prefix_source)
+        return prefix_origin(self.prefix_source, self.prefix_inferred_from)
 
     @property
     def blocking(self) -> tuple[Finding, ...]:
@@ -87,3 +90,75 @@ class Report:
         if fail_on == "any" and self.warnings:
             code |= EXIT_WARNINGS
         return code
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a report says before its findings: known before the first one is found."""
+
+    prefix: str | None
+    prefix_source: str
+    artifacts: tuple[CheckedArtifact, ...]
+    references: tuple[str, ...]
+    skipped_rules: tuple[tuple[str, str], ...] = ()
+    prefix_inferred_from: str = ""
+
+    @property
+    def prefix_origin(self) -> str:
+        """Where the prefix came from, in words."""
+        return prefix_origin(self.prefix_source, self.prefix_inferred_from)
+
+
+class Tally:
+    """What a stream of findings added up to: counts, and the suppressed ones (which are
+    reported, so kept). Complete once the stream is exhausted."""
+
+    def __init__(self) -> None:
+        self.blocking = 0
+        self.warnings = 0
+        self.suppressed: list[Suppressed] = []
+        self.unused_suppressions: tuple[str, ...] = ()
+
+    def count(self, finding: Finding) -> None:
+        if finding.severity == BLOCKING:
+            self.blocking += 1
+        else:
+            self.warnings += 1
+
+    def exit_code(self, fail_on: str = "blocking") -> int:
+        validate_fail_on(fail_on)
+        code = EXIT_OK
+        if fail_on == "never":
+            return code
+        if self.blocking:
+            code |= EXIT_BLOCKING
+        if fail_on == "any" and self.warnings:
+            code |= EXIT_WARNINGS
+        return code
+
+    @classmethod
+    def of(cls, report: Report) -> Tally:
+        tally = cls()
+        for finding in report.findings:
+            tally.count(finding)
+        tally.suppressed = list(report.suppressed)
+        tally.unused_suppressions = report.unused_suppressions
+        return tally
+
+
+def prefix_origin(source: str, inferred_from: str) -> str:
+    if source == "inferred":
+        where = "the models' imports" if inferred_from == "models" else "the shims' exports"
+        return f"inferred from {where}"
+    return {"given": "given", "none": "none found"}.get(source, source)
+
+
+def header_of(report: Report) -> Header:
+    return Header(
+        report.prefix,
+        report.prefix_source,
+        report.artifacts,
+        report.references,
+        report.skipped_rules,
+        report.prefix_inferred_from,
+    )

@@ -169,6 +169,14 @@ class SnapshotLibrary:
     def export_names(self) -> set[str]:
         return set(self._lookup())
 
+    def export_name_chunks(self) -> Iterator[list[str]]:
+        if self._table is None:
+            self._crcs()  # validated whichever way the library is asked
+        yield list(self._lookup())
+
+    def size_hint(self) -> int:
+        return self.count
+
     def exports(self) -> SymbolTable:
         kinds = self._kinds
         return SymbolTable({n: kinds[ord(k) - _KIND_BASE] for n, k in self._lookup().items()})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import fnmatch
 import sys
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Iterator
 
-from aoti_shim.checks.report import Finding, Suppressed
+from aoti_shim.checks.report import BLOCKING, Finding, Suppressed, Tally
 from aoti_shim.errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -75,11 +75,53 @@ def load(path: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
     return parse(entries, path, known_rules)
 
 
+def stream(findings: Iterable[Finding], suppressions: tuple[Suppression, ...], tally: Tally) -> Iterator[Finding]:
+    """The findings no suppression matches, counted into ``tally`` as they pass; the
+    suppressed ones and the unused suppressions land in ``tally`` too."""
+    if not suppressions:
+        blocking = warnings = 0
+        try:
+            for finding in findings:
+                if finding.severity == BLOCKING:
+                    blocking += 1
+                else:
+                    warnings += 1
+                yield finding
+        finally:
+            tally.blocking += blocking
+            tally.warnings += warnings
+        return
+    used: set[int] = set()
+    for finding in findings:
+        for i, sup in enumerate(suppressions):
+            if sup.matches(finding):
+                used.add(i)
+                tally.suppressed.append(Suppressed(finding=finding, reason=sup.reason))
+                break
+        else:
+            tally.count(finding)
+            yield finding
+    tally.unused_suppressions = tuple(sup.describe() for i, sup in enumerate(suppressions) if i not in used)
+
+
 def apply(
     findings: Iterable[Finding], suppressions: tuple[Suppression, ...]
 ) -> tuple[list[Finding], list[Suppressed], list[Suppression]]:
     kept: list[Finding] = []
     suppressed: list[Suppressed] = []
+    if not suppressions:
+        blocking = warnings = 0
+        try:
+            for finding in findings:
+                if finding.severity == BLOCKING:
+                    blocking += 1
+                else:
+                    warnings += 1
+                yield finding
+        finally:
+            tally.blocking += blocking
+            tally.warnings += warnings
+        return
     used: set[int] = set()
     for finding in findings:
         for i, sup in enumerate(suppressions):

@@ -1,55 +1,103 @@
-"""Output formats, all rendered from one :class:`Report`."""
+"""Output formats. Text, JSON and SARIF stream: they are written while the findings are
+found, holding only what they print (text: counts and a bounded sample per group). The
+others are rendered from a whole :class:`Report`."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable, Protocol
 
-from aoti_shim.checks.report import Report
+from aoti_shim.checks.report import Finding, Header, Report, Tally, header_of
 from aoti_shim.errors import UsageError
 
-
-def _text(report: Report, color: bool) -> str:
-    from aoti_shim.checks.formats.text import render_text
-
-    return render_text(report, color=color)
+Write = Callable[[str], None]
 
 
-def _json(report: Report, color: bool) -> str:
-    from aoti_shim.checks.formats.json_report import render_json
-
-    return render_json(report)
-
-
-def _sarif(report: Report, color: bool) -> str:
-    from aoti_shim.checks.formats.sarif import render_sarif
-
-    return render_sarif(report)
+class StreamRenderer(Protocol):
+    def __call__(
+        self, header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool
+    ) -> None: ...
 
 
-def _github(report: Report, color: bool) -> str:
+def _text(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+    from aoti_shim.checks.formats.text import stream_text
+
+    stream_text(header, findings, tally, write, color=color, verbose=verbose)
+
+
+def _json(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+    from aoti_shim.checks.formats.json_report import stream_json
+
+    stream_json(header, findings, tally, write)
+
+
+def _sarif(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+    from aoti_shim.checks.formats.sarif import stream_sarif
+
+    stream_sarif(header, findings, tally, write)
+
+
+def _whole(render_report: Callable[[Report], str]) -> StreamRenderer:
+    def stream(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+        kept = tuple(findings)
+        report = Report(
+            findings=kept,
+            prefix=header.prefix,
+            prefix_source=header.prefix_source,
+            artifacts=header.artifacts,
+            references=header.references,
+            suppressed=tuple(tally.suppressed),
+            unused_suppressions=tally.unused_suppressions,
+            skipped_rules=header.skipped_rules,
+        )
+        write(render_report(report))
+
+    return stream
+
+
+def _github(report: Report) -> str:
     from aoti_shim.checks.formats.github import render_annotations
 
     return render_annotations(report)
 
 
-def _junit(report: Report, color: bool) -> str:
+def _junit(report: Report) -> str:
     from aoti_shim.checks.formats.junit import render_junit
 
     return render_junit(report)
 
 
-FORMATS: dict[str, Callable[[Report, bool], str]] = {
+FORMATS: dict[str, StreamRenderer] = {
     "text": _text,
     "json": _json,
     "sarif": _sarif,
-    "github": _github,
-    "junit": _junit,
+    "github": _whole(_github),
+    "junit": _whole(_junit),
 }
 
 
-def render(report: Report, fmt: str = "text", *, color: bool = False) -> str:
+def _renderer(fmt: str) -> StreamRenderer:
     try:
-        renderer = FORMATS[fmt]
+        return FORMATS[fmt]
     except KeyError:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}") from None
-    return renderer(report, color)
+
+
+def render_stream(
+    fmt: str,
+    header: Header,
+    findings: Iterable[Finding],
+    tally: Tally,
+    write: Write,
+    *,
+    color: bool = False,
+    verbose: bool = False,
+) -> None:
+    """Write the report as the findings arrive; ``tally`` is complete once they ran out."""
+    _renderer(fmt)(header, findings, tally, write, color=color, verbose=verbose)
+
+
+def render(report: Report, fmt: str = "text", *, color: bool = False, verbose: bool = False) -> str:
+    renderer = _renderer(fmt)
+    parts: list[str] = []
+    renderer(header_of(report), iter(report.findings), Tally.of(report), parts.append, color=color, verbose=verbose)
+    return "".join(parts)

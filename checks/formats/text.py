@@ -1,47 +1,101 @@
-"""A table for people; colour only when asked (the CLI asks on a terminal)."""
+"""A short report for people: findings grouped per library and rule, each group a count
+and a bounded sample (the complete list is in JSON, SARIF and JUnit). Colour only when
+asked (the CLI asks on a terminal)."""
 
 from __future__ import annotations
 
-from aoti_shim.checks.report import BLOCKING, Report
+from typing import Callable, Iterable
+
+from aoti_shim.checks.report import BLOCKING, Finding, Header, Tally
 
 _RED, _YELLOW, _GREEN, _DIM, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"
+
+# Lines shown per (library, rule) group, and suppressed findings shown in all.
+SAMPLE = 5
+SUPPRESSED_SHOWN = 20
 
 
 def _paint(text: str, code: str, color: bool) -> str:
     return f"{code}{text}{_RESET}" if color else text
 
 
-def _table(rows: list[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+class _Group:
+    __slots__ = ("severity", "count", "sample")
+
+    def __init__(self, severity: str) -> None:
+        self.severity = severity
+        self.count = 0
+        self.sample: list[str] = []
 
 
-def render_text(report: Report, *, color: bool = False) -> str:
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def stream_text(
+    header: Header,
+    findings: Iterable[Finding],
+    tally: Tally,
+    write: Callable[[str], None],
+    *,
+    color: bool = False,
+    verbose: bool = False,
+) -> None:
     lines: list[str] = []
-    lines.append(f"prefix: {report.prefix or '-'} ({report.prefix_origin})")
+    lines.append(f"prefix: {header.prefix or '-'} ({header.prefix_origin})")
     roles = {"shim": 0, "model": 0}
-    for art in report.artifacts:
+    for art in header.artifacts:
         roles[art.role] = roles.get(art.role, 0) + 1
     lines.append(
-        f"checked: {roles['shim']} shim librar{'y' if roles['shim'] == 1 else 'ies'}, "
-        f"{roles['model']} model(s) against {len(report.references)} reference(s)"
+        f"checked: {_plural(roles['shim'], 'shim library', 'shim libraries')}, "
+        f"{roles['model']} model(s) against {len(header.references)} reference(s)"
     )
-    for rule, why in report.skipped_rules:
+    if verbose:
+        for art in header.artifacts:
+            lines.append(f"  {art.role}: {art.display}")
+        for ref in header.references:
+            lines.append(f"  reference: {ref}")
+    for rule, why in header.skipped_rules:
         lines.append(_paint(f"skipped: {rule} ({why})", _DIM, color))
-    by_artifact: dict[str, list] = {}
-    for f in report.findings:
-        by_artifact.setdefault(f.artifact, []).append(f)
-    for artifact, findings in by_artifact.items():
+
+    # Only counts and samples are kept, however many findings stream past.
+    groups: dict[str, dict[str, _Group]] = {}
+    for f in findings:
+        by_rule = groups.get(f.artifact)
+        if by_rule is None:
+            by_rule = groups[f.artifact] = {}
+        group = by_rule.get(f.rule)
+        if group is None:
+            group = by_rule[f.rule] = _Group(f.severity)
+        group.count += 1
+        if len(group.sample) < SAMPLE:
+            group.sample.append(f.message)
+
+    for artifact, by_rule in groups.items():
         lines.append(artifact)
-        rows = [(f.severity, f.rule, f.message) for f in findings]
-        for finding, line in zip(findings, _table(rows)):
-            lines.append("  " + _paint(line, _RED if finding.severity == BLOCKING else _YELLOW, color))
-    for s in report.suppressed:
+        width_sev = max(len(g.severity) for g in by_rule.values())
+        width_rule = max(len(r) for r in by_rule)
+        for rule, group in by_rule.items():
+            code = _RED if group.severity == BLOCKING else _YELLOW
+            lead = f"  {group.severity.ljust(width_sev)}  {rule.ljust(width_rule)}  "
+            if group.count == 1:
+                lines.append(_paint(lead + group.sample[0], code, color))
+                continue
+            lines.append(_paint(lead + f"{group.count} findings, e.g.:", code, color))
+            for message in group.sample:
+                lines.append(_paint(f"      {message}", code, color))
+            rest = group.count - len(group.sample)
+            if rest:
+                lines.append(f"      ... and {rest} more (--format json, sarif or junit lists them all)")
+
+    for s in tally.suppressed[:SUPPRESSED_SHOWN]:
         lines.append(f"suppressed: {s.finding.rule} {s.finding.symbol} in {s.finding.artifact} ({s.reason})")
-    for desc in report.unused_suppressions:
+    if len(tally.suppressed) > SUPPRESSED_SHOWN:
+        lines.append(f"suppressed: ... and {len(tally.suppressed) - SUPPRESSED_SHOWN} more")
+    for desc in tally.unused_suppressions:
         lines.append(f"unused suppression: {desc}")
-    nb, nw = len(report.blocking), len(report.warnings)
-    summary = f"{nb} blocking, {nw} warning(s), {len(report.suppressed)} suppressed"
+    nb, nw = tally.blocking, tally.warnings
+    summary = f"{nb} blocking, {nw} warning(s), {len(tally.suppressed)} suppressed"
     if nb:
         lines.append(_paint(f"FAILED: {summary}", _RED, color))
     elif nw:
@@ -49,4 +103,4 @@ def render_text(report: Report, *, color: bool = False) -> str:
         lines.append(_paint(f"WARNINGS: {summary}", _YELLOW, color))
     else:
         lines.append(_paint(f"OK: {summary}", _GREEN, color))
-    return "\n".join(lines) + "\n"
+    write("\n".join(lines) + "\n")

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 from aoti_shim.errors import AotiShimError
 
@@ -70,3 +72,33 @@ def write_text_atomically(
 ) -> None:
     """:func:`write_bytes_atomically` for text, encoded as UTF-8 with newlines as given."""
     write_bytes_atomically(path, text.encode("utf-8"), what=what, mode=mode, fsync=fsync)
+
+
+@contextmanager
+def open_text_atomically(
+    path: str | os.PathLike[str], *, what: str, mode: int = 0o644
+) -> Iterator[Callable[[str], None]]:
+    """Stream text to ``path`` under the same rules as :func:`write_bytes_atomically`:
+    yields a ``write(text)`` function; the file appears whole when the block ends, and
+    not at all when it raises."""
+    target = os.fspath(path)
+    shown = f"{what} {target}"
+    _refuse_special_target(shown, target)
+    folder = os.path.dirname(os.path.abspath(target))
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aoti-shim-", suffix=".tmp")
+    except OSError as e:
+        raise AotiShimError(f"{shown}: cannot write: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="", buffering=1 << 20) as handle:
+            yield handle.write
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(e, OSError):
+            raise AotiShimError(f"{shown}: cannot write: {e.strerror or e}") from None
+        raise
