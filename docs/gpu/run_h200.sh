@@ -19,7 +19,7 @@
 #   02_smoke.log           compile prewarm, aoti-shim smoke float32 and bfloat16
 #   smoke.json             aoti-shim smoke --device cuda --json (float32)
 #   smoke_bf16.json        the same for the bfloat16 variants
-#   03_gpu_tests.log       pytest tests/gpu (caller-stream contract, concurrent blobs, two GPUs)
+#   03_gpu_tests.log       pytest tests/gpu (CUDA kernels vs torch, caller-stream contract, concurrent blobs, two GPUs)
 #   04_bench.log           bench/shim_latency.py --device cuda (intervals, shim profile table)
 #   cuda_artefacts.tar.gz  the CUDA MLP's package_cpp_only package (for CPU-side tests), bench.json
 set -u
@@ -109,7 +109,10 @@ install_aoti_shim() {
   local cuda_home=${CUDA_HOME:-/usr/local/cuda}
   [ -x "$cuda_home/bin/nvcc" ] || cuda_home=$(dirname "$(dirname "$(command -v nvcc)")")
   echo "CUDA toolkit: $cuda_home"
-  CUDAToolkit_ROOT=$cuda_home CMAKE_BUILD_PARALLEL_LEVEL=16 \
+  # The shims' kernels: no nvcc wheels here (no network), so the toolkit's nvcc, named outright.
+  local cudacxx=${CUDACXX:-}
+  [ -n "$cudacxx" ] || [ ! -x "$cuda_home/bin/nvcc" ] || cudacxx=$cuda_home/bin/nvcc
+  CUDAToolkit_ROOT=$cuda_home CUDACXX=$cudacxx CMAKE_BUILD_PARALLEL_LEVEL=16 \
     python3 -m pip install --no-index --no-deps --no-build-isolation --no-cache-dir --upgrade \
     --target "$SITE" "$REPO" || return $?
   python3 -c "from aoti_shim.paths import shim_library; print('installed shims:', shim_library())" || return $?
@@ -177,6 +180,17 @@ pack_artefacts() {
   tar -tzvf "$OUT/${DEVICE}_artefacts.tar.gz"
 }
 
+cuda_kernel_tests() {
+  # Issue 17: the shims' kernels (copy_ converting/broadcasting/strided, fill_, zero_) against
+  # torch, a large converting copy timed, and the cuda = true fixture's kernel, from the
+  # wheel built on the CPU machine with no toolkit (docs/gpu/build_cuda_fixture_wheel.sh
+  # puts it in .whl/; install_wheels installs it), else built here with the toolkit.
+  python3 -c "import plugin_cuda, sys; print('plugin_cuda from', plugin_cuda.__file__)" 2>/dev/null ||
+    echo "plugin_cuda: no CPU-built wheel installed; the test builds the fixture here"
+  AOTI_SHIM_GPU_DEVICE="$DEVICE" python3 -m pytest -p no:cacheprovider -v -s -rs --rootdir "$REPO" \
+    -c "$REPO/pyproject.toml" "$REPO/tests/gpu/test_cuda_kernels_gpu.py"
+}
+
 two_gpu_tests() {
   # Issue 16: a blob on cuda:1, copies between GPUs against a busy source stream, pinned
   # memory from both GPUs, two blobs on two GPUs from two threads (skips below two GPUs).
@@ -198,7 +212,7 @@ bench_latency() {
 
 export REPO OUT SITE WORK CACHE DEVICE
 export -f install_wheels install_aoti_shim shim_unit_tests snapshot_torch pack_artefacts smoke_f32 bf16_smoke
-export -f two_gpu_tests bench_latency
+export -f two_gpu_tests bench_latency cuda_kernel_tests
 
 # Phases: "core" (install, shim tests, float32 smoke, GPU tests, bench, artefacts) and
 # "bf16" (the bfloat16 smoke). Default: both, core first.
@@ -216,6 +230,7 @@ if [[ " $PHASES " == *" core "* || ! -f $SITE/aoti_shim/lib/libaoti_shim.so ]]; 
 fi
 if [[ " $PHASES " == *" core "* ]]; then
   step "shim C++ unit tests" 120 "$OUT/01_shim_tests.log" shim_unit_tests
+  step "gpu tests: CUDA kernels" 150 "$OUT/03_gpu_tests.log" cuda_kernel_tests
   # Compiles first, all models at once (one thread each): the later steps find them cached.
   step "prewarm float32 compiles" 240 "$OUT/02_smoke.log" \
     python3 "$REPO/docs/gpu/prewarm.py" --cache-dir "$CACHE" --device "$DEVICE" mlp convnet block

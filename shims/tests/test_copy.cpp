@@ -133,3 +133,26 @@ TEST(copy, half_and_bfloat16_bits) {
   CHECK_OK(aoti_torch_copy_(bf_from_half, half, 0));
   CHECK_EQ(values<uint16_t>(bf_from_half)[1], 0xc000);
 }
+
+TEST(copy, fill_scalar) {
+  // fill_.Scalar converts the double as copy_ converts (truncation, nonzero, half rounding),
+  // into every element of a view and nothing around it.
+  Owned wide = empty({2, 5}, {}, kFloat32);
+  CHECK_OK(aoti_torch_zero_(wide));
+  Owned block;
+  int64_t sizes[] = {2, 3};
+  int64_t strides[] = {5, 1};
+  CHECK_OK(aoti_torch__reinterpret_tensor(wide, 2, sizes, strides, 1, block.out()));
+  CHECK_OK(aoti_torch_cpu_fill__Scalar(block, 2.5));
+  CHECK_EQ(values<float>(wide), (std::vector<float>{0, 2.5f, 2.5f, 2.5f, 0, 0, 2.5f, 2.5f, 2.5f, 0}));
+  Owned ints = empty({3}, {2}, 4);  // int64 with a stride of 2
+  CHECK_OK(aoti_torch_cuda_fill__Scalar(ints, -3.9));  // either name takes a host tensor
+  CHECK_EQ(values<int64_t>(ints), (std::vector<int64_t>{-3, -3, -3}));
+  Owned flags = empty({2}, {}, 11);
+  CHECK_OK(aoti_torch_cpu_fill__Scalar(flags, 0.25));
+  CHECK_EQ(values<bool>(flags), (std::vector<bool>{true, true}));
+  Owned half = empty({2}, {}, 5);
+  CHECK_OK(aoti_torch_cpu_fill__Scalar(half, 65520.0));  // rounds past the largest half: inf
+  CHECK_EQ(values<uint16_t>(half), (std::vector<uint16_t>{0x7c00, 0x7c00}));
+  CHECK_EQ(aoti_torch_cpu_fill__Scalar(nullptr, 1.0), AOTI_SHIM_E_NULL_HANDLE);
+}

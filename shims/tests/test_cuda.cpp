@@ -111,6 +111,72 @@ TEST(cuda, clone_zero_and_item) {
   CHECK_EQ(from_device<float>(copy, kFloat32), (std::vector<float>(6, 0.0f)));
 }
 
+// Device bytes of a CUDA tensor, and the same values converted on the host (the reference).
+template <typename T>
+std::vector<T> host_converted(AtenTensorHandle host_src, int32_t dtype) {
+  Owned converted = empty(sizes_of(host_src), {}, dtype);
+  CHECK_OK(aoti_torch_copy_(converted, host_src, 0));
+  return values<T>(converted);
+}
+
+TEST(cuda, kernels_convert_and_broadcast_on_device) {
+  require_gpu();
+  // Converting copies between two CUDA tensors run kernels.cu's converting kernel; the
+  // results must be the host conversion's, bit for bit, through a transposed source.
+  Owned host = tensor({2, 4}, {-1.75f, 0.0f, 0.5f, 2.9f, 100.25f, 65520.0f, 1.00390625f, -3.0e-6f}, {1, 2});
+  Owned device = to_device(host, {1, 2});
+  struct Case {
+    int32_t dtype;
+    size_t bytes;
+  };
+  // (Values stay in range of every integer dtype here: out-of-range float to int is undefined.)
+  for (Case c : {Case{5, 2}, Case{15, 2}, Case{3, 4}, Case{11, 1}, Case{7, 8}, Case{4, 8}}) {
+    Owned out = empty({2, 4}, {}, c.dtype, kCUDA, 0);
+    CHECK_OK(aoti_torch_copy_(out, device, 0));
+    Owned back = empty({2, 4}, {}, c.dtype);
+    CHECK_OK(aoti_torch_copy_(back, out, 0));
+    Owned want = empty({2, 4}, {}, c.dtype);
+    CHECK_OK(aoti_torch_copy_(want, host, 0));
+    CHECK_EQ(std::memcmp(data_of<void>(back), data_of<void>(want), 8 * c.bytes), 0);
+  }
+  // And back from a converted CUDA tensor into float32 (half to float on the device).
+  Owned halves = empty({2, 4}, {}, 5, kCUDA, 0);
+  CHECK_OK(aoti_torch_copy_(halves, device, 0));
+  Owned floats = empty({2, 4}, {}, kFloat32, kCUDA, 0);
+  CHECK_OK(aoti_torch_copy_(floats, halves, 0));
+  Owned host_halves = empty({2, 4}, {}, 5);
+  CHECK_OK(aoti_torch_copy_(host_halves, host, 0));
+  CHECK_EQ(from_device<float>(floats, kFloat32), host_converted<float>(host_halves, kFloat32));
+  // A broadcast within the device (a stride-0 source) runs the same-dtype kernel.
+  Owned row = to_device(tensor({4}, {7, 8, 9, 10}));
+  Owned block = empty({3, 4}, {1, 3}, kFloat32, kCUDA, 0);  // column-major destination
+  CHECK_OK(aoti_torch_copy_(block, row, 0));
+  CHECK_EQ(from_device<float>(block, kFloat32), (std::vector<float>{7, 8, 9, 10, 7, 8, 9, 10, 7, 8, 9, 10}));
+}
+
+TEST(cuda, kernels_fill_and_zero_views) {
+  require_gpu();
+  // fill_ and zero_ on a gapped CUDA view write the view's elements only (the fill kernel).
+  Owned wide = to_device(tensor({2, 5}, {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}));
+  Owned block;
+  int64_t sizes[] = {2, 3};
+  int64_t strides[] = {5, 1};
+  CHECK_OK(aoti_torch__reinterpret_tensor(wide, 2, sizes, strides, 1, block.out()));
+  CHECK_OK(aoti_torch_cuda_fill__Scalar(block, 2.5));
+  CHECK_EQ(from_device<float>(wide, kFloat32), (std::vector<float>{1, 2.5f, 2.5f, 2.5f, 1, 1, 2.5f, 2.5f, 2.5f, 1}));
+  CHECK_OK(aoti_torch_zero_(block));
+  CHECK_EQ(from_device<float>(wide, kFloat32), (std::vector<float>{1, 0, 0, 0, 1, 1, 0, 0, 0, 1}));
+  // Converted on the host as copy_ converts: half rounding and int truncation.
+  Owned half = empty({1000}, {}, 5, kCUDA, 0);
+  CHECK_OK(aoti_torch_cuda_fill__Scalar(half, 1.0 / 3.0));
+  Owned want = empty({1}, {}, 5);
+  CHECK_OK(aoti_torch_cpu_fill__Scalar(want, 1.0 / 3.0));
+  CHECK_EQ(from_device<uint16_t>(half, 5), std::vector<uint16_t>(1000, values<uint16_t>(want)[0]));
+  Owned longs = empty({3, 700}, {1, 3}, 4, kCUDA, 0);  // transposed, many blocks
+  CHECK_OK(aoti_torch_cuda_fill__Scalar(longs, -3.9));
+  CHECK_EQ(from_device<int64_t>(longs, 4), std::vector<int64_t>(2100, -3));
+}
+
 TEST(cuda, pinned_memory_is_page_locked) {
   require_gpu();
   int64_t sizes[] = {1024};
