@@ -217,3 +217,33 @@ def test_plain_cmake_without_the_wheels_says_what_to_install(tmp_path: Path, mon
     assert configured.returncode != 0
     message = " ".join(configured.stderr.split())  # CMake wraps long lines
     assert f"AotiShimCudaWheels: {empty}/nvvm/bin/cicc is missing (install nvidia-nvvm==13.0.*)" in message
+
+
+@pytest.mark.parametrize("how", ["cache", "CUDACXX"])
+def test_plain_cmake_a_chosen_compiler_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    # A system toolkit the user prefers: the file leaves the compiler alone (no CUDA is
+    # enabled here, so the path need not exist), and still defaults the architectures.
+    from aoti_shim.paths import cmake_dir
+
+    chosen = "/opt/toolkit/bin/nvcc"
+    monkeypatch.delenv("CUDAARCHS", raising=False)
+    if how == "CUDACXX":
+        monkeypatch.setenv("CUDACXX", chosen)
+    else:
+        monkeypatch.delenv("CUDACXX", raising=False)
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(none LANGUAGES NONE)\n"
+        'message(STATUS "compiler=[${CMAKE_CUDA_COMPILER}] root=[${CUDAToolkit_ROOT}]")\n'
+    )
+    defines = {"CMAKE_PROJECT_TOP_LEVEL_INCLUDES": str(cmake_dir() / "AotiShimCudaWheels.cmake")}
+    if how == "cache":
+        defines["CMAKE_CUDA_COMPILER"] = chosen
+    project = CMakeProject(source=source, build=tmp_path / "build", defines=defines)
+    configured = project.configure()
+    assert configured.returncode == 0, configured.stdout + configured.stderr
+    out = " ".join(configured.stdout.split())
+    assert f"AotiShimCudaWheels: using the chosen CUDA compiler {chosen}" in out
+    assert f"compiler=[{chosen if how == 'cache' else ''}] root=[]" in out
+    assert _cache_value(project.build, "CMAKE_CUDA_ARCHITECTURES") == "90"
