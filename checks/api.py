@@ -13,7 +13,7 @@ from aoti_shim.checks import suppressions as suppression_file
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
 from aoti_shim.checks.references import close_all, open_references
-from aoti_shim.checks.report import CheckedArtifact, Finding, Header, Report, Tally
+from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, Header, Report, Tally
 from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
 from aoti_shim.checks.suppressions import Suppression
 from aoti_shim.errors import UsageError
@@ -119,8 +119,9 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
                 )
             prefix, source = inferred, ("inferred" if inferred else "none")
         checked = frozenset(os.path.realpath(a.path) for a in (*shim_arts, *model_arts))
+        sources: list[AgainstSource] = []
         refs = open_references(
-            settings.against, ws, torch_search_paths=settings.torch_search_paths, exclude=checked
+            settings.against, ws, torch_search_paths=settings.torch_search_paths, exclude=checked, sources=sources
         )
         try:
             ctx = Context(
@@ -143,6 +144,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
                 references=tuple(r.display for r in refs),
                 skipped_rules=tuple(skipped),
                 prefix_inferred_from=inferred_from if source == "inferred" else "",
+                against=tuple(sources),
             )
             yield CheckRun(header, ctx, sups)
         finally:
@@ -164,4 +166,5 @@ def run_check(settings: CheckSettings) -> Report:
         suppressed=tuple(tally.suppressed),
         unused_suppressions=tally.unused_suppressions,
         skipped_rules=head.skipped_rules,
+        against=head.against,
     )

@@ -78,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from aoti_shim.checks import CheckSettings
     from aoti_shim.checks.api import checking
     from aoti_shim.checks.formats import render_stream
+    from aoti_shim.checks.references import TORCH_ENV_VAR
 
     settings = CheckSettings(
         shims=tuple(args.shim),
@@ -91,6 +92,10 @@ def run(args: argparse.Namespace) -> int:
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     with checking(settings) as check:
         header = check.header
+        for source in header.against:
+            if source.found_by == f"${TORCH_ENV_VAR}":
+                # An override of the installed torch is never silent: the gate checks against it.
+                print(f"aoti-shim: --against {source.item}: ${TORCH_ENV_VAR} overrides the installed torch: {source.describe()}", file=sys.stderr)
         if args.format == "github" and summary_path:
             from aoti_shim.checks.formats.github import markdown_summary, render_annotations
             from aoti_shim.checks.report import Report
@@ -106,6 +111,7 @@ def run(args: argparse.Namespace) -> int:
                 suppressed=tuple(tally.suppressed),
                 unused_suppressions=tally.unused_suppressions,
                 skipped_rules=header.skipped_rules,
+                against=header.against,
             )
             # In a GitHub job the table goes to the step summary, the annotations to the log.
             _append_step_summary(summary_path, markdown_summary(report))

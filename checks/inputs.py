@@ -84,10 +84,24 @@ def _walk(root: str, depth: int = 0) -> Iterator[str]:
         try:
             if entry.is_dir(follow_symlinks=False):
                 yield from _walk(entry.path, depth + 1)
-            elif entry.is_file(follow_symlinks=True):
+                continue
+            if entry.is_symlink():
+                os.stat(entry.path)  # a dangling or looping link is a file we cannot read
+            if entry.is_file(follow_symlinks=True):
                 yield entry.path
-        except OSError:
-            continue
+        except OSError as e:
+            # Skipping it would check less than was asked for and still say OK.
+            raise InputError(f"{entry.path}: cannot read: {e.strerror or e}") from None
+
+
+def is_elf_strict(path: str) -> bool:
+    """``is_elf`` for a file found in a folder: one that cannot be read is an error, not
+    'not ELF' (an unreadable library must not drop silently out of the check)."""
+    try:
+        with open(path, "rb") as f:
+            return has_elf_magic(f.read(len(ELF_MAGIC)))
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def safe_member_name(name: str) -> bool:
@@ -203,7 +217,7 @@ def collect(
             raise InputError(f"{raw}: cannot read: {e.strerror or e}") from None
         if stat.S_ISDIR(st.st_mode):
             for path in _walk(raw):
-                if is_elf(path):
+                if is_elf_strict(path):
                     add(Artifact(path=path, display=path), os.path.realpath(path))
         elif not stat.S_ISREG(st.st_mode):
             raise InputError(f"{raw}: not a regular file or folder")

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import sys
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol
 
-from aoti_shim.checks.elf import ElfImage, Symbol, is_elf
-from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, extract_member, open_wheel
+from aoti_shim.checks.elf import ElfImage, Symbol
+from aoti_shim.checks.inputs import (
+    DEFAULT_MEMBER_LIMIT,
+    Artifact,
+    Workspace,
+    collect,
+    extract_member,
+    is_elf_strict,
+    open_wheel,
+)
+from aoti_shim.checks.report import AgainstSource
 from aoti_shim.errors import InputError
 
 
@@ -72,8 +83,39 @@ def explicit_torch_site(value: str) -> Path:
     )
 
 
+@dataclass(frozen=True)
+class FoundTorch:
+    lib: Path
+    found_by: str  # "$AOTI_SHIM_TORCH", "search path" or "installed torch"
+
+
 def torch_lib_dir(search_paths: Iterable[str] = ()) -> Path:
-    """The installed torch's ``lib/`` folder, found without importing torch.
+    """The installed torch's ``lib/`` folder, found without importing torch."""
+    return find_torch(search_paths).lib
+
+
+_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.M)
+
+
+def torch_version_at(lib_dir: str | os.PathLike[str]) -> str | None:
+    """The version in ``torch/version.py`` beside a torch ``lib/`` folder, if readable."""
+    try:
+        with open(os.path.join(os.path.dirname(os.path.abspath(lib_dir)), "version.py"), encoding="utf-8", errors="replace") as f:
+            text = f.read(1 << 16)
+    except OSError:
+        return None
+    match = _VERSION_RE.search(text)
+    return match.group(1) if match else None
+
+
+def _wheel_torch_version(path: str) -> str | None:
+    """torch-2.13.0+cpu-cp311-...whl -> 2.13.0+cpu (the wheel name says it)."""
+    parts = os.path.basename(path).split("-")
+    return parts[1] if len(parts) >= 5 and parts[0] == "torch" and path.endswith(".whl") else None
+
+
+def find_torch(search_paths: Iterable[str] = ()) -> FoundTorch:
+    """The torch ``lib/`` folder that ``--against torch`` means, and how it was found.
 
     ``search_paths`` are extra site-packages folders to try first (the plugin
     passes the target environment's, as its isolated build env lacks torch).
@@ -81,11 +123,11 @@ def torch_lib_dir(search_paths: Iterable[str] = ()) -> Path:
     explicit = os.environ.get(TORCH_ENV_VAR)
     if explicit:
         # Set by the pip plugin for the length of an isolated build, or by the user.
-        return explicit_torch_site(explicit) / "torch" / "lib"
+        return FoundTorch(explicit_torch_site(explicit) / "torch" / "lib", f"${TORCH_ENV_VAR}")
     for site in search_paths:
         candidate = Path(site) / "torch" / "lib"
         if candidate.is_dir():
-            return candidate
+            return FoundTorch(candidate, "search path")
     try:
         spec = importlib.util.find_spec("torch")
     except (ImportError, ValueError):
@@ -98,7 +140,7 @@ def torch_lib_dir(search_paths: Iterable[str] = ()) -> Path:
     lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
     if not lib.is_dir():
         raise InputError(f"--against torch: {lib} does not exist")
-    return lib
+    return FoundTorch(lib, f"installed torch of {sys.executable}")
 
 
 SNAPSHOT_SUFFIX = ".json.gz"
@@ -171,7 +213,7 @@ def is_torch_lib_dir(path: str | os.PathLike[str]) -> bool:
 
 def _torch_dir_paths(lib_dir: str, with_tests: bool) -> list[str]:
     """The files of a torch ``lib/`` folder that make the reference."""
-    names = sorted(e.name for e in os.scandir(lib_dir) if e.is_file() and is_elf(e.path))
+    names = sorted(e.name for e in os.scandir(lib_dir) if e.is_file() and is_elf_strict(e.path))
     if not with_tests:
 
         def needed_of(name: str) -> list[str]:
@@ -239,20 +281,26 @@ def open_references(
     *,
     torch_search_paths: Iterable[str] = (),
     exclude: frozenset[str] = frozenset(),
+    sources: list[AgainstSource] | None = None,
 ) -> list[Reference]:
     """Open every reference named by ``against``; the caller closes them.
 
     ``torch``, a torch ``lib/`` or package folder, a torch wheel and a snapshot mean the
     libraries ``import torch`` loads; with ``+tests`` appended, all of torch's ``lib/``.
     ``exclude`` holds real paths of the checked libraries: a library found inside a
-    reference folder is not its own reference.
+    reference folder is not its own reference. Each item must give at least one
+    library (an empty reference set would make COLLISION pass vacuously); ``sources``,
+    when given, gets what each item was.
     """
     refs: list[Reference] = []
     try:
         for raw in against:
+            before = len(refs)
             item, with_tests = _split_tests(raw)
+            found_by = "argument"
             if item == "torch":
-                item = str(torch_lib_dir(torch_search_paths))
+                found = find_torch(torch_search_paths)
+                item, found_by = str(found.lib), found.found_by
             elif with_tests and not os.path.exists(item):
                 raise InputError(f"--against {raw}: {item} does not exist")
             elif not os.path.exists(item) and (named := _named_snapshot(item)) is not None:
@@ -260,9 +308,9 @@ def open_references(
             if _is_snapshot(item):
                 from aoti_shim.checks import snapshot
 
-                refs.extend(
-                    lib for lib in snapshot.load(item) if with_tests or lib.name not in TORCH_TEST_LIBRARIES
-                )
+                libs = snapshot.load(item)
+                refs.extend(lib for lib in libs if with_tests or lib.name not in TORCH_TEST_LIBRARIES)
+                _account(raw, item, found_by, libs[0].torch_version if libs else None, refs, before, sources)
                 continue
             arts: list[Artifact] | None = None
             if os.path.isdir(item):
@@ -283,10 +331,32 @@ def open_references(
                     refs.append(image)
                 else:
                     image.close()
+            version = torch_version_at(item) if os.path.isdir(item) else _wheel_torch_version(item)
+            _account(raw, item, found_by, version, refs, before, sources)
     except BaseException:
         close_all(refs)
         raise
     return refs
+
+
+def _account(
+    raw: str,
+    path: str,
+    found_by: str,
+    version: str | None,
+    refs: list[Reference],
+    before: int,
+    sources: list[AgainstSource] | None,
+) -> None:
+    count = len(refs) - before
+    if count == 0:
+        raise InputError(
+            f"--against {raw}: no readable library with a dynamic symbol table in {path}"
+            + (f" (found by {found_by})" if found_by != "argument" else "")
+            + "; an empty reference set would pass every collision check"
+        )
+    if sources is not None:
+        sources.append(AgainstSource(item=raw, path=path, found_by=found_by, torch_version=version, libraries=count))
 
 
 def close_all(refs: Iterable[object]) -> None:

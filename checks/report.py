@@ -54,6 +54,30 @@ class CheckedArtifact:
 
 
 @dataclass(frozen=True)
+class AgainstSource:
+    """One --against item: what it named, what was read, and the torch it is."""
+
+    item: str  # as given: "torch", a path, a snapshot name
+    path: str  # the folder, wheel or snapshot read
+    found_by: str  # "argument", "$AOTI_SHIM_TORCH", "search path" or "installed torch of ..."
+    torch_version: str | None
+    libraries: int
+
+    def describe(self) -> str:
+        version = f"torch {self.torch_version}" if self.torch_version else "torch version unknown"
+        return f"{version} at {self.path} (from {self.found_by}; {self.libraries} librar{'y' if self.libraries == 1 else 'ies'})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "item": self.item,
+            "path": self.path,
+            "found_by": self.found_by,
+            "torch_version": self.torch_version,
+            "libraries": self.libraries,
+        }
+
+
+@dataclass(frozen=True)
 class Report:
     findings: tuple[Finding, ...]
     prefix: str | None
@@ -65,6 +89,8 @@ class Report:
     skipped_rules: tuple[tuple[str, str], ...] = field(default=())
     # "shims" (their exports) or "models" (their imports, when no shim was given)
     prefix_inferred_from: str = ""
+    # What each --against item was (every format names the torch it checked against).
+    against: tuple[AgainstSource, ...] = ()
 
     @property
     def prefix_origin(self) -> str:
@@ -102,6 +128,7 @@ class Header:
     references: tuple[str, ...]
     skipped_rules: tuple[tuple[str, str], ...] = ()
     prefix_inferred_from: str = ""
+    against: tuple[AgainstSource, ...] = ()
 
     @property
     def prefix_origin(self) -> str:
@@ -161,4 +188,5 @@ def header_of(report: Report) -> Header:
         report.references,
         report.skipped_rules,
         report.prefix_inferred_from,
+        report.against,
     )

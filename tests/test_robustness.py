@@ -190,10 +190,13 @@ def test_folder_with_symlink_cycles_terminates(tiny: bytes, tmp_path: Path) -> N
     root = tmp_path / "tree"
     (root / "a").mkdir(parents=True)
     (root / "a" / "up").symlink_to(root, target_is_directory=True)
-    (root / "a" / "self.so").symlink_to(root / "a" / "self.so")
     (root / "a" / "libshim.so").write_bytes(tiny)
     report = run_check(CheckSettings(shims=(str(root),), prefix="myrt_"))
     assert [a.display for a in report.artifacts] == [str(root / "a" / "libshim.so")]
+    # A looping file link is a file that cannot be read: an error, not a silent skip (issue 12.4).
+    (root / "a" / "self.so").symlink_to(root / "a" / "self.so")
+    with pytest.raises(InputError, match="self.so: cannot read"):
+        run_check(CheckSettings(shims=(str(root),), prefix="myrt_"))
 
 
 def test_fifo_and_device_are_refused_without_hanging(tmp_path: Path) -> None:

@@ -48,6 +48,7 @@ def _whole(render_report: Callable[[Report], str]) -> StreamRenderer:
             suppressed=tuple(tally.suppressed),
             unused_suppressions=tally.unused_suppressions,
             skipped_rules=header.skipped_rules,
+            against=header.against,
         )
         write(render_report(report))
 
@@ -82,6 +83,21 @@ def _renderer(fmt: str) -> StreamRenderer:
         raise UsageError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}") from None
 
 
+def _escaped(
+    fmt: str, header: Header, findings: Iterable[Finding], tally: Tally
+) -> tuple[Header, Iterable[Finding], Tally]:
+    """The stream with every name made safe for ``fmt`` (names come from untrusted files):
+    visible escapes for the formats people or XML read, valid Unicode for JSON and SARIF."""
+    from aoti_shim.checks.formats import escape
+
+    f = escape.valid_unicode if fmt in ("json", "sarif") else escape.printable
+    return (
+        escape.header(header, f),
+        (escape.finding(x, f) for x in findings),
+        escape.EscapedTally(tally, f),  # type: ignore[return-value]
+    )
+
+
 def render_stream(
     fmt: str,
     header: Header,
@@ -93,11 +109,14 @@ def render_stream(
     verbose: bool = False,
 ) -> None:
     """Write the report as the findings arrive; ``tally`` is complete once they ran out."""
-    _renderer(fmt)(header, findings, tally, write, color=color, verbose=verbose)
+    renderer = _renderer(fmt)
+    header, findings, tally = _escaped(fmt, header, findings, tally)
+    renderer(header, findings, tally, write, color=color, verbose=verbose)
 
 
 def render(report: Report, fmt: str = "text", *, color: bool = False, verbose: bool = False) -> str:
     renderer = _renderer(fmt)
     parts: list[str] = []
-    renderer(header_of(report), iter(report.findings), Tally.of(report), parts.append, color=color, verbose=verbose)
+    header, findings, tally = _escaped(fmt, header_of(report), iter(report.findings), Tally.of(report))
+    renderer(header, findings, tally, parts.append, color=color, verbose=verbose)
     return "".join(parts)

@@ -88,6 +88,7 @@ def _head(header: Header) -> dict[str, Any]:
         "prefix_source": header.prefix_source,
         "artifacts": [{"path": a.display, "role": a.role} for a in header.artifacts],
         "references": list(header.references),
+        "against": [a.as_dict() for a in header.against],
     }
 
 
@@ -120,11 +121,17 @@ def stream_json(header: Header, findings: Iterable[Finding], tally: Tally, write
 
 
 def report_dict(report: Report) -> dict[str, Any]:
+    from aoti_shim.checks.formats.escape import for_unicode
+
+    report = for_unicode(report)
     header, tally = header_of(report), Tally.of(report)
     return {**_head(header), "findings": [_finding(f) for f in report.findings], **_tail(header, tally)}
 
 
 def render_json(report: Report) -> str:
+    from aoti_shim.checks.formats.escape import for_unicode
+
+    report = for_unicode(report)  # valid UTF-8 for any file name
     parts: list[str] = []
     stream_json(header_of(report), iter(report.findings), Tally.of(report), parts.append)
     return "".join(parts)

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from aoti_shim.checks.formats.escape import for_terminal
 from aoti_shim.checks.report import BLOCKING, Report
 from aoti_shim.checks.rules import RULES
 
 
 def render_junit(report: Report) -> str:
+    report = for_terminal(report)  # XML 1.0 allows no control characters, UTF-8 no lone surrogates
     suite = ET.Element("testsuite", name="aoti-shim check")
+    if report.against:
+        props = ET.SubElement(suite, "properties")
+        for source in report.against:
+            ET.SubElement(props, "property", name=f"against {source.item}", value=source.describe())
     failures = 0
     cases = 0
     for rule in RULES:

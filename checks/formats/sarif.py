@@ -45,7 +45,14 @@ def stream_sarif(header: Header, findings: Iterable[Finding], tally: Tally, writ
     doc = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{"tool": {"driver": {"name": "aoti-shim", "version": __version__, "rules": rules}}, "results": []}],
+        "runs": [
+            {
+                "tool": {"driver": {"name": "aoti-shim", "version": __version__, "rules": rules}},
+                "results": [],
+                # A property bag: the torch the run was checked against, as every format names it.
+                "properties": {"against": [a.as_dict() for a in header.against]},
+            }
+        ],
     }
     text = json.dumps(doc, indent=2)
     at = text.index(_RESULTS)
@@ -66,6 +73,9 @@ def stream_sarif(header: Header, findings: Iterable[Finding], tally: Tally, writ
 
 
 def render_sarif(report: Report) -> str:
+    from aoti_shim.checks.formats.escape import for_unicode
+
+    report = for_unicode(report)  # valid UTF-8 for any file name
     parts: list[str] = []
     stream_sarif(header_of(report), iter(report.findings), Tally.of(report), parts.append)
     return "".join(parts)

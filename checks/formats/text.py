@@ -50,6 +50,8 @@ def stream_text(
         f"checked: {_plural(roles['shim'], 'shim library', 'shim libraries')}, "
         f"{roles['model']} model(s) against {len(header.references)} reference(s)"
     )
+    for source in header.against:
+        lines.append(f"against: {source.item}: {source.describe()}")
     if verbose:
         for art in header.artifacts:
             lines.append(f"  {art.role}: {art.display}")

@@ -63,7 +63,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         return int(args.run(args))
     except AotiShimError as e:
-        print(f"aoti-shim: error: {e}", file=sys.stderr)
+        from aoti_shim.checks.formats.escape import printable
+
+        # One line whatever a hostile file or symbol name holds (newlines, escape sequences).
+        print(f"aoti-shim: error: {printable(str(e))}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt:
         print("aoti-shim: interrupted", file=sys.stderr)
