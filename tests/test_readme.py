@@ -1,0 +1,205 @@
+"""Every command and code block of the README, run as written.
+
+Each fenced block carries a ``<!-- readme-test: ... -->`` line that says what it is:
+
+- ``file NAME in PROJECT``: written, as it is, into the scratch folder PROJECT;
+- ``run in PROJECT``: its lines run, as they are, in PROJECT (bash, stop at the first failure);
+- ``run anywhere``: the same, in a copy of the repository and in an empty folder elsewhere;
+- ``workflow``: a GitHub Actions job; its ``run:`` steps run in pip-demo, except ``pip install``;
+- ``cibuildwheel``: its ``repair-wheel-command`` runs on pip-demo's wheel, as cibuildwheel runs it;
+- ``tool.aoti-shim table``: read by the build backend's settings reader;
+- ``output, checked by TEST`` / ``output recorded ...``: a result shown, not a command;
+- ``skip: REASON``: the two set-up commands, which CI itself runs.
+
+The blocks run in README order, so a quickstart's files exist before its commands run.
+The environment is this test environment's (its python, pip, aoti-shim, cmake first on
+PATH); pip builds without isolation (``PIP_NO_BUILD_ISOLATION=0``: the build requirements
+are already here, an isolated build would download them); the smoke cache is private.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+
+_BLOCK = re.compile(r"(?:<!-- readme-test: (?P<tag>[^\n]*?) -->\n)?^```(?P<lang>[^\n]*)\n(?P<body>.*?)^```$", re.S | re.M)
+
+
+@dataclass(frozen=True)
+class Block:
+    line: int
+    tag: str
+    lang: str
+    body: str
+
+    @property
+    def id(self) -> str:
+        return f"L{self.line}-{self.tag.split(':')[0].split(',')[0].replace(' ', '-')}"
+
+
+def readme_blocks(text: str | None = None) -> list[Block]:
+    text = README.read_text(encoding="utf-8") if text is None else text
+    return [
+        Block(text.count("\n", 0, m.start("lang")) + 1, m.group("tag") or "", m.group("lang"), m.group("body"))
+        for m in _BLOCK.finditer(text)
+    ]
+
+
+BLOCKS = readme_blocks()
+
+
+class Workspace:
+    """The scratch projects, a copy of the repository, and the environment the blocks run in."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.clone = root / "clone"
+        self.elsewhere = root / "elsewhere"
+        self.elsewhere.mkdir()
+        tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=False).stdout
+        names = [n for n in tracked.decode().split("\0") if n] if tracked else []
+        if names:
+            for name in names:
+                source = REPO / name
+                if source.is_file():
+                    (self.clone / name).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(source, self.clone / name)
+        else:  # not a git checkout: the tree, without build outputs
+            shutil.copytree(REPO, self.clone, ignore=shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__"))
+        bin_dir = str(Path(sys.executable).parent)
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AOTI_SHIM_", "SKBUILD_", "PIP_")) and k != "CMAKE_ARGS"}
+        self.env.update(
+            PATH=os.pathsep.join([bin_dir, self.env.get("PATH", "")]),
+            VIRTUAL_ENV=str(Path(sys.executable).parent.parent),
+            PIP_NO_BUILD_ISOLATION="0",
+            PIP_DISABLE_PIP_VERSION_CHECK="1",
+            XDG_CACHE_HOME=str(root / "cache"),
+        )
+
+    def project(self, name: str) -> Path:
+        path = self.root / "projects" / name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def bash(self, script: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=self.env,
+                              capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Workspace:
+    return Workspace(tmp_path_factory.mktemp("readme"))
+
+
+def _shown(proc: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-6000:]}"
+
+
+def test_every_block_says_what_it_is() -> None:
+    kinds = ("file ", "run in ", "run anywhere", "workflow", "cibuildwheel", "tool.aoti-shim table", "output", "skip: ")
+    assert len(BLOCKS) >= 15
+    untagged = [b.line for b in BLOCKS if not b.tag.startswith(kinds)]
+    assert untagged == [], f"README blocks without a readme-test line: {untagged}"
+    skipped = [b for b in BLOCKS if b.tag.startswith("skip")]
+    # Only the set-up commands are left to CI; everything else runs here.
+    assert [b.body for b in skipped] == [
+        'python3 -m venv .venv && .venv/bin/pip install ".[torch]" && .venv/bin/aoti-shim smoke\n'
+        'python3 -m venv .venv && .venv/bin/pip install ".[test]" && .venv/bin/pytest\n'
+    ]
+
+
+def test_the_set_up_commands_come_first_and_ci_runs_the_second() -> None:
+    first = BLOCKS[0]
+    assert first.lang == "sh" and first.tag.startswith("skip")
+    second = first.body.splitlines()[1]
+    assert second in (REPO / ".ci" / "run").read_text()
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_readme_block(block: Block, workspace: Workspace) -> None:
+    tag = block.tag
+    if tag.startswith("skip: "):
+        pytest.skip(tag[len("skip: ") :])
+    if tag.startswith("output"):
+        checked = re.search(r"checked by (tests/\S+\.py)::(\w+)", tag)
+        if checked:
+            assert f"def {checked.group(2)}(" in (REPO / checked.group(1)).read_text()
+        return
+    if tag.startswith("file "):
+        name, project = re.fullmatch(r"file (\S+) in (\S+)", tag).groups()
+        (workspace.project(project) / name).write_text(block.body)
+        return
+    if tag.startswith("run in "):
+        project = workspace.project(tag[len("run in ") :].split()[0])
+        proc = workspace.bash(block.body, project)
+        assert proc.returncode == 0, _shown(proc)
+        return
+    if tag == "run anywhere":
+        for folder in (workspace.clone, workspace.elsewhere):
+            proc = workspace.bash(block.body, folder)
+            assert proc.returncode == 0, f"in {folder}:\n{_shown(proc)}"
+        return
+    if tag.startswith("workflow"):
+        _run_workflow(block, workspace)
+        return
+    if tag.startswith("cibuildwheel"):
+        _run_repair_command(block, workspace)
+        return
+    if tag.startswith("tool.aoti-shim table"):
+        from aoti_shim.plugin.settings import gate_settings
+
+        settings = gate_settings(tomllib.loads(block.body), {})
+        assert settings.prefix == "myrt_" and settings.suppress
+        return
+    pytest.fail(f"line {block.line}: unknown readme-test tag {tag!r}")
+
+
+def _run_workflow(block: Block, workspace: Workspace) -> None:
+    steps = re.findall(r"^\s*- run: (.+)$", block.body, re.M)
+    assert any(s.startswith("aoti-shim check") and "--format sarif" in s for s in steps), steps
+    project = workspace.project("pip-demo")
+    for step in steps:
+        if step.startswith("pip install"):
+            continue  # the runner's network install; this environment has the packages
+        proc = workspace.bash(step, project)
+        assert proc.returncode == 0, f"{step}\n{_shown(proc)}"
+    uploaded = re.search(r"sarif_file: (\S+)", block.body).group(1)
+    sarif = json.loads((project / uploaded).read_text())
+    assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"] == []
+
+
+def repair_wheel_command(text: str | None = None) -> str:
+    """The README's cibuildwheel repair command, joined as cibuildwheel joins a list."""
+    block = next(b for b in readme_blocks(text) if b.tag.startswith("cibuildwheel"))
+    command = tomllib.loads(block.body)["tool"]["cibuildwheel"]["linux"]["repair-wheel-command"]
+    return " && ".join(command) if isinstance(command, list) else command
+
+
+def _run_repair_command(block: Block, workspace: Workspace) -> None:
+    project = workspace.project("pip-demo")
+    (wheel,) = sorted((project / "dist").glob("myrt-*.whl"))
+    dest = workspace.root / "repaired"
+    dest.mkdir()
+    command = repair_wheel_command().replace("{wheel}", str(wheel)).replace("{dest_dir}", str(dest))
+    proc = workspace.bash(command, project)
+    assert proc.returncode == 0, _shown(proc)
+    (repaired,) = dest.glob("*.whl")
+    assert "manylinux" in repaired.name
