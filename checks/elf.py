@@ -1,5 +1,10 @@
 """Read an ELF file's dynamic symbol table with mmap and struct, nothing else.
 
+A library with no section headers (stripped as ``sstrip`` does: the loader never needs
+them) is read the loader's way: PT_DYNAMIC's DT_SYMTAB, DT_STRTAB, DT_VERSYM and
+DT_GNU_HASH or DT_HASH, which give the symbol count. So are a wheel member's parts
+(:meth:`ElfImage.from_loaded_parts`), streamed without keeping the member.
+
 Only the section and program headers, ``.dynsym``, its string table, ``.gnu.version``,
 ``.gnu.hash``, ``.dynamic`` and notes are touched, so a 480 MiB ``libtorch_cuda.so``
 costs a few pages. Every offset, size, count and link is checked against the file
@@ -37,9 +42,11 @@ SHN_UNDEF = 0
 
 SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 3, 6, 7, 8, 11
 SHT_GNU_HASH, SHT_GNU_VERSYM = 0x6FFFFFF6, 0x6FFFFFFF
-DT_NULL, DT_NEEDED, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SONAME = 0, 1, 4, 5, 6, 10, 14
-DT_GNU_HASH = 0x6FFFFEF5
-PT_LOAD, PT_DYNAMIC = 1, 2
+DT_NULL, DT_NEEDED, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_SONAME = 0, 1, 4, 5, 6, 10, 11, 14
+DT_GNU_HASH, DT_VERSYM, DT_FLAGS_1 = 0x6FFFFEF5, 0x6FFFFFF0, 0x6FFFFFFB
+DF_1_PIE = 0x08000000
+PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE = 1, 2, 3, 4
+ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
 PN_XNUM = 0xFFFF
 NT_GNU_BUILD_ID = 3
 
@@ -302,7 +309,36 @@ class ElfImage:
         self._dynsym_cache: tuple[_Section, _Section] | None = None
         self._gnu: _GnuHash | None | bool = False
         self._versym_cache: array[int] | None | bool = False
+        # Set for an image built from a stream's parts (see from_loaded_parts).
+        self._dynamic_data: bytes | None = None
+        self.loader_view = False
         self._open()
+
+    @classmethod
+    def from_loaded_parts(cls, display: str, head: bytes | bytearray, dynamic: bytes) -> ElfImage:
+        """An image of what the dynamic loader reads, from a stream that was not kept whole
+        (a wheel member): ``head``, the file's first bytes (headers and the symbol tables
+        the loader maps early), and ``dynamic``, its PT_DYNAMIC segment's bytes. Read the
+        loader's way; a table past ``head`` is an InputError."""
+        self = cls.__new__(cls)
+        self.path = display
+        self.display = display
+        self._mm = head  # type: ignore[assignment]
+        self._size = len(head)
+        self._tables = None
+        self._dynsym_cache = None
+        self._gnu = False
+        self._versym_cache = False
+        self._dynamic_data = dynamic
+        self.loader_view = True
+        if len(head) < 16:
+            raise self._fail("not an ELF file (too short)")
+        self._parse_header()
+        # Keep only the bytes some table needs (libtorch_cpu: 8 MiB of a 64 MiB head).
+        end = max((sec.offset + sec.size for sec in self._sections if sec.type != SHT_DYNAMIC), default=0)
+        self._mm = bytes(head[: max(end, 64)])  # type: ignore[assignment]
+        self._size = len(self._mm)  # type: ignore[arg-type]
+        return self
 
     # -- opening and validation -------------------------------------------------
 
@@ -337,7 +373,8 @@ class ElfImage:
 
     def close(self) -> None:
         if self._mm is not None:
-            self._mm.close()
+            if isinstance(self._mm, mmap.mmap):
+                self._mm.close()
             self._mm = None
 
     def __enter__(self) -> ElfImage:
@@ -390,8 +427,13 @@ class ElfImage:
         self._lay = lay
         hdr = lay.ehdr.unpack(self._bytes(0, lay.ehdr.size, "ELF header"))
         (_, self.e_type, self.machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = hdr
-        if shoff == 0:
-            raise self._fail("has no section headers")
+        if shoff == 0 or self.loader_view:
+            # No section headers (stripped as sstrip does; the loader never needs them), or
+            # a stream's parts: read it the loader's way, from PT_DYNAMIC.
+            self.loader_view = True
+            self._sections = self._sections_from_segments(phoff, phentsize, phnum)
+            self._dynsym_index = next((i for i, s in enumerate(self._sections) if s.type == SHT_DYNSYM), None)
+            return
         if shentsize != lay.shdr.size:
             raise self._fail(f"bad section header size {shentsize}")
         if shnum == 0:
@@ -410,6 +452,112 @@ class ElfImage:
         self._verify_against_segments(phoff, phentsize, phnum)
 
     # -- the loader's view --------------------------------------------------------------
+
+    def _sections_from_segments(self, phoff: int, phentsize: int, phnum: int) -> list[_Section]:
+        """The sections the rest of the reader uses, made from what the loader reads:
+        PT_DYNAMIC's DT_SYMTAB, DT_STRTAB/DT_STRSZ, DT_VERSYM, and DT_GNU_HASH or DT_HASH
+        for the symbol count (the dynamic symbol table has no size of its own)."""
+        lay = self._lay
+        if phoff == 0 or phnum == 0:
+            return []  # not loadable: nothing binds to it
+        if phnum == PN_XNUM:
+            raise self._fail("extended program header numbering needs section 0, and there are no section headers")
+        if phentsize != lay.phdr.size:
+            raise self._fail(f"bad program header size {phentsize}")
+        if phnum > _MAX_SECTIONS:
+            raise self._fail(f"implausible program header count {phnum}")
+        loads: list[tuple[int, int, int]] = []
+        notes: list[tuple[int, int]] = []
+        dynamic: tuple[int, int] | None = None
+        for raw in lay.phdr.iter_unpack(self._bytes(phoff, phnum * lay.phdr.size, "program header table")):
+            if lay.phdr.size == 56:
+                p_type, offset, vaddr, filesz = raw[0], raw[2], raw[3], raw[5]
+            else:
+                p_type, offset, vaddr, filesz = raw[0], raw[1], raw[2], raw[4]
+            if p_type == PT_LOAD:
+                loads.append((vaddr, offset, filesz))
+            elif p_type == PT_DYNAMIC and dynamic is None:
+                dynamic = (offset, filesz)
+            elif p_type == PT_NOTE:
+                notes.append((offset, filesz))
+        if dynamic is None:
+            return []  # statically linked: no dynamic symbols bind
+        if self._dynamic_data is not None:
+            data = self._dynamic_data
+        else:
+            count = min(dynamic[1] // lay.dyn.size, _MAX_DYNAMIC_ENTRIES)
+            data = self._bytes(dynamic[0], count * lay.dyn.size, "PT_DYNAMIC")
+        data = data[: min(len(data) // lay.dyn.size, _MAX_DYNAMIC_ENTRIES) * lay.dyn.size]
+        tags: dict[int, int] = {}
+        for tag, value in lay.dyn.iter_unpack(data):
+            if tag == DT_NULL:
+                break
+            tags.setdefault(tag, value)
+
+        def file_offset(what: str, vaddr: int) -> int:
+            for base, offset, size in loads:
+                if base <= vaddr < base + size:
+                    return offset + vaddr - base
+            raise self._fail(f"{what} points outside the file's loaded segments")
+
+        # Index 0 is the null section, as in a real table; 1 the strings, 2 the symbols.
+        sections = [_Section(0, 0, 0, 0, 0)]
+        if DT_STRTAB not in tags or DT_STRSZ not in tags:
+            if DT_SYMTAB in tags:
+                raise self._fail("PT_DYNAMIC names a symbol table but no string table (DT_STRTAB, DT_STRSZ)")
+            return []
+        sections.append(_Section(SHT_STRTAB, file_offset("DT_STRTAB", tags[DT_STRTAB]), tags[DT_STRSZ], 0, 0))
+        if DT_SYMTAB in tags:
+            syment = tags.get(DT_SYMENT, lay.sym.size)
+            symtab = file_offset("DT_SYMTAB", tags[DT_SYMTAB])
+            gnu: tuple[int, int] | None = None
+            if DT_GNU_HASH in tags:
+                at = file_offset("DT_GNU_HASH", tags[DT_GNU_HASH])
+                gnu = self._gnu_extent(at)
+                count = gnu[0]
+            elif DT_HASH in tags:
+                at = file_offset("DT_HASH", tags[DT_HASH])
+                self._check_range(at, 8, "DT_HASH")
+                count = lay.word.unpack_from(self._map(), at + 4)[0]  # nchain = the symbol count
+            else:
+                raise self._fail("PT_DYNAMIC has no DT_GNU_HASH or DT_HASH: the dynamic symbol count is unknown")
+            if count > _MAX_SYMBOLS:
+                raise self._fail(f"its hash table counts {count} symbols, more than {_MAX_SYMBOLS}")
+            sections.append(_Section(SHT_DYNSYM, symtab, count * syment, 1, syment))
+            if gnu is not None:
+                sections.append(_Section(SHT_GNU_HASH, at, gnu[1], 2, 0))
+            if DT_VERSYM in tags:
+                sections.append(_Section(SHT_GNU_VERSYM, file_offset("DT_VERSYM", tags[DT_VERSYM]), count * 2, 2, 2))
+        sections.append(_Section(SHT_DYNAMIC, dynamic[0], len(data), 1, lay.dyn.size))
+        sections.extend(_Section(SHT_NOTE, offset, size, 0, 0) for offset, size in notes)
+        return sections
+
+    def _gnu_extent(self, at: int) -> tuple[int, int]:
+        """(symbol count, byte size) of the .gnu.hash table at ``at``: one past the last
+        symbol its chains reach, and where its last chain ends."""
+        lay = self._lay
+        self._check_range(at, 16, "DT_GNU_HASH")
+        nbuckets, symoffset, bloom_size, _ = struct.unpack_from(lay.endian + "IIII", self._map(), at)
+        buckets_off = at + 16 + bloom_size * lay.bloom_word.size
+        chain_off = buckets_off + nbuckets * 4
+        self._check_range(buckets_off, nbuckets * 4, "DT_GNU_HASH buckets")
+        buckets = array("I", self._bytes(buckets_off, nbuckets * 4, "DT_GNU_HASH buckets"))
+        if self.big_endian != (sys.byteorder == "big"):
+            buckets.byteswap()
+        top = max(buckets, default=0)
+        if top == 0:
+            return symoffset, chain_off - at
+        if top < symoffset:
+            raise self._fail(f".gnu.hash bucket points below its first symbol ({top})")
+        index = top
+        while True:
+            word_at = chain_off + (index - symoffset) * 4
+            self._check_range(word_at, 4, ".gnu.hash chain")
+            if lay.word.unpack_from(self._map(), word_at)[0] & 1:
+                return index + 1, word_at + 4 - at
+            index += 1
+            if index > _MAX_SYMBOLS:
+                raise self._fail(".gnu.hash chain does not end")
 
     def _verify_against_segments(self, phoff: int, phentsize: int, phnum: int) -> None:
         """Refuse a file whose section headers describe another symbol table than the
@@ -804,7 +952,10 @@ class ElfImage:
         self._check_range(strtab.offset, strtab.size, ".dynamic's string table")
         entsize = self._lay.dyn.size
         count = min(sec.size // entsize, _MAX_DYNAMIC_ENTRIES)
-        data = self._bytes(sec.offset, count * entsize, ".dynamic")
+        if self._dynamic_data is not None:
+            data = self._dynamic_data[: count * entsize]
+        else:
+            data = self._bytes(sec.offset, count * entsize, ".dynamic")
         out = []
         for d_tag, d_val in self._lay.dyn.iter_unpack(data):
             if d_tag == DT_NULL:
