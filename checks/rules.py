@@ -181,19 +181,19 @@ def _not_an_aoti_model(ctx: Context) -> Iterator[Finding]:
         if model.is_aoti_model:
             continue
         unprefixed = sum(1 for name in model.imports if ctx.is_unprefixed_shim(name))
+        if not unprefixed:
+            # A consumer of the prefixed ABI (a runtime's backend, say) is no model either, but
+            # nothing about it needs saying: its imports are held to the shims like a model's.
+            continue
         yield Finding(
             rule="NOT_AN_AOTI_MODEL",
             severity=WARNING,
             artifact=model.display,
             symbol="",
             message=(
-                f"exports no {MODEL_ENTRY_PREFIX}* entry point: not an AOTInductor model"
-                + (
-                    f"; its {unprefixed} unprefixed aoti_torch_* import(s) bind to libtorch by design "
-                    "(a stable-ABI extension?) and are not reported"
-                    if unprefixed
-                    else ""
-                )
+                f"exports no {MODEL_ENTRY_PREFIX}* entry point: not an AOTInductor model; its "
+                f"{unprefixed} unprefixed aoti_torch_* import(s) bind to libtorch by design "
+                "(a stable-ABI extension?) and are not reported"
             ),
         )
 
@@ -408,7 +408,7 @@ class Rule:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("NOT_AN_AOTI_MODEL", _not_an_aoti_model, "A --model library exports no AOTInductorModelContainer* entry point (a stable-ABI extension, say); its unprefixed aoti_torch_* imports are not reported.", WARNING),
+    Rule("NOT_AN_AOTI_MODEL", _not_an_aoti_model, "A --model library imports unprefixed aoti_torch_* names but exports no AOTInductorModelContainer* entry point (a stable-ABI extension, say); those imports are not reported one by one.", WARNING),
     Rule("NOT_A_SHIM", _not_a_shim, "A --shim library exports no aoti_torch_* name, prefixed or not.", WARNING),
     Rule("COLLISION", _collision, "A shim library exports a symbol that a reference library (libtorch) also exports.", BLOCKING),
     Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
