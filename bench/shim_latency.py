@@ -14,7 +14,8 @@ then the prefixed shim library), the latency of one inference through:
   mixes kernel choice with shim cost (``--no-twin`` skips it);
 - (c) eager torch, the module the blob was compiled from;
 - (g) on CUDA, CUDA-graph replay of (b)'s blob: the same kernels with no host work per
-  kernel, the floor a shim path can approach.
+  kernel, the floor a shim path can approach; (g') the same for the twin, so that
+  (g)/(g') shows whether the two compiles' kernels differ.
 
 Every variant runs in each of many interleaved rounds (the order rotates per round);
 each round gives one median per variant and so one ratio per pair; a ratio is reported
@@ -70,17 +71,19 @@ BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 
 # Variant keys, in the order of the table.
-OURS, SAME, TWIN, EAGER, GRAPH, PROFILED = "a", "b", "b'", "c", "g", "a+prof"
+OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN, PROFILED = "a", "b", "b'", "c", "g", "g'", "a+prof"
 LABELS = {
     OURS: "(a) ours",
     SAME: "(b) libtorch's shims, same blob",
     TWIN: "(b') libtorch's shims, link_libtorch=True twin",
     EAGER: "(c) eager",
     GRAPH: "(g) CUDA-graph replay of (b)",
+    GRAPH_TWIN: "(g') CUDA-graph replay of (b')",
     PROFILED: "(a) with the shim profile on",
 }
 # The ratios reported per model: numerator, denominator.
-RATIO_PAIRS = ((OURS, SAME), (OURS, TWIN), (OURS, EAGER), (OURS, GRAPH), (PROFILED, OURS))
+# (g)/(g'): the same shims' kernel floors of the two compiles, i.e. whether their kernels differ.
+RATIO_PAIRS = ((OURS, SAME), (OURS, TWIN), (OURS, EAGER), (OURS, GRAPH), (GRAPH, GRAPH_TWIN), (PROFILED, OURS))
 
 
 # ---------------------------------------------------------------- statistics
@@ -552,7 +555,7 @@ def measure_model(
     if twin is not None:
         blobs[TWIN] = (load(twin.blob), torch_api, twin.kernel_dir)
     containers: dict[str, Any] = {}
-    graph: GraphReplay | None = None
+    graphs: list[GraphReplay] = []
     with torch.inference_mode():
         try:
             for key, (blob, _, kernel_dir) in blobs.items():
@@ -569,16 +572,19 @@ def measure_model(
             for key, (_, api, _) in blobs.items():
                 variants[key] = BlobVariant(api, containers[key], inputs, settings.device).sample
             variants[EAGER] = lambda w, n: _timed(eager_once, w, n)
-            if settings.device == "cuda" and settings.graph:
+            for key, blob_key in ((GRAPH, SAME), (GRAPH_TWIN, TWIN)):
+                if settings.device != "cuda" or not settings.graph or blob_key not in containers:
+                    continue
                 try:
-                    graph = GraphReplay(torch_api, containers[SAME], inputs)
-                    cmp = compare(graph.outputs(), io["expected"])
-                    result.max_abs[GRAPH] = cmp.max_abs
+                    replay = GraphReplay(torch_api, containers[blob_key], inputs)
+                    graphs.append(replay)
+                    cmp = compare(replay.outputs(), io["expected"])
+                    result.max_abs[key] = cmp.max_abs
                     if not cmp.within_tolerance:
-                        failures.append(f"{LABELS[GRAPH]}: {cmp.detail}")
-                    variants[GRAPH] = lambda w, n: _timed(graph.once, w, n)  # type: ignore[union-attr]
+                        failures.append(f"{LABELS[key]}: {cmp.detail}")
+                    variants[key] = lambda w, n, once=replay.once: _timed(once, w, n)
                 except Exception as e:  # noqa: BLE001 - any capture failure is a finding, not a crash
-                    result.notes[GRAPH] = f"capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+                    result.notes[key] = f"capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
                     torch.cuda.synchronize()
             profiled: BlobVariant | None = None
             if settings.profile and profile is not None and profile.available:
@@ -612,8 +618,8 @@ def measure_model(
                 ]
                 profile.reset()
         finally:
-            if graph is not None:
-                graph.close()
+            for replay in graphs:
+                replay.close()
             for c in containers.values():
                 c.close()
     result.latency = {k: Latency.of(v) for k, v in samples.items()}
@@ -811,7 +817,7 @@ def _us(lat: Latency | None) -> str:
 def render_row(m: ModelResult) -> str:
     if OURS not in m.latency:
         return f"{m.model:<10} FAILED: {m.error}"
-    cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH))
+    cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN))
     return (f"{m.model:<10} {cells}  (a)/(b) {m.interval(OURS, SAME).render()}"
             + (f"  FAIL: {m.error}" if m.error else ""))  # fmt: skip
 
@@ -820,7 +826,7 @@ def render(report: BenchReport) -> str:
     lines = ["# shim latency benchmark"]
     lines += [f"{k}: {v}" for k, v in report.header.items()]
     lines.append("")
-    lines.append("variants: " + "; ".join(f"{LABELS[k]}" for k in (OURS, SAME, TWIN, EAGER, GRAPH, PROFILED)))
+    lines.append("variants: " + "; ".join(f"{LABELS[k]}" for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN, PROFILED)))
     done = [m for m in report.models if OURS in m.latency]
     if done:
         m0 = done[0]
@@ -830,13 +836,14 @@ def render(report: BenchReport) -> str:
                      f"({BOOTSTRAP_RESAMPLES} resamples of the rounds)")  # fmt: skip
     lines.append("")
     lines.append("one inference, median microseconds")
-    head = f"{'model':<10} {'(a)':>8} {'(b)':>8} {TWIN.join('()'):>8} {'(c)':>8} {'(g)':>8}   p90 (a) / (b)"
+    head = (f"{'model':<10} {'(a)':>8} {'(b)':>8} {TWIN.join('()'):>8} {'(c)':>8} {'(g)':>8} {GRAPH_TWIN.join('()'):>8}"
+            "   p90 (a) / (b)")
     lines += [head, "-" * len(head)]
     for m in report.models:
         if OURS not in m.latency:
             lines.append(f"{m.model:<10} FAILED: {m.error}")
             continue
-        cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH))
+        cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN))
         p90 = f"{m.latency[OURS].p90_us:.1f} / {m.latency[SAME].p90_us:.1f}" if SAME in m.latency else "-"
         lines.append(f"{m.model:<10} {cells}   {p90}")
     lines.append("")

@@ -101,7 +101,7 @@ AOTITorchError empty(
   std::vector<int64_t> strides;
   AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, &sizes, &strides));
   std::unique_ptr<Tensor> tensor;
-  AOTISHIM_TRY(new_tensor(sizes, strides, dtype, device_type, device_index, pinned, &tensor));
+  AOTISHIM_TRY(new_tensor(std::move(sizes), std::move(strides), dtype, device_type, device_index, pinned, &tensor));
   *ret = to_handle(tensor.release());
   return AOTI_SHIM_OK;
 }

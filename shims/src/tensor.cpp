@@ -311,7 +311,7 @@ AOTITorchError allocate_storage(
 }
 
 AOTITorchError new_tensor(
-    const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int32_t dtype, int32_t device_type,
+    std::vector<int64_t> sizes, std::vector<int64_t> strides, int32_t dtype, int32_t device_type,
     int32_t device_index, bool pinned, std::unique_ptr<Tensor>* out) {
   size_t element = dtype_size(dtype);
   if (element == 0) {
@@ -324,8 +324,8 @@ AOTITorchError new_tensor(
   AOTISHIM_TRY(checked_bytes(span, element, &nbytes));
   auto tensor = std::make_unique<Tensor>();
   AOTISHIM_TRY(allocate_storage(nbytes, device_type, device_index, pinned, &tensor->storage));
-  tensor->sizes = sizes;
-  tensor->strides = strides;
+  tensor->sizes = std::move(sizes);
+  tensor->strides = std::move(strides);
   tensor->dtype = dtype;
   *out = std::move(tensor);
   return AOTI_SHIM_OK;

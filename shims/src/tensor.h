@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -102,9 +103,10 @@ AOTITorchError check_device(int32_t device_type, int32_t device_index);
 // Allocates an owning storage of nbytes; CUDA memory comes from the current stream.
 AOTITorchError allocate_storage(
     int64_t nbytes, int32_t device_type, int32_t device_index, bool pinned, std::shared_ptr<Storage>* out);
-// New owning tensor with the given layout; *out is set only on success.
+// New owning tensor with the given layout; *out is set only on success. The layout is
+// taken by value: a caller done with its vectors moves them in (no copy per tensor).
 AOTITorchError new_tensor(
-    const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int32_t dtype, int32_t device_type,
+    std::vector<int64_t> sizes, std::vector<int64_t> strides, int32_t dtype, int32_t device_type,
     int32_t device_index, bool pinned, std::unique_ptr<Tensor>* out);
 
 // ---- copies ----
