@@ -472,12 +472,16 @@ class BlobVariant:
 class GraphReplay:
     """CUDA-graph capture of one run of a blob driven through libtorch's shims (its
     allocations come from the caching allocator, which capture supports); replays it.
-    The captured outputs stay alive until close()."""
+    The captured outputs stay alive until close().
+
+    The capture gets a container of its own: the run records the model's "finished"
+    event on the capturing stream, and a captured event cannot be queried afterwards,
+    which the container's next run would do (cudaErrorCapturedEvent)."""
 
     def __init__(self, api: Any, container: Any, inputs: list[Any]) -> None:
         import torch
 
-        self.api = api
+        self.api, self.container = api, container
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -507,6 +511,7 @@ class GraphReplay:
             self.api.delete(h)
         self.outs = []
         self.graph.reset()
+        self.container.close()
 
 
 def measure_model(
@@ -575,9 +580,13 @@ def measure_model(
             for key, blob_key in ((GRAPH, SAME), (GRAPH_TWIN, TWIN)):
                 if settings.device != "cuda" or not settings.graph or blob_key not in containers:
                     continue
+                own = None
                 try:
-                    replay = GraphReplay(torch_api, containers[blob_key], inputs)
+                    blob, _, kernel_dir = blobs[blob_key]
+                    own = Container(blob.library, settings.device, kernel_dir)
+                    replay = GraphReplay(torch_api, own, inputs)
                     graphs.append(replay)
+                    own = None  # closed with the replay
                     cmp = compare(replay.outputs(), io["expected"])
                     result.max_abs[key] = cmp.max_abs
                     if not cmp.within_tolerance:
@@ -586,6 +595,9 @@ def measure_model(
                 except Exception as e:  # noqa: BLE001 - any capture failure is a finding, not a crash
                     result.notes[key] = f"capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
                     torch.cuda.synchronize()
+                    if own is not None:
+                        with contextlib.suppress(AotiShimError):
+                            own.close()
             profiled: BlobVariant | None = None
             if settings.profile and profile is not None and profile.available:
                 profiled = BlobVariant(ours_api, containers[OURS], inputs, settings.device,

@@ -151,6 +151,10 @@ def test_blob_runs_on_cuda1_with_its_guards_and_stream(
                     host.api.delete(h)
                 buffer = x0.clone()
                 sync_all()
+                # Making the container switches to its device (torch's AOTI runtime does
+                # cudaSetDevice): the run itself must leave the caller's device alone.
+                torch.cuda.set_device(0)
+                assert shims.current() == 0
                 done = hold(stream)
                 outs = container.run([host.api.wrap(buffer)], stream.cuda_stream)
                 assert not done.query(), "the hold ended before the run returned: the proof needs a longer hold"
