@@ -237,6 +237,7 @@ def header(settings: BenchSettings) -> dict[str, str]:
         info["device_name"] = torch.cuda.get_device_name(0)
         info["cuda (torch)"] = str(torch.version.cuda)
         info["driver"] = _driver_version()
+        info["gpu state at start"] = gpu_state()
     else:
         info["device_name"] = _cpu_name()
         info["threads"] = str(torch.get_num_threads())
@@ -260,6 +261,19 @@ def _driver_version() -> str:
     proc = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
                           capture_output=True, text=True, check=False)  # fmt: skip
     return proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout.strip() else "unknown"
+
+
+def gpu_state() -> str:
+    """Device 0's clocks, temperature, power and performance state (nvidia-smi): a run's
+    ratios next to the state the GPU was in."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return "unknown"
+    query = "clocks.sm,clocks.mem,temperature.gpu,power.draw,pstate,utilization.gpu"
+    proc = subprocess.run([smi, "-i", "0", f"--query-gpu={query}", "--format=csv,noheader"],
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    line = proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout.strip() else "unknown"
+    return f"{line} ({query})"
 
 
 # ---------------------------------------------------------------- compiling
@@ -816,6 +830,8 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
             settings, AllocApi(shims, settings.prefix), AllocApi(libtorch, "")
         )
     report.alloc_rounds = settings.rounds
+    if settings.device == "cuda":
+        report.header["gpu state at end"] = gpu_state()
     return report
 
 
