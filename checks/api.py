@@ -47,7 +47,7 @@ def _identity(art: Artifact) -> object:
 
 def _read(art: Artifact, role: str) -> Library:
     identity = _identity(art)
-    with ElfImage(art.path, display=art.display) as image:
+    with art.open() as image:
         if not image.has_dynsym:
             return Library(display=art.display, role=role, exports={}, imports={}, identity=identity)
         # The tables hold packed ints, not the mapping: they outlive the image.
@@ -100,6 +100,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         model_arts = _named_from(collect(settings.models, ws, member_limit=settings.member_limit), settings.display_root)
         shims = [_read(a, "shim") for a in shim_arts]
         models = [_read(a, "model") for a in model_arts]
+        ignored = tuple(ws.ignored)
         if settings.shims and not shims:
             raise UsageError(f"--shim {' '.join(settings.shims)}: no ELF file found")
         if settings.models and not models:
@@ -145,6 +146,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
                 skipped_rules=tuple(skipped),
                 prefix_inferred_from=inferred_from if source == "inferred" else "",
                 against=tuple(sources),
+                ignored=ignored,
             )
             yield CheckRun(header, ctx, sups)
         finally:

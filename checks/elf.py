@@ -285,6 +285,65 @@ def has_elf_magic(head: bytes) -> bool:
     return head.startswith(ELF_MAGIC)
 
 
+def header_facts(head: bytes | bytearray) -> tuple[int, int, int, int, bool] | None:
+    """(e_type, e_phoff, e_phentsize, e_phnum, 64-bit) from an ELF file's first 64 bytes,
+    or None when they are not a readable ELF header."""
+    if len(head) < 52 or head[:4] != ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return None
+    end = "<" if head[5] == 1 else ">"
+    if head[4] == 2:
+        if len(head) < 64:
+            return None
+        e_type, phoff, phentsize, phnum = (
+            struct.unpack_from(end + "H", head, 16)[0],
+            struct.unpack_from(end + "Q", head, 0x20)[0],
+            *struct.unpack_from(end + "HH", head, 0x36),
+        )
+        return e_type, phoff, phentsize, phnum, True
+    e_type = struct.unpack_from(end + "H", head, 16)[0]
+    phoff = struct.unpack_from(end + "I", head, 0x1C)[0]
+    phentsize, phnum = struct.unpack_from(end + "HH", head, 0x2A)
+    return e_type, phoff, phentsize, phnum, False
+
+
+def segments_of(head: bytes | bytearray) -> list[tuple[int, int, int]] | None:
+    """(p_type, p_offset, p_filesz) of every program header, read from a file's first
+    bytes; None when the table is not within ``head``."""
+    facts = header_facts(head)
+    if facts is None:
+        return None
+    _, phoff, phentsize, phnum, is64 = facts
+    if phnum == PN_XNUM or phentsize != (56 if is64 else 32) or phoff + phnum * phentsize > len(head):
+        return None
+    end = "<" if head[5] == 1 else ">"
+    phdr = struct.Struct(end + ("IIQQQQQQ" if is64 else "IIIIIIII"))
+    out = []
+    for i in range(phnum):
+        raw = phdr.unpack_from(head, phoff + i * phentsize)
+        out.append((raw[0], raw[2], raw[5]) if is64 else (raw[0], raw[1], raw[4]))
+    return out
+
+
+def file_kind(head: bytes | bytearray) -> str:
+    """"shared" (a shared library), "executable" (PIE ones too: they name an interpreter),
+    "object" (a .o) or "other", from a file's first bytes (4 KiB hold the program headers
+    of anything a linker wrote)."""
+    facts = header_facts(head)
+    if facts is None:
+        return "other"
+    e_type = facts[0]
+    if e_type == ET_REL:
+        return "object"
+    if e_type == ET_EXEC:
+        return "executable"
+    if e_type != ET_DYN:
+        return "other"
+    segments = segments_of(head)
+    if segments is not None and any(p_type == PT_INTERP for p_type, _, _ in segments):
+        return "executable"
+    return "shared"
+
+
 def is_elf(path: str | os.PathLike[str]) -> bool:
     """True when the file starts with the ELF magic (names are not trusted)."""
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Iterator
 
-from aoti_shim.checks.elf import ELF_MAGIC, has_elf_magic, is_elf
+from aoti_shim.checks.elf import ELF_MAGIC, PT_DYNAMIC, ElfImage, file_kind, has_elf_magic, is_elf, segments_of
 from aoti_shim.errors import InputError
 
 # A member that inflates past this is treated as a decompression bomb.
@@ -31,10 +31,15 @@ MAX_WHEEL_MEMBERS = 100_000
 
 @dataclass(frozen=True)
 class Artifact:
-    """One ELF file to read: where it is on disk, and how to name it to people."""
+    """One ELF file to read: where it is on disk, and how to name it to people. A wheel
+    member read as it streamed past has no file: its ``image`` holds what was read."""
 
     path: str
     display: str
+    image: ElfImage | None = None
+
+    def open(self) -> ElfImage:
+        return self.image if self.image is not None else ElfImage(self.path, display=self.display)
 
 
 class Workspace:
@@ -43,6 +48,8 @@ class Workspace:
     def __init__(self) -> None:
         self._dir: str | None = None
         self._count = 0
+        # ELF files in folders and wheels that are no shared library, as (name, kind).
+        self.ignored: list[tuple[str, str]] = []
 
     def new_file(self) -> tuple[int, str]:
         if self._dir is None:
@@ -187,12 +194,92 @@ def extract_member(
     return Artifact(path=path, display=display)
 
 
+# A streamed member's first bytes are kept up to this much: the loader's tables (.dynsym,
+# .dynstr, hash and version tables) sit at the start (libtorch_cpu's end at 8 MiB).
+STREAM_HEAD = 32 << 20
+# A member up to this size is kept whole while it is read.
+SMALL_MEMBER = 4 << 20
+# Enough for the ELF header and the program headers of anything a linker writes.
+_FIRST_BYTES = 4096
+
+
+def read_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, workspace: Workspace, member_limit: int
+) -> tuple[str, Artifact | None]:
+    """(kind, artifact) of one member: kind is "not-elf" or :func:`file_kind`'s answer,
+    and a shared library comes back read, the way the loader reads it.
+
+    Nothing goes to disk: the member is inflated as it streams, its first bytes kept (up
+    to STREAM_HEAD), the rest skipped up to PT_DYNAMIC, which is read, and the stream is
+    left there (the member's CRC, at its end, is not verified: the loader never reads it
+    either). Only a library whose tables lie past STREAM_HEAD is copied to a temp file.
+    """
+    if info.is_dir() or info.file_size < len(ELF_MAGIC):
+        return "not-elf", None  # too short to start with the magic: skip without inflating
+    try:
+        with zf.open(info) as src:
+            head = bytearray(src.read(_FIRST_BYTES))
+            if not has_elf_magic(head):
+                return "not-elf", None
+            if info.file_size > member_limit:
+                raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
+            kind = file_kind(head)
+            if kind != "shared":
+                return kind, None
+            segments = segments_of(head) or []
+            dynamic = next(((off, size) for p_type, off, size in segments if p_type == PT_DYNAMIC), None)
+            if dynamic is None:
+                return kind, Artifact(path=display, display=display, image=ElfImage.from_loaded_parts(display, head, b""))
+            dyn_off, dyn_size = dynamic
+            if dyn_off + dyn_size > info.file_size:
+                raise InputError(f"{display}: PT_DYNAMIC lies outside the member")
+            # A small library is kept whole (its tables may follow PT_DYNAMIC); a big one up to
+            # PT_DYNAMIC, where linkers put them before.
+            keep = info.file_size if info.file_size <= SMALL_MEMBER else min(dyn_off, STREAM_HEAD)
+            while len(head) < keep:
+                chunk = src.read(min(keep - len(head), 1 << 22))
+                if not chunk:
+                    break
+                head += chunk
+            if dyn_off + dyn_size <= len(head):
+                dyn = bytes(head[dyn_off : dyn_off + dyn_size])
+            elif dyn_off <= len(head):
+                dyn = bytes(head[dyn_off:]) + src.read(dyn_off + dyn_size - len(head))
+            else:
+                src.seek(dyn_off)  # inflates and drops what lies between
+                dyn = src.read(dyn_size)
+            try:
+                image = ElfImage.from_loaded_parts(display, head, dyn)
+            except InputError:
+                if len(head) < info.file_size:  # a table may lie past what was kept: read the whole file
+                    art = extract_member(zf, info, display, workspace, member_limit)
+                    return kind, art
+                raise
+    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+        raise InputError(f"{display}: cannot extract: {e}") from None
+    return kind, Artifact(path=display, display=display, image=image)
+
+
 def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Iterator[Artifact]:
     with open_wheel(wheel) as zf:
         for info in zf.infolist():
-            art = extract_member(zf, info, f"{wheel}!{info.filename}", workspace, member_limit)
+            display = f"{wheel}!{info.filename}"
+            kind, art = read_member(zf, info, display, workspace, member_limit)
             if art is not None:
                 yield art
+            elif kind != "not-elf":
+                workspace.ignored.append((display, kind))
+
+
+def _folder_kind(path: str) -> str | None:
+    """file_kind of a file found in a folder, or None when it is not ELF; a file that
+    cannot be read is an error (an unreadable library must not drop out of the check)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_FIRST_BYTES)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    return file_kind(head) if has_elf_magic(head) else None
 
 
 def collect(
@@ -216,9 +303,13 @@ def collect(
         except OSError as e:
             raise InputError(f"{raw}: cannot read: {e.strerror or e}") from None
         if stat.S_ISDIR(st.st_mode):
+            # A build folder holds programs and objects too: only shared libraries count.
             for path in _walk(raw):
-                if is_elf_strict(path):
+                kind = _folder_kind(path)
+                if kind == "shared":
                     add(Artifact(path=path, display=path), os.path.realpath(path))
+                elif kind is not None:
+                    workspace.ignored.append((path, kind))
         elif not stat.S_ISREG(st.st_mode):
             raise InputError(f"{raw}: not a regular file or folder")
         elif not os.access(raw, os.R_OK):

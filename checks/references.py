@@ -16,6 +16,7 @@ from aoti_shim.checks.inputs import (
     DEFAULT_MEMBER_LIMIT,
     Artifact,
     Workspace,
+    read_member,
     collect,
     extract_member,
     is_elf_strict,
@@ -243,14 +244,18 @@ def _torch_wheel_artifacts(
         arts: dict[str, Artifact | None] = {}
 
         def art_of(name: str) -> Artifact | None:
+            # Streamed, as --shim reads wheels: no member is unpacked to disk.
             if name not in arts:
-                arts[name] = extract_member(zf, members[name], f"{wheel}!{lib}{name}", workspace, DEFAULT_MEMBER_LIMIT)
+                display = f"{wheel}!{lib}{name}"
+                arts[name] = read_member(zf, members[name], display, workspace, DEFAULT_MEMBER_LIMIT)[1]
             return arts[name]
 
         def needed_of(name: str) -> list[str]:
             art = art_of(name)
             if art is None:
                 return []
+            if art.image is not None:
+                return art.image.needed  # kept open: it becomes the reference
             with ElfImage(art.path, display=art.display) as image:
                 return image.needed
 
@@ -326,7 +331,7 @@ def open_references(
             for art in arts:
                 if os.path.realpath(art.path) in exclude:
                     continue
-                image = ElfImage(art.path, display=art.display)
+                image = art.open()
                 if image.has_dynsym:
                     refs.append(image)
                 else:

@@ -129,6 +129,8 @@ class Header:
     skipped_rules: tuple[tuple[str, str], ...] = ()
     prefix_inferred_from: str = ""
     against: tuple[AgainstSource, ...] = ()
+    # ELF files in --shim/--model folders and wheels that are no shared library: (name, kind).
+    ignored: tuple[tuple[str, str], ...] = ()
 
     @property
     def prefix_origin(self) -> str:

@@ -84,6 +84,7 @@ def header(h: Header, f: Escape) -> Header:
         references=tuple(f(r) for r in h.references),
         skipped_rules=tuple((f(r), f(w)) for r, w in h.skipped_rules),
         against=_against(h.against, f),
+        ignored=tuple((f(name), kind) for name, kind in h.ignored),
     )
 
 

@@ -57,6 +57,14 @@ def stream_text(
             lines.append(f"  {art.role}: {art.display}")
         for ref in header.references:
             lines.append(f"  reference: {ref}")
+    if header.ignored and verbose:
+        for name, kind in header.ignored:
+            lines.append(f"  not checked ({kind}, no shared library): {name}")
+    elif header.ignored:
+        lines.append(
+            f"not checked: {len(header.ignored)} ELF file(s) in folders or wheels that are no shared library "
+            "(programs, objects; -v lists them)"
+        )
     for rule, why in header.skipped_rules:
         lines.append(_paint(f"skipped: {rule} ({why})", _DIM, color))
 
