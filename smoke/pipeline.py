@@ -62,6 +62,7 @@ class Candidate:
     row: Row
     blob: Path | None
     artefact: Artefact | None
+    index: int = -1  # which model (its place in settings.models)
 
 
 Progress = Callable[[str], None]
@@ -99,7 +100,7 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
             row = Row(model=name, route=route, prefix=settings.prefix, expected_binding=bindings.SHIMS)
             art = compiled[route]
             if isinstance(art, AotiShimError):
-                candidates.append(Candidate(replace(row, status=f"FAIL: {art}"), None, None))
+                candidates.append(Candidate(replace(row, status=f"FAIL: {art}"), None, None, index))
                 continue
             try:
                 if route == ROUTE_BINARY:
@@ -116,16 +117,16 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
                         ),
                     )  # fmt: skip
             except AotiShimError as e:
-                candidates.append(Candidate(replace(row, status=f"FAIL: {e}"), None, art))
+                candidates.append(Candidate(replace(row, status=f"FAIL: {e}"), None, art, index))
                 continue
-            candidates.append(Candidate(row, blob, art))
+            candidates.append(Candidate(row, blob, art, index))
         if settings.control:
             row = Row(model=name, route=ROUTE_CONTROL, prefix="", expected_binding=bindings.LIBTORCH)
             art = compiled.get(ROUTE_BINARY)
             if isinstance(art, Artefact):
-                candidates.append(Candidate(row, art.blob, art))
+                candidates.append(Candidate(row, art.blob, art, index))
             else:
-                candidates.append(Candidate(replace(row, status=f"FAIL: {art}"), None, None))
+                candidates.append(Candidate(replace(row, status=f"FAIL: {art}"), None, None, index))
     return candidates
 
 
@@ -166,6 +167,11 @@ def check_before_running(settings: SmokeSettings, candidates: list[Candidate]) -
     return checked
 
 
+def _control_outputs(settings: SmokeSettings, candidate: Candidate) -> Path:
+    """Where the control run of the candidate's model leaves its outputs."""
+    return settings.work_dir / f"{candidate.index}.{settings.device}.control-outputs.pt"
+
+
 def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
     """Run one blob in a fresh child under LD_DEBUG and fill in its row."""
     row = candidate.row
@@ -184,6 +190,11 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
             "kernel_dir": _kernel_dir(candidate, settings.device),
             "iterations": settings.iterations,
         }
+        outputs = _control_outputs(settings, candidate)
+        if control:
+            request["save_outputs"] = str(outputs)
+        elif outputs.is_file():
+            request["control_outputs"] = str(outputs)
         (scratch / "request.json").write_text(json.dumps(request))
         env = dict(os.environ)
         env.update(LD_DEBUG="bindings", LD_BIND_NOW="1", LD_DEBUG_OUTPUT=str(debug_dir / "ld"))
@@ -216,6 +227,19 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
             max_rel=result["max_rel"],
             median_us=result["median_us"],
         )
+        eager = result.get("eager") or {}
+        row = replace(
+            row,
+            eager_reference=result.get("eager_reference", "-"),
+            eager_max_abs=eager.get("max_abs"),
+            eager_bound=eager.get("bound"),
+            eager_ok=eager.get("ok"),
+        )
+        if "control" in result:
+            c = result["control"]
+            row = replace(
+                row, control_max_abs=c["max_abs"], control_bound=c["bound"], control_bitwise=c["bitwise"], control_ok=c["ok"]
+            )
         return _judge(row, result)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -225,13 +249,21 @@ def _judge(row: Row, result: dict) -> Row:
     problems = []
     if row.binding != row.expected_binding:
         problems.append(f"bound to {row.binding}, expected {row.expected_binding}")
+    if row.control_ok is False:
+        detail = (result.get("control") or {}).get("detail") or "numbers differ"
+        problems.append(f"differs from the control ({detail})")
     if not result["within_tolerance"]:
-        problems.append(f"outside tolerance ({result.get('detail') or 'numbers differ'})")
+        problems.append(f"outside the eager tolerance ({result.get('detail') or 'numbers differ'})")
     if row.route == ROUTE_CONTROL and not row.checker.startswith("flags"):
         problems.append("the checker did not flag the unprefixed blob")
     if problems:
         return replace(row, ok=False, status="FAIL: " + "; ".join(problems))
-    note = "ok (collision reproduced)" if row.route == ROUTE_CONTROL else "ok"
+    if row.route == ROUTE_CONTROL:
+        note = "ok (collision reproduced)"
+    elif row.control_ok is None:
+        note = "ok (no control to compare)"
+    else:
+        note = "ok"
     return replace(row, ok=True, status=note)
 
 
@@ -265,12 +297,16 @@ def _exit_text(returncode: int) -> str:
 def run_smoke(settings: SmokeSettings, progress: Progress) -> SmokeReport:
     settings.work_dir.mkdir(parents=True, exist_ok=True)
     candidates = check_before_running(settings, prepare(settings, progress))
-    rows: list[Row] = []
-    for c in candidates:
+    # The controls run first: each prefixed run is checked against its model's control outputs.
+    order = sorted(range(len(candidates)), key=lambda i: candidates[i].row.route != ROUTE_CONTROL)
+    done: dict[int, Row] = {}
+    for i in order:
+        c = candidates[i]
         if c.blob is None:
-            rows.append(c.row)
+            done[i] = c.row
             continue
-        rows.append(_timed(progress, f"run {c.row.model} ({c.row.route_label})", lambda c=c: run_one(settings, c)))  # type: ignore[arg-type]
+        done[i] = _timed(progress, f"run {c.row.model} ({c.row.route_label})", lambda c=c: run_one(settings, c))  # type: ignore[assignment]
+    rows = [done[i] for i in range(len(candidates))]
     return SmokeReport(
         device=settings.device,
         torch_version=torch_version(),

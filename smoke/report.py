@@ -15,7 +15,8 @@ ROUTE_SOURCE = "source"
 ROUTE_BINARY = "binary"
 ROUTE_CONTROL = "control"
 
-SCHEMA_VERSION = 1
+# 2: the control and eager checks (control_*, eager_* fields).
+SCHEMA_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -26,8 +27,20 @@ class Row:
     expected_binding: str  # shims | libtorch
     binding: str = "-"  # shims | libtorch | mixed: ... | none | -
     bound: dict[str, int] = field(default_factory=dict)  # place -> number of aoti_torch imports
+    # Against eager in the blob's own dtype (the smoke's first check, kept for comparison).
     max_abs: float | None = None
     max_rel: float | None = None
+    # Against the control (the same blob through libtorch's shims): None when not checked.
+    control_max_abs: float | None = None
+    control_bound: float | None = None
+    control_bitwise: bool | None = None
+    control_ok: bool | None = None
+    # Against eager in float64 ("float64"), or in the blob's dtype when the module cannot
+    # run in float64 ("same dtype"; then eager_bound is None and the fixed tolerances apply).
+    eager_reference: str = "-"
+    eager_max_abs: float | None = None
+    eager_bound: float | None = None
+    eager_ok: bool | None = None
     median_us: float | None = None
     checker: str = "-"  # what the checker said about this blob
     ok: bool = False
@@ -87,13 +100,25 @@ def _binding(row: Row) -> str:
     return f"{row.binding} ({total})" if not row.binding.startswith("mixed") else row.binding
 
 
-HEADERS = ("model", "route", "imports bound to", "max abs err", "max rel err", "median us", "checker", "result")
+def _versus(max_abs: float | None, bound: float | None, bitwise: bool | None = None) -> str:
+    """A check's cell: "bitwise", or the error with the bound it must stay under."""
+    if bitwise:
+        return "bitwise"
+    if max_abs is None:
+        return "-"
+    if bound is None:
+        return _number(max_abs)
+    return f"{_number(max_abs)} (<={_number(bound)})"
+
+
+HEADERS = ("model", "route", "imports bound to", "vs control", "vs eager f64", "median us", "checker", "result")
 
 
 def render_table(report: SmokeReport) -> str:
     cells = [
         (
-            r.model, r.route_label, _binding(r), _number(r.max_abs), _number(r.max_rel),
+            r.model, r.route_label, _binding(r), _versus(r.control_max_abs, r.control_bound, r.control_bitwise),
+            _versus(r.eager_max_abs, r.eager_bound),
             _latency(r.median_us), r.checker, r.status,
         )  # fmt: skip
         for r in report.rows

@@ -36,7 +36,7 @@ def promote_libtorch(device: str) -> ctypes.CDLL:
 def run(request: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    from aoti_shim.smoke.compare import compare
+    from aoti_shim.smoke.compare import against_control, against_eager, compare
     from aoti_shim.smoke.loader import LoadSettings, load_private_copy
     from aoti_shim.smoke.runner import Container, RunSettings, ShimApi, run_container
 
@@ -60,12 +60,30 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
                 )
         finally:
             container.close()
+    if request.get("save_outputs"):
+        # The control's outputs: the prefixed runs of this model are checked against them.
+        torch.save(outcome.outputs, request["save_outputs"])
+    reference = io.get("reference")
+    if reference is not None:
+        eager = against_eager(outcome.outputs, reference)
+        result.update(eager=eager.to_json(), eager_reference="float64")
+        within, detail = eager.ok, eager.detail
+    else:
+        # The module does not run in float64: eager in its own dtype, with the fixed tolerances.
+        same = compare(outcome.outputs, io["expected"])
+        result.update(eager={"max_abs": same.max_abs, "bound": None, "ok": same.within_tolerance, "bitwise": False,
+                             "detail": same.detail}, eager_reference="same dtype")  # fmt: skip
+        within, detail = same.within_tolerance, same.detail
+    control_file = request.get("control_outputs")
+    if control_file:
+        control = against_control(outcome.outputs, torch.load(control_file))
+        result["control"] = control.to_json()
     comparison = compare(outcome.outputs, io["expected"])
     result.update(
         max_abs=comparison.max_abs,
         max_rel=comparison.max_rel,
-        within_tolerance=comparison.within_tolerance,
-        detail=comparison.detail,
+        within_tolerance=within,
+        detail=detail,
         median_us=outcome.median_us,
         runs=len(outcome.latencies_us),
     )

@@ -175,12 +175,15 @@ def test_readme_sample_table_is_what_render_table_prints() -> None:
     shown = block.strip("\n").splitlines()
     rows = []
     for line in shown[2:]:
-        model, label, bound, max_abs, max_rel, latency, checker, status = re.split(r"\s{2,}", line)
+        model, label, bound, control, eager, latency, checker, status = re.split(r"\s{2,}", line)
         route, prefix = re.fullmatch(r"(\w+) \((.*)\)", label).groups()
         binding, count = re.fullmatch(r"(\w+) \((\d+)\)", bound).groups()
+        eager_abs, eager_bound = re.fullmatch(r"(\S+) \(<=(\S+)\)", eager).groups()
         rows.append(Row(model=model, route=route, prefix="" if prefix == "unprefixed" else prefix,
                         expected_binding=binding, binding=binding, bound={binding: int(count)},
-                        max_abs=float(max_abs), max_rel=float(max_rel),
+                        control_max_abs=None if control == "-" else 0.0,
+                        control_bitwise=None if control == "-" else control == "bitwise",
+                        eager_max_abs=float(eager_abs), eager_bound=float(eager_bound),
                         median_us=float(latency),
                         checker=checker, ok=status.startswith("ok"), status=status))  # fmt: skip
     report = SmokeReport(device="cpu", torch_version="-", prefix=PREFIX, shim_library="-", rows=tuple(rows))
