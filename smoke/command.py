@@ -94,6 +94,17 @@ def _prefix_of(library: Path, given: str | None, *, user_library: bool) -> str:
     return found or DEFAULT_PREFIX
 
 
+def _say_workarounds(names: list[str], prefix: str) -> None:
+    """Known gaps of the reference shims get their workaround, on stderr (stdout keeps
+    the bare names, one a line, for scripts)."""
+    from aoti_shim.smoke.unsupported import workaround
+
+    for name in names:
+        fix = workaround(name, prefix)
+        if fix is not None:
+            print(f"aoti-shim smoke: {name} is unsupported by the reference shims; workaround: {fix}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from aoti_shim.paths import shim_library
     from aoti_shim.smoke.compile import default_cache_dir
@@ -145,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
                   "does not define; nothing was run:", file=sys.stderr)  # fmt: skip
             for name in e.names:
                 print(name)
+            _say_workarounds(e.names, settings.prefix)
             return EXIT_BLOCKING
         except BlockingFindings as e:
             print(e.text)
