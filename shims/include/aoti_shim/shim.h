@@ -282,6 +282,19 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
     AtenTensorHandle* attn_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/* Cumulative sum along dim into a new contiguous tensor: integers, bool, float32, float64 in;
+ * the result dtype is *dtype if given, else int64 for integral inputs, else the input's. */
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
+
+/* ---- CUDA fallback ops: cuBLAS, loaded at the first call (float32, float64, float16, bfloat16) ---- */
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(
+    AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
+    double alpha);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(
+    AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle batch1, AtenTensorHandle batch2, double beta,
+    double alpha);
 
 /* ---- this library's own ABI ---- */
 /* The calling thread's last error message ("" if none). Valid until the thread's next failing call. */
