@@ -175,8 +175,8 @@ class SymbolTable(Mapping[str, Symbol]):
 
     def kinds(self, names: list[str]) -> list[str]:
         """:meth:`kind` of many names at once."""
-        packed = self._packed
-        return [kind_text(packed[n]) for n in names]
+        packed, known = self._packed, _KIND_TEXT
+        return [known.get(packed[n] & 0xFF) or kind_text(packed[n]) for n in names]
 
 
 def kind_text(packed: int) -> str:

@@ -4,7 +4,7 @@ others are rendered from a whole :class:`Report`."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Protocol
+from typing import Callable, Iterable, Iterator, Protocol
 
 from aoti_shim.checks.report import Finding, Header, Report, Tally, header_of
 from aoti_shim.errors import UsageError
@@ -93,9 +93,25 @@ def _escaped(
     f = escape.valid_unicode if fmt in ("json", "sarif") else escape.printable
     return (
         escape.header(header, f),
-        (escape.finding(x, f) for x in findings),
+        _escaped_findings(findings, f),
         escape.EscapedTally(tally, f),  # type: ignore[return-value]
     )
+
+
+def _escaped_findings(findings: Iterable[Finding], f: Callable[[str], str]) -> Iterator[Finding]:
+    from aoti_shim.checks.formats import escape
+
+    # Both escapes leave printable text alone; a finding whose texts all are passes as it
+    # is (the artifact and related names repeat: they are tested once each).
+    clean: set[str] = set()
+    for x in findings:
+        if x.message.isprintable() and x.symbol.isprintable() and x.artifact in clean and (x.related is None or x.related in clean):
+            yield x
+            continue
+        for name in (x.artifact, x.related):
+            if name is not None and name.isprintable() and len(clean) < 4096:
+                clean.add(name)
+        yield escape.finding(x, f)
 
 
 def render_stream(
