@@ -6,8 +6,9 @@ import argparse
 import os
 import sys
 
-from aoti_shim.atomic import open_text_atomically, write_text_atomically
+from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
 from aoti_shim.checks.formats import FORMATS
+from aoti_shim.color import wants_color
 from aoti_shim.checks.report import FAIL_ON_CHOICES
 from aoti_shim.errors import AotiShimError
 
@@ -26,7 +27,7 @@ FAIL_ON_HELP = {
     "never": "always exit 0 once the check ran (a report only)",
 }
 COLOR_HELP = {
-    "auto": "colour on a terminal, unless NO_COLOR is set",
+    "auto": "colour on a terminal or with FORCE_COLOR set, never with NO_COLOR set",
     "always": "colour even into a file or pipe",
     "never": "no colour",
 }
@@ -87,8 +88,10 @@ def run(args: argparse.Namespace) -> int:
         prefix=args.prefix,
         suppressions=args.suppressions,
     )
-    stream_is_tty = args.output is None and sys.stdout.isatty()
-    color = args.color == "always" or (args.color == "auto" and stream_is_tty and "NO_COLOR" not in os.environ)
+    inputs = (*args.shim, *args.model, *args.against, *([args.suppressions] if args.suppressions else []))
+    if args.output:
+        destination(args.output, what="--output", inputs=inputs)  # refuse before the check runs
+    color = wants_color(None if args.output else sys.stdout, args.color)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     with checking(settings) as check:
         header = check.header
@@ -117,12 +120,12 @@ def run(args: argparse.Namespace) -> int:
             _append_step_summary(summary_path, markdown_summary(report))
             text = render_annotations(report, with_summary=False)
             if args.output:
-                write_text_atomically(args.output, text, what="--output")
+                write_text_atomically(args.output, text, what="--output", inputs=inputs)
             else:
                 sys.stdout.write(text)
         elif args.output:
             # Streamed into a temp file beside the target; it replaces the target only when whole.
-            with open_text_atomically(args.output, what="--output") as write:
+            with open_text_atomically(args.output, what="--output", inputs=inputs) as write:
                 render_stream(args.format, header, check.findings(), check.tally, write, color=color, verbose=args.verbose)
         else:
             render_stream(

@@ -522,9 +522,9 @@ def encode(doc: dict[str, Any]) -> bytes:
     return gzip.compress(text.encode("ascii"), compresslevel=9, mtime=0) + b"".join(members)
 
 
-def write(doc: dict[str, Any], out: str | os.PathLike[str]) -> None:
-    """Write atomically: a failed run leaves no half-written snapshot behind."""
-    write_bytes_atomically(out, encode(doc), what="snapshot")
+def write(doc: dict[str, Any], out: str | os.PathLike[str], inputs: tuple[str, ...] = ()) -> None:
+    """Write atomically: a failed run leaves no half-written snapshot behind, and never replaces an input."""
+    write_bytes_atomically(out, encode(doc), what="snapshot", inputs=inputs)
 
 
 def summary(doc: dict[str, Any]) -> Iterator[tuple[str, int]]:

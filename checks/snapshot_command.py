@@ -58,6 +58,7 @@ def _print_shipped() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aoti_shim.atomic import destination
     from aoti_shim.checks import snapshot
 
     if args.list:
@@ -67,8 +68,9 @@ def run(args: argparse.Namespace) -> int:
     if args.source is None or args.output is None:
         raise UsageError("snapshot: give TORCH_LIB_DIR|WHEEL and -o FILE, or --list")
 
+    destination(args.output, what="snapshot", inputs=(args.source,))  # refuse before the long read
     doc = snapshot.capture(args.source, torch_version=args.torch_version, with_tests=args.with_tests)
-    snapshot.write(doc, args.output)
+    snapshot.write(doc, args.output, inputs=(args.source,))
     libs = list(snapshot.summary(doc))
     total = sum(count for _, count in libs)
     print(

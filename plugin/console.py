@@ -6,20 +6,17 @@ colour follows FORCE_COLOR / NO_COLOR as scikit-build-core's does, else the term
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import TextIO
+
+from aoti_shim.color import wants_color
 
 _RED, _YELLOW, _BOLD, _RESET = "\033[31m", "\033[33m", "\033[1m", "\033[0m"
 TAG = "aoti-shim:"
 
 
 def use_color() -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
-    if os.environ.get("FORCE_COLOR"):
-        return True
-    return sys.stderr.isatty()
+    return wants_color(sys.stderr)
 
 
 def _emit(text: str, *, stream: TextIO | None = None) -> None:

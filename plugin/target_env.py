@@ -3,7 +3,8 @@
 pip runs an isolated build in the interpreter it installs for, with that environment's
 site-packages hidden (its ``sitecustomize`` strips them from ``sys.path``), so torch is
 usually not importable here. Ask that same interpreter with ``-E`` (which skips pip's
-``PYTHONPATH`` overlay) for its normal ``sys.path`` instead. ``AOTI_SHIM_TORCH`` names a
+``PYTHONPATH`` overlay) and ``-P`` (no current folder on its path, so the project's own
+files cannot run in it) for its normal ``sys.path`` instead. ``AOTI_SHIM_TORCH`` names a
 torch explicitly for front-ends that build in a separate venv (``python -m build``, uv).
 """
 
@@ -50,7 +51,7 @@ def _probe_interpreter(python: str) -> list[Path]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     try:
         done = subprocess.run(
-            [python, "-E", "-c", _PROBE], env=env, capture_output=True, text=True, timeout=60, check=False
+            [python, "-E", "-P", "-c", _PROBE], env=env, capture_output=True, text=True, timeout=60, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return []

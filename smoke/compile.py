@@ -11,11 +11,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from aoti_shim.children import python_argv
 from aoti_shim.errors import AotiShimError
 
 _HERE = Path(__file__).resolve().parent
@@ -124,7 +124,7 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
         with open(staging / "compile.log", "wb") as sink:
             try:
                 proc = subprocess.run(
-                    [sys.executable, "-m", "aoti_shim.smoke.compile_worker", str(request_file)],
+                    python_argv("aoti_shim.smoke.compile_worker", str(request_file)),
                     stdout=sink,
                     stderr=subprocess.STDOUT,
                     env=env,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from aoti_shim.children import python_argv
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError
 from aoti_shim.smoke import bindings
 from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is_cached, torch_version
@@ -203,7 +204,7 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
         with open(scratch / "child.log", "wb") as sink:
             try:
                 proc = subprocess.run(
-                    [sys.executable, "-m", "aoti_shim.smoke.run_child", str(scratch / "request.json"), str(scratch / "result.json")],
+                    python_argv("aoti_shim.smoke.run_child", str(scratch / "request.json"), str(scratch / "result.json")),
                     stdout=sink, stderr=subprocess.STDOUT, env=env, check=False, timeout=RUN_TIMEOUT_S,
                 )  # fmt: skip
             except subprocess.TimeoutExpired:

@@ -3,18 +3,17 @@
 Renames an already-compiled blob's imported ``aoti_torch_*`` symbols to
 ``<P>aoti_torch_*`` so that they can no longer bind to libtorch. The result is
 written next to its destination and renamed into place only after the checker
-has passed it: a failed run leaves nothing half-written and never touches OUT.
+has passed it (:mod:`aoti_shim.atomic`): a failed run leaves nothing half-written
+and never touches OUT; a linked OUT is written through, never replaced by a copy.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import stat
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,25 +59,20 @@ def _recheck(path: Path, display: str) -> None:
 
 
 def rewrite_imports(settings: RewriteSettings) -> RewriteResult:
+    from aoti_shim.atomic import replacing
     from aoti_shim.checks.prefix import validate
+    from aoti_shim.children import python_argv
 
     prefix = validate(settings.prefix)
     _check_input(settings.blob)
     mode = stat.S_IMODE(settings.blob.stat().st_mode)
     out = settings.output
-    if out.is_dir():
-        raise InputError(f"-o {out}: is a directory")
-    if not out.parent.is_dir():
-        raise InputError(f"-o {out}: folder {out.parent} does not exist")
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    except OSError as e:
-        raise InputError(f"-o {out}: cannot write in {out.parent}: {e.strerror or e}") from None
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
+    # In place, the blob is the output (through a link, its target); else the blob is an
+    # input that -o must not name.
+    inputs = () if out == settings.blob else (settings.blob,)
+    with replacing(out, what="-o", inputs=inputs, mode=mode) as tmp:
         proc = subprocess.run(
-            [sys.executable, "-m", "aoti_shim.smoke.rewrite_worker", str(settings.blob), str(tmp), prefix],
+            python_argv("aoti_shim.smoke.rewrite_worker", str(settings.blob), tmp, prefix),
             capture_output=True,
             text=True,
             check=False,
@@ -92,18 +86,7 @@ def rewrite_imports(settings: RewriteSettings) -> RewriteResult:
         renamed = tuple(answer["renamed"])
         if not renamed:
             raise InputError(f"{settings.blob}: imports no unprefixed aoti_torch_* symbol; nothing to rename")
-        # LIEF writes a fresh file: give it back the blob's mode (the x bit is lost otherwise).
-        try:
-            os.chmod(tmp, mode)
-        except OSError as e:
-            raise InputError(f"-o {out}: cannot write: {e.strerror or e}") from None
-        _recheck(tmp, str(out))
-        try:
-            os.replace(tmp, out)
-        except OSError as e:
-            raise InputError(f"-o {out}: cannot write: {e.strerror or e}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
+        _recheck(Path(tmp), str(out))
     return RewriteResult(output=out, renamed=renamed)
 
 
@@ -140,6 +123,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = rewrite_imports(RewriteSettings(blob=args.blob, prefix=args.prefix, output=args.output or args.blob))
-    print(f"rewrite-imports: renamed {len(result.renamed)} imports to {args.prefix}aoti_torch_*; wrote {result.output}")
+    from aoti_shim.atomic import destination
+
+    output = args.output or args.blob
+    result = rewrite_imports(RewriteSettings(blob=args.blob, prefix=args.prefix, output=output))
+    # With -o /dev/stdout the blob is on standard output: the note goes to standard error.
+    to_stdout = args.output is not None and destination(output, what="-o").path is None
+    print(
+        f"rewrite-imports: renamed {len(result.renamed)} imports to {args.prefix}aoti_torch_*; wrote {result.output}",
+        file=sys.stderr if to_stdout else sys.stdout,
+    )
     return EXIT_OK

@@ -1,104 +1,188 @@
-"""Replace a file in one step, so neither a reader nor a failure ever sees half of it.
+"""Every file the tool writes goes through here, so outputs share one set of rules.
 
-Every file the tool writes (reports, snapshots, the rename header) goes through here,
-so they share one set of rules: a temp file in the target's own folder (a rename
-across file systems is not atomic), the temp file removed on any failure, an existing
-device node or FIFO never replaced by a plain file, and every OSError a one-line
-AotiShimError that names what was being written.
+- A file is replaced in one step: written to a temp file in the target's own folder (a
+  rename across file systems is not atomic), renamed into place only when complete,
+  the temp file removed on any failure (and on Ctrl-C or SIGTERM, which raise).
+- An output never replaces one of the command's inputs (``check --shim X -o X``), nor
+  anything inside an input folder.
+- A device node, FIFO or socket is never replaced; ``/dev/stdout`` (and ``/dev/fd/1``,
+  or any path that is the process's standard output) means: write to standard output.
+- A symbolic link is written through: its target is replaced and the link stays a
+  link. A dangling link is refused.
+- Every OSError becomes a one-line AotiShimError naming what was being written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import stat
+import sys
 import tempfile
-from contextlib import contextmanager
-from typing import Callable, Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator
 
 from aoti_shim.errors import AotiShimError
 
+_STDOUT_NAMES = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
-def _refuse_special_target(shown: str, path: str) -> None:
+
+@dataclass(frozen=True)
+class Destination:
+    """Where an output really goes: a regular file's path, or standard output."""
+
+    path: str | None  # None: standard output
+    shown: str  # "<what> <path as given>", for messages
+
+
+def _is_stdout(path: str, st: os.stat_result | None) -> bool:
+    if path in _STDOUT_NAMES:
+        return True
+    if st is None or stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode):
+        return False
     try:
-        st = os.stat(path)
+        return os.path.samestat(st, os.fstat(sys.stdout.fileno()))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _inside(path: str, folder: str) -> bool:
+    return os.path.commonpath([path, folder]) == folder
+
+
+def destination(
+    path: str | os.PathLike[str], *, what: str, inputs: Iterable[str | os.PathLike[str]] = ()
+) -> Destination:
+    """Decide where writing ``path`` goes, or refuse it (see the module docstring)."""
+    given = os.fspath(path)
+    shown = f"{what} {given}"
+    if not given or "\0" in given:
+        raise AotiShimError(f"{what} {given!r}: not a file name")
+    try:
+        st: os.stat_result | None = os.stat(given)
     except FileNotFoundError:
-        return  # nothing there yet (or a dangling link, which the rename replaces)
+        st = None
     except OSError as e:
         raise AotiShimError(f"{shown}: cannot write: {e.strerror or e}") from None
-    # The rename would put a plain file where /dev/stdout or a FIFO was. A folder is left to
-    # the rename, which refuses it with "Is a directory".
-    if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
-        raise AotiShimError(f"{shown}: not a regular file; name a file to write")
+    if _is_stdout(given, st):
+        return Destination(None, shown)
+    real = os.path.realpath(given)
+    if st is None and os.path.islink(given):
+        raise AotiShimError(f"{shown}: a dangling symbolic link (to {os.readlink(given)}); name a file to write")
+    if st is not None:
+        if stat.S_ISDIR(st.st_mode):
+            raise AotiShimError(f"{shown}: cannot write: Is a directory")
+        if not stat.S_ISREG(st.st_mode):
+            raise AotiShimError(f"{shown}: not a regular file; name a file to write")
+    for item in inputs:
+        source = os.fspath(item)
+        try:
+            src_st = os.stat(source)
+        except OSError:
+            continue  # not a file (torch, a snapshot name): nothing to protect
+        if st is not None and os.path.samestat(st, src_st):
+            raise AotiShimError(f"{shown}: is also an input ({source}); write the output elsewhere")
+        if st is not None and stat.S_ISDIR(src_st.st_mode) and _inside(real, os.path.realpath(source)):
+            raise AotiShimError(f"{shown}: lies in the input folder {source}; write the output elsewhere")
+    return Destination(real, shown)
+
+
+@contextlib.contextmanager
+def replacing(
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    inputs: Iterable[str | os.PathLike[str]] = (),
+    mode: int = 0o644,
+    fsync: bool = False,
+) -> Iterator[str]:
+    """Yield a temp path to write the output to; when the block ends normally it replaces ``path``.
+
+    The temp file exists (empty) when the block starts; it is gone when the block ends,
+    whatever happens. ``what`` names the output in errors (``--output``, ``snapshot``).
+    """
+    dest = destination(path, what=what, inputs=inputs)
+    private: str | None = None
+    try:
+        if dest.path is None:
+            private = tempfile.mkdtemp(prefix="aoti-shim-out-")
+            folder = private
+        else:
+            folder = os.path.dirname(dest.path)
+        # A fixed short prefix: a name built from a 250-byte target name would be too long.
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aoti-shim-", suffix=".tmp")
+        os.close(fd)
+    except OSError as e:
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
+        raise AotiShimError(f"{dest.shown}: cannot write: {e.strerror or e} (in {folder})") from None
+    try:
+        yield tmp
+        if dest.path is None:
+            with open(tmp, "rb") as src:
+                sys.stdout.flush()
+                shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
+                sys.stdout.buffer.flush()
+            return
+        if fsync:
+            with open(tmp, "rb+") as handle:
+                os.fsync(handle.fileno())
+        os.chmod(tmp, mode)  # mkstemp makes 0600; the file is meant to be read by others
+        os.replace(tmp, dest.path)
+    except OSError as e:
+        raise AotiShimError(f"{dest.shown}: cannot write: {e.strerror or e}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
 
 
 def write_bytes_atomically(
-    path: str | os.PathLike[str], data: bytes, *, what: str, mode: int = 0o644, fsync: bool = False
+    path: str | os.PathLike[str],
+    data: bytes,
+    *,
+    what: str,
+    mode: int = 0o644,
+    fsync: bool = False,
+    inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> None:
-    """Write ``data`` to ``path`` through a temp file and ``os.replace``.
-
-    ``what`` names the file in errors (``--output``, ``snapshot``): ``"<what> <path>: ..."``.
-    ``fsync`` flushes the data to disk before the rename, for files that must survive a crash.
-    """
-    target = os.fspath(path)
-    shown = f"{what} {target}"
-    _refuse_special_target(shown, target)
-    folder = os.path.dirname(os.path.abspath(target))
-    try:
-        # A fixed short prefix: a name built from a 250-byte target name would be too long.
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aoti-shim-", suffix=".tmp")
-    except OSError as e:
-        raise AotiShimError(f"{shown}: cannot write: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            if fsync:
-                handle.flush()
-                os.fsync(handle.fileno())
-        os.chmod(tmp, mode)  # mkstemp makes 0600; the file is meant to be read by others
-        os.replace(tmp, target)
-    except BaseException as e:
+    """Write ``data`` to ``path`` by :func:`replacing`."""
+    with replacing(path, what=what, inputs=inputs, mode=mode, fsync=fsync) as tmp:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        # A folder as the target, a full disk, a read-only folder: one line, not a traceback.
-        if isinstance(e, OSError):
-            raise AotiShimError(f"{shown}: cannot write: {e.strerror or e}") from None
-        raise
+            with open(tmp, "wb") as handle:
+                handle.write(data)
+        except OSError as e:
+            raise AotiShimError(f"{what} {os.fspath(path)}: cannot write: {e.strerror or e}") from None
 
 
 def write_text_atomically(
-    path: str | os.PathLike[str], text: str, *, what: str, mode: int = 0o644, fsync: bool = False
+    path: str | os.PathLike[str],
+    text: str,
+    *,
+    what: str,
+    mode: int = 0o644,
+    fsync: bool = False,
+    inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> None:
     """:func:`write_bytes_atomically` for text, encoded as UTF-8 with newlines as given."""
-    write_bytes_atomically(path, text.encode("utf-8"), what=what, mode=mode, fsync=fsync)
+    write_bytes_atomically(path, text.encode("utf-8"), what=what, mode=mode, fsync=fsync, inputs=inputs)
 
 
-@contextmanager
+@contextlib.contextmanager
 def open_text_atomically(
-    path: str | os.PathLike[str], *, what: str, mode: int = 0o644
+    path: str | os.PathLike[str],
+    *,
+    what: str,
+    mode: int = 0o644,
+    inputs: Iterable[str | os.PathLike[str]] = (),
 ) -> Iterator[Callable[[str], None]]:
-    """Stream text to ``path`` under the same rules as :func:`write_bytes_atomically`:
-    yields a ``write(text)`` function; the file appears whole when the block ends, and
-    not at all when it raises."""
-    target = os.fspath(path)
-    shown = f"{what} {target}"
-    _refuse_special_target(shown, target)
-    folder = os.path.dirname(os.path.abspath(target))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".aoti-shim-", suffix=".tmp")
-    except OSError as e:
-        raise AotiShimError(f"{shown}: cannot write: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="", buffering=1 << 20) as handle:
-            yield handle.write
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
-    except BaseException as e:
+    """Stream text to ``path`` by :func:`replacing`: yields a ``write(text)`` function; the
+    file appears whole when the block ends, and not at all when it raises."""
+    with replacing(path, what=what, inputs=inputs, mode=mode) as tmp:
         try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise AotiShimError(f"{shown}: cannot write: {e.strerror or e}") from None
-        raise
+            with open(tmp, "w", encoding="utf-8", newline="", buffering=1 << 20) as handle:
+                yield handle.write
+        except OSError as e:
+            raise AotiShimError(f"{what} {os.fspath(path)}: cannot write: {e.strerror or e}") from None

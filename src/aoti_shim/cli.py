@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from aoti_shim import __version__
 from aoti_shim.errors import EXIT_USAGE, AotiShimError
+from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 
 # Module paths of subcommands, in --help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -26,7 +27,15 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports usage errors as one line and the usage exit bit."""
+    """argparse that reports usage errors as one line and the usage exit bit.
+
+    No abbreviations: ``--pre`` must not pass as ``--prefix`` (nor a later option's
+    prefix change the meaning of a command line that worked).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> None:  # type: ignore[override]
         # main() prints "aoti-shim: error: " in front: name only the subcommand, if any,
@@ -50,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    # SIGTERM unwinds as Ctrl-C does: temp files and folders go, children are killed.
+    with sigterm_as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -68,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # One line whatever a hostile file or symbol name holds (newlines, escape sequences).
         print(f"aoti-shim: error: {printable(str(e))}", file=sys.stderr)
         return e.exit_code
+    except Terminated:
+        print("aoti-shim: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("aoti-shim: interrupted", file=sys.stderr)
         return 130
