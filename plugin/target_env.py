@@ -3,8 +3,7 @@
 pip runs an isolated build in the interpreter it installs for, with that environment's
 site-packages hidden (its ``sitecustomize`` strips them from ``sys.path``), so torch is
 usually not importable here. Ask that same interpreter with ``-E`` (which skips pip's
-``PYTHONPATH`` overlay) and ``-P`` (no current folder on its path, so the project's own
-files cannot run in it) for its normal ``sys.path`` instead. ``AOTI_SHIM_TORCH`` names a
+``PYTHONPATH`` overlay), from an empty folder, for its normal ``sys.path`` instead. ``AOTI_SHIM_TORCH`` names a
 torch explicitly for front-ends that build in a separate venv (``python -m build``, uv).
 """
 
@@ -16,6 +15,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from glob import glob
 from pathlib import Path
@@ -50,9 +50,12 @@ def _probe_interpreter(python: str) -> list[Path]:
         return []
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     try:
-        done = subprocess.run(
-            [python, "-E", "-P", "-c", _PROBE], env=env, capture_output=True, text=True, timeout=60, check=False
-        )
+        # From an empty private folder: "-c" puts the current folder on the path (Python
+        # 3.10 has no -P), and the project's own json.py must not run in the probe.
+        with tempfile.TemporaryDirectory(prefix="aoti-shim-probe-") as empty:
+            done = subprocess.run(
+                [python, "-E", "-c", _PROBE], env=env, cwd=empty, capture_output=True, text=True, timeout=60, check=False
+            )
     except (OSError, subprocess.SubprocessError):
         return []
     if done.returncode != 0 or not done.stdout.strip():

@@ -228,3 +228,17 @@ def test_every_python_child_starts_isolated(tmp_path: Path) -> None:
     ]
     assert offenders == []
 
+
+
+def test_the_backends_torch_probe_ignores_the_project_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # pip runs the backend in the project's folder; a json.py there must not run in the probe.
+    from aoti_shim.plugin import target_env
+
+    marker = tmp_path / "ran"
+    project = tmp_path / "project"
+    project.mkdir()
+    _hostile(project, marker)
+    monkeypatch.chdir(project)
+    found = target_env._probe_interpreter(sys.executable)
+    assert any((p / "torch" / "lib").is_dir() for p in found)
+    assert not marker.exists()

@@ -252,3 +252,71 @@ def test_header_renames_declarations_definitions_and_calls(tmp_path: Path) -> No
     # Without the prefix macro the header does nothing.
     plain = symbols()
     assert "U aoti_torch_dtype_float32" in plain and "zz_" not in plain
+
+
+def _named_header_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "include"
+    (folder / "trap.h").mkdir(parents=True)
+    return folder
+
+
+def _dangling_link(tmp_path: Path) -> Path:
+    folder = tmp_path / "include"
+    folder.mkdir()
+    (folder / "gone.h").symlink_to(tmp_path / "nowhere.h")
+    return folder
+
+
+def _latin1_header(tmp_path: Path) -> Path:
+    folder = tmp_path / "include"
+    folder.mkdir()
+    (folder / "shim.h").write_bytes(b"/* caf\xe9 */ int32_t aoti_torch_x(void);\n")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (_named_header_dir, "trap.h: is a folder, not a file"),
+        (_dangling_link, "gone.h: a dangling symbolic link"),
+        (_latin1_header, "shim.h: not UTF-8 text (byte 6)"),
+    ],
+    ids=["folder-named-h", "dangling-link", "not-utf8"],
+)
+def test_bad_shim_headers_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], make, needle: str) -> None:
+    include = make(tmp_path)
+    out = tmp_path / "rename.h"
+    assert _run("--output", str(out), "--shim-include", str(include)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("aoti-shim: error: shim header ") and err[0].endswith(needle), err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        (b"aoti_torch_ok\nint\n", "manifest.txt:2: 'int' is not a shim name (aoti_torch_*)"),
+        (b"aoti_torch_ok\nmyrt_aoti_torch_x\n", "manifest.txt:2: 'myrt_aoti_torch_x' is not a shim name (aoti_torch_*)"),
+        (b"aoti_torch_\xff\n", "manifest.txt: not UTF-8 text (byte 11)"),
+    ],
+)
+def test_manifest_names_must_be_shim_names(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, needle: str) -> None:
+    manifest = tmp_path / "manifest.txt"
+    manifest.write_bytes(content)
+    out = tmp_path / "rename.h"
+    assert _run("--output", str(out), "--manifest", str(manifest)) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(needle), err
+    assert not out.exists()
+
+
+def test_a_named_manifest_that_is_a_folder_or_a_shim_include_that_is_a_file_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "rename.h"
+    assert _run("--output", str(out), "--manifest", str(tmp_path)) == 1
+    assert capsys.readouterr().err.strip().endswith(f"manifest {tmp_path}: is a folder, not a file")
+    (tmp_path / "file.h").write_text("")
+    assert _run("--output", str(out), "--shim-include", str(tmp_path / "file.h")) == 1
+    assert capsys.readouterr().err.strip().endswith(f"--shim-include {tmp_path / 'file.h'}: not a folder")
+    assert not out.exists()

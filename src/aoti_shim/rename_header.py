@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.atomic import write_text_atomically
+from aoti_shim.checks.prefix import SHIM_MARK
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
 from aoti_shim.torch_names import declared_functions, names_in_include, shipped_names, torch_version_of
 
@@ -33,7 +34,7 @@ DEFAULT_OUTPUT = Path("cmake/include/aoti_shim_rename.h")
 DEFAULT_MANIFEST = Path("shims/manifest.txt")
 DEFAULT_SHIM_INCLUDE = Path("shims/include")
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _GUARD = "AOTI_SHIM_RENAME_H"
 _PASTE_INNER = "AOTI_SHIM_PASTE_"
@@ -72,27 +73,46 @@ def find_torch_include() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / "include"
 
 
+def _read_text(path: Path, what: str) -> str:
+    """A UTF-8 text file, or a one-line InputError (a folder, a dangling link, bad bytes)."""
+    if path.is_symlink() and not path.exists():
+        raise InputError(f"{what} {path}: a dangling symbolic link")
+    if path.is_dir():
+        raise InputError(f"{what} {path}: is a folder, not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise InputError(f"{what} {path}: cannot read: {e.strerror or e}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{what} {path}: not UTF-8 text (byte {e.start})") from None
+
+
 def manifest_names(manifest: Path) -> set[str]:
-    """Names from the shim manifest: one per line, ``#`` starts a comment. Absent = none."""
-    if not manifest.is_file():
-        return set()
+    """Names from a shim manifest: one ``aoti_torch_*`` name per line, ``#`` starts a comment."""
     names: set[str] = set()
-    for number, line in enumerate(manifest.read_text(encoding="utf-8").splitlines(), start=1):
+    text = _read_text(manifest, "manifest")
+    for number, line in enumerate(text.splitlines(), start=1):
         name = line.split("#", 1)[0].strip()
         if not name:
             continue
-        if not _IDENTIFIER.match(name):
-            raise InputError(f"{manifest}:{number}: '{name}' is not a C identifier")
+        if not _IDENTIFIER.fullmatch(name):
+            raise InputError(f"{manifest}:{number}: {name!r} is not a C identifier")
+        if not name.startswith(SHIM_MARK):
+            # "#define int ..." would rename far more than a shim.
+            raise InputError(f"{manifest}:{number}: {name!r} is not a shim name (aoti_torch_*)")
         names.add(name)
     return names
 
 
 def own_header_names(shim_include: Path) -> set[str]:
-    """``aoti_torch_*`` functions our own shim headers declare. Absent folder = none."""
+    """``aoti_torch_*`` functions a runtime's own shim headers (``*.h`` under the folder) declare."""
+    if not shim_include.is_dir():
+        raise InputError(f"--shim-include {shim_include}: not a folder")
     names: set[str] = set()
-    if shim_include.is_dir():
-        for header in sorted(shim_include.rglob("*.h")):
-            names |= declared_functions(header.read_text(encoding="utf-8", errors="replace"))
+    for header in sorted(shim_include.rglob("*.h")):
+        names |= declared_functions(_read_text(header, "shim header"))
     return names
 
 
