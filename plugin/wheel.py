@@ -25,6 +25,7 @@ from aoti_shim.plugin.boundary import pep517_boundary
 from aoti_shim.plugin.config_settings import Prepared, load_pyproject, prepare
 from aoti_shim.plugin.prefix import CMAKE_VAR, EffectivePrefix, effective_prefix
 from aoti_shim.plugin.target_env import TORCH_ENV_VAR, TorchLocation, find_torch
+from aoti_shim.signals import sigterm_deferred
 
 State = Literal["wheel", "editable"]
 
@@ -139,12 +140,22 @@ def _locate_torch(prepared: Prepared, required: bool) -> TorchLocation | None:
 
 @contextlib.contextmanager
 def private_folder() -> Iterator[Path]:
-    """A folder only this build sees, removed however the build ends."""
+    """A folder only this build sees, removed however the build ends.
+
+    It is also the temp folder of everything this process makes during the build (the
+    gate's extracted members, the checker's workspace), so one removal, shielded from
+    a second SIGTERM, takes all of it.
+    """
     folder = Path(tempfile.mkdtemp(prefix="aoti-shim-unchecked-"))
+    before = tempfile.tempdir
+    tempfile.tempdir = str(folder / "tmp")
+    os.mkdir(tempfile.tempdir, 0o700)
     try:
         yield folder
     finally:
-        shutil.rmtree(folder, ignore_errors=True)
+        with sigterm_deferred():
+            tempfile.tempdir = before
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def publish(built: Path, wheel_directory: Path) -> Path:

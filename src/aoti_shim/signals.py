@@ -36,3 +36,23 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, before)
+
+
+@contextlib.contextmanager
+def sigterm_deferred() -> Iterator[None]:
+    """Within the block (a last cleanup), a SIGTERM is held back and raised when it ends.
+
+    A SIGTERM that lands inside ``shutil.rmtree`` would stop it half-way and leave the
+    rest of the folder behind.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    before = signal.signal(signal.SIGTERM, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+    if caught and before is _raise_terminated:
+        raise Terminated()
