@@ -241,3 +241,17 @@ def test_copy_converts_like_torch(shims: Shims, src_dtype: torch.dtype, dst_dtyp
     shims.check(shims.fn("aoti_torch_copy_", P, P, ctypes.c_int32)(hd, hb, 0))
     delete(shims, hd, hs, hb)
     assert torch.equal(dst, want_b)
+
+
+@pytest.mark.parametrize("src_dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_negative_floats_into_uint8_wrap_like_torch(shims: Shims, src_dtype: torch.dtype) -> None:
+    # torch casts a floating value to uint8 through int64 (-1.0 -> 255); a direct C++ cast is
+    # undefined there, and the GPU saturates it to 0 (seen on the H200).
+    src = torch.tensor([-1.0, -2.5, -100.0, -128.0, 3.0, 255.0], dtype=src_dtype)
+    dst = torch.zeros(6, dtype=torch.uint8)
+    want = dst.clone().copy_(src)
+    hd, hs = handle(shims, dst), handle(shims, src)
+    shims.check(shims.fn("aoti_torch_copy_", P, P, ctypes.c_int32)(hd, hs, 0))
+    delete(shims, hd, hs)
+    assert want.tolist()[:4] == [255, 254, 156, 128]
+    assert torch.equal(dst, want)

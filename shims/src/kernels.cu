@@ -147,14 +147,25 @@ __device__ inline Value load(const char* p, int32_t dtype) {
   return v;
 }
 
-// static_cast<T>(the source value), as the host's convert<T, S> does.
+// static_cast<T>(the source value), as the host's convert<T, S> does. A floating value
+// goes to uint8 through int64 as torch does (c10's cast wraps -1.0 to 255); a direct
+// conversion is undefined out of range and saturates to 0 on the GPU.
+template <typename T>
+__device__ inline T from_floating(double value) {
+  if constexpr (sizeof(T) == 1 && static_cast<T>(-1) > T(0)) {
+    return static_cast<T>(static_cast<int64_t>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
 template <typename T>
 __device__ inline T cast(const Value& v) {
   switch (v.kind) {
     case Value::kSigned: return static_cast<T>(v.i);
     case Value::kUnsigned: return static_cast<T>(v.u);
-    case Value::kFloat: return static_cast<T>(v.f);
-    default: return static_cast<T>(v.d);
+    case Value::kFloat: return from_floating<T>(v.f);
+    default: return from_floating<T>(v.d);
   }
 }
 

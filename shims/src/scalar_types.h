@@ -95,6 +95,9 @@ inline D convert(S value) {
     return value != S(0);
   } else if constexpr (is_reduced_float<D>) {
     return D(static_cast<float>(value));
+  } else if constexpr (std::is_same_v<D, uint8_t> && std::is_floating_point_v<S>) {
+    // As torch: through int64, so -1.0 wraps to 255 (a direct cast is undefined out of range).
+    return static_cast<D>(static_cast<int64_t>(value));
   } else {
     return static_cast<D>(value);
   }
