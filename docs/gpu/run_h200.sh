@@ -216,8 +216,9 @@ export -f two_gpu_tests bench_latency cuda_kernel_tests
 
 # Phases: "core" (install, shim tests, float32 smoke, GPU tests, bench, artefacts) and
 # "bf16" (the bfloat16 smoke). Default: both, core first. "latency" (issue 16, for a
-# second call on the still-warm machine): the bench three more times, each a process of
-# its own, so that the intervals are seen across runs (compiles cached by the first call).
+# second call on the still-warm machine, "latency bf16"): the bench twice more, each a
+# process of its own, so that the intervals are seen across runs (compiles cached by the
+# first call).
 PHASES=${*:-core bf16}
 cd "$WORK" || exit 1
 header >> "$RUN_LOG" 2>&1
@@ -252,7 +253,6 @@ fi
 if [[ " $PHASES " == *" latency "* ]]; then
   step "bench shim latency, run 2" 150 "$OUT/04_bench.log" bench_latency
   step "bench shim latency, run 3" 150 "$OUT/04_bench.log" bench_latency
-  step "bench shim latency, run 4" 150 "$OUT/04_bench.log" bench_latency
 fi
 if [[ " $PHASES " == *" bf16 "* ]]; then
   # The smoke CLI has no dtype option: the bfloat16 variants come in as user models.
