@@ -1,0 +1,56 @@
+"""The latency bench's ratio statistics: geometric mean of per-round ratios and its
+bootstrap interval over rounds (bench/shim_latency.py, loaded from the checkout)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "shim_latency.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("shim_latency_under_test", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_constant_ratios_give_a_point_interval(bench: ModuleType) -> None:
+    got = bench.Interval.of([0.9] * 12)
+    assert got.rounds == 12
+    assert got.estimate == pytest.approx(0.9) and got.low == pytest.approx(0.9) and got.high == pytest.approx(0.9)
+
+
+def test_interval_is_the_geometric_mean_with_bounds_around_it(bench: ModuleType) -> None:
+    ratios = [0.8, 0.9, 1.0, 0.85, 0.95, 0.92, 0.88, 0.91, 0.87, 0.93]
+    got = bench.Interval.of(ratios)
+    assert got.estimate == pytest.approx(math.exp(sum(map(math.log, ratios)) / len(ratios)))
+    assert min(ratios) < got.low < got.estimate < got.high < max(ratios)
+    # Reproducible: the resampling is seeded.
+    assert bench.Interval.of(ratios) == got
+    # A wider spread, a wider interval.
+    wide = bench.Interval.of([r ** 3 for r in ratios])
+    assert wide.high - wide.low > got.high - got.low
+
+
+def test_unusable_rounds_are_left_out(bench: ModuleType) -> None:
+    assert bench.Interval.of([]).rounds == 0
+    assert math.isnan(bench.Interval.of([float("nan"), 0.0]).estimate)
+    one = bench.Interval.of([0.9, float("nan")])
+    assert one.rounds == 1 and one.estimate == pytest.approx(0.9) and math.isnan(one.low)
+    assert one.render() == "0.900"
+
+
+def test_round_ratios_pair_each_rounds_medians(bench: ModuleType) -> None:
+    rounds = [{"a": 9.0, "b": 10.0}, {"a": 8.0, "b": 10.0, "c": 1.0}, {"a": 5.0}]
+    assert bench.round_ratios(rounds, "a", "b") == [0.9, 0.8]
+    assert bench.round_ratios(rounds, "a", "c") == [8.0]
