@@ -266,24 +266,28 @@ fi
   echo "# summary (exit 124 = timed out), total $(($(date +%s) - START))s of ${BUDGET_S}s"
   printf '%s\n' "${SUMMARY[@]}"
 } >> "$RUN_LOG"
-# What the device call's output shows: the summary, then the result tables.
-sed -n '/^# summary/,$p' "$RUN_LOG"
+# What the device call's output shows (its last 12,000 characters come back): the result
+# tables, then the step summary last, so that a long output never cuts the summary.
 if [ -f "$OUT/02_smoke.log" ]; then
-  echo
   awk '/^device [a-z]+, torch/ {on = 1} /^== / {on = 0} on' "$OUT/02_smoke.log"
+  echo
 fi
 if [ -f "$OUT/03_gpu_tests.log" ]; then
+  # Per pytest run: its summary line, and the failures and skips it names.
+  grep -E '^(FAILED|ERROR|SKIPPED) |^=+ .*(passed|failed|skipped|error).* in [0-9.]+s' "$OUT/03_gpu_tests.log"
   echo
-  grep -E '^(PASSED|FAILED|SKIPPED|ERROR)|::.* (PASSED|FAILED|SKIPPED|ERROR)|^=+ .*(passed|failed|skipped|error)' \
-    "$OUT/03_gpu_tests.log" | sed 's/ *\[ *[0-9]*%\]$//'
 fi
 if [ -f "$OUT/04_bench.log" ]; then
-  echo
   if grep -q '^# shim latency benchmark' "$OUT/04_bench.log"; then
-    # Latencies and ratios of every bench run here; the profile tables stay in the file.
-    awk '/^# shim latency benchmark/ {on = 1} /^shim profile|^allocation:|^== / {on = 0} on' "$OUT/04_bench.log"
-    grep -E '^  time per pair|^  \(shim total' "$OUT/04_bench.log"
+    # Every bench run's latencies and ratios, its shims' share per model and the allocation
+    # ratio; the profile tables stay in the file.
+    awk '/^# shim latency benchmark/ {n++} /^date: / && n {print "bench run " n ", " $0}
+         /^one inference, median/ {on = 1} /^shim profile, |^allocation:|^== / {on = 0}
+         on && !/^max abs error/ && !/^-+$/' "$OUT/04_bench.log"
+    grep -E '^shim profile, |^  \(shim total|^  time per pair' "$OUT/04_bench.log" | sed 's/ per inference of (a), means over / over /'
   else
     grep '^bench: row' "$OUT/04_bench.log"  # cut short: the rows it measured
   fi
+  echo
 fi
+sed -n '/^# summary/,$p' "$RUN_LOG"
