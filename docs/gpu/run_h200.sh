@@ -215,10 +215,9 @@ export -f install_wheels install_aoti_shim shim_unit_tests snapshot_torch pack_a
 export -f two_gpu_tests bench_latency cuda_kernel_tests
 
 # Phases: "core" (install, shim tests, float32 smoke, GPU tests, bench, artefacts) and
-# "bf16" (the bfloat16 smoke). Default: both, core first. "latency" (issue 16, for a
-# second call on the still-warm machine, "latency bf16"): the bench twice more, each a
-# process of its own, so that the intervals are seen across runs (compiles cached by the
-# first call).
+# "bf16" (the bfloat16 smoke). Default: both, core first. "latency" (issue 16, after core:
+# "core latency"): the bench twice more, each a process of its own, so that the intervals
+# are seen across runs (compiles cached by core).
 PHASES=${*:-core bf16}
 cd "$WORK" || exit 1
 header >> "$RUN_LOG" 2>&1
