@@ -86,7 +86,7 @@ def inductor_options(device: str, route: str) -> dict[str, Any]:
         for key in _BACKEND_KEYS:
             if key not in user:
                 options.pop(key, None)
-    # Another torch (the GPU machine has 2.11) may lack an option: drop it rather than fail.
+    # Another torch (2.11, say) may lack an option: drop it rather than fail.
     known = set(config.get_config_copy())
     return {k: v for k, v in options.items() if k in known}
 
