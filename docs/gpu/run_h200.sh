@@ -210,9 +210,28 @@ bench_latency() {
     --iterations "${AOTI_SHIM_BENCH_ITERATIONS:-40}" --json "$WORK/bench.json"
 }
 
+bench_latency_zoo() {
+  # Issue 16: the zoo models (smoke/zoo.py) whose float32 binary route is already compiled
+  # in $CACHE, through the same bench; no twin (a second compile each), fewer rounds.
+  local models=() m listed
+  listed=$(python3 -c '
+import sys
+from pathlib import Path
+from aoti_shim.smoke.compile import CompileRequest, is_cached
+from aoti_shim.smoke.zoo import MODELS
+cache, device = Path(sys.argv[1]), sys.argv[2]
+specs = [f"aoti_shim.smoke.zoo:{m}" for m in MODELS]
+print(" ".join(s for s in specs if is_cached(CompileRequest(s, device, "binary"), cache)))
+' "$CACHE" "$DEVICE") || return $?
+  for m in $listed; do models+=(--model "$m"); done
+  [ ${#models[@]} -gt 0 ] || { echo "no zoo model compiled in $CACHE: nothing to measure"; return 0; }
+  python3 "$REPO/bench/shim_latency.py" --device "$DEVICE" --cache-dir "$CACHE" "${models[@]}" --no-twin \
+    --rounds 20 --iterations 20 --alloc-seconds 0.02
+}
+
 export REPO OUT SITE WORK CACHE DEVICE
 export -f install_wheels install_aoti_shim shim_unit_tests snapshot_torch pack_artefacts smoke_f32 bf16_smoke
-export -f two_gpu_tests bench_latency cuda_kernel_tests
+export -f two_gpu_tests bench_latency bench_latency_zoo cuda_kernel_tests
 
 # Phases: "core" (install, shim tests, float32 smoke, GPU tests, bench, artefacts) and
 # "bf16" (the bfloat16 smoke). Default: both, core first. "latency" (issue 16, after core:
@@ -252,6 +271,7 @@ fi
 if [[ " $PHASES " == *" latency "* ]]; then
   step "bench shim latency, run 2" 150 "$OUT/04_bench.log" bench_latency
   step "bench shim latency, run 3" 150 "$OUT/04_bench.log" bench_latency
+  step "bench shim latency, zoo" 120 "$OUT/04_bench.log" bench_latency_zoo
 fi
 if [[ " $PHASES " == *" bf16 "* ]]; then
   # The smoke CLI has no dtype option: the bfloat16 variants come in as user models.
