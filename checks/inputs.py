@@ -16,7 +16,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Iterator
+from typing import Any, BinaryIO, Callable, Iterator
 
 from aoti_shim.checks.elf import ELF_MAGIC, PT_DYNAMIC, ElfImage, file_kind, has_elf_magic, is_elf, segments_of
 from aoti_shim.errors import InputError
@@ -149,49 +149,150 @@ def _read_at(path: str, offset: int, length: int) -> bytes:
         return f.read(length)
 
 
-def open_wheel(wheel: str) -> zipfile.ZipFile:
-    """The wheel as a zip, its member count and every member name checked first."""
+# Bytes one reading of a wheel may inflate in all: a floor for small wheels, else a ratio
+# of the wheel's size. Shared libraries deflate about 3:1 (torch 2.13.0's CPU wheel: 182 MiB,
+# 666 MiB inflated); a zip bomb's ratio is in the hundreds.
+MIN_WHEEL_INFLATE = 256 << 20
+WHEEL_INFLATE_RATIO = 16
+MAX_WHEEL_INFLATE = 32 << 30
+
+
+class Wheel(zipfile.ZipFile):
+    """A wheel whose member names and count were checked, with a budget of inflated bytes
+    shared by every member read from it (the checker's, the snapshot's and the build gate's)."""
+
+    path: str = ""
+    inflate_budget: int = MAX_WHEEL_INFLATE
+    inflate_left: int = MAX_WHEEL_INFLATE
+
+    def charge(self, n: int, display: str) -> None:
+        self.inflate_left -= n
+        if self.inflate_left < 0:
+            raise InputError(
+                f"{display}: the wheel inflates past its budget of {self.inflate_budget >> 20} MiB "
+                f"(the larger of {MIN_WHEEL_INFLATE >> 20} MiB and {WHEEL_INFLATE_RATIO}x its size; a zip bomb?)"
+            )
+
+
+def open_wheel(wheel: str, display: str | None = None) -> Wheel:
+    """The wheel as a zip: its member count, every member name and their uniqueness
+    checked first (pip installs the last of two same-named members, a reader the first:
+    such a wheel is refused, as is one with an unsafe name). ``display`` names the wheel
+    in messages (default: its path)."""
+    shown = display or wheel
     try:
         declared = _declared_member_count(wheel)
+        size = os.path.getsize(wheel)
     except OSError as e:
-        raise InputError(f"{wheel}: cannot read: {e.strerror or e}") from None
+        raise InputError(f"{shown}: cannot read: {e.strerror or e}") from None
     if declared > MAX_WHEEL_MEMBERS:
-        raise InputError(f"{wheel}: wheel has {declared} members, more than {MAX_WHEEL_MEMBERS}")
+        raise InputError(f"{shown}: wheel has {declared} members, more than {MAX_WHEEL_MEMBERS}")
     try:
-        zf = zipfile.ZipFile(wheel)
+        zf = Wheel(wheel)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as e:
-        raise InputError(f"{wheel}: not a readable wheel (zip): {e}") from None
-    for info in zf.infolist():
-        if not safe_member_name(info.filename):
-            zf.close()
-            raise InputError(f"{wheel}!{info.filename}: unsafe member name in wheel")
+        raise InputError(f"{shown}: not a readable wheel (zip): {e}") from None
+    zf.path = wheel
+    zf.inflate_budget = zf.inflate_left = min(MAX_WHEEL_INFLATE, max(MIN_WHEEL_INFLATE, WHEEL_INFLATE_RATIO * size))
+    try:
+        infos = zf.infolist()
+        if len(infos) > MAX_WHEEL_MEMBERS:  # the end record can understate the central directory
+            raise InputError(f"{shown}: wheel has {len(infos)} members, more than {MAX_WHEEL_MEMBERS}")
+        seen: set[str] = set()
+        for info in infos:
+            if not safe_member_name(info.filename):
+                raise InputError(f"{shown}: unsafe member name {info.filename!r} in wheel")
+            key = PurePosixPath(info.filename.replace("\\", "/")).as_posix()
+            if key in seen:
+                raise InputError(
+                    f"{shown}: two members named {info.filename!r} in wheel "
+                    "(a reader sees the first, pip installs the second)"
+                )
+            seen.add(key)
+    except BaseException:
+        zf.close()
+        raise
     return zf
+
+
+_EXTRACT_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError)
+
+
+def copy_elf_member(
+    zf: zipfile.ZipFile,
+    info: zipfile.ZipInfo,
+    display: str,
+    open_target: Callable[[], BinaryIO],
+    member_limit: int = DEFAULT_MEMBER_LIMIT,
+    digest: Any = None,
+) -> int | None:
+    """Stream one member to the file ``open_target()`` gives, under the member cap and the
+    wheel's budget; its size, or None (nothing opened) when it is not ELF. The one copy of
+    a wheel member every reader uses; ``digest`` (a hashlib object) sees every byte."""
+    if info.is_dir() or info.file_size < len(ELF_MAGIC):
+        return None  # too short to start with the magic: skip without inflating
+    charge = zf.charge if isinstance(zf, Wheel) else (lambda n, d: None)
+    try:
+        with zf.open(info) as src:
+            head = src.read(len(ELF_MAGIC))
+            if not has_elf_magic(head):
+                return None
+            if info.file_size > member_limit:
+                raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
+            written = len(head)
+            charge(written, display)
+            with open_target() as dst:
+                dst.write(head)
+                if digest is not None:
+                    digest.update(head)
+                while chunk := src.read(1 << 20):
+                    written += len(chunk)
+                    if written > member_limit or written > info.file_size:
+                        raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
+                    charge(len(chunk), display)
+                    if digest is not None:
+                        digest.update(chunk)
+                    dst.write(chunk)
+    except InputError:
+        raise
+    except _EXTRACT_ERRORS as e:
+        raise InputError(f"{display}: cannot extract: {getattr(e, 'strerror', None) or e}") from None
+    return written
 
 
 def extract_member(
     zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, workspace: Workspace, member_limit: int
 ) -> Artifact | None:
     """One member copied to a private temp file, or None when it is not ELF."""
-    if info.is_dir() or info.file_size < len(ELF_MAGIC):
-        return None  # too short to start with the magic: skip without inflating
-    try:
-        with zf.open(info) as src:
-            if not has_elf_magic(src.read(len(ELF_MAGIC))):
-                return None
-            if info.file_size > member_limit:
-                raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
-            fd, path = workspace.new_file()
-            written = 4
-            with os.fdopen(fd, "wb") as dst:
-                dst.write(ELF_MAGIC)
-                while chunk := src.read(1 << 20):
-                    written += len(chunk)
-                    if written > member_limit or written > info.file_size:
-                        raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
-                    dst.write(chunk)
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
-        raise InputError(f"{display}: cannot extract: {e}") from None
-    return Artifact(path=path, display=display)
+    made: list[str] = []
+
+    def target() -> BinaryIO:
+        fd, path = workspace.new_file()
+        made.append(path)
+        return os.fdopen(fd, "wb")
+
+    if copy_elf_member(zf, info, display, target, member_limit) is None:
+        return None
+    return Artifact(path=made[0], display=display)
+
+
+def extract_elf_members(
+    wheel: str | os.PathLike[str], dest: str | os.PathLike[str], display: str | None = None
+) -> list[str]:
+    """Copy every ELF member of ``wheel`` under ``dest`` by its member path (for a gate
+    whose report names members, not temp files); those member paths. Same checks and caps
+    as the checker's own reading."""
+    members: list[str] = []
+    with open_wheel(os.fspath(wheel), display) as zf:
+        for info in zf.infolist():
+            target = os.path.join(os.fspath(dest), *PurePosixPath(info.filename.replace("\\", "/")).parts)
+
+            def open_target(target: str = target) -> BinaryIO:
+                os.makedirs(os.path.dirname(target), exist_ok=True)
+                return open(target, "xb")
+
+            if copy_elf_member(zf, info, f"{display or zf.path}!{info.filename}", open_target) is not None:
+                members.append(info.filename)
+    return members
 
 
 # A streamed member's first bytes are kept up to this much: the loader's tables (.dynsym,

@@ -268,10 +268,6 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Finding]:
                 )
 
 
-def _carried(ctx: Context) -> str:
-    return prefixes.describe(ctx.shim_prefixes) if ctx.shim_prefixes else "no prefix at all"
-
-
 def _prefix_mismatch(ctx: Context) -> Iterator[Finding]:
     """Blobs and shims built with different prefixes, or a given prefix the shims lack.
 

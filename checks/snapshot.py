@@ -41,8 +41,7 @@ from typing import Any, Iterator
 
 from aoti_shim import __version__
 from aoti_shim.atomic import write_bytes_atomically
-from aoti_shim.checks.elf import ELF_MAGIC, ElfImage, Symbol, SymbolTable, has_elf_magic, pack_symbol, unpack_symbol
-from aoti_shim.checks.inputs import safe_member_name
+from aoti_shim.checks.elf import ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
 from aoti_shim.errors import InputError
 
 FORMAT = "aoti-shim-snapshot"
@@ -50,6 +49,12 @@ FORMAT_VERSION = 1
 GZIP_MAGIC = b"\x1f\x8b"
 # torch 2.14.1 CUDA's names inflate to about 7 MiB; anything far past that is hostile.
 MAX_INFLATED = 64 << 20
+# What one snapshot may inflate in all, and the names it may hold: torch 2.14.1 CUDA's
+# import set is about 10 MiB and 150k names. Each member belongs to one library (shared
+# members would multiply what a small file costs: 4.3 MB once took 881 MiB).
+MAX_TOTAL_INFLATED = 128 << 20
+MAX_NAMES = 1 << 20
+MAX_TOTAL_NAMES = 2 << 20
 MAX_FILE = 64 << 20
 # A wheel member larger than this is not a library we snapshot (torch's largest is 480 MiB).
 MAX_MEMBER = 4 << 30
@@ -78,7 +83,19 @@ def name_crc(name: str) -> int:
 # -- reading ----------------------------------------------------------------------
 
 
-def _inflate_member(data: bytes | memoryview, where: str) -> tuple[bytes, int]:
+class _Budget:
+    """The inflated bytes a snapshot's libraries may still use, shared by all of them."""
+
+    def __init__(self) -> None:
+        self.left = MAX_TOTAL_INFLATED
+
+    def charge(self, n: int, where: str) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise InputError(f"{where}: snapshot inflates past {MAX_TOTAL_INFLATED >> 20} MiB in all (a gzip bomb?)")
+
+
+def _inflate_member(data: bytes | memoryview, where: str, budget: _Budget | None = None) -> tuple[bytes, int]:
     """Inflate the gzip member at the start of ``data``; (content, compressed length)."""
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
@@ -89,6 +106,8 @@ def _inflate_member(data: bytes | memoryview, where: str) -> tuple[bytes, int]:
         raise InputError(f"{where}: snapshot member inflates past {MAX_INFLATED >> 20} MiB (a gzip bomb?)")
     if not inflater.eof:
         raise InputError(f"{where}: snapshot member is truncated")
+    if budget is not None:
+        budget.charge(len(out), where)
     return out, len(data) - len(inflater.unused_data)
 
 
@@ -109,6 +128,7 @@ class SnapshotLibrary:
         kinds: tuple[int, ...],
         index: memoryview,
         names: memoryview,
+        budget: _Budget | None = None,
     ) -> None:
         self.display = display
         self.name = name
@@ -123,11 +143,12 @@ class SnapshotLibrary:
         self._names_raw: memoryview | None = names
         self._index: array[int] | None = None
         self._table: dict[str, str] | None = None
+        self._budget = budget if budget is not None else _Budget()
 
     def _crcs(self) -> array[int]:
         if self._index is None:
             assert self._index_raw is not None
-            raw, _ = _inflate_member(self._index_raw, self.display)
+            raw, _ = _inflate_member(self._index_raw, self.display, self._budget)
             if len(raw) != 4 * self.count:
                 raise InputError(f"{self.display}: snapshot index holds {len(raw) // 4} entries for {self.count} names")
             crcs = array("I", raw)
@@ -141,7 +162,7 @@ class SnapshotLibrary:
     def _lookup(self) -> dict[str, str]:
         if self._table is None:
             assert self._names_raw is not None
-            raw, _ = _inflate_member(self._names_raw, self.display)
+            raw, _ = _inflate_member(self._names_raw, self.display, self._budget)
             text, sep, kind_of = raw.decode("utf-8", "backslashreplace").partition("\0")
             names = text.split("\n") if text else []
             if not sep or len(names) != self.count or len(kind_of) != self.count:
@@ -254,11 +275,17 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
     if starts[-1] != len(data):
         raise InputError(f"{path}: snapshot members do not add up to the file size")
     view = memoryview(data)
+    used: set[int] = set()
+    budget = _Budget()
+    total_names = 0
 
     def member(lib: Any, key: str, where: str) -> memoryview:
         k = _field(lib, key, int, where)
         if not 1 <= k <= len(lengths):
             raise InputError(f"{where}: snapshot field '{key}' names no member")
+        if k in used:
+            raise InputError(f"{where}: snapshot member {k} is used twice (members are not shared)")
+        used.add(k)
         return view[starts[k - 1] : starts[k]]
 
     libraries = []
@@ -269,8 +296,11 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
         if not isinstance(soname, (str, type(None))) or not isinstance(build_id, (str, type(None))):
             raise InputError(f"{where}: snapshot soname/build_id must be strings or null")
         count = _field(lib, "count", int, where)
-        if not 0 <= count <= MAX_INFLATED // 2:
-            raise InputError(f"{where}: snapshot count {count} is implausible")
+        if not 0 <= count <= MAX_NAMES:
+            raise InputError(f"{where}: snapshot count {count} is implausible (at most {MAX_NAMES})")
+        total_names += count
+        if total_names > MAX_TOTAL_NAMES:
+            raise InputError(f"{path}: snapshot holds more than {MAX_TOTAL_NAMES} names in all")
         libraries.append(
             SnapshotLibrary(
                 display=where,
@@ -284,6 +314,7 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
                 kinds=_kinds(lib.get("kinds"), where),
                 index=member(lib, "index_member", where),
                 names=member(lib, "names_member", where),
+                budget=budget,
             )
         )
     return Snapshot(torch_version=torch_version, source=source, created_by=created_by, libraries=tuple(libraries))
@@ -322,6 +353,12 @@ def _library_parts(lib: _Captured) -> tuple[dict[str, Any], bytes, bytes]:
     """A library's header entry, index member content and names member content."""
     rows: dict[tuple[int, int, int, bool], int] = {}
     names = sorted(lib.exports)
+    for name in names:
+        if "\n" in name or "\0" in name or not name:
+            # The names member is newline-separated and NUL-terminated: such a name would
+            # come back as two, or shift every kind after it.
+            shown = name.encode("unicode_escape").decode("ascii")
+            raise InputError(f"{lib.name}: exported name {shown!r} cannot be read back from a snapshot")
     kind_of = []
     for name in names:
         sym = unpack_symbol(name, lib.exports[name])
@@ -394,62 +431,35 @@ def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captur
     return version, {"kind": "directory"}, captured
 
 
-def _extract_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, dest: str, display: str) -> tuple[bool, int, str]:
-    """Stream one member to ``dest`` under caps; (is ELF, size, sha256)."""
-    if info.file_size > MAX_MEMBER:
-        raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
-    digest = hashlib.sha256()
-    written = 0
-    with zf.open(info) as src:
-        head = src.read(len(ELF_MAGIC))
-        if not has_elf_magic(head):
-            return False, 0, ""
-        with open(dest, "wb") as dst:
-            chunk = head
-            while chunk:
-                written += len(chunk)
-                if written > info.file_size or written > MAX_MEMBER:
-                    raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
-                digest.update(chunk)
-                dst.write(chunk)
-                chunk = src.read(1 << 20)
-    return True, written, digest.hexdigest()
-
-
 def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
-    try:
-        zf = zipfile.ZipFile(wheel)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as e:
-        raise InputError(f"{wheel}: not a readable wheel (zip): {e}") from None
+    from aoti_shim.checks.inputs import copy_elf_member, open_wheel
+
     captured = []
     version = None
     tmp = tempfile.mkdtemp(prefix="aoti-shim-snapshot-")
     try:
-        with zf:
+        # The checker's wheel reader: names, duplicates, member count and inflation capped.
+        with open_wheel(str(wheel)) as zf:
             for info in zf.infolist():
                 display = f"{wheel}!{info.filename}"
-                if not safe_member_name(info.filename):
-                    raise InputError(f"{display}: unsafe member name in wheel")
-                try:
-                    if info.filename == "torch/version.py" and info.file_size < (1 << 20):
+                if info.filename == "torch/version.py" and info.file_size < (1 << 20):
+                    try:
                         version = _version_from_text(zf.read(info).decode("utf-8", "replace"))
-                        continue
-                    if info.is_dir() or not info.filename.startswith("torch/lib/"):
-                        continue
-                    # Members go to one fixed temp name, never to a path built from the name.
-                    dest = os.path.join(tmp, "member.so")
-                    is_elf, size, sha = _extract_member(zf, info, dest, display)
-                    if is_elf:
-                        name = info.filename[len("torch/lib/") :]
-                        lib = _capture_image(dest, display, name, size, sha)
-                        if lib is not None:
-                            captured.append(lib)
-                    if os.path.exists(dest):
-                        os.unlink(dest)
-                except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError, ValueError) as e:
-                    raise InputError(f"{display}: cannot extract: {e}") from None
-                except OSError as e:
-                    raise InputError(f"{display}: cannot extract: {e.strerror or e}") from None
+                    except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError, ValueError, OSError) as e:
+                        raise InputError(f"{display}: cannot extract: {e}") from None
+                    continue
+                if info.is_dir() or not info.filename.startswith("torch/lib/"):
+                    continue
+                # Members go to one fixed temp name, never to a path built from the name.
+                dest = os.path.join(tmp, "member.so")
+                digest = hashlib.sha256()
+                size = copy_elf_member(zf, info, display, lambda: open(dest, "wb"), MAX_MEMBER, digest)
+                if size is not None:
+                    name = info.filename[len("torch/lib/") :]
+                    lib = _capture_image(dest, display, name, size, digest.hexdigest())
+                    if lib is not None:
+                        captured.append(lib)
+                    os.unlink(dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return version, {"kind": "wheel", "name": wheel.name}, captured

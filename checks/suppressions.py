@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from typing import Iterable, Iterator
@@ -34,6 +37,22 @@ class Suppression:
         return f"{self.rule} {self.symbol} in {self.artifact} ({self.reason})"
 
 
+# A suppressions file is a handful of tables; anything far larger is a mistake or an attack
+# (a FIFO would hang the check, /dev/zero exhaust memory).
+MAX_FILE = 1 << 20
+KEYS = ("rule", "symbol", "artifact", "reason")
+TABLES = ("suppress",)
+
+
+def _unknown(names: Iterable[str], known: Iterable[str], what: str, where: str) -> None:
+    known = tuple(known)
+    for name in sorted(names):
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(known)})"
+            raise UsageError(f"{where}: unknown {what} {name!r}{hint}")
+
+
 def parse(entries: Iterable[object], source: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
     known = set(known_rules) | {"*"}
     out = []
@@ -41,9 +60,7 @@ def parse(entries: Iterable[object], source: str, known_rules: Iterable[str]) ->
         where = f"{source}: suppression {i + 1}"
         if not isinstance(entry, dict):
             raise UsageError(f"{where}: must be a table")
-        unknown = set(entry) - {"rule", "symbol", "artifact", "reason"}
-        if unknown:
-            raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        _unknown(entry, KEYS, "key", where)
         rule = entry.get("rule")
         reason = entry.get("reason")
         if not isinstance(rule, str) or rule not in known:
@@ -54,21 +71,38 @@ def parse(entries: Iterable[object], source: str, known_rules: Iterable[str]) ->
         artifact = entry.get("artifact", "*")
         if not isinstance(symbol, str) or not isinstance(artifact, str):
             raise UsageError(f"{where}: 'symbol' and 'artifact' must be strings (globs)")
+        if rule == "*" and symbol.strip("*") == "" and artifact.strip("*") == "":
+            # It would silence every rule everywhere: the gate would always say OK.
+            raise UsageError(f"{where}: rule = \"*\" needs a 'symbol' or an 'artifact' pattern")
         out.append(Suppression(rule=rule, symbol=symbol, artifact=artifact, reason=reason.strip()))
     return tuple(out)
 
 
 def load(path: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
-    """Read ``[[suppress]]`` tables from a TOML file."""
+    """Read ``[[suppress]]`` tables from a TOML file: a regular file of at most MAX_FILE bytes."""
     try:
-        with open(path, "rb") as f:
-            data = tomllib.load(f)
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
         raise UsageError(f"{path}: cannot read suppressions: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise UsageError(f"{path}: suppressions must be a regular file")
+            raw = f.read(MAX_FILE + 1)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read suppressions: {e.strerror or e}") from None
+    if len(raw) > MAX_FILE:
+        raise UsageError(f"{path}: suppressions file is larger than {MAX_FILE >> 10} KiB")
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{path}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise UsageError(f"{path}: invalid TOML: nested too deeply") from None
     except UnicodeDecodeError as e:
         raise UsageError(f"{path}: invalid TOML: not UTF-8 text (byte {e.start})") from None
+    _unknown(data, TABLES, "table", path)
     entries = data.get("suppress", [])
     if not isinstance(entries, list):
         raise UsageError(f"{path}: 'suppress' must be an array of tables ([[suppress]])")
@@ -107,21 +141,9 @@ def stream(findings: Iterable[Finding], suppressions: tuple[Suppression, ...], t
 def apply(
     findings: Iterable[Finding], suppressions: tuple[Suppression, ...]
 ) -> tuple[list[Finding], list[Suppressed], list[Suppression]]:
+    """The whole-list form of :func:`stream`: (kept, suppressed, unused suppressions)."""
     kept: list[Finding] = []
     suppressed: list[Suppressed] = []
-    if not suppressions:
-        blocking = warnings = 0
-        try:
-            for finding in findings:
-                if finding.severity == BLOCKING:
-                    blocking += 1
-                else:
-                    warnings += 1
-                yield finding
-        finally:
-            tally.blocking += blocking
-            tally.warnings += warnings
-        return
     used: set[int] = set()
     for finding in findings:
         for i, sup in enumerate(suppressions):

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import shutil
 import tempfile
-import zipfile
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from aoti_shim.checks.elf import ELF_MAGIC, has_elf_magic
-from aoti_shim.checks.inputs import safe_member_name
+from aoti_shim.checks import inputs
 from aoti_shim.checks.references import resolve_snapshot_name
 from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK
 from aoti_shim.plugin import console
@@ -45,30 +42,15 @@ class Roles:
 
 
 def extract_elf_members(wheel: Path, dest: Path) -> list[str]:
-    """Copy the ELF members of ``wheel`` under ``dest`` by member path; return those paths."""
-    members: list[str] = []
+    """Copy the ELF members of ``wheel`` under ``dest`` by member path; return those paths.
+
+    The checker's one wheel reader: unsafe or duplicate member names, too many members and
+    too many inflated bytes refuse the wheel (skipping a member would leave it unchecked).
+    """
     try:
-        with zipfile.ZipFile(wheel) as zf:
-            for info in zf.infolist():
-                name = info.filename
-                # Skipping such a member would leave it unchecked in the installed wheel.
-                if not safe_member_name(name):
-                    raise InputError(f"{wheel.name}: unsafe member name {name!r} in wheel; it is not installed")
-                if info.is_dir():
-                    continue
-                parts = PurePosixPath(name).parts
-                with zf.open(info) as src:
-                    if not has_elf_magic(src.read(len(ELF_MAGIC))):
-                        continue
-                    target = dest.joinpath(*parts)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    with open(target, "wb") as out:
-                        out.write(ELF_MAGIC)
-                        shutil.copyfileobj(src, out, 1 << 20)
-                members.append(name)
-    except (zipfile.BadZipFile, OSError) as e:
-        raise InputError(f"{wheel.name}: cannot read the built wheel: {e}") from None
-    return members
+        return inputs.extract_elf_members(wheel, dest, display=wheel.name)
+    except InputError as e:
+        raise InputError(f"{e}; it is not installed") from None
 
 
 def _by_globs(members: list[str], globs: tuple[str, ...], key: str) -> list[str]:
