@@ -317,9 +317,12 @@ def read_member(
     """
     if info.is_dir() or info.file_size < len(ELF_MAGIC):
         return "not-elf", None  # too short to start with the magic: skip without inflating
+    # Every byte inflated counts against the wheel's budget, kept or skipped over.
+    charge = zf.charge if isinstance(zf, Wheel) else (lambda n, d: None)
     try:
         with zf.open(info) as src:
             head = bytearray(src.read(_FIRST_BYTES))
+            charge(len(head), display)
             if not has_elf_magic(head):
                 return "not-elf", None
             if info.file_size > member_limit:
@@ -341,12 +344,15 @@ def read_member(
                 chunk = src.read(min(keep - len(head), 1 << 22))
                 if not chunk:
                     break
+                charge(len(chunk), display)
                 head += chunk
             if dyn_off + dyn_size <= len(head):
                 dyn = bytes(head[dyn_off : dyn_off + dyn_size])
             elif dyn_off <= len(head):
+                charge(dyn_off + dyn_size - len(head), display)
                 dyn = bytes(head[dyn_off:]) + src.read(dyn_off + dyn_size - len(head))
             else:
+                charge(dyn_off + dyn_size - len(head), display)
                 src.seek(dyn_off)  # inflates and drops what lies between
                 dyn = src.read(dyn_size)
             try:
