@@ -247,3 +247,32 @@ def test_plain_cmake_a_chosen_compiler_wins(tmp_path: Path, monkeypatch: pytest.
     assert f"AotiShimCudaWheels: using the chosen CUDA compiler {chosen}" in out
     assert f"compiler=[{chosen if how == 'cache' else ''}] root=[]" in out
     assert _cache_value(project.build, "CMAKE_CUDA_ARCHITECTURES") == "90"
+
+
+def test_plain_cmake_a_wheel_nvcc_given_by_hand_gets_the_wheel_fixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The hand-set recipe (CMAKE_CUDA_COMPILER = the wheel's nvcc) through this file:
+    # the lib64/lib and libcudart.so fixes still apply, for that nvcc's own nvidia/cu13.
+    from aoti_shim.paths import cmake_dir
+
+    monkeypatch.delenv("CUDACXX", raising=False)
+    root = tmp_path / "elsewhere" / "nvidia" / "cu13"
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(none LANGUAGES NONE)\n"
+        'message(STATUS "flags=[${CMAKE_CUDA_FLAGS}]")\n'
+    )
+    for rel in ("bin/nvcc", "nvvm/bin/cicc", "include/cuda_runtime.h", "lib/libcudart.so.13",
+                "lib/libcudart_static.a", "include/crt/host_defines.h"):  # fmt: skip
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("")
+    defines = {
+        "CMAKE_PROJECT_TOP_LEVEL_INCLUDES": str(cmake_dir() / "AotiShimCudaWheels.cmake"),
+        "CMAKE_CUDA_COMPILER": str(root / "bin" / "nvcc"),
+    }
+    configured = CMakeProject(source=source, build=tmp_path / "build", defines=defines).configure()
+    assert configured.returncode == 0, configured.stdout + configured.stderr
+    out = " ".join(configured.stdout.split())
+    assert f"AotiShimCudaWheels: CUDA from the wheels in {root}" in out
+    assert f"flags=[-L{root}/lib]" in out
+    assert _cache_value(tmp_path / "build", "CUDA_CUDART") == str(root / "lib" / "libcudart.so.13")
