@@ -12,6 +12,10 @@
 set -eu
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PYTHON=${PYTHON:-$REPO/.venv/bin/python}
+if ! "$PYTHON" -c "import importlib.metadata as m; [m.distribution(d) for d in ('aoti-shim', 'nvidia-cuda-nvcc', 'nvidia-nvvm', 'nvidia-cuda-cccl')]" 2> /dev/null; then
+  echo "build_cuda_fixture_wheel: $PYTHON lacks aoti-shim or the nvcc wheels: $PYTHON -m pip install '.[test]' first (or set PYTHON)" >&2
+  exit 2
+fi
 # PATH without any folder that holds an nvcc.
 NO_NVCC=$(echo "$PATH" | tr ':' '\n' | while read -r d; do [ -n "$d" ] && [ ! -x "$d/nvcc" ] && printf '%s:' "$d"; done)
 mkdir -p "$REPO/.whl"
