@@ -101,12 +101,14 @@ def test_bmm_and_baddbmm(lib, dtype: torch.dtype) -> None:
 
 
 def test_wrong_dtype_and_device_are_errors(lib) -> None:
-    a = torch.ones(4, 4, device="cuda", dtype=torch.int32)
+    out, a = torch.empty(4, 4, device="cuda"), torch.ones(4, 4, device="cuda")
     f = fn(lib, "aoti_torch_cuda_mm_out", P, P, P)
-    handles = [handle(lib, torch.empty(4, 4, device="cuda", dtype=torch.float32)), handle(lib, a.float()), None]
+    handles = [handle(lib, out), handle(lib, a), None]
     cpu = torch.ones(4, 4)
     cpu_h = P()
     g = fn(lib, "aoti_torch_create_tensor_from_blob", P, I64, P, P, I64, I32, I32, I32, P)
     check(lib, g(cpu.data_ptr(), 2, (I64 * 2)(4, 4), (I64 * 2)(4, 1), 0, 6, 0, 0, ctypes.byref(cpu_h)))
     handles[2] = cpu_h
     assert f(*handles) != 0  # a CPU operand
+    handles[2] = handle(lib, torch.ones(4, 4, device="cuda", dtype=torch.float64))
+    assert f(*handles) != 0  # mixed dtypes
