@@ -281,8 +281,12 @@ def default_shim(work: str) -> str:
 
         return str(shim_library())
     except Exception:  # noqa: BLE001 - fall back to a fixture shim when the package has none
+        # The tests' one compile helper, so the fixture is built as the tests build it.
+        sys.path.insert(0, str(REPO / "tests"))
+        from compile_support import compile_shared
+
         target = os.path.join(work, "libfixture_shim.so")
-        subprocess.run(["gcc", "-shared", "-fPIC", "-o", target, str(REPO / "fixtures" / "elf" / "shim.c")], check=True)
+        compile_shared(REPO / "fixtures" / "elf" / "shim.c", Path(target))
         return target
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import zipfile
 from pathlib import Path
+
+from compile_support import compile_shared
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "fixtures" / "checker"
@@ -28,26 +28,13 @@ LIBRARIES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def compile_shared_library(source: Path, target: Path, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """``-shared -fPIC -O1`` with gcc (C) or g++ (C++); the caller decides what a failure means."""
-    compiler = shutil.which("g++" if source.suffix == ".cpp" else "gcc")
-    assert compiler, "gcc/g++ are needed to build the test fixtures"
-    return subprocess.run(
-        [compiler, "-shared", "-fPIC", "-O1", "-o", str(target), str(source), *flags],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def build_fixtures(out: Path) -> dict[str, Path]:
     """Compile every fixture into ``out``; also a wheel holding the clean shim and good model."""
     out.mkdir(parents=True, exist_ok=True)
     built: dict[str, Path] = {}
     for name, (source, flags) in LIBRARIES.items():
         target = out / f"lib{name}.so"
-        done = compile_shared_library(SOURCES / source, target, flags)
-        assert done.returncode == 0, f"building {name} failed:\n{done.stderr}"
+        compile_shared(SOURCES / source, target, flags)
         built[name] = target
     wheel = out / "fixture_pkg-1.0-cp311-cp311-linux_x86_64.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:

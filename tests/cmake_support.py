@@ -1,4 +1,4 @@
-"""Configure and build the CMake fixture projects under tests/packages/ for real.
+"""Configure and build the CMake fixture projects under fixtures/packages/ for real.
 
 CMake and Ninja come from the test environment (the ``cmake``/``ninja`` PyPI
 packages put them beside the interpreter) or else from PATH. The AotiShim package
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = REPO / "tests" / "packages"
+PACKAGES = REPO / "fixtures" / "packages"
 RECORDED_PACKAGE = REPO / "fixtures" / "aoti_packages" / "mlp_cpu"
 FIXTURE_PREFIX = "myrt_"
 
@@ -82,3 +82,19 @@ class CMakeProject:
 
 def log(result: subprocess.CompletedProcess[str]) -> str:
     return f"{result.stdout}\n{result.stderr}"
+
+
+def reference_shims() -> tuple[Path, str]:
+    """The installed reference shim library and the prefix it was built with.
+
+    The wheel ships the library (test_smoke asserts it), so its absence is a failure here, not a skip.
+    """
+    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.paths import shim_library
+
+    library = shim_library()
+    marker = "aoti_torch_dtype_float32"
+    with ElfImage(library) as image:
+        found = [name for name in image.exports() if name.endswith(marker)]
+    assert found, f"{library} exports no *{marker}"
+    return library, found[0][: -len(marker)]

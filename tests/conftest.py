@@ -1,16 +1,86 @@
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from checker_fixtures import build_fixtures
+from cmake_support import CMakeProject
+from elf_fixtures import find_torch_lib
 
-# Test helper modules (tests/*_fixtures.py, *_support.py) import as top-level modules.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The markers a fixture brings to every test that uses it, directly or through another
+# fixture (item.fixturenames is that closure). So `pytest -m "not slow"` leaves out the
+# pip and CMake builds, the torch compiles and the fuzzing without a list of tests to keep.
+FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
+    # CMake and pip builds
+    "cmake_project": ("slow",),
+    "model_build": ("slow",),
+    "public_build": ("slow",),
+    "shim_test_binary": ("slow",),
+    "cuda_blob": ("slow",),
+    "wheelhouse": ("slow",),
+    "plugin_project": ("slow",),
+    "skbuild_wheel": ("slow",),
+    # torch: its libraries, its module, or a model it compiles
+    "torch_lib": ("torch",),
+    "torch_module": ("torch",),
+    "smoke_cache": ("slow", "torch"),
+    "prefixed_blob": ("slow", "torch"),
+    # thousands of mutants
+    "corpus": ("slow",),
+}
+GPU_TESTS = Path(__file__).resolve().parent / "gpu"
 
-from checker_fixtures import build_fixtures  # noqa: E402
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for fixture in getattr(item, "fixturenames", ()):
+            for marker in FIXTURE_MARKERS.get(fixture, ()):
+                item.add_marker(marker)
+        if GPU_TESTS in Path(str(item.path)).parents:
+            item.add_marker("gpu")
 
 
 @pytest.fixture(scope="session")
 def checker_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_fixtures(tmp_path_factory.mktemp("checker-fixtures"))
+
+
+@pytest.fixture(scope="session")
+def torch_lib() -> Path:
+    """The installed torch's lib/ folder (torch is in the test extra: no torch fails)."""
+    return find_torch_lib()
+
+
+@pytest.fixture(scope="session")
+def torch_module():
+    """The torch module (in the test extra: its absence fails, it does not skip)."""
+    import torch
+
+    return torch
+
+
+@pytest.fixture(scope="session")
+def smoke_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's smoke compile cache: every test that compiles the bundled models shares it."""
+    path = tmp_path_factory.getbasetemp() / "smoke-compile-cache"
+    path.mkdir(exist_ok=True)
+    return path
+
+
+@pytest.fixture
+def cmake_project(tmp_path: Path):
+    """``cmake_project(source, defines, build=..., **kw)``: a CMakeProject building into ``build``
+    (default: this test's tmp_path/build)."""
+
+    def make(source: Path, defines: dict[str, str] | None = None, *, build: Path | None = None, **kwargs: object) -> CMakeProject:
+        return CMakeProject(source, build or tmp_path / "build", dict(defines or {}), **kwargs)  # type: ignore[arg-type]
+
+    return make
+
+
+@pytest.fixture
+def plugin_project(tmp_path: Path):
+    """``plugin_project(name)``: a private copy of fixtures/packages/<name> to build (builds write into it)."""
+    from plugin_support import copy_fixture
+
+    return lambda name: copy_fixture(name, tmp_path)

@@ -16,7 +16,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from checker_fixtures import compile_shared_library
+from compile_support import compile_shared
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "fixtures" / "elf"
@@ -43,7 +43,7 @@ def compile_fixtures(out: Path) -> dict[str, Path]:
     built: dict[str, Path] = {}
     for name, (source, flags) in COMPILED.items():
         target = out / f"lib{name}.so"
-        done = compile_shared_library(SOURCES / source, target, flags)
+        done = compile_shared(SOURCES / source, target, flags, check=False)
         if done.returncode != 0:
             if "-m32" in flags:
                 continue
@@ -112,6 +112,30 @@ def pyelftools_truth(path: Path) -> Truth:
 
 
 # -- synthetic ELF in any class and byte order ---------------------------------------
+
+
+def nm_exports(path: Path) -> dict[str, str]:
+    """binutils' view of ``path``'s dynamic exports, name -> nm type letter (a judge that is not ours)."""
+    nm = shutil.which("nm")
+    assert nm, "nm (binutils) is needed"
+    out = subprocess.run([nm, "-D", "--defined-only", "-P", str(path)], capture_output=True, text=True, check=True).stdout
+    exports: dict[str, str] = {}
+    for line in out.splitlines():
+        name, kind = line.split()[:2]
+        # Lower case is a local symbol (torch's .dynsym holds LOCAL TLS ones), except for
+        # u (unique), v/w (weak) and i (IFUNC), which nm spells in lower case whatever the binding.
+        if kind.isupper() or kind in "uvwi":
+            exports[name.split("@", 1)[0]] = kind
+    return exports
+
+
+def find_torch_lib() -> Path:
+    """The installed torch's lib/ folder; torch is in the test extra, so no torch is a failure."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.submodule_search_locations, "torch is not installed (pip install '.[test]')"
+    return Path(next(iter(spec.submodule_search_locations))) / "lib"
 
 
 def gnu_hash(name: bytes) -> int:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = REPO / "tests" / "packages"
+PACKAGES = REPO / "fixtures" / "packages"
 
 # Dist-info files that describe one installation, not the distribution.
 _INSTALL_ONLY = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
@@ -214,7 +214,7 @@ def make_target_env(root: Path, wheelhouse: Path, sites: tuple[str, ...] | None 
 
 
 def copy_fixture(name: str, dest: Path) -> Path:
-    """A private copy of tests/packages/<name> (builds write into the source tree)."""
+    """A private copy of fixtures/packages/<name> (builds write into the source tree)."""
     target = dest / name
     shutil.copytree(PACKAGES / name, target, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     return target

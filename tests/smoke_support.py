@@ -11,24 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from compile_support import compile_shared
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "smoke"
 PREFIX = "aotishim_"
 
 
-def cc() -> str:
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.fail("no C compiler (cc/gcc) found; the smoke fixtures are built from C")
-    return compiler
-
-
 def build_c(source: str, out: Path, *defines: str) -> Path:
     """A shared library from fixtures/smoke/<source>, undefined symbols allowed."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [cc(), "-shared", "-fPIC", "-O1", *defines, str(FIXTURES / source), "-o", str(out)]
-    subprocess.run(cmd, check=True, capture_output=True)
+    compile_shared(FIXTURES / source, out, defines)
     return out
 
 
@@ -76,14 +68,8 @@ def installed_shim_library() -> Path:
 
 
 def compiled_mlp(cache_dir: Path, route: str = "binary"):
-    """The bundled MLP, compiled once per test session (the cache is on disk, so every
-    module that asks shares the one compile)."""
+    """The bundled MLP, compiled once per test session (``cache_dir`` is the session's
+    ``smoke_cache`` fixture, so every module that asks shares the one compile)."""
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
 
     return compile_cached(CompileRequest(model="mlp", device="cpu", route=route), cache_dir)
-
-
-def session_cache(factory: pytest.TempPathFactory) -> Path:
-    path = factory.getbasetemp() / "smoke-compile-cache"
-    path.mkdir(exist_ok=True)
-    return path

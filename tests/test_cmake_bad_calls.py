@@ -42,29 +42,29 @@ def _one_line(text: str) -> str:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_call_gives_the_functions_fatal_error(case: str, tmp_path: Path) -> None:
-    project = CMakeProject(SOURCE, tmp_path / "build", {"FIXTURE_CASE": case})
+def test_bad_call_gives_the_functions_fatal_error(cmake_project, case: str, tmp_path: Path) -> None:
+    project = cmake_project(SOURCE, {"FIXTURE_CASE": case})
     configured = project.configure()
     assert configured.returncode != 0, log(configured)
     assert "CMake Error" in configured.stderr
     assert CASES[case] in _one_line(configured.stderr), configured.stderr
 
 
-def test_a_good_configure_of_the_same_project_passes_the_calls(tmp_path: Path) -> None:
+def test_a_good_configure_of_the_same_project_passes_the_calls(cmake_project, tmp_path: Path) -> None:
     """The fixture itself is sound: with no bad call, only generation (no languages) is left to fail."""
-    project = CMakeProject(SOURCE, tmp_path / "build", {"FIXTURE_CASE": "none"})
+    project = cmake_project(SOURCE, {"FIXTURE_CASE": "none"})
     configured = project.configure()
     assert "-- Configuring done" in configured.stdout, log(configured)
     assert "aoti_shim_" not in configured.stderr
 
 
-def test_a_newer_version_request_is_refused(tmp_path: Path) -> None:
+def test_a_newer_version_request_is_refused(cmake_project, tmp_path: Path) -> None:
     project = tmp_path / "src"
     project.mkdir()
     (project / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.20)\nproject(v LANGUAGES NONE)\nfind_package(AotiShim 0.2 CONFIG REQUIRED)\n"
     )
-    configured = CMakeProject(project, tmp_path / "build").configure()
+    configured = cmake_project(project).configure()
     assert configured.returncode != 0
     assert "compatible with requested version" in _one_line(configured.stderr)
 

@@ -9,8 +9,8 @@ from cmake_support import FIXTURE_PREFIX, PACKAGES, CMakeProject, log
 SOURCE = PACKAGES / "cmake_check"
 
 
-def test_check_passes_when_every_part_is_prefixed(tmp_path: Path) -> None:
-    project = CMakeProject(SOURCE, tmp_path / "build", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX})
+def test_check_passes_when_every_part_is_prefixed(cmake_project, tmp_path: Path) -> None:
+    project = cmake_project(SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX})
     built = project.configure_and_build()
     output = log(built)
     assert built.returncode == 0, output
@@ -19,8 +19,8 @@ def test_check_passes_when_every_part_is_prefixed(tmp_path: Path) -> None:
     assert "OK: 0 blocking" in output
 
 
-def test_check_fails_the_build_when_one_target_forgot_the_prefix(tmp_path: Path) -> None:
-    project = CMakeProject(SOURCE, tmp_path / "build", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_FORGET": "ON"})
+def test_check_fails_the_build_when_one_target_forgot_the_prefix(cmake_project, tmp_path: Path) -> None:
+    project = cmake_project(SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_FORGET": "ON"})
     built = project.configure_and_build()
     output = log(built)
     assert built.returncode != 0, output
@@ -35,11 +35,11 @@ def test_check_fails_the_build_when_one_target_forgot_the_prefix(tmp_path: Path)
     assert "UNPREFIXED_EXPORT" in log(again)
 
 
-def test_every_against_item_is_checked(tmp_path: Path, checker_libs) -> None:
+def test_every_against_item_is_checked(cmake_project, tmp_path: Path, checker_libs) -> None:
     # AGAINST torch <lib> becomes two --against options: torch must not be dropped.
     against = f"torch;{checker_libs['clean_shim']}"
-    project = CMakeProject(
-        SOURCE, tmp_path / "build", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_FORGET": "ON", "FIXTURE_AGAINST": against}
+    project = cmake_project(
+        SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_FORGET": "ON", "FIXTURE_AGAINST": against}
     )
     built = project.configure_and_build()
     output = log(built)

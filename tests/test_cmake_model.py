@@ -12,23 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cmake_support import FIXTURE_PREFIX, PACKAGES, RECORDED_PACKAGE, CMakeProject, log
-
-
-def _reference_shims() -> tuple[Path, str] | None:
-    """The installed reference shim library and the prefix it was built with, if installed."""
-    from aoti_shim.checks.elf import ElfImage
-    from aoti_shim.errors import AotiShimError
-    from aoti_shim.paths import shim_library
-
-    try:
-        library = shim_library()
-    except AotiShimError:
-        return None
-    marker = "aoti_torch_dtype_float32"
-    with ElfImage(library) as image:
-        found = [name for name in image.exports() if name.endswith(marker)]
-    return (library, found[0][: -len(marker)]) if found else None
+from cmake_support import FIXTURE_PREFIX, PACKAGES, RECORDED_PACKAGE, CMakeProject, log, reference_shims
 
 
 Built = tuple[CMakeProject, subprocess.CompletedProcess[str], str]
@@ -36,10 +20,9 @@ Built = tuple[CMakeProject, subprocess.CompletedProcess[str], str]
 
 @pytest.fixture(scope="module")
 def model_build(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    """The blob, built with the reference library's prefix when that is installed (so it can be checked against it)."""
+    """The blob, built with the reference library's prefix (so it can be checked against it)."""
     assert list(RECORDED_PACKAGE.rglob("*.wrapper.cpp")), f"no recorded package under {RECORDED_PACKAGE}"
-    reference = _reference_shims()
-    prefix = reference[1] if reference else FIXTURE_PREFIX
+    _, prefix = reference_shims()
     tmp = tmp_path_factory.mktemp("cmake-model")
     project = CMakeProject(
         PACKAGES / "cmake_model",
@@ -87,18 +70,15 @@ def test_check_with_models_fails_the_build_on_unsatisfied_imports(model_build: B
     assert f"UNSATISFIED_IMPORT  imports '{prefix}aoti_torch_cpu_addmm_out'" in output
     # ...and none for the two it provides, nor any unprefixed import.
     assert f"'{prefix}aoti_torch_dtype_float32'" not in output
-    assert "UNprefixED_IMPORT" not in output
+    assert "UNPREFIXED_IMPORT" not in output
     assert "FAILED:" in output
 
 
 def test_reference_shims_satisfy_the_blob_without_colliding_with_torch(model_build: Built) -> None:
     from aoti_shim.checks import CheckSettings, render, run_check
 
-    reference = _reference_shims()
-    if reference is None:
-        pytest.skip("the reference shim library is not installed")
     project, _, _ = model_build
-    library, prefix = reference
+    library, prefix = reference_shims()
     report = run_check(
         CheckSettings(shims=(str(library),), models=(str(_blob(project)),), against=("torch",), prefix=prefix, suppressions=None)
     )
@@ -120,7 +100,7 @@ __attribute__((visibility("default"))) const unsigned char* AOTInductorFixtureKe
 """
 
 
-def test_kernel_binaries_are_embedded_under_torchs_symbol_names(tmp_path: Path) -> None:
+def test_kernel_binaries_are_embedded_under_torchs_symbol_names(cmake_project, tmp_path: Path) -> None:
     """A GPU package's cubins become __<kernel>_start/_end in the blob (checked on CPU with a stand-in)."""
     import ctypes
 
@@ -129,10 +109,8 @@ def test_kernel_binaries_are_embedded_under_torchs_symbol_names(tmp_path: Path) 
     (package / "cfixture.wrapper.cpp").write_text(_FAKE_WRAPPER)
     kernel = bytes(range(256)) * 3 + b"tail"
     (package / "triton_fixture_0.cubin").write_bytes(kernel)
-    project = CMakeProject(
-        PACKAGES / "cmake_model",
-        tmp_path / "build",
-        {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(tmp_path / "package")},
+    project = cmake_project(
+        PACKAGES / "cmake_model", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(tmp_path / "package")}
     )
     built = project.configure_and_build()
     assert built.returncode == 0, log(built)
@@ -144,16 +122,14 @@ def test_kernel_binaries_are_embedded_under_torchs_symbol_names(tmp_path: Path) 
     assert bytes(blob.AOTInductorFixtureKernel()[:size]) == kernel
 
 
-def test_a_pt2_archive_is_unpacked_once(tmp_path: Path) -> None:
+def test_a_pt2_archive_is_unpacked_once(cmake_project, tmp_path: Path) -> None:
     import shutil
     import zipfile
 
     archive = Path(shutil.make_archive(str(tmp_path / "mlp"), "zip", RECORDED_PACKAGE))
     pt2 = archive.rename(tmp_path / "mlp.pt2")
-    project = CMakeProject(
-        PACKAGES / "cmake_model",
-        tmp_path / "build",
-        {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(pt2)},
+    project = cmake_project(
+        PACKAGES / "cmake_model", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(pt2)}
     )
     configured = project.configure()
     assert configured.returncode == 0, log(configured)

@@ -62,8 +62,8 @@ def test_shim_library_exports_only_prefixed_names(public_build: Build) -> None:
     assert report.exit_code(fail_on="blocking") == 0, render(report, "text")
 
 
-def test_private_define_reproduces_the_upstream_link_failure(tmp_path: Path) -> None:
-    project = _project(tmp_path, FIXTURE_SCOPE="PRIVATE")
+def test_private_define_reproduces_the_upstream_link_failure(cmake_project) -> None:
+    project = cmake_project(SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_SCOPE": "PRIVATE"})
     built = project.configure_and_build()
     assert built.returncode != 0
     output = log(built)
@@ -74,10 +74,10 @@ def test_private_define_reproduces_the_upstream_link_failure(tmp_path: Path) -> 
     assert not (project.build / "consumer").exists()
 
 
-def test_without_link_whole_the_unreferenced_shims_are_lost(tmp_path: Path) -> None:
+def test_without_link_whole_the_unreferenced_shims_are_lost(cmake_project) -> None:
     from aoti_shim.checks.elf import ElfImage
 
-    project = _project(tmp_path, FIXTURE_SCOPE="PUBLIC", FIXTURE_LINK_WHOLE="OFF")
+    project = cmake_project(SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_SCOPE": "PUBLIC", "FIXTURE_LINK_WHOLE": "OFF"})
     built = project.configure_and_build()
     # The consumer cannot link either: the library it links has none of the shims.
     assert built.returncode != 0
@@ -88,7 +88,7 @@ def test_without_link_whole_the_unreferenced_shims_are_lost(tmp_path: Path) -> N
     assert not [name for name in exports if "aoti_torch_" in name]
 
 
-def test_cmake_dir_from_the_cli_finds_the_package(tmp_path: Path) -> None:
+def test_cmake_dir_from_the_cli_finds_the_package(cmake_project, tmp_path: Path) -> None:
     """Plain CMake users: -DAotiShim_DIR=$(python -m aoti_shim --cmake-dir)."""
     asked = subprocess.run(
         [sys.executable, "-m", "aoti_shim", "--cmake-dir"],
@@ -101,7 +101,7 @@ def test_cmake_dir_from_the_cli_finds_the_package(tmp_path: Path) -> None:
     assert asked.returncode == 0, log(asked)
     cmake_dir = Path(asked.stdout.strip())
     assert (cmake_dir / "AotiShimConfig.cmake").is_file()
-    project = CMakeProject(SOURCE, tmp_path / "build", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX}, aoti_shim_dir=cmake_dir)
+    project = cmake_project(SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX}, aoti_shim_dir=cmake_dir)
     configured = project.configure()
     assert configured.returncode == 0, log(configured)
     # The rename header's folder from that package is on the shim's include path.

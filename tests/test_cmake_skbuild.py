@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cmake_support import PACKAGES, clean_env, log
 
-SKBUILD_PREFIX = "fixt_"  # tests/packages/cmake_prefix/pyproject.toml
+SKBUILD_PREFIX = "fixt_"  # fixtures/packages/cmake_prefix/pyproject.toml
 
 _BUILD_WHEEL = """
 import sys
@@ -47,9 +47,15 @@ def _shim_exports(wheel: Path, tmp: Path) -> set[str]:
         return set(image.exports())
 
 
+@pytest.fixture
+def skbuild_wheel(tmp_path: Path):
+    """``skbuild_wheel(**settings)``: fixtures/packages/cmake_prefix built into a wheel by scikit-build-core."""
+    return lambda **settings: _build_wheel(tmp_path, **settings)
+
+
 @pytest.mark.parametrize("find", ["config", "module"])
-def test_scikit_build_core_finds_the_package_through_entry_points(find: str, tmp_path: Path) -> None:
-    result, wheel = _build_wheel(tmp_path, **{"cmake.define.FIXTURE_FIND": find})
+def test_scikit_build_core_finds_the_package_through_entry_points(find: str, skbuild_wheel, tmp_path: Path) -> None:
+    result, wheel = skbuild_wheel(**{"cmake.define.FIXTURE_FIND": find})
     assert result.returncode == 0, log(result)
     assert wheel is not None, log(result)
     exports = _shim_exports(wheel, tmp_path)

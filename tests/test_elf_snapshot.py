@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, synth_elf
+from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, synth_elf
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
@@ -29,15 +30,6 @@ def shipped(version: str) -> Path:
     found = [p for p in snapshot_mod.shipped() if p.name == f"torch-{version}.json.gz"]
     assert found, f"the torch {version} snapshot is not installed with the package ({snapshot_mod.shipped_dir()})"
     return found[0]
-
-
-def torch_lib() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("torch is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / "lib"
 
 
 def content(path: Path) -> tuple[object, ...]:
@@ -69,13 +61,17 @@ def test_shipped_snapshots_describe_real_torch_builds() -> None:
     cuda = by_name(shipped("2.14.1+cu130"))
     cpu_shims = {n for n in cuda["libtorch_cpu.so"].export_names() if n.startswith("aoti_torch_")}
     cuda_shims = {n for n in cuda["libtorch_cuda.so"].export_names() if n.startswith("aoti_torch_")}
+    # Pinned to that wheel's libraries (the snapshot records their sha256): 329 and 175 were read
+    # from torch 2.14.1+cu130's libtorch_cpu.so / libtorch_cuda.so, which no CPU machine has;
+    # test_a_shipped_snapshot_of_the_installed_torch_agrees_with_nm checks a snapshot whose torch
+    # is installed (2.13.0+cpu here) against binutils' nm.
     assert len(cpu_shims) == 329 and len(cuda_shims) == 175 and not cpu_shims & cuda_shims
     assert cuda["libtorch_cuda.so"].find_export("aoti_torch_create_cuda_stream_guard") is not None
     assert cuda["libtorch_cuda.so"].find_export("myrt_aoti_torch_create_cuda_stream_guard") is None
 
 
-def test_shipped_cpu_snapshot_is_what_the_command_makes_from_the_installed_torch(tmp_path: Path) -> None:
-    lib = torch_lib()
+def test_shipped_cpu_snapshot_is_what_the_command_makes_from_the_installed_torch(tmp_path: Path, torch_lib: Path) -> None:
+    lib = torch_lib
     if "'2.13.0+cpu'" not in (lib.parent / "version.py").read_text():
         pytest.skip("the installed torch is not 2.13.0+cpu")
     out = tmp_path / "fresh.json.gz"
@@ -90,8 +86,33 @@ def test_shipped_cpu_snapshot_is_what_the_command_makes_from_the_installed_torch
         assert snap["libtorch_cpu.so"].build_id == image.build_id
 
 
-def test_check_against_a_snapshot_finds_what_against_torch_finds(libs: dict[str, Path]) -> None:
-    torch_lib()
+def _installed_torch_version(torch_lib: Path) -> str:
+    found = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", (torch_lib.parent / "version.py").read_text(), re.M)
+    assert found, f"no __version__ in {torch_lib.parent / 'version.py'}"
+    return found.group(1)
+
+
+def test_a_shipped_snapshot_of_the_installed_torch_agrees_with_nm(torch_lib: Path) -> None:
+    """binutils, not our reader, says what the installed torch exports; the snapshot must say the same.
+
+    Here that is 2.13.0+cpu; on the GPU machine (docs/gpu/run_h200.sh) the CUDA snapshot of its torch.
+    """
+    version = _installed_torch_version(torch_lib)
+    found = [p for p in snapshot_mod.shipped() if p.name == f"torch-{version}.json.gz"]
+    if not found:
+        pytest.skip(f"no snapshot of the installed torch {version} is shipped")
+    compared = 0
+    for lib in snapshot_mod.load(found[0]):
+        real = torch_lib / lib.name
+        assert real.is_file(), f"{lib.name} is in the snapshot of torch {version} but not in {torch_lib}"
+        nm = nm_exports(real)
+        assert set(lib.export_names()) == set(nm), lib.name
+        assert {n for n in nm if n.startswith("aoti_torch_")} == {n for n in lib.export_names() if n.startswith("aoti_torch_")}
+        compared += 1
+    assert compared >= 3
+
+
+def test_check_against_a_snapshot_finds_what_against_torch_finds(libs: dict[str, Path], torch_lib: Path) -> None:
     shim = str(libs["shim"])
     live = run_check(CheckSettings(shims=(shim,), against=("torch",), prefix="myrt_"))
     snap = run_check(CheckSettings(shims=(shim,), against=(str(shipped("2.13.0+cpu")),), prefix="myrt_"))

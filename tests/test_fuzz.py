@@ -22,6 +22,7 @@ from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, mutate, pyelftools_tru
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
 from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.report import Finding, Report
 from aoti_shim.errors import AotiShimError, InputError
 
 SEED = int(os.environ.get("AOTI_SHIM_FUZZ_SEED", "20261130"))
@@ -62,6 +63,43 @@ def exercise(path: Path, probe_names: list[str]) -> None:
         _ = (image.needed, image.soname, image.build_id)
 
 
+def _key(finding: Finding) -> tuple[str, str, str, str]:
+    return (finding.rule, finding.severity, finding.artifact, finding.symbol)
+
+
+def assert_report_fits(report: Report, mutant: Path, good_ref: str, baseline: Report | None) -> None:
+    """A report on a mutant says only what the mutant's own symbol table supports.
+
+    As the shim (``baseline`` None): every finding is about the mutant, names one of its
+    exports, and a COLLISION's name is one good_ref exports. As the reference: every
+    finding but COLLISION is the unmutated baseline's, and a COLLISION names an export of
+    both. Either way the exit code is the findings' severities.
+    """
+    # The documented exit bits: 8 for blocking findings, 4 for warnings under --fail-on any.
+    blocking = any(f.severity == "blocking" for f in report.findings)
+    warning = any(f.severity == "warning" for f in report.findings)
+    assert report.exit_code() == (8 if blocking else 0)
+    assert report.exit_code("any") == (8 if blocking else 0) | (4 if warning else 0)
+    assert report.exit_code("never") == 0
+    with ElfImage(good_ref) as image:
+        ref_exports = set(image.exports())
+    try:
+        with ElfImage(mutant) as image:
+            # The checker reads a library without .dynsym as one exporting nothing; so does this.
+            mutant_exports = set(image.exports()) if image.has_dynsym else set()
+    except InputError:
+        # A reference is only asked single names through .gnu.hash; its whole table may be broken.
+        assert baseline is not None, "the checker read a shim whose symbol table is unreadable"
+        mutant_exports = ref_exports
+    collisions = {f.symbol for f in report.findings if f.rule == "COLLISION"}
+    assert collisions <= mutant_exports & ref_exports, collisions - (mutant_exports & ref_exports)
+    if baseline is None:
+        assert {f.artifact for f in report.findings} <= {str(mutant)}
+        assert {f.symbol for f in report.findings} <= mutant_exports
+    else:
+        assert sorted(_key(f) for f in report.findings if f.rule != "COLLISION") == sorted(map(_key, baseline.findings))
+
+
 def test_mutated_elf_files(corpus: list[tuple[str, Path]], tmp_path: Path) -> None:
     rng = random.Random(SEED)
     seeds = []
@@ -73,7 +111,12 @@ def test_mutated_elf_files(corpus: list[tuple[str, Path]], tmp_path: Path) -> No
     target = tmp_path / "libmutant.so"
     outcomes = {"answered": 0, "input_error": 0}
     slowest = (0.0, "")
-    good_ref = str(corpus[0][1])
+    # A shim with aoti_torch_ exports, so that the reports below have findings to get wrong.
+    good_ref = str(dict(corpus)["shim"])
+    # What the reference-free rules say of good_ref in both roles: a mutated reference changes only COLLISION.
+    baseline = run_check(CheckSettings(shims=(good_ref,), models=(good_ref,)))
+    assert baseline.findings, "good_ref in both roles defines its shims twice: the baseline is not empty"
+    checked = 0
     for i in range(COUNT):
         name, data, reg, probes = seeds[i % len(seeds)]
         mutant = mutate(data, reg, rng)
@@ -91,21 +134,24 @@ def test_mutated_elf_files(corpus: list[tuple[str, Path]], tmp_path: Path) -> No
             raise AssertionError(f"mutant {i} of {name} (seed {SEED}, kept at {keep}) raised {e!r}") from e
         # Every 8th mutant also goes through the whole checker, as a shim and as a reference.
         if i % 8 == 0:
-            for settings in (
-                CheckSettings(shims=(str(target),), against=(good_ref,)),
-                CheckSettings(shims=(good_ref,), models=(good_ref,), against=(str(target),)),
+            for as_reference, settings in (
+                (False, CheckSettings(shims=(str(target),), against=(good_ref,))),
+                (True, CheckSettings(shims=(good_ref,), models=(good_ref,), against=(str(target),))),
             ):
                 try:
                     report = run_check(settings)
-                    assert report.exit_code() in (0, 4, 8)
                 except AotiShimError as e:
                     one_line(e)
+                    continue
+                assert_report_fits(report, target, good_ref, baseline if as_reference else None)
+                checked += 1
         elapsed = time.perf_counter() - started
         if elapsed > slowest[0]:
             slowest = (elapsed, f"mutant {i} of {name}")
     assert slowest[0] < PER_FILE_LIMIT_S, slowest
     # Both outcomes must occur, or the mutator is too gentle (or too brutal) to prove anything.
     assert outcomes["answered"] > COUNT // 20 and outcomes["input_error"] > COUNT // 20, outcomes
+    assert checked > COUNT // 80, checked
 
 
 def _printable(names: set[str]) -> set[str]:
@@ -183,19 +229,39 @@ def test_mutated_snapshots(corpus: list[tuple[str, Path]], tmp_path: Path) -> No
     for name in ("shim", "kinds"):
         (lib_dir / f"lib{name}.so").write_bytes(dict(corpus)[name].read_bytes())
     good = snapshot_mod.encode(snapshot_mod.capture(lib_dir, torch_version="0.0"))
+    good_path = tmp_path / "good.json.gz"
+    good_path.write_bytes(good)
+    expected = _snapshot_answers(good_path)
+    assert expected and any(names for _, names, _ in expected)
     rng = random.Random(SEED + 2)
     target = tmp_path / "snap.json.gz"
+    outcomes = {"same": 0, "input_error": 0, "not_a_snapshot": 0}
     for i in range(max(COUNT // 10, 50)):
         out = bytearray(good)
         for _ in range(rng.randint(1, 4)):
             out[rng.randrange(len(out))] = rng.randrange(256)
         target.write_bytes(bytes(out))
         try:
-            if snapshot_mod.is_snapshot(target):
-                for lib in snapshot_mod.load(target):
-                    lib.find_export("aoti_torch_empty_strided")
-                    lib.export_names()
+            if not snapshot_mod.is_snapshot(target):
+                outcomes["not_a_snapshot"] += 1
+                continue
+            answers = _snapshot_answers(target)
         except InputError as e:
             one_line(e)
+            outcomes["input_error"] += 1
+            continue
         except Exception as e:  # noqa: BLE001
             raise AssertionError(f"snapshot mutant {i} raised {e!r}") from e
+        # Every member is CRC-checked gzip: a mutant that loads at all (a byte in a gzip
+        # header's timestamp, say) must load as exactly what was written.
+        assert answers == expected, f"snapshot mutant {i} loaded as something else"
+        outcomes["same"] += 1
+    assert outcomes["input_error"] > COUNT // 20, outcomes
+    assert outcomes["same"] + outcomes["not_a_snapshot"] > 0, outcomes
+
+
+def _snapshot_answers(path: Path) -> list[tuple[str, list[str], bool]]:
+    return [
+        (lib.name, sorted(lib.export_names()), lib.find_export("aoti_torch_empty_strided") is not None)
+        for lib in snapshot_mod.load(path)
+    ]

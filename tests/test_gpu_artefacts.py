@@ -11,6 +11,7 @@ link-time stand-in with its soname (what the toolkit's stubs/libcuda.so is for).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -18,7 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from cmake_support import PACKAGES, REPO, CMakeProject, log
+from cmake_support import PACKAGES, REPO, CMakeProject, log, reference_shims
+from compile_support import compile_shared
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
@@ -55,7 +57,10 @@ def test_the_snapshot_is_torch_2_11_cu130_with_disjoint_cpu_and_cuda_shims(
     cpu, cuda = snapshot_libs["libtorch_cpu.so"], snapshot_libs["libtorch_cuda.so"]
     assert all(lib.build_id and re.fullmatch(r"[0-9a-f]{40}", lib.build_id) for lib in (cpu, cuda))
     cpu_shims, cuda_shims = shim_names(cpu), shim_names(cuda)
-    # Counted on the H200's torch 2.11.0+cu130 (2.13/2.14 have 329 and 175).
+    # Pinned to the H200's torch 2.11.0+cu130 libraries (the snapshot records their sha256): 318
+    # and 163 were read from them there. No CPU machine has them; test_elf_snapshot compares a
+    # shipped snapshot with binutils' nm wherever its torch is installed (docs/gpu/run_h200.sh
+    # runs that on the H200), and here the 2.13.0+cpu one. 2.13.0 and 2.14.1 have 329 and 175.
     assert (len(cpu_shims), len(cuda_shims)) == (318, 163)
     assert not cpu_shims & cuda_shims
     assert all(not shim_names(lib) for name, lib in snapshot_libs.items() if name not in ("libtorch_cpu.so", "libtorch_cuda.so"))
@@ -95,18 +100,6 @@ def test_check_against_the_snapshot_flags_the_unprefixed_shim_and_passes_the_cle
 # --- the recorded CUDA package, built into a blob on a CPU-only machine -------------
 
 
-def _reference_shims() -> tuple[Path, str]:
-    """The installed reference shim library and the prefix it was built with."""
-    from aoti_shim.paths import shim_library
-
-    library = shim_library()
-    marker = "aoti_torch_dtype_float32"
-    with ElfImage(library) as image:
-        found = [name for name in image.exports() if name.endswith(marker)]
-    assert found, f"{library} exports no *{marker}"
-    return library, found[0][: -len(marker)]
-
-
 Built = tuple[Path, str]
 
 
@@ -114,16 +107,12 @@ Built = tuple[Path, str]
 def cuda_blob(tmp_path_factory: pytest.TempPathFactory) -> Built:
     if shutil.which("nvcc") is None:
         pytest.skip("no CUDA toolkit (nvcc on PATH): FindCUDAToolkit cannot describe one")
-    _, prefix = _reference_shims()
+    _, prefix = reference_shims()
     tmp = tmp_path_factory.mktemp("cuda-model")
     # The driver is only linked against: an empty library with libcuda's soname.
     driver = tmp / "stubs" / "libcuda.so"
     driver.parent.mkdir()
-    compiler = shutil.which("gcc")
-    assert compiler, "gcc is needed to make the link-time libcuda"
-    subprocess.run(
-        [compiler, "-shared", "-x", "c", "/dev/null", "-Wl,-soname,libcuda.so.1", "-o", str(driver)], check=True
-    )
+    compile_shared(Path(os.devnull), driver, ("-Wl,-soname,libcuda.so.1",))
     project = CMakeProject(
         PACKAGES / "cmake_model",
         tmp / "build",
@@ -180,7 +169,7 @@ def test_the_reference_shims_satisfy_the_cuda_blob_without_colliding_with_torch(
     cuda_blob: Built, snapshot_libs: dict[str, snapshot_mod.SnapshotLibrary]
 ) -> None:
     blob, prefix = cuda_blob
-    library, _ = _reference_shims()
+    library, _ = reference_shims()
     report = run_check(
         CheckSettings(
             shims=(str(library),),
@@ -196,13 +185,11 @@ def test_the_reference_shims_satisfy_the_cuda_blob_without_colliding_with_torch(
     assert any(r.endswith("!libtorch_cuda.so") for r in report.references)
 
 
-def test_a_cuda_model_without_a_driver_library_is_refused_when_configured(tmp_path: Path) -> None:
+def test_a_cuda_model_without_a_driver_library_is_refused_when_configured(cmake_project, tmp_path: Path) -> None:
     if shutil.which("nvcc") is None:
         pytest.skip("no CUDA toolkit (nvcc on PATH)")
-    project = CMakeProject(
-        PACKAGES / "cmake_model",
-        tmp_path / "build",
-        {"AOTI_SHIM_SYMBOL_PREFIX": "myrt_", "FIXTURE_PACKAGE": str(CUDA_PACKAGE)},
+    project = cmake_project(
+        PACKAGES / "cmake_model", {"AOTI_SHIM_SYMBOL_PREFIX": "myrt_", "FIXTURE_PACKAGE": str(CUDA_PACKAGE)}
     )
     configured = project.configure()
     if configured.returncode == 0:

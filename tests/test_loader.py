@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from smoke_support import build_fake_libs, compiled_mlp, installed_shim_library, session_cache
+from compile_support import compile_shared
+from smoke_support import build_fake_libs, compiled_mlp, installed_shim_library
 
 from aoti_shim.errors import InputError
 from aoti_shim.smoke.loader import LoadSettings, load_private_copy, memfd_available
@@ -205,13 +206,13 @@ _REAL_BLOB_SCRIPT = textwrap.dedent(
 @pytest.mark.parametrize("use_memfd", MODES)
 @pytest.mark.parametrize("binding", ["shims", "libtorch"])
 def test_threads_run_one_real_blob_concurrently(
-    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, use_memfd: bool, binding: str
+    smoke_cache: Path, tmp_path: Path, use_memfd: bool, binding: str
 ) -> None:
     """Four threads load the same compiled model at once; each runs its own copy and
     gets eager's answer; no copy is left on disk."""
     import json
 
-    artefact = compiled_mlp(session_cache(tmp_path_factory))
+    artefact = compiled_mlp(smoke_cache)
     if binding == "shims":
         from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
 
@@ -245,9 +246,7 @@ def test_a_copy_that_stays_mapped_never_shadows_the_next_blob(tmp_path: Path) ->
         src = tmp_path / f"{name}.c"
         src.write_text(f"int smoke_bump(void) {{ return {value}; }}\n")
         libs[name] = tmp_path / f"lib{name}.so"
-        subprocess.run(
-            ["gcc", "-shared", "-fPIC", "-Wl,-z,nodelete", "-o", str(libs[name]), str(src)], check=True
-        )
+        compile_shared(src, libs[name], ("-Wl,-z,nodelete",))
     for _ in range(3):
         with load_private_copy(libs["sticky"]) as first:
             assert _bump(first) == 1

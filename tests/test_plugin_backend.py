@@ -16,7 +16,7 @@ import pytest
 
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_USAGE, UsageError
 from aoti_shim.plugin import config_settings, prefix, settings, target_env
-from plugin_support import copy_fixture, exported_shim_names
+from plugin_support import exported_shim_names
 
 ENV_FREE = ("AOTI_SHIM_PREFIX", "AOTI_SHIM_TORCH", "PDECL_PREFIX", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE", "SKBUILD_CMAKE_ARGS")
 
@@ -143,8 +143,8 @@ def _effective(project: Path, given: dict[str, Any], monkeypatch: pytest.MonkeyP
     return plan.prefix, plan.editable_mode
 
 
-def test_declared_setting_env_reaches_cmake_define(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project = copy_fixture("plugin_declared", tmp_path)
+def test_declared_setting_env_reaches_cmake_define(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = plugin_project("plugin_declared")
     effective, mode = _effective(project, {}, monkeypatch)
     assert (effective.choice.value, mode) == ("pdecl_", "redirect")
     monkeypatch.setenv("PDECL_PREFIX", "pdenv_")
@@ -153,8 +153,8 @@ def test_declared_setting_env_reaches_cmake_define(tmp_path: Path, monkeypatch: 
     assert effective.warnings == ()
 
 
-def test_overrides_are_warned_about(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    project = copy_fixture("plugin_clean", tmp_path)
+def test_overrides_are_warned_about(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = plugin_project("plugin_clean")
     effective, _ = _effective(project, {"cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "raw_"}, monkeypatch)
     assert (effective.choice.value, effective.choice.source) == ("raw_", "a raw -C cmake.define.AOTI_SHIM_SYMBOL_PREFIX")
     assert effective.warnings == (
@@ -238,7 +238,7 @@ def test_gate_refuses_a_wheel_with_an_unsafe_member_name(tmp_path: Path, checker
 
 
 def test_backend_deletes_a_built_wheel_with_an_unsafe_member_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, checker_libs
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, checker_libs
 ) -> None:
     import aoti_shim.build as backend
     from scikit_build_core import build as skbuild
@@ -251,7 +251,7 @@ def test_backend_deletes_a_built_wheel_with_an_unsafe_member_name(
         return name
 
     monkeypatch.setattr(skbuild, "build_wheel", hostile_build)
-    monkeypatch.chdir(copy_fixture("plugin_clean", tmp_path))
+    monkeypatch.chdir(plugin_project("plugin_clean"))
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     with pytest.raises(SystemExit) as done:
@@ -275,10 +275,10 @@ def _members(wheel: Path) -> list[str]:
         return zf.namelist()
 
 
-def test_build_wheel_in_process_with_declared_env_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_build_wheel_in_process_with_declared_env_prefix(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
-    project = copy_fixture("plugin_declared", tmp_path)
+    project = plugin_project("plugin_declared")
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     monkeypatch.chdir(project)
@@ -296,10 +296,10 @@ def test_build_wheel_in_process_with_declared_env_prefix(tmp_path: Path, monkeyp
     assert exported_shim_names(tmp_path / "x" / "plugin_declared" / "libpdecl_shims.so") == {"pdenv_aoti_torch_dtype_float32"}
 
 
-def test_blocking_build_deletes_the_wheel_and_exits_cleanly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_blocking_build_deletes_the_wheel_and_exits_cleanly(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
-    project = copy_fixture("plugin_forgot", tmp_path)
+    project = plugin_project("plugin_forgot")
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     monkeypatch.chdir(project)
@@ -317,10 +317,10 @@ def test_blocking_build_deletes_the_wheel_and_exits_cleanly(tmp_path: Path, monk
     assert "COLLISION" in capsys.readouterr().out
 
 
-def test_config_error_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_config_error_is_one_line_not_a_traceback(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
-    monkeypatch.chdir(copy_fixture("plugin_clean", tmp_path))
+    monkeypatch.chdir(plugin_project("plugin_clean"))
     with pytest.raises(SystemExit) as done:
         backend.get_requires_for_build_wheel({"aoti-shim.prefix": "1bad"})
     assert done.value.code == EXIT_USAGE
@@ -345,10 +345,10 @@ def test_unreadable_pyproject_is_one_line_not_a_traceback(tmp_path: Path, monkey
     assert capsys.readouterr().err.strip().splitlines() == [message]
 
 
-def test_role_globs_replace_classification(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_role_globs_replace_classification(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
-    project = copy_fixture("plugin_clean", tmp_path)
+    project = plugin_project("plugin_clean")
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + 'shims = ["*/libpclean_shims.so"]\nmodels = ["*/libpclean_backend.so"]\n')
     out_dir = tmp_path / "dist"
@@ -361,10 +361,10 @@ def test_role_globs_replace_classification(tmp_path: Path, monkeypatch: pytest.M
     assert "checked: 1 shim library, 1 model(s)" in printed
 
 
-def test_shims_glob_matching_nothing_rejects_the_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_shims_glob_matching_nothing_rejects_the_build(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
-    project = copy_fixture("plugin_clean", tmp_path)
+    project = plugin_project("plugin_clean")
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + 'shims = ["*/libnothere.so"]\n')
     out_dir = tmp_path / "dist"
@@ -386,10 +386,10 @@ def test_backend_offers_every_scikit_build_core_hook() -> None:
         assert callable(getattr(backend, hook))
 
 
-def test_editable_plans_that_bypass_the_gate_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_editable_plans_that_bypass_the_gate_are_named(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from aoti_shim.plugin import wheel
 
-    project = copy_fixture("plugin_clean", tmp_path)
+    project = plugin_project("plugin_clean")
     monkeypatch.chdir(project)
     given = {"editable.rebuild": "true", "build-dir": "build"}
     plan = wheel.plan(config_settings.prepare(config_settings.load_pyproject(), given), "editable")
@@ -398,12 +398,12 @@ def test_editable_plans_that_bypass_the_gate_are_named(tmp_path: Path, monkeypat
     assert (plan.rebuild_on_import, plan.rebuild_dir) == (False, "")
 
 
-def test_shipped_snapshot_reference_needs_no_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_shipped_snapshot_reference_needs_no_torch(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
-    if "torch-2.13.0+cpu" not in target_env.shipped_snapshots():
-        pytest.skip("no shipped torch-2.13.0+cpu snapshot in this installation")
-    monkeypatch.chdir(copy_fixture("plugin_forgot", tmp_path))
+    # The wheel ships this snapshot (test_elf_snapshot asserts it): its absence fails, it does not skip.
+    assert "torch-2.13.0+cpu" in target_env.shipped_snapshots()
+    monkeypatch.chdir(plugin_project("plugin_forgot"))
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     with pytest.raises(SystemExit) as done:

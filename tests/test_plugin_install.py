@@ -1,6 +1,6 @@
 """`pip install` as the gate: real installs of fixture projects through aoti_shim.build.
 
-Each test builds a tiny C shim project (tests/packages/plugin_*) with CMake, through
+Each test builds a tiny C shim project (fixtures/packages/plugin_*) with CMake, through
 pip, from a local wheelhouse, into a fresh venv; about two seconds each.
 """
 
@@ -17,14 +17,10 @@ import pytest
 from plugin_support import (
     TargetEnv,
     assemble_wheelhouse,
-    copy_fixture,
     exported_shim_names,
     imported_shim_names,
     make_target_env,
 )
-
-pytestmark = pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="needs a C compiler")
-
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -53,8 +49,8 @@ def _call_shim(library: Path, name: str) -> int:
     return int(func())
 
 
-def test_clean_project_installs_isolated_and_exports_only_prefixed_names(target: TargetEnv, tmp_path: Path) -> None:
-    project = copy_fixture("plugin_clean", tmp_path)
+def test_clean_project_installs_isolated_and_exports_only_prefixed_names(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+    project = plugin_project("plugin_clean")
     result = target.pip("install", "-v", str(project))
     out = _output(result)
     assert result.returncode == 0, out
@@ -79,8 +75,8 @@ def test_clean_project_installs_isolated_and_exports_only_prefixed_names(target:
     assert _call_shim(backend, "pclean_backend_float32_code") == 6
 
 
-def test_forgotten_prefix_fails_names_the_symbol_and_installs_nothing(target: TargetEnv, tmp_path: Path) -> None:
-    project = copy_fixture("plugin_forgot", tmp_path)
+def test_forgotten_prefix_fails_names_the_symbol_and_installs_nothing(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+    project = plugin_project("plugin_forgot")
     result = target.pip("install", str(project))
     out = _output(result)
     assert result.returncode != 0
@@ -93,8 +89,8 @@ def test_forgotten_prefix_fails_names_the_symbol_and_installs_nothing(target: Ta
     assert not (target.site / "plugin_forgot").exists()
 
 
-def test_prefix_from_config_setting_reaches_the_library(target: TargetEnv, tmp_path: Path) -> None:
-    project = copy_fixture("plugin_clean", tmp_path)
+def test_prefix_from_config_setting_reaches_the_library(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+    project = plugin_project("plugin_clean")
     result = target.pip("install", "-v", "--no-build-isolation", "-C", "aoti-shim.prefix=viacs_", str(project))
     out = _output(result)
     assert result.returncode == 0, out
@@ -107,8 +103,8 @@ def test_prefix_from_config_setting_reaches_the_library(target: TargetEnv, tmp_p
     }
 
 
-def test_prefix_from_environment_beats_config_setting(target: TargetEnv, tmp_path: Path) -> None:
-    project = copy_fixture("plugin_clean", tmp_path)
+def test_prefix_from_environment_beats_config_setting(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+    project = plugin_project("plugin_clean")
     result = target.pip(
         "install", "-v", "--no-build-isolation", "-C", "aoti-shim.prefix=viacs_", str(project), AOTI_SHIM_PREFIX="viaenv_"
     )
@@ -120,8 +116,8 @@ def test_prefix_from_environment_beats_config_setting(target: TargetEnv, tmp_pat
     assert names and all(n.startswith("viaenv_aoti_torch_") for n in names), names
 
 
-def test_cmake_args_override_is_reported_and_checked(target: TargetEnv, tmp_path: Path) -> None:
-    project = copy_fixture("plugin_clean", tmp_path)
+def test_cmake_args_override_is_reported_and_checked(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+    project = plugin_project("plugin_clean")
     result = target.pip(
         "install",
         "-v",
@@ -139,8 +135,8 @@ def test_cmake_args_override_is_reported_and_checked(target: TargetEnv, tmp_path
     assert names and all(n.startswith("viaargs_aoti_torch_") for n in names), names
 
 
-def test_editable_redirect_checks_the_editable_wheel(target: TargetEnv, tmp_path: Path) -> None:
-    clean = copy_fixture("plugin_clean", tmp_path)
+def test_editable_redirect_checks_the_editable_wheel(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+    clean = plugin_project("plugin_clean")
     result = target.pip("install", "-v", "--no-build-isolation", "-e", str(clean))
     out = _output(result)
     assert result.returncode == 0, out
@@ -148,7 +144,7 @@ def test_editable_redirect_checks_the_editable_wheel(target: TargetEnv, tmp_path
     assert "OK: 0 blocking" in out
     assert target.installed("plugin-clean")
 
-    forgot = copy_fixture("plugin_forgot", tmp_path)
+    forgot = plugin_project("plugin_forgot")
     result = target.pip("install", "--no-build-isolation", "-e", str(forgot))
     out = _output(result)
     assert result.returncode != 0
@@ -156,8 +152,8 @@ def test_editable_redirect_checks_the_editable_wheel(target: TargetEnv, tmp_path
     assert not target.installed("plugin-forgot")
 
 
-def test_editable_inplace_is_left_to_cmake_and_says_so(target: TargetEnv, tmp_path: Path) -> None:
-    project = copy_fixture("plugin_clean", tmp_path)
+def test_editable_inplace_is_left_to_cmake_and_says_so(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+    project = plugin_project("plugin_clean")
     result = target.pip(
         "install", "-v", "--no-build-isolation", "-C", "editable.mode=inplace", "-C", "cmake.define.PCLEAN_CMAKE_CHECK=ON", "-e", str(project)
     )
@@ -169,7 +165,7 @@ def test_editable_inplace_is_left_to_cmake_and_says_so(target: TargetEnv, tmp_pa
     assert target.installed("plugin-clean")
 
     # With aoti_shim_check() on, CMake's build fails on the forgotten prefix: nothing installs.
-    forgot = copy_fixture("plugin_forgot", tmp_path)
+    forgot = plugin_project("plugin_forgot")
     result = target.pip(
         "install", "--no-build-isolation", "-C", "editable.mode=inplace", "-C", "cmake.define.PFORGOT_CMAKE_CHECK=ON", "-e", str(forgot)
     )
@@ -180,8 +176,8 @@ def test_editable_inplace_is_left_to_cmake_and_says_so(target: TargetEnv, tmp_pa
     assert not target.installed("plugin-forgot")
 
 
-def test_suppressed_export_installs_and_reports_the_suppression(target: TargetEnv, tmp_path: Path) -> None:
-    project = copy_fixture("plugin_suppressed", tmp_path)
+def test_suppressed_export_installs_and_reports_the_suppression(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+    project = plugin_project("plugin_suppressed")
     result = target.pip("install", "-v", "--no-build-isolation", str(project))
     out = _output(result)
     assert result.returncode == 0, out
@@ -191,7 +187,7 @@ def test_suppressed_export_installs_and_reports_the_suppression(target: TargetEn
     assert exported_shim_names(lib) == {"psup_aoti_torch_device_type_cpu"}
 
 
-def test_isolated_build_without_torch_names_the_fix(tmp_path: Path, wheelhouse: Path) -> None:
+def test_isolated_build_without_torch_names_the_fix(plugin_project, tmp_path: Path, wheelhouse: Path) -> None:
     base_site = Path(sys.base_prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
     if (base_site / "torch").exists():
         pytest.skip("the base interpreter has torch; no torch-less target to make")
@@ -202,7 +198,7 @@ def test_isolated_build_without_torch_names_the_fix(tmp_path: Path, wheelhouse: 
     pip_only.mkdir()
     (pip_only / "pip").symlink_to(Path(pip.__file__).resolve().parent)
     target = make_target_env(tmp_path / "target", wheelhouse, sites=(str(pip_only),))
-    project = copy_fixture("plugin_clean", tmp_path)
+    project = plugin_project("plugin_clean")
 
     result = target.pip("install", str(project))
     out = _output(result)

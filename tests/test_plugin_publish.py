@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from aoti_shim.errors import EXIT_BLOCKING
-from plugin_support import copy_fixture
 
 ENV_FREE = ("AOTI_SHIM_PREFIX", "AOTI_SHIM_TORCH", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE", "SKBUILD_CMAKE_ARGS")
 
@@ -35,11 +34,11 @@ def _error_lines(err: str) -> list[str]:
 
 @pytest.mark.parametrize("how", ["init-cache-force", "hard-coded"])
 def test_cmake_given_another_prefix_fails_the_build(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], how: str
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], how: str
 ) -> None:
     import aoti_shim.build as backend
 
-    project = copy_fixture("plugin_clean", tmp_path)
+    project = plugin_project("plugin_clean")
     if how == "init-cache-force":
         init = tmp_path / "init.cmake"
         init.write_text('set(AOTI_SHIM_SYMBOL_PREFIX "other_" CACHE STRING "" FORCE)\n')
@@ -61,10 +60,10 @@ def test_cmake_given_another_prefix_fails_the_build(
     assert list(out_dir.iterdir()) == []
 
 
-def test_prefix_left_to_cmake_is_read_from_the_shims(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_prefix_left_to_cmake_is_read_from_the_shims(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
-    project = copy_fixture("plugin_clean", tmp_path)
+    project = plugin_project("plugin_clean")
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('prefix = "pclean_"', ""))
     lists = project / "CMakeLists.txt"
@@ -102,8 +101,8 @@ def _session_processes(sid: int) -> list[str]:
     ("stage", "marker"),
     [("cmake", "-- Configuring done"), ("check", "aoti-shim: checking ")],
 )
-def test_killed_backend_leaves_no_unchecked_wheel(tmp_path: Path, sig: signal.Signals, stage: str, marker: str) -> None:
-    project = copy_fixture("plugin_clean", tmp_path)
+def test_killed_backend_leaves_no_unchecked_wheel(plugin_project, tmp_path: Path, sig: signal.Signals, stage: str, marker: str) -> None:
+    project = plugin_project("plugin_clean")
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     tmpdir = tmp_path / "tmp"

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from smoke_support import PREFIX, aoti_shim, assert_one_line_error, build_fake_libs, compiled_mlp, session_cache
+from smoke_support import PREFIX, aoti_shim, assert_one_line_error, build_fake_libs, compiled_mlp
 
 from aoti_shim.checks.elf import ElfImage
 
@@ -150,9 +150,9 @@ def test_worker_that_answers_nothing_is_one_line(fake, tmp_path: Path) -> None:
     assert not out.exists() and _leftovers(tmp_path) == []
 
 
-def test_rewritten_compiled_model_passes_the_checker(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+def test_rewritten_compiled_model_passes_the_checker(smoke_cache: Path, tmp_path: Path) -> None:
     """The real thing: torch's compiled MLP, every aoti_torch_* import renamed."""
-    artefact = compiled_mlp(session_cache(tmp_path_factory))
+    artefact = compiled_mlp(smoke_cache)
     before = _shim_imports(artefact.blob)
     assert len(before) >= 15 and all(n.startswith("aoti_torch_") for n in before)
     out = tmp_path / "mlp.so"

@@ -8,7 +8,9 @@ On a machine with a GPU, ``aoti_shim_tests cuda`` from the same build folder run
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -67,8 +69,23 @@ def shim_test_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build / "aoti_shim_tests"
 
 
-def run_group(binary: Path, group: str) -> GroupResult:
-    done = subprocess.run([str(binary), group], capture_output=True, text=True, timeout=120, check=False)
+def gpu_visible() -> bool:
+    """Whether this machine has a GPU, asked of the driver's tools, not of the library under test."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and (visible == "" or visible.startswith("-")):
+        return False
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        listed = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60, check=False)
+        return listed.returncode == 0 and "GPU " in listed.stdout
+    return any(re.fullmatch(r"nvidia[0-9]+", p.name) for p in Path("/dev").iterdir())
+
+
+def run_group(binary: Path, group: str, expect_gpu: bool | None = None) -> GroupResult:
+    # The harness fails any test whose skip decision (the library's device count) disagrees with this.
+    expect = gpu_visible() if expect_gpu is None else expect_gpu
+    env = {**os.environ, "AOTI_SHIM_TESTS_GPU": "1" if expect else "0"}
+    done = subprocess.run([str(binary), group], capture_output=True, text=True, timeout=120, check=False, env=env)
     match = SUMMARY.search(done.stdout)
     assert match is not None, f"no summary line (exit {done.returncode}):\n{done.stdout}\n{done.stderr}"
     passed, failed, skipped = (int(value) for value in match.groups())
@@ -87,10 +104,18 @@ def test_cpu_group(shim_test_binary: Path, group: str, expected: int) -> None:
 def test_cuda_group(shim_test_binary: Path) -> None:
     result = run_group(shim_test_binary, "cuda")
     assert result.failed == 0 and result.returncode == 0, result.output
-    if result.passed == 0:
-        assert result.skipped == 8, result.output
+    if not gpu_visible():
+        assert (result.passed, result.skipped) == (0, 8), result.output
         pytest.skip("no CUDA device: the CUDA group runs on a machine with a GPU (docs/gpu/run_h200.sh)")
-    assert result.passed == 8, result.output
+    assert (result.passed, result.skipped) == (8, 0), result.output
+
+
+def test_a_gpu_the_library_does_not_see_fails_the_cuda_group(shim_test_binary: Path) -> None:
+    # Told that a GPU is there when the library finds none (or the reverse), every CUDA test fails
+    # rather than skips: a broken device count cannot hide the CUDA tests on a GPU machine.
+    result = run_group(shim_test_binary, "cuda", expect_gpu=not gpu_visible())
+    assert result.returncode != 0 and (result.passed, result.failed, result.skipped) == (0, 8, 0), result.output
+    assert "aoti_shim_cuda_device_count says" in result.output
 
 
 def test_unknown_group_runs_nothing(shim_test_binary: Path) -> None:

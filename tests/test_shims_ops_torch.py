@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-
-torch = pytest.importorskip("torch")
+import torch  # in the test extra: its absence fails collection, it does not skip
 
 P = ctypes.c_void_p
 I64 = ctypes.c_int64
@@ -52,7 +51,7 @@ class Shims:
 
 
 @pytest.fixture(scope="module")
-def shims() -> Iterator[Shims]:
+def shims(torch_module) -> Iterator[Shims]:  # torch_module: marks every test here "torch"
     from test_shims_symbols import built_prefix, shim_library
 
     yield Shims(ctypes.CDLL(str(shim_library())), built_prefix())

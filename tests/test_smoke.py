@@ -20,7 +20,6 @@ from smoke_support import (
     build_fake_libs,
     compiled_mlp,
     installed_shim_library,
-    session_cache,
 )
 
 from aoti_shim.smoke import bindings
@@ -193,8 +192,8 @@ def test_readme_sample_table_is_what_render_table_prints() -> None:
 # --- the command -------------------------------------------------------------------
 
 
-def test_smoke_runs_the_chain_and_shows_the_collision(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
-    cache = session_cache(tmp_path_factory)
+def test_smoke_runs_the_chain_and_shows_the_collision(smoke_cache: Path, tmp_path: Path) -> None:
+    cache = smoke_cache
     compiled_mlp(cache)
     out = tmp_path / "smoke.json"
     proc = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--cache-dir", str(cache),
@@ -240,9 +239,9 @@ def test_the_latency_column_has_one_unit() -> None:
 
 
 def test_missing_shims_are_listed_before_anything_runs(
-    fake, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+    fake, smoke_cache: Path, tmp_path: Path
 ) -> None:
-    cache = session_cache(tmp_path_factory)
+    cache = smoke_cache
     artefact = compiled_mlp(cache)
     from aoti_shim.checks.elf import ElfImage
 
@@ -258,7 +257,7 @@ def test_missing_shims_are_listed_before_anything_runs(
     assert not (tmp_path / "r.json").exists()
 
 
-def test_users_model_runs_through_module_callable(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: Path) -> None:
     """The console script, as a user runs it: its sys.path has no current folder (unlike
     python -m), so the user's module is found in the current folder on purpose, by the
     command and by the compile child, with no PYTHONPATH."""
@@ -267,7 +266,7 @@ def test_users_model_runs_through_module_callable(tmp_path_factory: pytest.TempP
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "aoti-shim"), "smoke", "--device", "cpu", "--model", "user_model:make",
-         "--route", "binary", "--iterations", "3", "--cache-dir", str(session_cache(tmp_path_factory)),
+         "--route", "binary", "--iterations", "3", "--cache-dir", str(smoke_cache),
          "--json", str(out)],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900, check=False,
     )  # fmt: skip
@@ -345,10 +344,10 @@ def _cuda() -> bool:
 
 
 @pytest.mark.skipif("not _cuda()", reason="needs a CUDA GPU")
-def test_smoke_on_cuda(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+def test_smoke_on_cuda(smoke_cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     proc = aoti_shim("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5",
-                     "--cache-dir", str(session_cache(tmp_path_factory)), "--json", str(out))  # fmt: skip
+                     "--cache-dir", str(smoke_cache), "--json", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = {r["route"]: r for r in json.loads(out.read_text())["rows"]}
     assert rows["binary"]["binding"] == rows["source"]["binding"] == "shims"

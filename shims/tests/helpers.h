@@ -4,7 +4,11 @@
 #include "aoti_shim/shim.h"
 #include "harness.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace testing_helpers {
@@ -124,9 +128,39 @@ inline Owned tensor64(std::vector<int64_t> sizes, const std::vector<double>& val
   return t;
 }
 
+// Whether this process should see a GPU, decided without the library under test: the
+// caller's AOTI_SHIM_TESTS_GPU=0/1 if set, else CUDA_VISIBLE_DEVICES hiding every device,
+// else a /dev/nvidiaN node (the driver's own device files, which a container also gets).
+inline bool gpu_expected() {
+  if (const char* given = std::getenv("AOTI_SHIM_TESTS_GPU")) {
+    return std::strcmp(given, "0") != 0;
+  }
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    if (visible[0] == '\0' || visible[0] == '-') {
+      return false;
+    }
+  }
+  for (int i = 0; i < 64; ++i) {
+    if (access(("/dev/nvidia" + std::to_string(i)).c_str(), F_OK) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The library's own answer, which the CUDA tests skip on; a broken detection that would
+// turn a GPU machine's CUDA tests into skips fails the asking test instead.
 inline bool has_cuda_device() {
   int32_t count = 0;
-  return aoti_shim_cuda_device_count(&count) == AOTI_SHIM_OK && count > 0;
+  const bool found = aoti_shim_cuda_device_count(&count) == AOTI_SHIM_OK && count > 0;
+  const bool expected = gpu_expected();
+  if (found != expected) {
+    harness::record_failure(__FILE__, __LINE__,
+                            std::string("aoti_shim_cuda_device_count says ") + std::to_string(count) +
+                                " device(s), but a GPU is " + (expected ? "" : "not ") +
+                                "expected (/dev/nvidiaN, CUDA_VISIBLE_DEVICES, AOTI_SHIM_TESTS_GPU)");
+  }
+  return found;
 }
 
 template <typename T>
