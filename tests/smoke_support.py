@@ -3,8 +3,6 @@ real C compiler, the installed CLI, and one compiled MLP reused by every test.""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass

@@ -17,7 +17,7 @@ from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.references import TORCH_TEST_LIBRARIES
-from checker_fixtures import compile_shared_library
+from compile_support import compile_shared
 
 # file name -> (DT_NEEDED libraries by -l name, the name it exports)
 MINI_TORCH = {
@@ -37,8 +37,7 @@ def _build(source_dir: Path, lib: Path, name: str, needed: tuple[str, ...], expo
     source.write_text(f'__attribute__((visibility("default"))) int {export}(void) {{ return 1; }}\n')
     # --no-as-needed: the fixtures call nothing of what they need, yet must record it.
     flags = (f"-L{lib}", "-Wl,--no-as-needed", *(f"-l{n}" for n in needed))
-    done = compile_shared_library(source, lib / name, flags)
-    assert done.returncode == 0, done.stderr
+    compile_shared(source, lib / name, flags)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +56,7 @@ def mini_torch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     shim = root / "libshim.so"
     exports = " ".join(f"int {e}(void) {{ return 0; }}" for _, e in MINI_TORCH.values())
     (src / "shim.c").write_text(exports + " int aoti_torch_c_ext_op(void) { return 0; }\n")
-    assert compile_shared_library(src / "shim.c", shim).returncode == 0
+    compile_shared(src / "shim.c", shim)
     wheel = root / "torch-9.9.9-cp311-cp311-linux_x86_64.whl"
     with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
         for path in sorted((site / "torch").rglob("*")):

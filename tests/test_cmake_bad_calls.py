@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cmake_support import PACKAGES, CMakeProject, log
+from cmake_support import PACKAGES, log
 
 SOURCE = PACKAGES / "cmake_bad_calls"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmake_support import FIXTURE_PREFIX, PACKAGES, CMakeProject, log
+from cmake_support import FIXTURE_PREFIX, PACKAGES, log
 
 SOURCE = PACKAGES / "cmake_check"
 

@@ -95,7 +95,7 @@ def _installed_torch_version(torch_lib: Path) -> str:
 def test_a_shipped_snapshot_of_the_installed_torch_agrees_with_nm(torch_lib: Path) -> None:
     """binutils, not our reader, says what the installed torch exports; the snapshot must say the same.
 
-    Here that is 2.13.0+cpu; on the GPU machine (docs/gpu/run_h200.sh) the CUDA snapshot of its torch.
+    Here that is 2.13.0+cpu; on a machine with a GPU and a CUDA torch (docs/gpu/run_h200.sh), that torch's snapshot.
     """
     version = _installed_torch_version(torch_lib)
     found = [p for p in snapshot_mod.shipped() if p.name == f"torch-{version}.json.gz"]
