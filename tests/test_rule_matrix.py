@@ -1,0 +1,337 @@
+"""Every rule in RULES, on every role and on every symbol kind the loader tells apart.
+
+One small library per symbol kind exports the same probe names with that kind: GLOBAL,
+WEAK, GNU_UNIQUE (one instance per process), TLS (one copy per thread and library), and
+one that only refers to them as undefined WEAK (resolved to NULL when absent). Every
+such library is also a shim (it exports ``myrt_aoti_torch_base``) and an AOTInductor
+model (it exports ``AOTInductorModelContainerRun``), so that one library can be checked
+as a shim, as a model, or as both. A *bare* library is neither.
+
+A cell is (role, library). The checker runs on the library in that role, next to a
+*provider* shim (which exports the one prefixed name the models import and may find)
+and against a *reference* that exports every probe name, as libtorch would. EXPECT has
+one row per rule: for each cell, the exact multiset of symbols that rule reports on the
+cell's library, or a ``Why`` saying why the rule has nothing to say there. A new rule is
+a new row; a rule without a row, or a cell without an entry, fails
+test_every_rule_has_a_row_covering_every_cell.
+
+The libraries are compiled once per session, one gcc call each (about a second in all).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from compile_support import compile_shared
+
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.elf import STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_TLS, ElfImage
+from aoti_shim.checks.rules import RULES
+
+PREFIX = "myrt_"
+# The probe names each kind's library defines with that kind.
+P = "myrt_aoti_torch_p"  # a prefixed shim name
+U = "aoti_torch_u"  # an unprefixed shim name
+S = "plain_state"  # no shim name at all
+R1 = "__cxa_probe"  # a name only the C++ runtime defines
+R2 = "_ZNSt5probeEv"  # a std:: name: the runtime's, or any C++ library's template instance (WEAK)
+PROBES = (P, U, S, R1, R2)
+# What every library but the bare one exports, as GLOBAL functions.
+BASE = "myrt_aoti_torch_base"
+ENTRY = "AOTInductorModelContainerRun"
+# Imports: unprefixed, prefixed and provided by nobody, prefixed and provided by the provider shim.
+IU = "aoti_torch_iu"
+IM = "myrt_aoti_torch_imissing"
+IP = "myrt_aoti_torch_iprovided"
+IMPORTS = (IU, IM, IP)
+
+DEFINED_KINDS = ("GLOBAL", "WEAK", "GNU_UNIQUE", "TLS")
+KINDS = (*DEFINED_KINDS, "UNDEF_WEAK")
+LIBRARIES = (*KINDS, "BARE")
+ROLES = ("shim", "model", "both")
+CELLS = [(role, lib) for role in ROLES for lib in LIBRARIES]
+
+_EXPORT = '__attribute__((visibility("default")))'
+
+
+def _define(kind: str, name: str) -> str:
+    if kind == "GLOBAL":
+        return f"{_EXPORT} int {name}(void) {{ return 1; }}\n"
+    if kind == "WEAK":
+        return f"{_EXPORT} __attribute__((weak)) int {name}(void) {{ return 2; }}\n"
+    if kind == "TLS":
+        return f"{_EXPORT} __thread int {name} = 3;\n"
+    # No C spelling gives an arbitrary name GNU_UNIQUE binding (g++ does it for the static
+    # locals of inline functions, under mangled names); the assembler's type does it as well.
+    assert kind == "GNU_UNIQUE"
+    return (
+        f'__asm__(".pushsection .data\\n.globl {name}\\n.type {name}, @gnu_unique_object\\n'
+        f'.size {name}, 4\\n{name}:\\n.long 4\\n.popsection\\n");\n'
+    )
+
+
+def _refer(names: tuple[str, ...], weak: bool) -> str:
+    """Undefined references to ``names`` (WEAK ones, or plain ones), kept by a use."""
+    attr = " __attribute__((weak))" if weak else ""
+    decls = "".join(f"extern int {n}(void){attr};\n" for n in names)
+    uses = " + ".join(f"({n} ? {n}() : 0)" if weak else f"{n}()" for n in names)
+    return decls + f"{_EXPORT} int use_imports(void) {{ return {uses}; }}\n"
+
+
+def library_source(lib: str) -> str:
+    if lib == "BARE":
+        # Neither a shim nor a model: a library that only uses torch's names (a stable-ABI extension, say).
+        return _define("GLOBAL", "plain_func") + _refer((IU, IM), weak=False)
+    base = _define("GLOBAL", BASE) + _define("GLOBAL", ENTRY)
+    if lib == "UNDEF_WEAK":
+        return base + _refer((*PROBES, *IMPORTS), weak=True)
+    # The GLOBAL library also holds the plain (undefined GLOBAL) imports.
+    imports = _refer(IMPORTS, weak=False) if lib == "GLOBAL" else ""
+    return base + "".join(_define(lib, n) for n in PROBES) + imports
+
+
+@dataclass(frozen=True)
+class Built:
+    libs: dict[str, Path]
+    provider: Path
+    reference: Path
+
+
+@pytest.fixture(scope="session")
+def matrix(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    out = tmp_path_factory.mktemp("rule-matrix")
+    sources = {f"lib{lib.lower()}": library_source(lib) for lib in LIBRARIES}
+    sources["libprovider"] = _define("GLOBAL", IP)
+    sources["libreference"] = "".join(_define("GLOBAL", n) for n in PROBES)
+    built = {}
+    for name, text in sources.items():
+        (out / f"{name}.c").write_text(text)
+        built[name] = out / f"{name}.so"
+        compile_shared(out / f"{name}.c", built[name])
+    return Built(
+        libs={lib: built[f"lib{lib.lower()}"] for lib in LIBRARIES},
+        provider=built["libprovider"],
+        reference=built["libreference"],
+    )
+
+
+@dataclass(frozen=True)
+class Why:
+    """No finding in this cell, by design; the reason says which."""
+
+    reason: str
+
+
+NO_MODEL = Why("no library is checked as a model")
+NO_SHIM_ROLE = Why("the library is not checked as a shim; the provider shim has no such name")
+UNDEFINED = Why("undefined references are not definitions: the library exports none of the probes")
+EXPORTS_NO_PROBE = Why("the library only defines the probes; it imports no shim name")
+
+
+def _cells(value: object, roles: tuple[str, ...] = ROLES, libs: tuple[str, ...] = LIBRARIES) -> dict[tuple[str, str], object]:
+    return {(role, lib): value for role in roles for lib in libs}
+
+
+def _per_kind(values: dict[str, object], roles: tuple[str, ...]) -> dict[tuple[str, str], object]:
+    return {(role, lib): value for role in roles for lib, value in values.items()}
+
+
+SHIM_ROLES = ("shim", "both")
+MODEL_ROLES = ("model", "both")
+RUNTIME_SKIPPED = (P, U, S)  # the runtime names are REEXPORTED_RUNTIME's, never COLLISION's
+
+EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
+    "NOT_AN_AOTI_MODEL": {
+        **_cells(NO_MODEL, ("shim",)),
+        **_per_kind({lib: Why(f"it exports the entry point {ENTRY}") for lib in KINDS}, MODEL_ROLES),
+        **_per_kind({"BARE": ("",)}, MODEL_ROLES),
+    },
+    "NOT_A_SHIM": {
+        **_per_kind({lib: Why(f"it exports {BASE}") for lib in KINDS}, SHIM_ROLES),
+        **_per_kind({"BARE": ("",)}, SHIM_ROLES),
+        **_cells(Why("the library is not checked as a shim, and the provider exports a shim name"), ("model",)),
+    },
+    "COLLISION": {
+        **_per_kind({kind: RUNTIME_SKIPPED for kind in DEFINED_KINDS}, SHIM_ROLES),
+        **_per_kind({"UNDEF_WEAK": UNDEFINED, "BARE": Why("plain_func is not in the reference")}, SHIM_ROLES),
+        **_cells(Why("models are not checked against references (MODEL_DEFINES_SHIM covers their shim names)"), ("model",)),
+    },
+    "UNPREFIXED_EXPORT": {
+        **_per_kind({kind: (U,) for kind in DEFINED_KINDS}, SHIM_ROLES),
+        **_per_kind({"UNDEF_WEAK": UNDEFINED, "BARE": Why("it exports no aoti_torch_ name")}, SHIM_ROLES),
+        **_cells(NO_SHIM_ROLE, ("model",)),
+    },
+    "UNPREFIXED_IMPORT": {
+        **_cells(NO_MODEL, ("shim",)),
+        **_per_kind(
+            {
+                "GLOBAL": (IU,),
+                "WEAK": EXPORTS_NO_PROBE,
+                "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                "TLS": EXPORTS_NO_PROBE,
+                # A WEAK reference still binds to libtorch's definition when libtorch is global.
+                "UNDEF_WEAK": (IU, U),
+                "BARE": Why("not an AOTInductor model: its unprefixed imports are meant for libtorch (NOT_AN_AOTI_MODEL says so)"),
+            },
+            MODEL_ROLES,
+        ),
+    },
+    "UNSATISFIED_IMPORT": {
+        **_cells(NO_MODEL, ("shim",)),
+        **_per_kind(
+            {
+                # IP is the provider's; IU is unprefixed (UNPREFIXED_IMPORT's).
+                "GLOBAL": (IM,),
+                "WEAK": EXPORTS_NO_PROBE,
+                "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                "TLS": EXPORTS_NO_PROBE,
+                # A WEAK reference to a missing shim resolves to NULL: still unsatisfied.
+                "UNDEF_WEAK": (IM, P),
+                # Checked even for a library that is no AOTInductor model.
+                "BARE": (IM,),
+            },
+            MODEL_ROLES,
+        ),
+    },
+    "MODEL_DEFINES_SHIM": {
+        **_cells(NO_MODEL, ("shim",)),
+        **_per_kind(
+            {
+                **{kind: (BASE, P, U) for kind in DEFINED_KINDS},
+                "UNDEF_WEAK": (BASE,),
+                "BARE": Why("it defines no shim name"),
+            },
+            MODEL_ROLES,
+        ),
+    },
+    "DUPLICATE_DEFINER": {
+        **_cells(Why("each name has one definer: the library and the provider share none"), ("shim", "model")),
+        # Both roles: the library is checked twice, so it is its own second definer of every
+        # shim name and thread-local it exports...
+        **_per_kind(
+            {
+                "GLOBAL": (BASE, P, U),
+                "WEAK": (BASE, P, U),
+                # ...except GNU_UNIQUE ones: the loader keeps one instance per process.
+                "GNU_UNIQUE": (BASE,),
+                # ...and a thread-local is state whatever its name.
+                "TLS": (BASE, P, U, S, R1, R2),
+                "UNDEF_WEAK": (BASE,),
+                "BARE": Why("it defines no shim name and no thread-local"),
+            },
+            ("both",),
+        ),
+    },
+    "REEXPORTED_RUNTIME": {
+        # One finding per library, naming the first runtime symbol; checked in every role.
+        **_per_kind(
+            {
+                "GLOBAL": (R2,),
+                # A WEAK std:: name is any C++ library's template instance; __cxa_ is the runtime's alone.
+                "WEAK": (R1,),
+                "GNU_UNIQUE": (R2,),
+                "TLS": (R2,),
+                "UNDEF_WEAK": UNDEFINED,
+                "BARE": Why("it exports no C++ runtime name"),
+            },
+            ("shim", "model"),
+        ),
+        # The same library in both roles is two checked libraries: reported once for each.
+        **_per_kind(
+            {
+                "GLOBAL": (R2, R2),
+                "WEAK": (R1, R1),
+                "GNU_UNIQUE": (R2, R2),
+                "TLS": (R2, R2),
+                "UNDEF_WEAK": UNDEFINED,
+                "BARE": Why("it exports no C++ runtime name"),
+            },
+            ("both",),
+        ),
+    },
+}
+
+
+def _settings(built: Built, role: str, lib: str, **extra: object) -> CheckSettings:
+    subject = str(built.libs[lib])
+    shims = (subject, str(built.provider)) if role in SHIM_ROLES else (str(built.provider),)
+    models = (subject,) if role in MODEL_ROLES else ()
+    return CheckSettings(shims=shims, models=models, against=(str(built.reference),), prefix=PREFIX, **extra)  # type: ignore[arg-type]
+
+
+def test_every_rule_has_a_row_covering_every_cell() -> None:
+    assert set(EXPECT) == {rule.id for rule in RULES}, "a rule without a row (or a row without a rule)"
+    for rule, row in EXPECT.items():
+        assert set(row) == set(CELLS), f"{rule}: cells without an entry: {sorted(set(CELLS) - set(row))}"
+        # Each rule reports something somewhere, and says why it is silent everywhere else.
+        assert any(not isinstance(v, Why) for v in row.values()), rule
+        assert all(v.reason for v in row.values() if isinstance(v, Why)), rule
+
+
+def test_the_libraries_have_the_kinds_they_are_named_for(matrix: Built) -> None:
+    """pyelftools' reading is checked elsewhere; here our reader confirms what each library holds."""
+    binds = {"GLOBAL": STB_GLOBAL, "WEAK": STB_WEAK, "GNU_UNIQUE": STB_GNU_UNIQUE, "TLS": STB_GLOBAL}
+    for kind in DEFINED_KINDS:
+        with ElfImage(matrix.libs[kind]) as image:
+            exports = image.exports()
+            for name in PROBES:
+                assert exports[name].bind == binds[kind], (kind, name, exports[name].bind_name)
+                assert (exports[name].type == STT_TLS) == (kind == "TLS"), (kind, name)
+            assert {BASE, ENTRY} <= set(exports)
+    with ElfImage(matrix.libs["UNDEF_WEAK"]) as image:
+        imports = image.imports()
+        assert all(imports[name].bind == STB_WEAK for name in (*PROBES, *IMPORTS))
+        assert not set(PROBES) & set(image.exports())
+    with ElfImage(matrix.libs["GLOBAL"]) as image:
+        assert all(image.imports()[name].bind == STB_GLOBAL for name in IMPORTS)
+
+
+@pytest.mark.parametrize(("role", "lib"), CELLS, ids=[f"{role}-{lib}" for role, lib in CELLS])
+def test_cell(matrix: Built, role: str, lib: str) -> None:
+    report = run_check(_settings(matrix, role, lib))
+    subject = str(matrix.libs[lib])
+    assert {f.artifact for f in report.findings} <= {subject}, "a finding about the provider or the reference"
+    got = Counter((f.rule, f.symbol) for f in report.findings)
+    want: Counter[tuple[str, str]] = Counter()
+    for rule, row in EXPECT.items():
+        expected = row[(role, lib)]
+        if not isinstance(expected, Why):
+            want.update((rule, symbol) for symbol in expected)
+    assert got == want, f"unexpected: {dict(got - want)}; missing: {dict(want - got)}"
+    for rule in {r for r, _ in got}:
+        (severity,) = {rule_.severity for rule_ in RULES if rule_.id == rule}
+        assert all(f.severity == severity for f in report.findings if f.rule == rule)
+
+
+# -- suppressions: scoped by rule, symbol and artifact, matching and not ----------------
+
+# The GLOBAL library as a shim finds COLLISION P, U, S; UNPREFIXED_EXPORT U; REEXPORTED_RUNTIME R2.
+SUPPRESSION_CASES = {
+    "rule": ({"rule": "COLLISION"}, {("COLLISION", P), ("COLLISION", U), ("COLLISION", S)}),
+    "any-rule-one-symbol": ({"rule": "*", "symbol": U}, {("COLLISION", U), ("UNPREFIXED_EXPORT", U)}),
+    "rule-and-symbol": ({"rule": "COLLISION", "symbol": "aoti_torch_*"}, {("COLLISION", U)}),
+    "rule-and-artifact-by-name": ({"rule": "UNPREFIXED_EXPORT", "artifact": "libglobal.so"}, {("UNPREFIXED_EXPORT", U)}),
+    "rule-and-artifact-by-path": ({"rule": "REEXPORTED_RUNTIME", "artifact": "*/libglobal.*"}, {("REEXPORTED_RUNTIME", R2)}),
+    "all-three": ({"rule": "COLLISION", "symbol": "plain_*", "artifact": "lib*.so"}, {("COLLISION", S)}),
+    "symbol-not-matching": ({"rule": "COLLISION", "symbol": "nothing_*"}, set()),
+    "artifact-not-matching": ({"rule": "COLLISION", "artifact": "libprovider.so"}, set()),
+    "rule-not-matching": ({"rule": "UNPREFIXED_IMPORT", "symbol": U}, set()),
+    "symbol-is-exact-not-a-prefix": ({"rule": "COLLISION", "symbol": "aoti_torch"}, set()),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SUPPRESSION_CASES))
+def test_suppression_scope(matrix: Built, case: str) -> None:
+    entry, suppressed = SUPPRESSION_CASES[case]
+    base = run_check(_settings(matrix, "shim", "GLOBAL"))
+    everything = {(f.rule, f.symbol) for f in base.findings}
+    assert everything == {("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("UNPREFIXED_EXPORT", U), ("REEXPORTED_RUNTIME", R2)}
+    report = run_check(_settings(matrix, "shim", "GLOBAL", inline_suppressions=({**entry, "reason": case},)))
+    assert {(s.finding.rule, s.finding.symbol) for s in report.suppressed} == suppressed
+    assert {(f.rule, f.symbol) for f in report.findings} == everything - suppressed
+    assert all(s.reason == case for s in report.suppressed)
+    # A suppression that matches nothing is reported as unused, so it cannot go stale silently.
+    assert len(report.unused_suppressions) == (0 if suppressed else 1)
