@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Mutation testing: mutmut over the checker's rules and prefix logic, the plugin's prefix
+# logic and the gate, against the fast tests that exercise them (docs/mutation.md has the
+# last score and what each surviving mutant is).
+#
+#     bash docs/mutation.sh                      # the four modules
+#     bash docs/mutation.sh checks/rules.py      # some of them (paths inside the installed package)
+#
+# The tests import the installed package, and the clone's folders are not that package
+# (the wheel maps checks/, plugin/ and src/aoti_shim/ into one), so the run stages a copy
+# of the installed aoti_shim with tests/ and fixtures/ beside it, and mutmut mutates that
+# copy. Reinstall first (pip install --no-deps --force-reinstall .) so the copy is the tree.
+# Niced, one worker by default (AOTI_SHIM_MUTATION_JOBS): shared machines stay usable.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PY=${PYTHON:-$REPO/.venv/bin/python}
+STAGE=${AOTI_SHIM_MUTATION_STAGE:-${TMPDIR:-/tmp}/aoti-shim-mutation}
+JOBS=${AOTI_SHIM_MUTATION_JOBS:-1}
+MODULES=("$@")
+[ ${#MODULES[@]} -gt 0 ] || MODULES=(checks/rules.py checks/prefix.py plugin/prefix.py plugin/gate.py)
+# The fast tests that exercise those modules (no pip, CMake or torch compile).
+read -r -a TESTS <<< "${AOTI_SHIM_MUTATION_TESTS:-tests/test_rule_matrix.py tests/test_check.py tests/test_check_soundness.py tests/test_plugin_backend.py}"
+
+"$PY" -m mutmut --version >/dev/null 2>&1 || { echo "mutation.sh: mutmut is not installed in $PY (pip install mutmut)" >&2; exit 2; }
+SITE=$("$PY" -c 'import aoti_shim, os; print(os.path.dirname(aoti_shim.__file__))')
+rm -rf "$STAGE"
+mkdir -p "$STAGE"
+cp -r "$SITE" "$STAGE/aoti_shim"
+cp -r "$REPO/tests" "$REPO/fixtures" "$STAGE/"
+find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
+toml_list() { local out="" x; for x in "$@"; do out+="\"$x\", "; done; echo "[${out%, }]"; }
+mutate=() ; for m in "${MODULES[@]}"; do mutate+=("aoti_shim/$m"); done
+cat > "$STAGE/pyproject.toml" <<EOF
+[tool.pytest.ini_options]
+pythonpath = ["tests"]
+addopts = "--import-mode=importlib -p no:cacheprovider -m 'not slow'"
+markers = ["slow: pip/CMake builds", "torch: needs torch", "gpu: needs a GPU"]
+
+[tool.mutmut]
+paths_to_mutate = $(toml_list "${mutate[@]}")
+tests_dir = $(toml_list "${TESTS[@]}")
+also_copy = ["aoti_shim", "tests", "fixtures"]
+EOF
+cd "$STAGE"
+nice -n 10 "$PY" -m mutmut run --max-children "$JOBS" || true
+"$PY" -m mutmut results
