@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from checker_fixtures import compile_shared_library
+from compile_support import compile_shared
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.prefix import validate
@@ -29,8 +29,7 @@ def _shim(tmp: Path, prefix: str) -> Path:
         + "".join(f'__attribute__((visibility("default"))) int32_t {prefix}aoti_torch_{n}(void) {{ return 6; }}\n' for n in NAMES)
     )
     out = tmp / f"libshim_{prefix or 'none'}.so"
-    done = compile_shared_library(src, out)
-    assert done.returncode == 0, done.stderr
+    compile_shared(src, out)
     return out
 
 
@@ -44,8 +43,7 @@ def _blob(tmp: Path, prefix: str) -> Path:
         + "; }\n"
     )
     out = tmp / f"libblob_{prefix or 'none'}.so"
-    done = compile_shared_library(src, out)
-    assert done.returncode == 0, done.stderr
+    compile_shared(src, out)
     return out
 
 
