@@ -7,7 +7,9 @@ such library is also a shim (it exports ``myrt_aoti_torch_base``) and an AOTIndu
 model (it exports ``AOTInductorModelContainerRun``), so that one library can be checked
 as a shim, as a model, or as both. A *bare* library is neither.
 
-A cell is (role, library). The checker runs on the library in that role, next to a
+A cell is (role, library). The roles are shim, model, both (one file given as --shim and
+--model) and twice (the library and a copy of it as two shims: two definers of each name).
+The checker runs on the library in that role, next to a
 *provider* shim (which exports the one prefixed name the models import and may find)
 and against a *reference* that exports every probe name, as libtorch would. EXPECT has
 one row per rule: for each cell, the exact multiset of symbols that rule reports on the
@@ -20,6 +22,7 @@ The libraries are compiled once per session, one gcc call each (about a second i
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,20 +41,25 @@ U = "aoti_torch_u"  # an unprefixed shim name
 S = "plain_state"  # no shim name at all
 R1 = "__cxa_probe"  # a name only the C++ runtime defines
 R2 = "_ZNSt5probeEv"  # a std:: name: the runtime's, or any C++ library's template instance (WEAK)
-PROBES = (P, U, S, R1, R2)
+C = "cudaProbeMalloc"  # a CUDA runtime API name
+PROBES = (P, U, S, R1, R2, C)
 # What every library but the bare one exports, as GLOBAL functions.
 BASE = "myrt_aoti_torch_base"
 ENTRY = "AOTInductorModelContainerRun"
-# Imports: unprefixed, prefixed and provided by nobody, prefixed and provided by the provider shim.
+# Imports: unprefixed, prefixed and provided by nobody, prefixed and provided by the provider
+# shim, and prefixed with a prefix no shim carries (a blob built for other shims).
 IU = "aoti_torch_iu"
 IM = "myrt_aoti_torch_imissing"
 IP = "myrt_aoti_torch_iprovided"
-IMPORTS = (IU, IM, IP)
+IF = "other_aoti_torch_iforeign"
+IMPORTS = (IU, IM, IP, IF)
 
 DEFINED_KINDS = ("GLOBAL", "WEAK", "GNU_UNIQUE", "TLS")
 KINDS = (*DEFINED_KINDS, "UNDEF_WEAK")
 LIBRARIES = (*KINDS, "BARE")
-ROLES = ("shim", "model", "both")
+# "both": the same file as --shim and --model; "twice": the library and a copy of it (another
+# file, the same names) as two --shim libraries, so that every name has two definers.
+ROLES = ("shim", "model", "both", "twice")
 CELLS = [(role, lib) for role in ROLES for lib in LIBRARIES]
 
 _EXPORT = '__attribute__((visibility("default")))'
@@ -96,6 +104,7 @@ def library_source(lib: str) -> str:
 @dataclass(frozen=True)
 class Built:
     libs: dict[str, Path]
+    copies: dict[str, Path]  # the same bytes at another path: another definer
     provider: Path
     reference: Path
 
@@ -111,8 +120,14 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Built:
         (out / f"{name}.c").write_text(text)
         built[name] = out / f"{name}.so"
         compile_shared(out / f"{name}.c", built[name])
+    copies = {}
+    for lib in LIBRARIES:
+        copies[lib] = out / "copy" / built[f"lib{lib.lower()}"].name
+        copies[lib].parent.mkdir(exist_ok=True)
+        shutil.copyfile(built[f"lib{lib.lower()}"], copies[lib])
     return Built(
         libs={lib: built[f"lib{lib.lower()}"] for lib in LIBRARIES},
+        copies=copies,
         provider=built["libprovider"],
         reference=built["libreference"],
     )
@@ -139,33 +154,41 @@ def _per_kind(values: dict[str, object], roles: tuple[str, ...]) -> dict[tuple[s
     return {(role, lib): value for role in roles for lib, value in values.items()}
 
 
-SHIM_ROLES = ("shim", "both")
+SHIM_ROLES = ("shim", "both", "twice")
 MODEL_ROLES = ("model", "both")
-RUNTIME_SKIPPED = (P, U, S)  # the runtime names are REEXPORTED_RUNTIME's, never COLLISION's
+RUNTIME_SKIPPED = (P, U, S)  # the runtime names are REEXPORTED_(CUDA_)RUNTIME's, never COLLISION's
+
+
+def _twice(values: dict[str, object]) -> dict[str, object]:
+    """A per-library finding, for the library and its copy."""
+    return {lib: v if isinstance(v, Why) else (*v, *v) for lib, v in values.items()}
 
 EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
     "NOT_AN_AOTI_MODEL": {
-        **_cells(NO_MODEL, ("shim",)),
+        **_cells(NO_MODEL, ("shim", "twice")),
         **_per_kind({lib: Why(f"it exports the entry point {ENTRY}") for lib in KINDS}, MODEL_ROLES),
         **_per_kind({"BARE": ("",)}, MODEL_ROLES),
     },
     "NOT_A_SHIM": {
         **_per_kind({lib: Why(f"it exports {BASE}") for lib in KINDS}, SHIM_ROLES),
-        **_per_kind({"BARE": ("",)}, SHIM_ROLES),
+        **_per_kind({"BARE": ("",)}, ("shim", "both")),
+        **_per_kind({"BARE": ("", "")}, ("twice",)),
         **_cells(Why("the library is not checked as a shim, and the provider exports a shim name"), ("model",)),
     },
     "COLLISION": {
-        **_per_kind({kind: RUNTIME_SKIPPED for kind in DEFINED_KINDS}, SHIM_ROLES),
+        **_per_kind({kind: RUNTIME_SKIPPED for kind in DEFINED_KINDS}, ("shim", "both")),
+        **_per_kind(_twice({kind: RUNTIME_SKIPPED for kind in DEFINED_KINDS}), ("twice",)),
         **_per_kind({"UNDEF_WEAK": UNDEFINED, "BARE": Why("plain_func is not in the reference")}, SHIM_ROLES),
         **_cells(Why("models are not checked against references (MODEL_DEFINES_SHIM covers their shim names)"), ("model",)),
     },
     "UNPREFIXED_EXPORT": {
-        **_per_kind({kind: (U,) for kind in DEFINED_KINDS}, SHIM_ROLES),
+        **_per_kind({kind: (U,) for kind in DEFINED_KINDS}, ("shim", "both")),
+        **_per_kind({kind: (U, U) for kind in DEFINED_KINDS}, ("twice",)),
         **_per_kind({"UNDEF_WEAK": UNDEFINED, "BARE": Why("it exports no aoti_torch_ name")}, SHIM_ROLES),
         **_cells(NO_SHIM_ROLE, ("model",)),
     },
     "UNPREFIXED_IMPORT": {
-        **_cells(NO_MODEL, ("shim",)),
+        **_cells(NO_MODEL, ("shim", "twice")),
         **_per_kind(
             {
                 "GLOBAL": (IU,),
@@ -180,10 +203,10 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
         ),
     },
     "UNSATISFIED_IMPORT": {
-        **_cells(NO_MODEL, ("shim",)),
+        **_cells(NO_MODEL, ("shim", "twice")),
         **_per_kind(
             {
-                # IP is the provider's; IU is unprefixed (UNPREFIXED_IMPORT's).
+                # IP is the provider's; IU is unprefixed (UNPREFIXED_IMPORT's), IF foreign (PREFIX_MISMATCH's).
                 "GLOBAL": (IM,),
                 "WEAK": EXPORTS_NO_PROBE,
                 "GNU_UNIQUE": EXPORTS_NO_PROBE,
@@ -196,8 +219,23 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
             MODEL_ROLES,
         ),
     },
+    "PREFIX_MISMATCH": {
+        **_cells(Why("the given prefix is the one the shims carry, and no model is checked"), ("shim", "twice")),
+        **_per_kind(
+            {
+                # One finding per model and foreign prefix, naming its first import.
+                "GLOBAL": (IF,),
+                "WEAK": EXPORTS_NO_PROBE,
+                "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                "TLS": EXPORTS_NO_PROBE,
+                "UNDEF_WEAK": (IF,),
+                "BARE": Why("it imports no shim name with another prefix"),
+            },
+            MODEL_ROLES,
+        ),
+    },
     "MODEL_DEFINES_SHIM": {
-        **_cells(NO_MODEL, ("shim",)),
+        **_cells(NO_MODEL, ("shim", "twice")),
         **_per_kind(
             {
                 **{kind: (BASE, P, U) for kind in DEFINED_KINDS},
@@ -209,8 +247,8 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
     },
     "DUPLICATE_DEFINER": {
         **_cells(Why("each name has one definer: the library and the provider share none"), ("shim", "model")),
-        # Both roles: the library is checked twice, so it is its own second definer of every
-        # shim name and thread-local it exports...
+        **_cells(Why("one file given as --shim and --model is one definer"), ("both",)),
+        # Twice: the copy is a second definer of every shim name and thread-local...
         **_per_kind(
             {
                 "GLOBAL": (BASE, P, U),
@@ -218,11 +256,11 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
                 # ...except GNU_UNIQUE ones: the loader keeps one instance per process.
                 "GNU_UNIQUE": (BASE,),
                 # ...and a thread-local is state whatever its name.
-                "TLS": (BASE, P, U, S, R1, R2),
+                "TLS": (BASE, P, U, S, R1, R2, C),
                 "UNDEF_WEAK": (BASE,),
                 "BARE": Why("it defines no shim name and no thread-local"),
             },
-            ("both",),
+            ("twice",),
         ),
     },
     "REEXPORTED_RUNTIME": {
@@ -239,17 +277,30 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
             },
             ("shim", "model"),
         ),
-        # The same library in both roles is two checked libraries: reported once for each.
+        # The same file in both roles, and the library and its copy: reported for each.
         **_per_kind(
-            {
-                "GLOBAL": (R2, R2),
-                "WEAK": (R1, R1),
-                "GNU_UNIQUE": (R2, R2),
-                "TLS": (R2, R2),
-                "UNDEF_WEAK": UNDEFINED,
-                "BARE": Why("it exports no C++ runtime name"),
-            },
-            ("both",),
+            _twice(
+                {
+                    "GLOBAL": (R2,),
+                    "WEAK": (R1,),
+                    "GNU_UNIQUE": (R2,),
+                    "TLS": (R2,),
+                    "UNDEF_WEAK": UNDEFINED,
+                    "BARE": Why("it exports no C++ runtime name"),
+                }
+            ),
+            ("both", "twice"),
+        ),
+    },
+    "REEXPORTED_CUDA_RUNTIME": {
+        # Any binding: a WEAK cudaMalloc interposes libcudart as well.
+        **_per_kind(
+            {**{kind: (C,) for kind in DEFINED_KINDS}, "UNDEF_WEAK": UNDEFINED, "BARE": Why("it exports no CUDA runtime name")},
+            ("shim", "model"),
+        ),
+        **_per_kind(
+            _twice({**{kind: (C,) for kind in DEFINED_KINDS}, "UNDEF_WEAK": UNDEFINED, "BARE": Why("it exports no CUDA runtime name")}),
+            ("both", "twice"),
         ),
     },
 }
@@ -258,6 +309,8 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
 def _settings(built: Built, role: str, lib: str, **extra: object) -> CheckSettings:
     subject = str(built.libs[lib])
     shims = (subject, str(built.provider)) if role in SHIM_ROLES else (str(built.provider),)
+    if role == "twice":
+        shims = (subject, str(built.copies[lib]), str(built.provider))
     models = (subject,) if role in MODEL_ROLES else ()
     return CheckSettings(shims=shims, models=models, against=(str(built.reference),), prefix=PREFIX, **extra)  # type: ignore[arg-type]
 
@@ -292,8 +345,8 @@ def test_the_libraries_have_the_kinds_they_are_named_for(matrix: Built) -> None:
 @pytest.mark.parametrize(("role", "lib"), CELLS, ids=[f"{role}-{lib}" for role, lib in CELLS])
 def test_cell(matrix: Built, role: str, lib: str) -> None:
     report = run_check(_settings(matrix, role, lib))
-    subject = str(matrix.libs[lib])
-    assert {f.artifact for f in report.findings} <= {subject}, "a finding about the provider or the reference"
+    subjects = {str(matrix.libs[lib]), str(matrix.copies[lib])}
+    assert {f.artifact for f in report.findings} <= subjects, "a finding about the provider or the reference"
     got = Counter((f.rule, f.symbol) for f in report.findings)
     want: Counter[tuple[str, str]] = Counter()
     for rule, row in EXPECT.items():
@@ -308,7 +361,8 @@ def test_cell(matrix: Built, role: str, lib: str) -> None:
 
 # -- suppressions: scoped by rule, symbol and artifact, matching and not ----------------
 
-# The GLOBAL library as a shim finds COLLISION P, U, S; UNPREFIXED_EXPORT U; REEXPORTED_RUNTIME R2.
+# The GLOBAL library as a shim finds COLLISION P, U, S; UNPREFIXED_EXPORT U; REEXPORTED_RUNTIME R2;
+# REEXPORTED_CUDA_RUNTIME C.
 SUPPRESSION_CASES = {
     "rule": ({"rule": "COLLISION"}, {("COLLISION", P), ("COLLISION", U), ("COLLISION", S)}),
     "any-rule-one-symbol": ({"rule": "*", "symbol": U}, {("COLLISION", U), ("UNPREFIXED_EXPORT", U)}),
@@ -328,7 +382,10 @@ def test_suppression_scope(matrix: Built, case: str) -> None:
     entry, suppressed = SUPPRESSION_CASES[case]
     base = run_check(_settings(matrix, "shim", "GLOBAL"))
     everything = {(f.rule, f.symbol) for f in base.findings}
-    assert everything == {("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("UNPREFIXED_EXPORT", U), ("REEXPORTED_RUNTIME", R2)}
+    assert everything == {
+        ("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("UNPREFIXED_EXPORT", U),
+        ("REEXPORTED_RUNTIME", R2), ("REEXPORTED_CUDA_RUNTIME", C),
+    }  # fmt: skip
     report = run_check(_settings(matrix, "shim", "GLOBAL", inline_suppressions=({**entry, "reason": case},)))
     assert {(s.finding.rule, s.finding.symbol) for s in report.suppressed} == suppressed
     assert {(f.rule, f.symbol) for f in report.findings} == everything - suppressed
