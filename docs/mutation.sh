@@ -27,7 +27,7 @@ SITE=$("$PY" -c 'import aoti_shim, os; print(os.path.dirname(aoti_shim.__file__)
 rm -rf "$STAGE"
 mkdir -p "$STAGE"
 cp -r "$SITE" "$STAGE/aoti_shim"
-cp -r "$REPO/tests" "$REPO/fixtures" "$STAGE/"
+cp -r "$REPO/tests" "$REPO/fixtures" "$REPO/README.md" "$STAGE/"
 find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
 toml_list() { local out="" x; for x in "$@"; do out+="\"$x\", "; done; echo "[${out%, }]"; }
 mutate=() ; for m in "${MODULES[@]}"; do mutate+=("aoti_shim/$m"); done
@@ -38,9 +38,9 @@ addopts = "--import-mode=importlib -p no:cacheprovider -m 'not slow'"
 markers = ["slow: pip/CMake builds", "torch: needs torch", "gpu: needs a GPU"]
 
 [tool.mutmut]
-paths_to_mutate = $(toml_list "${mutate[@]}")
-tests_dir = $(toml_list "${TESTS[@]}")
-also_copy = ["aoti_shim", "tests", "fixtures"]
+source_paths = $(toml_list "${mutate[@]}")
+pytest_add_cli_args_test_selection = $(toml_list "${TESTS[@]}")
+also_copy = ["aoti_shim", "tests", "fixtures", "README.md"]
 EOF
 cd "$STAGE"
 nice -n 10 "$PY" -m mutmut run --max-children "$JOBS" || true

@@ -1,6 +1,6 @@
 """The backend publishes only checked wheels, with the prefix the shims really carry.
 
-Real in-process and subprocess builds of tests/packages/plugin_clean: CMake given
+Real in-process and subprocess builds of fixtures/packages/plugin_clean: CMake given
 another prefix than the one requested must fail the build, and a backend killed at any
 stage (SIGTERM or SIGKILL, while CMake runs or while the check runs) leaves no wheel in
 the wheel folder; after SIGTERM it leaves no temp folder and no child either.
