@@ -392,3 +392,102 @@ def test_suppression_scope(matrix: Built, case: str) -> None:
     assert all(s.reason == case for s in report.suppressed)
     # A suppression that matches nothing is reported as unused, so it cannot go stale silently.
     assert len(report.unused_suppressions) == (0 if suppressed else 1)
+
+
+# -- what each rule says: the message a user reads, whole ---------------------------------
+
+# (case, rule, symbol, message): a case is a cell (role-library) or a named setting;
+# {lib}, {copy}, {ref} stand for the cell's paths.
+MESSAGES: list[tuple[str, str, str, str]] = [
+    ("shim-GLOBAL", "COLLISION", U, "GLOBAL FUNC 'aoti_torch_u' is also exported by {ref}"),
+    ("shim-TLS", "COLLISION", S, "GLOBAL TLS 'plain_state' is also exported by {ref}"),
+    ("shim-GLOBAL-two-references", "COLLISION", P, "GLOBAL FUNC 'myrt_aoti_torch_p' is also exported by {ref} (and 1 more)"),
+    ("shim-GLOBAL", "UNPREFIXED_EXPORT", U, "exports 'aoti_torch_u' without the prefix (expected 'myrt_aoti_torch_u')"),
+    # fixtures/checker's unprefixed shim: no prefix given, none to infer.
+    (
+        "unprefixed-shim-no-prefix",
+        "UNPREFIXED_EXPORT",
+        "aoti_torch_get_data_ptr",
+        "exports 'aoti_torch_get_data_ptr' without the prefix (expected a prefixed name)",
+    ),
+    (
+        "shim-GLOBAL",
+        "REEXPORTED_RUNTIME",
+        R2,
+        "re-exports 2 C++ runtime symbol(s), e.g. '_ZNSt5probeEv'; loaded RTLD_GLOBAL they interpose the process's C++ runtime",
+    ),
+    (
+        "shim-GLOBAL",
+        "REEXPORTED_CUDA_RUNTIME",
+        C,
+        "exports 1 CUDA runtime symbol(s), e.g. 'cudaProbeMalloc'; loaded RTLD_GLOBAL they interpose libcudart for the "
+        "whole process (link the runtime with hidden visibility)",
+    ),
+    ("shim-BARE", "NOT_A_SHIM", "", "exports no aoti_torch_* name, prefixed or not: not a shim library"),
+    ("model-GLOBAL", "UNPREFIXED_IMPORT", IU, "imports 'aoti_torch_iu', which binds to libtorch whenever libtorch is global"),
+    (
+        "model-GLOBAL",
+        "UNSATISFIED_IMPORT",
+        IM,
+        "imports 'myrt_aoti_torch_imissing', which no shim library exports (it fails when first called)",
+    ),
+    (
+        "model-GLOBAL",
+        "PREFIX_MISMATCH",
+        IF,
+        "imports 1 shim name(s) with prefix 'other_' (e.g. 'other_aoti_torch_iforeign'), but the shims carry 'myrt_': "
+        "blob and shims were built with different prefixes, so it cannot load",
+    ),
+    (
+        "bare-shim-given-prefix",
+        "PREFIX_MISMATCH",
+        "myrt_aoti_torch_*",
+        "the given prefix 'myrt_' is exported by no shim library; the shims carry no prefix at all",
+    ),
+    (
+        "provider-given-other-prefix",
+        "PREFIX_MISMATCH",
+        "zz_aoti_torch_*",
+        "the given prefix 'zz_' is exported by no shim library; the shims carry 'myrt_'",
+    ),
+    ("model-GLOBAL", "MODEL_DEFINES_SHIM", U, "defines shim 'aoti_torch_u' itself; shims belong in the shim library"),
+    (
+        "model-BARE",
+        "NOT_AN_AOTI_MODEL",
+        "",
+        "exports no AOTInductorModelContainer* entry point: not an AOTInductor model; its 1 unprefixed aoti_torch_* "
+        "import(s) bind to libtorch by design (a stable-ABI extension?) and are not reported",
+    ),
+    ("model-provider", "NOT_AN_AOTI_MODEL", "", "exports no AOTInductorModelContainer* entry point: not an AOTInductor model"),
+    ("twice-GLOBAL", "DUPLICATE_DEFINER", U, "'aoti_torch_u' is also defined by {lib}; each copy has its own state"),
+]
+
+
+def _message_settings(built: Built, checker_libs: dict[str, Path], case: str) -> CheckSettings:
+    name = case
+    if name == "shim-GLOBAL-two-references":
+        return CheckSettings(shims=(str(built.libs["GLOBAL"]),), against=(str(built.reference), str(built.libs["TLS"])), prefix=PREFIX)
+    if name == "unprefixed-shim-no-prefix":
+        return CheckSettings(shims=(str(checker_libs["unprefixed_shim"]),))
+    if name == "bare-shim-given-prefix":
+        return CheckSettings(shims=(str(built.libs["BARE"]),), prefix=PREFIX)
+    if name == "provider-given-other-prefix":
+        return CheckSettings(shims=(str(built.provider),), prefix="zz_")
+    if name == "model-provider":
+        return CheckSettings(shims=(str(built.provider),), models=(str(built.provider),), prefix=PREFIX)
+    role, lib = name.split("-")
+    return _settings(built, role, lib)
+
+
+@pytest.mark.parametrize(("case", "rule", "symbol", "template"), MESSAGES, ids=[f"{m[1]}:{m[0]}" for m in MESSAGES])
+def test_message(matrix: Built, checker_libs: dict[str, Path], case: str, rule: str, symbol: str, template: str) -> None:
+    parts = case.split("-")
+    lib = parts[1] if len(parts) > 1 and parts[1] in LIBRARIES else "GLOBAL"
+    expected = template.format(lib=matrix.libs[lib], copy=matrix.copies[lib], ref=matrix.reference)
+    report = run_check(_message_settings(matrix, checker_libs, case))
+    said = [f.message for f in report.findings if f.rule == rule and f.symbol == symbol]
+    assert said == [expected]
+
+
+def test_every_rule_has_a_message_case() -> None:
+    assert {m[1] for m in MESSAGES} == {rule.id for rule in RULES}
