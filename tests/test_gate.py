@@ -1,0 +1,213 @@
+"""The backend's gate (plugin/gate.py) on hand-made wheels: no build, real ELF members.
+
+How members get their roles, which prefix the check uses, and what a rejected wheel
+says; the pip and CMake tests show the same end to end, slowly.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from compile_support import compile_shared
+
+from aoti_shim.errors import InputError, UsageError
+from aoti_shim.plugin import gate
+from aoti_shim.plugin.gate import BuildRejected, Roles
+from aoti_shim.plugin.prefix import PrefixChoice
+from aoti_shim.plugin.settings import GateSettings
+
+EXPORT = '__attribute__((visibility("default")))'
+EXTRA_SOURCES = {
+    # Imports libtorch's own names, no AOTInductor entry point: a stable-ABI extension.
+    "extension": f"extern int aoti_torch_x(void); {EXPORT} int ext(void) {{ return aoti_torch_x(); }}\n",
+    # Imports the private (prefixed) ABI without an entry point: still a consumer to check.
+    "consumer": f"extern int myrt_aoti_torch_empty_strided(void); {EXPORT} int use(void) {{ return myrt_aoti_torch_empty_strided(); }}\n",
+    "plain": f"{EXPORT} int plain_func(void) {{ return 1; }}\n",
+    "other_prefix_shim": f"{EXPORT} int zz_aoti_torch_empty_strided(void) {{ return 1; }}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory: pytest.TempPathFactory, checker_libs: dict[str, Path]) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("gate-libs")
+    built = dict(checker_libs)
+    for name, text in EXTRA_SOURCES.items():
+        (out / f"{name}.c").write_text(text)
+        built[name] = out / f"lib{name}.so"
+        compile_shared(out / f"{name}.c", built[name])
+    return built
+
+
+def make_wheel(path: Path, members: dict[str, Path | bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, content in members.items():
+            if isinstance(content, Path):
+                zf.write(content, name)
+            else:
+                zf.writestr(name, content)
+        zf.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+    return path
+
+
+def test_extract_copies_the_elf_members_byte_for_byte(libs: dict[str, Path], tmp_path: Path) -> None:
+    wheel = make_wheel(
+        tmp_path / "pkg-1.0-py3-none-any.whl",
+        {"pkg/lib/libshim.so": libs["clean_shim"], "pkg/README.so": b"not ELF", "pkg/__init__.py": b""},
+    )
+    dest = tmp_path / "out"
+    assert gate.extract_elf_members(wheel, dest) == ["pkg/lib/libshim.so"]
+    assert (dest / "pkg/lib/libshim.so").read_bytes() == libs["clean_shim"].read_bytes()
+    assert not (dest / "pkg/README.so").exists()
+
+
+def test_extract_refuses_an_unsafe_member_and_an_unreadable_wheel(libs: dict[str, Path], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "evil-1.0-py3-none-any.whl", {"../escape.so": libs["clean_shim"]})
+    with pytest.raises(InputError) as err:
+        gate.extract_elf_members(wheel, tmp_path / "out")
+    assert str(err.value) == "evil-1.0-py3-none-any.whl: unsafe member name '../escape.so' in wheel; it is not installed"
+    broken = tmp_path / "broken-1.0-py3-none-any.whl"
+    broken.write_bytes(b"PK\x03\x04 not a zip")
+    with pytest.raises(InputError, match=r"^broken-1.0-py3-none-any.whl: cannot read the built wheel: "):
+        gate.extract_elf_members(broken, tmp_path / "out")
+
+
+def _classify(libs: dict[str, Path], tmp_path: Path, settings: GateSettings, names: tuple[str, ...]) -> Roles:
+    members = {f"pkg/{name}.so": libs[name] for name in names}
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", members)
+    root = tmp_path / "root"
+    return gate.classify(gate.extract_elf_members(wheel, root), root, settings)
+
+
+def test_classify_by_what_each_member_exports_and_imports(libs: dict[str, Path], tmp_path: Path) -> None:
+    roles = _classify(libs, tmp_path, GateSettings(), ("clean_shim", "good_model", "extension", "consumer", "plain", "unprefixed_shim"))
+    assert roles == Roles(
+        shims=("pkg/clean_shim.so", "pkg/unprefixed_shim.so"),
+        models=("pkg/good_model.so", "pkg/consumer.so"),
+        unchecked=("pkg/plain.so",),
+        extensions=("pkg/extension.so",),
+    )
+
+
+def test_classify_by_globs(libs: dict[str, Path], tmp_path: Path) -> None:
+    settings = GateSettings(shims=("pkg/clean_*",), models=("pkg/*",))
+    roles = _classify(libs, tmp_path, settings, ("clean_shim", "good_model", "plain"))
+    # A member matching both is a shim; the model globs take the rest they match.
+    assert roles == Roles(shims=("pkg/clean_shim.so",), models=("pkg/good_model.so", "pkg/plain.so"), unchecked=())
+    roles = _classify(libs, tmp_path / "2", GateSettings(models=("pkg/good_*",)), ("clean_shim", "good_model"))
+    assert roles == Roles(shims=(), models=("pkg/good_model.so",), unchecked=("pkg/clean_shim.so",))
+
+
+def test_a_glob_matching_no_member_is_a_usage_error(libs: dict[str, Path], tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as err:
+        _classify(libs, tmp_path, GateSettings(shims=("pkg/clean_*", "lib/*.so")), ("clean_shim", "plain"))
+    assert str(err.value) == (
+        "[tool.aoti-shim] shims: 'lib/*.so' matches no ELF member of the wheel (members: pkg/clean_shim.so, pkg/plain.so)"
+    )
+    with pytest.raises(UsageError, match=r"^\[tool.aoti-shim\] models: 'x' matches no ELF member of the wheel \(members: none\)$"):
+        gate.classify([], tmp_path, GateSettings(models=("x",)))
+
+
+def test_settled_prefix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
+    asked = PrefixChoice("myrt_", "-C aoti-shim.prefix")
+    assert gate._settled_prefix(asked, None, wheel) == "myrt_"  # no shim: nothing to compare
+    assert gate._settled_prefix(PrefixChoice(None, "not set"), None, wheel) is None
+    assert gate._settled_prefix(PrefixChoice(None, "not set"), "cm_", wheel) == "cm_"
+    assert "prefix: cm_ (read from the built shims)" in capsys.readouterr().out
+    assert gate._settled_prefix(asked, "myrt_", wheel) == "myrt_"
+    assert "prefix: myrt_ (the built shims carry it)" in capsys.readouterr().out
+    with pytest.raises(BuildRejected) as err:
+        gate._settled_prefix(asked, "cm_", wheel)
+    assert str(err.value) == (
+        "the built shims in pkg-1.0-py3-none-any.whl carry the prefix 'cm_', not 'myrt_' (from -C aoti-shim.prefix): "
+        "CMake got another prefix (a FORCE'd cache entry from CMAKE_ARGS=\"-C ...\", or aoti_shim_prefix(<target> PREFIX ...) "
+        "in CMakeLists.txt); the wheel was deleted; nothing is installed"
+    )
+    assert err.value.exit_code == 8
+
+
+def test_carried_prefix(libs: dict[str, Path], tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    for name in ("clean_shim", "other_prefix_shim", "plain"):
+        (root / f"{name}.so").write_bytes(libs[name].read_bytes())
+    assert gate.carried_prefix(("clean_shim.so", "plain.so"), root) == "myrt_"
+    assert gate.carried_prefix(("plain.so",), root) is None
+    assert gate.carried_prefix((), root) is None
+    with pytest.raises(BuildRejected) as err:
+        gate.carried_prefix(("clean_shim.so", "other_prefix_shim.so"), root)
+    assert str(err.value) == "the built shims: the shims use more than one prefix: 'myrt_' (3), 'zz_' (1)"
+
+
+def _check(wheel: Path, project: Path, prefix: PrefixChoice = PrefixChoice(None, "not set"), **settings: object) -> None:
+    gate.check_wheel(wheel, prefix, GateSettings(**{"against": (), **settings}), project)  # type: ignore[arg-type]
+
+
+def test_check_wheel_passes_a_clean_wheel_and_says_what_it_checked(
+    libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wheel = make_wheel(
+        tmp_path / "pkg-1.0-py3-none-any.whl",
+        {"pkg/lib/libshim.so": libs["clean_shim"], "pkg/model.so": libs["good_model"], "pkg/ext.so": libs["extension"], "pkg/plain.so": libs["plain"]},
+    )
+    _check(wheel, tmp_path)
+    out = capsys.readouterr().out
+    assert "checking pkg-1.0-py3-none-any.whl" in out
+    assert "  shims: pkg/lib/libshim.so" in out
+    assert "  models and other shim-ABI consumers: pkg/model.so" in out
+    assert "  not checked (stable-ABI extensions: import libtorch's aoti_torch_*, no AOTInductor model): pkg/ext.so" in out
+    assert "  not checked (no aoti_torch_* names): pkg/plain.so" in out
+
+
+def test_check_wheel_rejects_blocking_findings(libs: dict[str, Path], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libhalf.so": libs["half_prefixed_shim"]})
+    with pytest.raises(BuildRejected) as err:
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "-C aoti-shim.prefix"))
+    assert str(err.value) == "1 blocking finding(s) in pkg-1.0-py3-none-any.whl: the wheel was deleted; nothing is installed"
+    assert err.value.exit_code == 8
+
+
+def test_check_wheel_rejects_warnings_only_under_fail_on_any(libs: dict[str, Path], tmp_path: Path) -> None:
+    wheel = make_wheel(
+        tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libshim.so": libs["clean_shim"], "pkg/librt.so": libs["runtime_reexport"]}
+    )
+    _check(wheel, tmp_path, shims=("pkg/*",))  # fail-on blocking: a warning passes
+    with pytest.raises(BuildRejected) as err:
+        _check(wheel, tmp_path, shims=("pkg/*",), fail_on="any")
+    assert str(err.value).startswith("1 warning(s) with fail-on = any in pkg-1.0-py3-none-any.whl: the wheel was deleted")
+    assert err.value.exit_code == 4
+
+
+def test_check_wheel_with_nothing_to_check_warns(libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/plain.so": libs["plain"]})
+    _check(wheel, tmp_path)
+    assert "no ELF member of pkg-1.0-py3-none-any.whl exports or imports aoti_torch_* names: nothing to check" in capsys.readouterr().out
+
+
+def test_references(libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "ref").mkdir()
+    ref = tmp_path / "ref" / "libref.so"
+    ref.write_bytes(libs["unprefixed_shim"].read_bytes())
+    got = gate._references(GateSettings(against=("ref/libref.so", str(ref))), tmp_path, None, "[tool.aoti-shim] against")
+    assert got == (str(ref), str(ref))  # relative to the project, or absolute
+    assert f"against: {ref}" in capsys.readouterr().out
+    with pytest.raises(UsageError) as err:
+        gate._references(GateSettings(against=("nope.so",)), tmp_path, None, "-C aoti-shim.against")
+    assert str(err.value) == f"-C aoti-shim.against: reference 'nope.so' does not exist ({tmp_path / 'nope.so'})"
+    with pytest.raises(UsageError) as err:
+        gate._references(GateSettings(against=("torch",)), tmp_path, None, "x")
+    assert str(err.value) == 'against = "torch" but no torch location was resolved before the build'
+    shipped = gate._references(GateSettings(against=("torch-2.13.0+cpu",)), tmp_path, None, "x")
+    assert len(shipped) == 1 and shipped[0].endswith("torch-2.13.0+cpu.json.gz")
+    assert "against: the shipped snapshot torch-2.13.0+cpu" in capsys.readouterr().out
+
+
+def test_check_wheel_against_a_reference_finds_the_collision(libs: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "libtorchlike.so").write_bytes(libs["unprefixed_shim"].read_bytes())
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libbad.so": libs["unprefixed_shim"]})
+    # Two COLLISIONs, two UNPREFIXED_EXPORTs, and PREFIX_MISMATCH: no shim carries the asked-for myrt_.
+    with pytest.raises(BuildRejected, match=r"^5 blocking finding\(s\)"):
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "x"), against=("libtorchlike.so",), shims=("pkg/*",))
