@@ -51,6 +51,14 @@ def compile_shared(
     return done
 
 
+def compile_program(source: Path, target: Path, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """An executable from ``source``; fails the test with the compiler's output."""
+    language = "c++" if Path(source).suffix in CXX_SUFFIXES else "c"
+    done = subprocess.run([compiler(language), *flags, "-o", str(target), str(source)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, f"compiling {source} failed:\n{done.stdout}{done.stderr}"
+    return done
+
+
 def compile_object(
     source: Path, target: Path, flags: tuple[str, ...] = (), *, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:

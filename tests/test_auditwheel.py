@@ -12,13 +12,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from compile_support import compile_shared
 from test_readme import repair_wheel_command
 
 pytestmark = pytest.mark.slow
@@ -27,13 +27,6 @@ SHIMS = "int helper_value(void);\nint myrt_aoti_torch_device_type_cpu(void) { re
 CLEAN_HELPER = "int helper_value(void) { return 0; }\n"
 # A helper that defines a name of libtorch's own: vendored, it would interpose libtorch's.
 BAD_HELPER = "int helper_value(void) { return 0; }\nint aoti_torch_device_type_cpu(void) { return 0; }\n"
-
-
-def _cc() -> str:
-    compiler = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        pytest.fail("no C compiler (cc/gcc) found")
-    return compiler
 
 
 def _record_hash(data: bytes) -> str:
@@ -46,9 +39,9 @@ def _wheel_with_external_helper(root: Path, helper_source: str) -> tuple[Path, P
     lib.mkdir(parents=True)
     (root / "helper.c").write_text(helper_source)
     (root / "shims.c").write_text(SHIMS)
-    subprocess.run([_cc(), "-shared", "-fPIC", "-o", str(lib / "libmyrt_helper.so"), str(root / "helper.c")], check=True)
+    compile_shared(root / "helper.c", lib / "libmyrt_helper.so")
     shims = root / "libmyrt_shims.so"
-    subprocess.run([_cc(), "-shared", "-fPIC", "-o", str(shims), str(root / "shims.c"), f"-L{lib}", "-lmyrt_helper"], check=True)
+    compile_shared(root / "shims.c", shims, (f"-L{lib}", "-lmyrt_helper"))
     wheel = root / "myrt-0.1.0-py3-none-linux_x86_64.whl"
     files = {
         "myrt/__init__.py": b"",

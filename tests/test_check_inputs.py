@@ -11,6 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from compile_support import compile_object, compile_program
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.elf import ElfImage, file_kind
@@ -25,9 +26,9 @@ def build_tree(tmp_path_factory: pytest.TempPathFactory, checker_libs) -> Path:
     tree = tmp_path_factory.mktemp("build-tree")
     shutil.copy(checker_libs["clean_shim"], tree / "libclean_shim.so")
     (tree / "main.c").write_text("int main(void) { return 0; }\n")
-    subprocess.run(["gcc", "-o", str(tree / "a.out"), str(tree / "main.c")], check=True)
-    subprocess.run(["gcc", "-c", "-fPIC", "-o", str(tree / "main.o"), str(tree / "main.c")], check=True)
-    subprocess.run(["gcc", "-no-pie", "-o", str(tree / "static_addr"), str(tree / "main.c")], check=True)
+    compile_program(tree / "main.c", tree / "a.out")
+    compile_object(tree / "main.c", tree / "main.o", ("-fPIC",))
+    compile_program(tree / "main.c", tree / "static_addr", ("-no-pie",))
     return tree
 
 

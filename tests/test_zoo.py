@@ -8,9 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from smoke_support import PREFIX, aoti_shim, session_cache
-
-torch = pytest.importorskip("torch")
+import torch  # in the test extra: its absence fails, it does not skip
+from smoke_support import PREFIX, aoti_shim
 
 
 # --- the two checks ------------------------------------------------------------------
@@ -123,16 +122,16 @@ def test_attention_lowers_to_math_inside_the_compile_context() -> None:
 # --- zoo models through the shims ----------------------------------------------------
 
 
-def test_zoo_transformers_run_through_the_shims(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Path) -> None:
     """GPT-2 and BERT (2 layers, random weights): zero fallback ops in the default CPU
     compile (attention lowered to math), the prefixed blob bitwise equal to the control,
     and within the float64 eager bound."""
-    pytest.importorskip("transformers", reason="the zoo's transformers models: pip install transformers")
+    import transformers  # noqa: F401 - in the test extra: its absence fails, it does not skip
     from aoti_shim.checks.elf import ElfImage
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
     from aoti_shim.smoke.zoo import spec
 
-    cache = session_cache(tmp_path_factory)
+    cache = smoke_cache
     models = [spec("gpt2"), spec("bert")]
     # Both compiles at once (each is mostly one g++ process): the smoke then finds them cached.
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
