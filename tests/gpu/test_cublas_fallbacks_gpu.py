@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import sys
-from pathlib import Path
 
 import pytest
 from gpu_support import require_gpu
@@ -15,7 +13,6 @@ require_gpu()
 
 import torch  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_shims_symbols import built_prefix, shim_library  # noqa: E402
 
 P, I64, I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32

@@ -25,8 +25,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import torch  # in the test extra: its absence fails, it does not skip
 
-torch = pytest.importorskip("torch")
 # AOTI_SHIM_GPU_DEVICE=cpu: a rehearsal on a machine without a GPU (the host paths, same checks).
 DEVICE = os.environ.get("AOTI_SHIM_GPU_DEVICE", "cuda")
 if DEVICE == "cuda" and not torch.cuda.is_available():
