@@ -42,6 +42,10 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 
     device = request["device"]
     libtorch = promote_libtorch(device)
+    # No TF32 in this process: the control's fallback ops are libtorch's (cuDNN convolutions
+    # would use TF32 by default), the shims' compute in float32; both checks assume float32.
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     if request.get("shim_library"):
         shims = ctypes.CDLL(request["shim_library"], mode=os.RTLD_GLOBAL | os.RTLD_NOW)
         api = ShimApi(shims, request["prefix"])
