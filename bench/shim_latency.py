@@ -608,7 +608,8 @@ def measure_model(
                     variants[key] = lambda w, n, once=replay.once: _timed(once, w, n)
                 except Exception as e:  # noqa: BLE001 - any capture failure is a finding, not a crash
                     result.notes[key] = f"capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
-                    torch.cuda.synchronize()
+                    with contextlib.suppress(Exception):
+                        torch.cuda.synchronize()
                     if own is not None:
                         with contextlib.suppress(AotiShimError):
                             own.close()
