@@ -273,6 +273,10 @@ if [[ " $PHASES " == *" core "* ]]; then
   step "pack CUDA artefacts" 30 "$RUN_LOG" pack_artefacts
   step "smoke float32, the rest" 150 "$OUT/02_smoke.log" smoke_f32 rest
 fi
+if [[ " $PHASES " == *" shims "* ]]; then
+  # The shims' C++ tests alone (after a shim change, before another script's phase).
+  step "shim C++ unit tests" 120 "$OUT/01_shim_tests.log" shim_unit_tests
+fi
 if [[ " $PHASES " == *" latency "* ]]; then
   step "bench shim latency, run 2" 150 "$OUT/04_bench.log" bench_latency
   step "bench shim latency, run 3" 150 "$OUT/04_bench.log" bench_latency

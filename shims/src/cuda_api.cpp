@@ -142,6 +142,31 @@ BlockCache& cache() {
   return *instance;
 }
 
+// A pool's memory is reachable from its own device only, whatever cudaDeviceEnablePeerAccess
+// says: without this a copy between two GPUs fails with "invalid argument" (seen on two H200s).
+// Every device that can reach this one directly gets read and write access.
+void grant_peer_access(cudaMemPool_t pool, int device) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return;
+  }
+  for (int peer = 0; peer < count && peer < kMaxPooledDevices; ++peer) {
+    int reachable = 0;
+    if (peer == device || cudaDeviceCanAccessPeer(&reachable, peer, device) != cudaSuccess || !reachable) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    cudaMemAccessDesc access{};
+    access.location.type = cudaMemLocationTypeDevice;
+    access.location.id = peer;
+    access.flags = cudaMemAccessFlagsProtReadWrite;
+    if (cudaMemPoolSetAccess(pool, &access, 1) != cudaSuccess) {
+      (void)cudaGetLastError();  // the copy then reports its own error
+    }
+  }
+}
+
 // The device's own pool, created on first use; null where that fails (callers hold the mutex).
 cudaMemPool_t pool_for(BlockCache& c, int device) {
   if (device < 0 || device >= kMaxPooledDevices || c.pool_failed[device]) {
@@ -161,6 +186,7 @@ cudaMemPool_t pool_for(BlockCache& c, int device) {
     }
     uint64_t threshold = UINT64_MAX;
     (void)cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold);
+    grant_peer_access(pool, device);
     c.pools[device] = pool;
   }
   return c.pools[device];
