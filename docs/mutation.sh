@@ -43,5 +43,7 @@ pytest_add_cli_args_test_selection = $(toml_list "${TESTS[@]}")
 also_copy = ["aoti_shim", "tests", "fixtures", "README.md"]
 EOF
 cd "$STAGE"
+# Each mutant's test session would compile the fixtures again: compile them once.
+export AOTI_SHIM_COMPILE_CACHE="$STAGE/compile-cache"
 nice -n 10 "$PY" -m mutmut run --max-children "$JOBS" || true
 "$PY" -m mutmut results

@@ -6,6 +6,7 @@ suffix unless ``language`` says otherwise (``/dev/null`` as an empty C file).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -39,16 +40,35 @@ def compile_shared(
     language = language or ("c++" if Path(source).suffix in CXX_SUFFIXES else "c")
     lang_flags = ("-x", language) if str(source) == os.devnull else ()
     target.parent.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(
-        [compiler(language), "-shared", "-fPIC", "-O1", *lang_flags, "-o", str(target), str(source), *flags],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
+    args = [compiler(language), "-shared", "-fPIC", "-O1", *lang_flags, "-o", str(target), str(source), *flags]
+    cached = _cached(args, source)
+    if cached is not None and cached.is_file():
+        shutil.copyfile(cached, target)
+        return subprocess.CompletedProcess(args, 0, "", "")
+    done = subprocess.run(args, capture_output=True, text=True, check=False, env=env)
     if check:
         assert done.returncode == 0, f"compiling {source} failed:\n{done.stdout}{done.stderr}"
+    if cached is not None and done.returncode == 0:
+        part = cached.with_name(f"{cached.name}.{os.getpid()}.part")
+        shutil.copyfile(target, part)
+        os.replace(part, cached)
     return done
+
+
+def _cached(args: list[str], source: Path) -> Path | None:
+    """Where $AOTI_SHIM_COMPILE_CACHE keeps this compile's output, if it is set.
+
+    For runs that start many test sessions on unchanged fixtures (docs/mutation.sh): the
+    key is the command line less the output path, plus the source's bytes; libraries
+    linked with -l are not part of it, so leave it unset for ordinary runs.
+    """
+    folder = os.environ.get("AOTI_SHIM_COMPILE_CACHE")
+    if not folder:
+        return None
+    key = hashlib.sha256("\0".join(a for a in args if a != args[args.index("-o") + 1]).encode())
+    key.update(Path(source).read_bytes())
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return Path(folder) / f"{key.hexdigest()}.so"
 
 
 def compile_program(source: Path, target: Path, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:

@@ -17,6 +17,7 @@ from aoti_shim.plugin import gate
 from aoti_shim.plugin.gate import BuildRejected, Roles
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import GateSettings
+from aoti_shim.plugin.target_env import TorchLocation
 
 EXPORT = '__attribute__((visibility("default")))'
 EXTRA_SOURCES = {
@@ -211,3 +212,59 @@ def test_check_wheel_against_a_reference_finds_the_collision(libs: dict[str, Pat
     # Two COLLISIONs, two UNPREFIXED_EXPORTs, and PREFIX_MISMATCH: no shim carries the asked-for myrt_.
     with pytest.raises(BuildRejected, match=r"^5 blocking finding\(s\)"):
         _check(wheel, tmp_path, PrefixChoice("myrt_", "x"), against=("libtorchlike.so",), shims=("pkg/*",))
+
+
+def test_references_keep_every_item_in_order(libs: dict[str, Path], tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "torch" / "lib").mkdir(parents=True)
+    (tmp_path / "libref.so").write_bytes(libs["unprefixed_shim"].read_bytes())
+    against = ("torch", "torch-2.13.0+cpu", "libref.so")
+    got = gate._references(GateSettings(against=against), tmp_path, TorchLocation(site, "test"), "x")
+    assert len(got) == 3
+    assert got[0] == str(site / "torch" / "lib") and got[1].endswith("torch-2.13.0+cpu.json.gz")
+    assert got[2] == str(tmp_path / "libref.so")
+
+
+def test_a_project_file_named_like_a_snapshot_is_that_file(libs: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "torch-2.13.0+cpu").write_bytes(libs["unprefixed_shim"].read_bytes())
+    got = gate._references(GateSettings(against=("torch-2.13.0+cpu",)), tmp_path, None, "x")
+    assert got == (str(tmp_path / "torch-2.13.0+cpu"),)
+
+
+def test_a_broken_member_is_named_by_its_member_path(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "libbad.so").write_bytes(b"\x7fELF" + b"\x02\x01\x01" + b"\0" * 9 + b"junk")
+    with pytest.raises(InputError, match=r"^pkg/libbad.so: "):
+        gate.carried_prefix(("pkg/libbad.so",), tmp_path)
+
+
+def test_check_wheel_lists_every_member_of_each_role(libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = make_wheel(
+        tmp_path / "pkg-1.0-py3-none-any.whl",
+        {
+            "pkg/a.so": libs["clean_shim"], "pkg/b.so": libs["clean_shim"],
+            "pkg/e1.so": libs["extension"], "pkg/e2.so": libs["extension"],
+            "pkg/p1.so": libs["plain"], "pkg/p2.so": libs["plain"],
+        },
+    )  # fmt: skip
+    with pytest.raises(BuildRejected):  # the two copies of the shim are each other's duplicate definers
+        _check(wheel, tmp_path)
+    out = capsys.readouterr().out
+    assert "  shims: pkg/a.so, pkg/b.so\n" in out
+    assert "  models and other shim-ABI consumers: -\n" in out
+    assert "no AOTInductor model): pkg/e1.so, pkg/e2.so\n" in out
+    assert "  not checked (no aoti_torch_* names): pkg/p1.so, pkg/p2.so\n" in out
+
+
+def test_check_wheel_by_globs_names_what_they_left_out(libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = make_wheel(
+        tmp_path / "pkg-1.0-py3-none-any.whl",
+        {"pkg/lib/a.so": libs["clean_shim"], "pkg/m1.so": libs["good_model"], "pkg/m2.so": libs["good_model"], "pkg/x.so": libs["plain"]},
+    )
+    _check(wheel, tmp_path, shims=("pkg/lib/*",), models=("pkg/m*",))
+    out = capsys.readouterr().out
+    assert "  models and other shim-ABI consumers: pkg/m1.so, pkg/m2.so\n" in out
+    assert "  not checked ([tool.aoti-shim] shims/models match none): pkg/x.so\n" in out
+    # Either glob alone replaces the classification too.
+    _check(wheel, tmp_path, models=("pkg/m*",))
+    assert "  not checked ([tool.aoti-shim] shims/models match none): pkg/lib/a.so, pkg/x.so\n" in capsys.readouterr().out

@@ -45,6 +45,11 @@ def _warning(by: str, value: str, requested: PrefixChoice = ASKED) -> str:
         (["-D AOTI_SHIM_SYMBOL_PREFIX =d_"], "d_"),  # as shlex leaves a quoted "-D NAME =v"
         (["-DAOTI_SHIM_SYMBOL_PREFIX=a_", "-DOTHER=1", "-DAOTI_SHIM_SYMBOL_PREFIX=last_"], "last_"),
         (["-DAOTI_SHIM_SYMBOL_PREFIX="], ""),
+        (["-DAOTI_SHIM_SYMBOL_PREFIX=a_", "-DAOTI_SHIM_SYMBOL_PREFIX=b_"], "b_"),  # adjacent: each one read
+        (["-D", "AOTI_SHIM_SYMBOL_PREFIX=a_", "-DAOTI_SHIM_SYMBOL_PREFIX=b_"], "b_"),
+        (["-G", "Ninja", "-D", "AOTI_SHIM_SYMBOL_PREFIX=c_"], "c_"),  # the value after this -D
+        (["Ninja", "-DAOTI_SHIM_SYMBOL_PREFIX=x_"], "x_"),  # one plain argument skips one
+        (["-DAOTI_SHIM_SYMBOL_PREFIX=a=b"], "a=b"),  # the first '=' ends the name
         (["-DOTHER=1", "-DAOTI_SHIM_SYMBOL_PREFIXX=z_", "-DAOTI_SHIM_SYMBOL_PREFIX"], None),  # no '=': not a define of it
         (["AOTI_SHIM_SYMBOL_PREFIX=x_", "-G", "Ninja"], None),
         (["-D"], None),  # a trailing -D defines nothing
