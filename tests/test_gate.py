@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
+from compile_support import compile_object, compile_shared
 
 from aoti_shim.errors import InputError, UsageError
 from aoti_shim.plugin import gate
@@ -268,3 +268,57 @@ def test_check_wheel_by_globs_names_what_they_left_out(libs: dict[str, Path], tm
     # Either glob alone replaces the classification too.
     _check(wheel, tmp_path, models=("pkg/m*",))
     assert "  not checked ([tool.aoti-shim] shims/models match none): pkg/lib/a.so, pkg/x.so\n" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("where", ["relative", "absolute", "inline"])
+def test_check_wheel_applies_the_projects_suppressions(libs: dict[str, Path], tmp_path: Path, where: str) -> None:
+    wheel = make_wheel(tmp_path / "dist" / "pkg-1.0-py3-none-any.whl", {"pkg/libhalf.so": libs["half_prefixed_shim"]})
+    entry = {"rule": "UNPREFIXED_EXPORT", "symbol": "aoti_torch_delete_*", "artifact": "pkg/libhalf.so", "reason": "old loader"}
+    table = "[[suppress]]\n" + "".join(f'{k} = "{v}"\n' for k, v in entry.items())
+    (tmp_path / "sup.toml").write_text(table)
+    if where == "inline":
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "x"), suppress=(entry,))
+    else:
+        path = "sup.toml" if where == "relative" else str(tmp_path / "sup.toml")
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "x"), suppressions=path)
+
+
+def test_check_wheel_names_members_not_temp_files(libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libhalf.so": libs["half_prefixed_shim"]})
+    with pytest.raises(BuildRejected):
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "x"))
+    out = capsys.readouterr()
+    table = out.out + out.err
+    assert "pkg/libhalf.so" in table and "aoti-shim-gate-" not in table and "UNPREFIXED_EXPORT" in table
+
+
+def test_check_wheel_settles_the_prefix_from_the_built_shims(libs: dict[str, Path], tmp_path: Path) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libzz.so": libs["other_prefix_shim"]})
+    with pytest.raises(BuildRejected, match=r"^the built shims in pkg-1.0-py3-none-any.whl carry the prefix 'zz_', not 'myrt_'"):
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "x"))
+
+
+def test_check_wheel_uses_the_torch_found_before_the_build(libs: dict[str, Path], tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "torch" / "lib" / "libtorch_cpu.so").write_bytes(libs["unprefixed_shim"].read_bytes())
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libbad.so": libs["unprefixed_shim"]})
+    with pytest.raises(BuildRejected, match=r"^4 blocking finding"):  # 2 COLLISIONs with that torch, 2 UNPREFIXED_EXPORTs
+        gate.check_wheel(wheel, PrefixChoice(None, "not set"), GateSettings(against=("torch",)), tmp_path, TorchLocation(site, "test"))
+    with pytest.raises(UsageError, match=r"^-C aoti-shim.against: reference 'nope.so' does not exist"):
+        gate.check_wheel(wheel, PrefixChoice(None, "not set"), GateSettings(against=("nope.so",)), tmp_path, against_source="-C aoti-shim.against")
+
+
+def test_check_wheel_names_a_broken_member_and_leaves_non_dynamic_members_unchecked(
+    libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = make_wheel(tmp_path / "a" / "pkg-1.0-py3-none-any.whl", {"pkg/libbad.so": b"\x7fELF\x02\x01\x01" + b"\0" * 9 + b"junk"})
+    with pytest.raises(InputError, match=r"^pkg/libbad.so: "):
+        _check(broken, tmp_path)
+    (tmp_path / "obj.c").write_text("int f(void) { return 1; }\n")
+    compile_object(tmp_path / "obj.c", tmp_path / "obj.o")
+    wheel = make_wheel(tmp_path / "b" / "pkg-1.0-py3-none-any.whl", {"pkg/a.o": tmp_path / "obj.o", "pkg/model.so": libs["good_model"]})
+    _check(wheel, tmp_path)
+    out = capsys.readouterr().out
+    assert "  shims: -\n" in out and "  models and other shim-ABI consumers: pkg/model.so\n" in out
+    assert "  not checked (no aoti_torch_* names): pkg/a.o\n" in out

@@ -143,6 +143,7 @@ def test_a_bad_effective_prefix_is_a_usage_error_naming_its_source(kwargs: dict[
         ({}, {"SKBUILD_CMAKE_DEFINE": "A=1; AOTI_SHIM_SYMBOL_PREFIX:STRING = x_"}, "SKBUILD_CMAKE_DEFINE"),
         ({}, {"SKBUILD_CMAKE_DEFINE": "AOTI_SHIM_SYMBOL_PREFIX"}, None),  # no '=': not a define
         ({}, {"SKBUILD_CMAKE_DEFINE": "OTHER=AOTI_SHIM_SYMBOL_PREFIX"}, None),
+        ({}, {"SKBUILD_CMAKE_DEFINE": "AOTI_SHIM_SYMBOL_PREFIX=a=b"}, "SKBUILD_CMAKE_DEFINE"),  # the first '=' ends the name
         ({"cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "x_"}, {}, "-C cmake.define.AOTI_SHIM_SYMBOL_PREFIX"),
         ({"skbuild.cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "x_"}, {}, "-C skbuild.cmake.define.AOTI_SHIM_SYMBOL_PREFIX"),
         ({"cmake.define.OTHER": "x_"}, {}, None),
@@ -166,5 +167,11 @@ def test_requested_prefix_from_the_declarations_own_env_and_default() -> None:
     assert prefix.requested_prefix({}, {}, {}) == PrefixChoice(None, "not set")
     with pytest.raises(UsageError, match="prefix '9' from environment variable MY_PREFIX is not"):
         prefix.requested_prefix(declared, {}, {"MY_PREFIX": "9"})
+    bad_default = {"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": {"default": "9"}}}}}
+    with pytest.raises(UsageError, match=r"^prefix '9' from the default of \[tool.scikit-build.config-setting.\"aoti-shim.prefix\"\] is not"):
+        prefix.requested_prefix(bad_default, {}, {})
+    bad_literal = {"tool": {"scikit-build": {"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "9"}}}}}
+    with pytest.raises(UsageError, match=r"^prefix '9' from \[tool.scikit-build\] cmake.define.AOTI_SHIM_SYMBOL_PREFIX is not"):
+        prefix.requested_prefix(bad_literal, {}, {})
     assert prefix.declared_settings(declared) == frozenset({"aoti-shim.prefix"})
     assert prefix.declaration({"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": "not a table"}}}}) is None

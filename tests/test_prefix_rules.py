@@ -81,6 +81,6 @@ def test_infer() -> None:
     assert prefix.infer(["memcpy", "aoti_torch_x"]) is None
     assert prefix.infer(["myrt_aoti_torch_x", "myrt_aoti_torch_y", "memcpy"]) == "myrt_"
     with pytest.raises(UsageError) as err:
-        prefix.infer(["b_aoti_torch_x", "a_aoti_torch_x", "a_aoti_torch_y"])
-    # The commoner prefix first, with its count.
-    assert str(err.value) == "the shims use more than one prefix: 'a_' (2), 'b_' (1); pass --prefix"
+        prefix.infer(["a_aoti_torch_x", "b_aoti_torch_x", "b_aoti_torch_y"])
+    # The commoner prefix first (not the alphabetical order), with its count.
+    assert str(err.value) == "the shims use more than one prefix: 'b_' (2), 'a_' (1); pass --prefix"

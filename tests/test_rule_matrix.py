@@ -42,7 +42,11 @@ S = "plain_state"  # no shim name at all
 R1 = "__cxa_probe"  # a name only the C++ runtime defines
 R2 = "_ZNSt5probeEv"  # a std:: name: the runtime's, or any C++ library's template instance (WEAK)
 C = "cudaProbeMalloc"  # a CUDA runtime API name
-PROBES = (P, U, S, R1, R2, C)
+K = "cudastate"  # starts like one, but is not one
+PROBES = (P, U, S, R1, R2, C, K)
+# Holds the marker behind a prefix the check was not given: not a shim name of this
+# check's (only thread-local state makes it one for DUPLICATE_DEFINER). Not in the reference.
+O = "third_aoti_torch_state"
 # What every library but the bare one exports, as GLOBAL functions.
 BASE = "myrt_aoti_torch_base"
 ENTRY = "AOTInductorModelContainerRun"
@@ -52,7 +56,8 @@ IU = "aoti_torch_iu"
 IM = "myrt_aoti_torch_imissing"
 IP = "myrt_aoti_torch_iprovided"
 IF = "other_aoti_torch_iforeign"
-IMPORTS = (IU, IM, IP, IF)
+IF2 = "other_aoti_torch_two_aoti_torch_x"  # the same foreign prefix: its first marker ends it
+IMPORTS = (IU, IM, IP, IF, IF2)
 
 DEFINED_KINDS = ("GLOBAL", "WEAK", "GNU_UNIQUE", "TLS")
 KINDS = (*DEFINED_KINDS, "UNDEF_WEAK")
@@ -98,7 +103,7 @@ def library_source(lib: str) -> str:
         return base + _refer((*PROBES, *IMPORTS), weak=True)
     # The GLOBAL library also holds the plain (undefined GLOBAL) imports.
     imports = _refer(IMPORTS, weak=False) if lib == "GLOBAL" else ""
-    return base + "".join(_define(lib, n) for n in PROBES) + imports
+    return base + "".join(_define(lib, n) for n in (*PROBES, O)) + imports
 
 
 @dataclass(frozen=True)
@@ -156,7 +161,7 @@ def _per_kind(values: dict[str, object], roles: tuple[str, ...]) -> dict[tuple[s
 
 SHIM_ROLES = ("shim", "both", "twice")
 MODEL_ROLES = ("model", "both")
-RUNTIME_SKIPPED = (P, U, S)  # the runtime names are REEXPORTED_(CUDA_)RUNTIME's, never COLLISION's
+RUNTIME_SKIPPED = (P, U, S, K)  # the runtime names are REEXPORTED_(CUDA_)RUNTIME's, never COLLISION's
 
 
 def _twice(values: dict[str, object]) -> dict[str, object]:
@@ -256,7 +261,7 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
                 # ...except GNU_UNIQUE ones: the loader keeps one instance per process.
                 "GNU_UNIQUE": (BASE,),
                 # ...and a thread-local is state whatever its name.
-                "TLS": (BASE, P, U, S, R1, R2, C),
+                "TLS": (BASE, P, U, S, R1, R2, C, K, O),
                 "UNDEF_WEAK": (BASE,),
                 "BARE": Why("it defines no shim name and no thread-local"),
             },
@@ -354,6 +359,8 @@ def test_cell(matrix: Built, role: str, lib: str) -> None:
         if not isinstance(expected, Why):
             want.update((rule, symbol) for symbol in expected)
     assert got == want, f"unexpected: {dict(got - want)}; missing: {dict(want - got)}"
+    # A duplicate names the first definer it duplicates.
+    assert all(f.related == str(matrix.libs[lib]) for f in report.findings if f.rule == "DUPLICATE_DEFINER")
     for rule in {r for r, _ in got}:
         (severity,) = {rule_.severity for rule_ in RULES if rule_.id == rule}
         assert all(f.severity == severity for f in report.findings if f.rule == rule)
@@ -361,10 +368,10 @@ def test_cell(matrix: Built, role: str, lib: str) -> None:
 
 # -- suppressions: scoped by rule, symbol and artifact, matching and not ----------------
 
-# The GLOBAL library as a shim finds COLLISION P, U, S; UNPREFIXED_EXPORT U; REEXPORTED_RUNTIME R2;
+# The GLOBAL library as a shim finds COLLISION P, U, S, K; UNPREFIXED_EXPORT U; REEXPORTED_RUNTIME R2;
 # REEXPORTED_CUDA_RUNTIME C.
 SUPPRESSION_CASES = {
-    "rule": ({"rule": "COLLISION"}, {("COLLISION", P), ("COLLISION", U), ("COLLISION", S)}),
+    "rule": ({"rule": "COLLISION"}, {("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("COLLISION", K)}),
     "any-rule-one-symbol": ({"rule": "*", "symbol": U}, {("COLLISION", U), ("UNPREFIXED_EXPORT", U)}),
     "rule-and-symbol": ({"rule": "COLLISION", "symbol": "aoti_torch_*"}, {("COLLISION", U)}),
     "rule-and-artifact-by-name": ({"rule": "UNPREFIXED_EXPORT", "artifact": "libglobal.so"}, {("UNPREFIXED_EXPORT", U)}),
@@ -383,7 +390,7 @@ def test_suppression_scope(matrix: Built, case: str) -> None:
     base = run_check(_settings(matrix, "shim", "GLOBAL"))
     everything = {(f.rule, f.symbol) for f in base.findings}
     assert everything == {
-        ("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("UNPREFIXED_EXPORT", U),
+        ("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("COLLISION", K), ("UNPREFIXED_EXPORT", U),
         ("REEXPORTED_RUNTIME", R2), ("REEXPORTED_CUDA_RUNTIME", C),
     }  # fmt: skip
     report = run_check(_settings(matrix, "shim", "GLOBAL", inline_suppressions=({**entry, "reason": case},)))
@@ -435,7 +442,7 @@ MESSAGES: list[tuple[str, str, str, str]] = [
         "model-GLOBAL",
         "PREFIX_MISMATCH",
         IF,
-        "imports 1 shim name(s) with prefix 'other_' (e.g. 'other_aoti_torch_iforeign'), but the shims carry 'myrt_': "
+        "imports 2 shim name(s) with prefix 'other_' (e.g. 'other_aoti_torch_iforeign'), but the shims carry 'myrt_': "
         "blob and shims were built with different prefixes, so it cannot load",
     ),
     (
@@ -494,3 +501,35 @@ def test_a_consumer_of_the_prefixed_abi_alone_is_not_called_a_non_model(matrix: 
     # No entry point and no unprefixed import (a runtime's backend): nothing needs saying.
     report = run_check(CheckSettings(shims=(str(matrix.libs["GLOBAL"]),), models=(str(matrix.provider),), prefix=PREFIX))
     assert [f for f in report.findings if f.rule == "NOT_AN_AOTI_MODEL"] == []
+
+
+def _found(report, rule: str) -> set[tuple[str, str]]:
+    return {(Path(f.artifact).name, f.symbol) for f in report.findings if f.rule == rule}
+
+
+@pytest.mark.parametrize("order", ["bare-first", "bare-last"])
+def test_each_model_is_judged_whatever_comes_before_it(matrix: Built, order: str) -> None:
+    models = [str(matrix.libs["GLOBAL"]), str(matrix.provider), str(matrix.libs["BARE"])]
+    if order == "bare-first":
+        models.reverse()
+    report = run_check(CheckSettings(shims=(str(matrix.provider),), models=tuple(models), prefix=PREFIX))
+    assert _found(report, "NOT_AN_AOTI_MODEL") == {("libbare.so", "")}
+    assert _found(report, "UNPREFIXED_IMPORT") == {("libglobal.so", IU)}
+
+
+def test_gnu_unique_definers_count_once_next_to_other_definers(matrix: Built) -> None:
+    unique, copy, plain = (str(p) for p in (matrix.libs["GNU_UNIQUE"], matrix.copies["GNU_UNIQUE"], matrix.libs["GLOBAL"]))
+    # One unique instance and one GLOBAL copy: two copies of the state.
+    report = run_check(CheckSettings(shims=(unique, plain), prefix=PREFIX))
+    assert _found(report, "DUPLICATE_DEFINER") == {("libglobal.so", BASE), ("libglobal.so", P), ("libglobal.so", U)}
+    # Two unique definers are one instance; the GLOBAL one after them is still a second copy.
+    report = run_check(CheckSettings(shims=(unique, copy, plain), prefix=PREFIX))
+    dups = Counter((Path(f.artifact).name, f.symbol) for f in report.findings if f.rule == "DUPLICATE_DEFINER")
+    assert dups == Counter({("libgnu_unique.so", BASE): 1, ("libglobal.so", BASE): 1, ("libglobal.so", P): 1, ("libglobal.so", U): 1})
+
+
+def test_one_file_in_both_roles_is_one_definer_but_a_copy_after_it_is_another(matrix: Built) -> None:
+    lib, copy = str(matrix.libs["GLOBAL"]), str(matrix.copies["GLOBAL"])
+    report = run_check(CheckSettings(shims=(lib,), models=(lib, copy), prefix=PREFIX))
+    assert {s for _, s in _found(report, "DUPLICATE_DEFINER")} == {BASE, P, U}
+    assert {f.artifact for f in report.findings if f.rule == "DUPLICATE_DEFINER"} == {copy}
