@@ -322,3 +322,19 @@ def test_check_wheel_names_a_broken_member_and_leaves_non_dynamic_members_unchec
     out = capsys.readouterr().out
     assert "  shims: -\n" in out and "  models and other shim-ABI consumers: pkg/model.so\n" in out
     assert "  not checked (no aoti_torch_* names): pkg/a.o\n" in out
+
+
+def test_check_wheel_colours_its_table_when_asked(libs: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libhalf.so": libs["half_prefixed_shim"]})
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    with pytest.raises(BuildRejected):
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "x"))
+    out = capsys.readouterr()
+    assert "\x1b[" in out.out + out.err
+    monkeypatch.delenv("FORCE_COLOR")
+    monkeypatch.setenv("NO_COLOR", "1")
+    with pytest.raises(BuildRejected):
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "x"))
+    out = capsys.readouterr()
+    assert "\x1b[" not in out.out + out.err
