@@ -307,6 +307,13 @@ def main() -> int:
     )
     parser.add_argument("--wheel-repeat", type=int, default=3, help="runs of the whole-wheel goal (each pair alternates)")
     args = parser.parse_args()
+    # The timed processes run in a scratch folder: relative paths would name nothing there.
+    for name in ("wheel", "lib_dir", "check_wheel"):
+        given = getattr(args, name, None)
+        if given is not None:
+            if not Path(given).exists():
+                parser.error(f"--{name.replace('_', '-')} {given}: no such file or folder")
+            setattr(args, name, Path(given).resolve())
 
     if args.wheel:
         lib_dir = unpack_wheel_lib(args.wheel, args.cache)
