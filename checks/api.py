@@ -13,7 +13,7 @@ from aoti_shim.checks import suppressions as suppression_file
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
 from aoti_shim.checks.references import close_all, open_references
-from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, Header, Report, Tally
+from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, Header, Report, Tally, assemble
 from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
 from aoti_shim.checks.suppressions import Suppression
 from aoti_shim.errors import UsageError
@@ -157,16 +157,4 @@ def run_check(settings: CheckSettings) -> Report:
     """The whole report, findings in memory (the command streams them instead)."""
     with checking(settings) as run:
         findings = tuple(run.findings())
-    head, tally = run.header, run.tally
-    return Report(
-        findings=findings,
-        prefix=head.prefix,
-        prefix_source=head.prefix_source,
-        prefix_inferred_from=head.prefix_inferred_from,
-        artifacts=head.artifacts,
-        references=head.references,
-        suppressed=tuple(tally.suppressed),
-        unused_suppressions=tally.unused_suppressions,
-        skipped_rules=head.skipped_rules,
-        against=head.against,
-    )
+    return assemble(run.header, findings, run.tally)

@@ -101,21 +101,10 @@ def run(args: argparse.Namespace) -> int:
                 print(f"aoti-shim: --against {source.item}: ${TORCH_ENV_VAR} overrides the installed torch: {source.describe()}", file=sys.stderr)
         if args.format == "github" and summary_path:
             from aoti_shim.checks.formats.github import markdown_summary, render_annotations
-            from aoti_shim.checks.report import Report
+            from aoti_shim.checks.report import assemble
 
             findings = tuple(check.findings())
-            tally = check.tally
-            report = Report(
-                findings=findings,
-                prefix=header.prefix,
-                prefix_source=header.prefix_source,
-                artifacts=header.artifacts,
-                references=header.references,
-                suppressed=tuple(tally.suppressed),
-                unused_suppressions=tally.unused_suppressions,
-                skipped_rules=header.skipped_rules,
-                against=header.against,
-            )
+            report = assemble(header, findings, check.tally)
             # In a GitHub job the table goes to the step summary, the annotations to the log.
             _append_step_summary(summary_path, markdown_summary(report))
             text = render_annotations(report, with_summary=False)

@@ -192,3 +192,20 @@ def header_of(report: Report) -> Header:
         report.prefix_inferred_from,
         report.against,
     )
+
+
+def assemble(header: Header, findings: tuple[Finding, ...], tally: Tally) -> Report:
+    """The whole report from a stream's header, its findings and its tally: the one place
+    that knows which header fields a Report carries (the copies of this had drifted)."""
+    return Report(
+        findings=findings,
+        prefix=header.prefix,
+        prefix_source=header.prefix_source,
+        prefix_inferred_from=header.prefix_inferred_from,
+        artifacts=header.artifacts,
+        references=header.references,
+        suppressed=tuple(tally.suppressed),
+        unused_suppressions=tally.unused_suppressions,
+        skipped_rules=header.skipped_rules,
+        against=header.against,
+    )

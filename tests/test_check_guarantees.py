@@ -180,3 +180,20 @@ def test_render_escapes_without_the_cli(checker_libs, tmp_path):
         rendered.encode("utf-8")  # no lone surrogate left
         if fmt != "json" and fmt != "sarif":
             assert "\x1b" not in rendered
+
+
+def test_every_whole_report_says_where_a_models_prefix_came_from(tmp_path: Path) -> None:
+    """The GitHub summary is rendered from a Report assembled out of the stream; a prefix read
+    from the models' imports must not be told as read from the shims' exports there."""
+    from compile_support import compile_shared
+
+    source = tmp_path / "model.c"
+    source.write_text(
+        "extern int myrt_aoti_torch_dtype_float32(void);\n"
+        "int AOTInductorModelContainerRun(void) { return myrt_aoti_torch_dtype_float32(); }\n"
+    )
+    model = tmp_path / "libmodel.so"
+    compile_shared(source, model)
+    report = run_check(CheckSettings(models=(str(model),), against=()))
+    assert report.prefix == "myrt_" and report.prefix_origin == "inferred from the models' imports"
+    assert "inferred from the models' imports" in render(report, "github")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator, Protocol
 
-from aoti_shim.checks.report import Finding, Header, Report, Tally, header_of
+from aoti_shim.checks.report import Finding, Header, Report, Tally, assemble, header_of
 from aoti_shim.errors import UsageError
 
 Write = Callable[[str], None]
@@ -38,19 +38,7 @@ def _sarif(header: Header, findings: Iterable[Finding], tally: Tally, write: Wri
 
 def _whole(render_report: Callable[[Report], str]) -> StreamRenderer:
     def stream(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
-        kept = tuple(findings)
-        report = Report(
-            findings=kept,
-            prefix=header.prefix,
-            prefix_source=header.prefix_source,
-            artifacts=header.artifacts,
-            references=header.references,
-            suppressed=tuple(tally.suppressed),
-            unused_suppressions=tally.unused_suppressions,
-            skipped_rules=header.skipped_rules,
-            against=header.against,
-        )
-        write(render_report(report))
+        write(render_report(assemble(header, tuple(findings), tally)))
 
     return stream
 

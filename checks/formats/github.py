@@ -22,7 +22,7 @@ def markdown_summary(report: Report) -> str:
     lines = [
         "## aoti-shim check",
         "",
-        f"Prefix: `{report.prefix or '-'}` ({report.prefix_source}); "
+        f"Prefix: `{report.prefix or '-'}` ({report.prefix_origin}); "
         f"{len(report.blocking)} blocking, {len(report.warnings)} warning(s), {len(report.suppressed)} suppressed.",
         "",
     ]
