@@ -242,6 +242,18 @@ class _Section:
 
 
 @dataclass(frozen=True)
+class _DynamicSegment:
+    """What the dynamic loader reads: the PT_LOAD extents (vaddr, offset, size), the PT_NOTEs
+    (offset, size), and PT_DYNAMIC's place, whole entries and tags up to DT_NULL."""
+
+    loads: list[tuple[int, int, int]]
+    notes: list[tuple[int, int]]
+    offset: int
+    data: bytes
+    tags: dict[int, int]
+
+
+@dataclass(frozen=True)
 class _GnuHash:
     nbuckets: int
     symoffset: int
@@ -521,43 +533,13 @@ class ElfImage:
             return []  # not loadable: nothing binds to it
         if phnum == PN_XNUM:
             raise self._fail("extended program header numbering needs section 0, and there are no section headers")
-        if phentsize != lay.phdr.size:
-            raise self._fail(f"bad program header size {phentsize}")
-        if phnum > _MAX_SECTIONS:
-            raise self._fail(f"implausible program header count {phnum}")
-        loads: list[tuple[int, int, int]] = []
-        notes: list[tuple[int, int]] = []
-        dynamic: tuple[int, int] | None = None
-        for raw in lay.phdr.iter_unpack(self._bytes(phoff, phnum * lay.phdr.size, "program header table")):
-            if lay.phdr.size == 56:
-                p_type, offset, vaddr, filesz = raw[0], raw[2], raw[3], raw[5]
-            else:
-                p_type, offset, vaddr, filesz = raw[0], raw[1], raw[2], raw[4]
-            if p_type == PT_LOAD:
-                loads.append((vaddr, offset, filesz))
-            elif p_type == PT_DYNAMIC and dynamic is None:
-                dynamic = (offset, filesz)
-            elif p_type == PT_NOTE:
-                notes.append((offset, filesz))
-        if dynamic is None:
-            return []  # statically linked: no dynamic symbols bind
-        if self._dynamic_data is not None:
-            data = self._dynamic_data
-        else:
-            count = min(dynamic[1] // lay.dyn.size, _MAX_DYNAMIC_ENTRIES)
-            data = self._bytes(dynamic[0], count * lay.dyn.size, "PT_DYNAMIC")
-        data = data[: min(len(data) // lay.dyn.size, _MAX_DYNAMIC_ENTRIES) * lay.dyn.size]
-        tags: dict[int, int] = {}
-        for tag, value in lay.dyn.iter_unpack(data):
-            if tag == DT_NULL:
-                break
-            tags.setdefault(tag, value)
+        segment = self._dynamic_segment(phoff, phentsize, phnum)
+        if segment is None:
+            return []
+        tags, notes = segment.tags, segment.notes
 
         def file_offset(what: str, vaddr: int) -> int:
-            for base, offset, size in loads:
-                if base <= vaddr < base + size:
-                    return offset + vaddr - base
-            raise self._fail(f"{what} points outside the file's loaded segments")
+            return self._file_offset(segment, what, vaddr)
 
         # Index 0 is the null section, as in a real table; 1 the strings, 2 the symbols.
         sections = [_Section(0, 0, 0, 0, 0)]
@@ -587,9 +569,55 @@ class ElfImage:
                 sections.append(_Section(SHT_GNU_HASH, at, gnu[1], 2, 0))
             if DT_VERSYM in tags:
                 sections.append(_Section(SHT_GNU_VERSYM, file_offset("DT_VERSYM", tags[DT_VERSYM]), count * 2, 2, 2))
-        sections.append(_Section(SHT_DYNAMIC, dynamic[0], len(data), 1, lay.dyn.size))
+        sections.append(_Section(SHT_DYNAMIC, segment.offset, len(segment.data), 1, lay.dyn.size))
         sections.extend(_Section(SHT_NOTE, offset, size, 0, 0) for offset, size in notes)
         return sections
+
+    def _dynamic_segment(self, phoff: int, phentsize: int, phnum: int) -> _DynamicSegment | None:
+        """The program headers read as the loader reads them; None for a file that is not
+        loadable or is statically linked (no dynamic symbol binds to it)."""
+        lay = self._lay
+        if phoff == 0 or phnum == 0:
+            return None
+        if phentsize != lay.phdr.size:
+            raise self._fail(f"bad program header size {phentsize}")
+        if phnum > _MAX_SECTIONS:
+            raise self._fail(f"implausible program header count {phnum}")
+        loads: list[tuple[int, int, int]] = []
+        notes: list[tuple[int, int]] = []
+        dynamic: tuple[int, int] | None = None
+        for raw in lay.phdr.iter_unpack(self._bytes(phoff, phnum * lay.phdr.size, "program header table")):
+            if lay.phdr.size == 56:
+                p_type, offset, vaddr, filesz = raw[0], raw[2], raw[3], raw[5]
+            else:
+                p_type, offset, vaddr, filesz = raw[0], raw[1], raw[2], raw[4]
+            if p_type == PT_LOAD:
+                loads.append((vaddr, offset, filesz))
+            elif p_type == PT_DYNAMIC and dynamic is None:
+                dynamic = (offset, filesz)
+            elif p_type == PT_NOTE:
+                notes.append((offset, filesz))
+        if dynamic is None:
+            return None
+        if self._dynamic_data is not None:
+            data = self._dynamic_data  # a streamed member's PT_DYNAMIC, read ahead
+        else:
+            count = min(dynamic[1] // lay.dyn.size, _MAX_DYNAMIC_ENTRIES)
+            data = self._bytes(dynamic[0], count * lay.dyn.size, "PT_DYNAMIC")
+        data = data[: min(len(data) // lay.dyn.size, _MAX_DYNAMIC_ENTRIES) * lay.dyn.size]
+        tags: dict[int, int] = {}
+        for tag, value in lay.dyn.iter_unpack(data):
+            if tag == DT_NULL:
+                break
+            tags.setdefault(tag, value)
+        return _DynamicSegment(loads, notes, dynamic[0], data, tags)
+
+    def _file_offset(self, segment: _DynamicSegment, what: str, vaddr: int) -> int:
+        """Where an address the dynamic segment names lies in the file."""
+        for base, offset, size in segment.loads:
+            if base <= vaddr < base + size:
+                return offset + vaddr - base
+        raise self._fail(f"{what} points outside the file's loaded segments")
 
     def _gnu_extent(self, at: int) -> tuple[int, int]:
         """(symbol count, byte size) of the .gnu.hash table at ``at``: one past the last
@@ -622,40 +650,16 @@ class ElfImage:
         """Refuse a file whose section headers describe another symbol table than the
         one the dynamic linker loads (it reads PT_DYNAMIC, never sections): otherwise a
         shim could hide exports from the checker and still bind at run time."""
-        if phoff == 0 or phnum == 0:
-            return  # not loadable: nothing binds to it
         lay = self._lay
-        if phentsize != lay.phdr.size:
-            raise self._fail(f"bad program header size {phentsize}")
-        if phnum > _MAX_SECTIONS:
-            raise self._fail(f"implausible program header count {phnum}")
-        loads: list[tuple[int, int, int]] = []
-        dynamic: tuple[int, int] | None = None
-        for raw in lay.phdr.iter_unpack(self._bytes(phoff, phnum * lay.phdr.size, "program header table")):
-            if lay.phdr.size == 56:
-                p_type, offset, vaddr, filesz = raw[0], raw[2], raw[3], raw[5]
-            else:
-                p_type, offset, vaddr, filesz = raw[0], raw[1], raw[2], raw[4]
-            if p_type == PT_LOAD:
-                loads.append((vaddr, offset, filesz))
-            elif p_type == PT_DYNAMIC and dynamic is None:
-                dynamic = (offset, filesz)
-        if dynamic is None:
-            return  # statically linked: no dynamic symbols bind
-        count = min(dynamic[1] // lay.dyn.size, _MAX_DYNAMIC_ENTRIES)
-        tags: dict[int, int] = {}
-        for tag, value in lay.dyn.iter_unpack(self._bytes(dynamic[0], count * lay.dyn.size, "PT_DYNAMIC")):
-            if tag == DT_NULL:
-                break
-            tags.setdefault(tag, value)
+        segment = self._dynamic_segment(phoff, phentsize, phnum)
+        if segment is None:
+            return  # not loadable, or statically linked: nothing binds to it
+        tags = segment.tags
         if DT_SYMTAB not in tags:
             return
 
         def file_offset(what: str, vaddr: int) -> int:
-            for base, offset, size in loads:
-                if base <= vaddr < base + size:
-                    return offset + vaddr - base
-            raise self._fail(f"{what} points outside the file's loaded segments")
+            return self._file_offset(segment, what, vaddr)
 
         def disagree(what: str) -> InputError:
             return self._fail(f"section headers disagree with the dynamic segment about {what}")
