@@ -107,15 +107,7 @@ class Report:
 
     def exit_code(self, fail_on: str = "blocking") -> int:
         """Bits 8 (blocking) and 4 (warnings), limited to what ``fail_on`` counts."""
-        validate_fail_on(fail_on)
-        code = EXIT_OK
-        if fail_on == "never":
-            return code
-        if self.blocking:
-            code |= EXIT_BLOCKING
-        if fail_on == "any" and self.warnings:
-            code |= EXIT_WARNINGS
-        return code
+        return exit_bits(bool(self.blocking), bool(self.warnings), fail_on)
 
 
 @dataclass(frozen=True)
@@ -155,15 +147,7 @@ class Tally:
             self.warnings += 1
 
     def exit_code(self, fail_on: str = "blocking") -> int:
-        validate_fail_on(fail_on)
-        code = EXIT_OK
-        if fail_on == "never":
-            return code
-        if self.blocking:
-            code |= EXIT_BLOCKING
-        if fail_on == "any" and self.warnings:
-            code |= EXIT_WARNINGS
-        return code
+        return exit_bits(self.blocking > 0, self.warnings > 0, fail_on)
 
     @classmethod
     def of(cls, report: Report) -> Tally:
@@ -173,6 +157,20 @@ class Tally:
         tally.suppressed = list(report.suppressed)
         tally.unused_suppressions = report.unused_suppressions
         return tally
+
+
+def exit_bits(blocking: bool, warnings: bool, fail_on: str) -> int:
+    """The exit status of a check: bit 8 for blocking findings, bit 4 for warnings when
+    ``fail_on`` is "any"; 0 whatever was found when it is "never"."""
+    validate_fail_on(fail_on)
+    code = EXIT_OK
+    if fail_on == "never":
+        return code
+    if blocking:
+        code |= EXIT_BLOCKING
+    if fail_on == "any" and warnings:
+        code |= EXIT_WARNINGS
+    return code
 
 
 def prefix_origin(source: str, inferred_from: str) -> str:
