@@ -38,34 +38,8 @@ RUN_LOG=$OUT/00_run.log
 : > "$RUN_LOG"
 declare -a SUMMARY=()
 
-remaining() { echo $((BUDGET_S - ($(date +%s) - START))); }
-
-# step NAME CAP_S LOG COMMAND...: run with a timeout of min(CAP_S, what is left), log
-# everything to LOG, record the exit status (124: timed out).
-step() {
-  local name=$1 cap=$2 log=$3
-  shift 3
-  local left limit began rc
-  left=$(remaining)
-  limit=$((cap < left ? cap : left))
-  if ((limit < 5)); then
-    SUMMARY+=("$(printf '%-28s SKIPPED (time budget spent)' "$name")")
-    echo "== $name: SKIPPED, time budget spent" >> "$log"
-    return
-  fi
-  echo "== $name (limit ${limit}s) $(date -u +%H:%M:%S)" >> "$log"
-  echo "\$ $*" >> "$log"
-  began=$(date +%s)
-  # timeout runs programs, not shell functions: functions go through bash -c (exported below).
-  if declare -F "$1" > /dev/null; then
-    timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >> "$log" 2>&1
-  else
-    timeout --kill-after=10 "$limit" "$@" >> "$log" 2>&1
-  fi
-  rc=$?
-  SUMMARY+=("$(printf '%-28s exit %-3s %4ss (limit %ss)' "$name" "$rc" "$(($(date +%s) - began))" "$limit")")
-  echo "== $name: exit $rc after $(($(date +%s) - began))s" >> "$log"
-}
+# remaining, step: the steps' shared time budget.
+source "$REPO/docs/gpu/steps.sh"
 
 header() {
   echo "# aoti-shim GPU run (issue 7)"

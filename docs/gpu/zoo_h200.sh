@@ -34,31 +34,9 @@ mkdir -p "$OUT" "$WORK" "$CACHE"
 RUN_LOG=$OUT/zoo_00_run.log
 declare -a SUMMARY=()
 
-remaining() { echo $((BUDGET_S - ($(date +%s) - START))); }
-
-# step NAME CAP_S LOG COMMAND...: as run_h200.sh's (timeout min(CAP_S, left), status recorded).
-step() {
-  local name=$1 cap=$2 log=$3
-  shift 3
-  local left limit began rc
-  left=$(remaining)
-  limit=$((cap < left ? cap : left))
-  if ((limit < 5)); then
-    SUMMARY+=("$(printf '%-34s SKIPPED (time budget spent)' "$name")")
-    echo "== $name: SKIPPED, time budget spent" >> "$log"
-    return
-  fi
-  echo "== $name (limit ${limit}s) $(date -u +%H:%M:%S)" >> "$log"
-  began=$(date +%s)
-  if declare -F "$1" > /dev/null; then
-    timeout --kill-after=10 "$limit" bash -c '"$@"' "$name" "$@" >> "$log" 2>&1
-  else
-    timeout --kill-after=10 "$limit" "$@" >> "$log" 2>&1
-  fi
-  rc=$?
-  SUMMARY+=("$(printf '%-34s exit %-3s %4ss (limit %ss)' "$name" "$rc" "$(($(date +%s) - began))" "$limit")")
-  echo "== $name: exit $rc after $(($(date +%s) - began))s" >> "$log"
-}
+# remaining, step: the steps' shared time budget.
+STEP_NAME_WIDTH=34
+source "$REPO/docs/gpu/steps.sh"
 
 # aoti-shim is importable and its shims are this checkout's (same manifest: an older
 # install in $SITE would lack the zoo's fallback ops).
