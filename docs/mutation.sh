@@ -27,7 +27,9 @@ SITE=$("$PY" -c 'import aoti_shim, os; print(os.path.dirname(aoti_shim.__file__)
 rm -rf "$STAGE"
 mkdir -p "$STAGE"
 cp -r "$SITE" "$STAGE/aoti_shim"
-cp -r "$REPO/tests" "$REPO/fixtures" "$REPO/README.md" "$STAGE/"
+cp -r "$REPO/tests" "$REPO/fixtures" "$STAGE/"
+# tests/test_check.py and tests/test_plugin_settings.py read docs/reference.md
+mkdir -p "$STAGE/docs" && cp "$REPO/docs/reference.md" "$STAGE/docs/"
 find "$STAGE" -name __pycache__ -prune -exec rm -rf {} +
 toml_list() { local out="" x; for x in "$@"; do out+="\"$x\", "; done; echo "[${out%, }]"; }
 mutate=() ; for m in "${MODULES[@]}"; do mutate+=("aoti_shim/$m"); done
@@ -40,7 +42,7 @@ markers = ["slow: pip/CMake builds", "torch: needs torch", "gpu: needs a GPU"]
 [tool.mutmut]
 source_paths = $(toml_list "${mutate[@]}")
 pytest_add_cli_args_test_selection = $(toml_list "${TESTS[@]}")
-also_copy = ["aoti_shim", "tests", "fixtures", "README.md"]
+also_copy = ["aoti_shim", "tests", "fixtures", "docs"]
 EOF
 cd "$STAGE"
 # Each mutant's test session would compile the fixtures again: compile them once.

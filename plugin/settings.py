@@ -4,8 +4,8 @@ Each setting is one field of :class:`GateSettings`, made by :func:`setting` with
 docstring, its kind and where it may be given. Everything else derives from those
 fields: the known ``[tool.aoti-shim]`` keys and config-settings, the unknown-key errors
 (with a did-you-mean), the precedence (environment variable, then ``-C``, then the
-table, then the default) and the README's settings table (:func:`markdown_table`,
-held to the README by a test). To add a setting, add one field.
+table, then the default) and the settings table of docs/reference.md
+(:func:`markdown_table`, held to it by a test). To add a setting, add one field.
 
 The prefix has sources of its own on top of that chain (a scikit-build-core
 ``config-setting`` declaration, a literal ``cmake.define``): :mod:`aoti_shim.plugin.prefix`
@@ -32,7 +32,7 @@ CONFIG_PREFIX = "aoti-shim."
 class Kind:
     """How one setting's value is read; every reader raises UsageError naming ``where``."""
 
-    shown: str  # for the README
+    shown: str  # for the settings table of docs/reference.md
     from_toml: Callable[[object, str], Any]
     from_config: Callable[[str, str], Any] | None = None  # None: no -C form
 
@@ -305,7 +305,7 @@ def gate_settings(pyproject: Mapping[str, Any], config_settings: Mapping[str, An
     return resolve(pyproject, config_settings, {}).settings
 
 
-# --- the README's table ------------------------------------------------------------------
+# --- the reference's table ---------------------------------------------------------------
 
 
 def _shown_default(value: Any) -> str:
@@ -319,7 +319,7 @@ def _shown_default(value: Any) -> str:
 
 
 def markdown_table() -> str:
-    """The settings table as the README shows it."""
+    """The settings table as docs/reference.md shows it."""
     lines = [
         f"| `{TABLE}` key | `-C` / environment | type | default | meaning |",
         "| --- | --- | --- | --- | --- |",

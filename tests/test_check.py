@@ -465,11 +465,11 @@ def test_a_relative_aoti_shim_torch_is_made_absolute(checker_libs, monkeypatch):
     assert re.search(r"against [1-9][0-9]* reference", result.stdout), result.stdout
 
 
-def test_readme_documents_every_check_option_and_shipped_snapshot():
+def test_reference_documents_every_check_option_and_shipped_snapshot():
     from aoti_shim.checks.snapshot import shipped
     from aoti_shim.cli import build_parser
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "reference.md").read_text()
     section = readme.split("## `aoti-shim check`", 1)[1].split("\n## ", 1)[0]
     subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     options = [o for a in subparsers.choices["check"]._actions for o in a.option_strings if o.startswith("--") and o != "--help"]

@@ -1,6 +1,6 @@
 """The backend's settings: declared once, derived everywhere, and safe with any input.
 
-The known keys, -C names, precedence, unknown-key errors and the README's table all
+The known keys, -C names, precedence, unknown-key errors and the settings table of docs/reference.md all
 come from the one declaration (plugin/settings.py). Hypothesis throws arbitrary
 ``[tool.aoti-shim]`` tables, ``-C`` settings and pyproject bytes at the backend: each
 ends in settings or in one AotiShimError line with a distinct exit, never a traceback.
@@ -30,16 +30,16 @@ def _clean_build_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def _readme_table() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+def _reference_table() -> str:
+    text = (REPO / "docs" / "reference.md").read_text(encoding="utf-8")
     start = text.index("<!-- settings table:")
     start = text.index("\n", start) + 1
     return text[start : text.index("<!-- end of settings table -->", start)]
 
 
-def test_readme_settings_table_is_the_declaration() -> None:
+def test_reference_settings_table_is_the_declaration() -> None:
     # Regenerate with: python -c "from aoti_shim.plugin.settings import markdown_table; print(markdown_table())"
-    assert _readme_table() == settings.markdown_table()
+    assert _reference_table() == settings.markdown_table()
 
 
 def test_every_field_is_a_documented_setting() -> None:
@@ -51,7 +51,7 @@ def test_every_field_is_a_documented_setting() -> None:
 
 
 def test_a_new_field_is_known_everywhere() -> None:
-    # What a new setting costs: one field. Its key, -C name, precedence and README row follow.
+    # What a new setting costs: one field. Its key, -C name, precedence and reference row follow.
     @dataclasses.dataclass(frozen=True)
     class Extended:
         cuda: bool = settings.setting(False, kind=settings.BOOL, config=True, doc="build the CUDA shims")

@@ -1,4 +1,4 @@
-"""Every command and code block of the README, run as written.
+"""Every command and code block of the README and of docs/reference.md, run as written.
 
 Each fenced block carries a ``<!-- readme-test: ... -->`` line that says what it is:
 
@@ -11,7 +11,9 @@ Each fenced block carries a ``<!-- readme-test: ... -->`` line that says what it
 - ``output, checked by TEST`` / ``output recorded ...``: a result shown, not a command;
 - ``skip: REASON``: the two set-up commands, which CI itself runs.
 
-The blocks run in README order, so a quickstart's files exist before its commands run.
+The blocks run in order, the README's first, then the reference's: a quickstart's files
+(``pip-demo``'s wheel among them) exist before the commands that use them run. Every relative
+link of the two files leads to a file, and an ``#anchor`` to one of its headings.
 The environment is this test environment's (its python, pip, aoti-shim, cmake first on
 PATH); pip builds without isolation (``PIP_NO_BUILD_ISOLATION=0``: the build requirements
 are already here, an isolated build would download them); the smoke cache is private and
@@ -20,6 +22,7 @@ the smoke compiles without autotuning (``AOTI_SHIM_INDUCTOR_OPTIONS``).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -36,16 +39,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-pytestmark = pytest.mark.slow
-
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+REFERENCE = REPO / "docs" / "reference.md"
+DOCS = (README, REFERENCE)
 
 _BLOCK = re.compile(r"(?:<!-- readme-test: (?P<tag>[^\n]*?) -->\n)?^```(?P<lang>[^\n]*)\n(?P<body>.*?)^```$", re.S | re.M)
 
 
 @dataclass(frozen=True)
 class Block:
+    file: str
     line: int
     tag: str
     lang: str
@@ -53,18 +57,19 @@ class Block:
 
     @property
     def id(self) -> str:
-        return f"L{self.line}-{self.tag.split(':')[0].split(',')[0].replace(' ', '-')}"
+        return f"{Path(self.file).stem}-L{self.line}-{self.tag.split(':')[0].split(',')[0].replace(' ', '-')}"
 
 
-def readme_blocks(text: str | None = None) -> list[Block]:
-    text = README.read_text(encoding="utf-8") if text is None else text
+def readme_blocks(text: str | None = None, path: Path = README) -> list[Block]:
+    text = path.read_text(encoding="utf-8") if text is None else text
+    name = path.relative_to(REPO).as_posix()
     return [
-        Block(text.count("\n", 0, m.start("lang")) + 1, m.group("tag") or "", m.group("lang"), m.group("body"))
+        Block(name, text.count("\n", 0, m.start("lang")) + 1, m.group("tag") or "", m.group("lang"), m.group("body"))
         for m in _BLOCK.finditer(text)
     ]
 
 
-BLOCKS = readme_blocks()
+BLOCKS = [block for path in DOCS for block in readme_blocks(path=path)]
 
 
 class Workspace:
@@ -120,8 +125,9 @@ def _shown(proc: subprocess.CompletedProcess[str]) -> str:
 def test_every_block_says_what_it_is() -> None:
     kinds = ("file ", "run in ", "run anywhere", "workflow", "cibuildwheel", "tool.aoti-shim table", "output", "skip: ")
     assert len(BLOCKS) >= 15
-    untagged = [b.line for b in BLOCKS if not b.tag.startswith(kinds)]
-    assert untagged == [], f"README blocks without a readme-test line: {untagged}"
+    assert {b.file for b in BLOCKS} == {"README.md", "docs/reference.md"}
+    untagged = [f"{b.file}:{b.line}" for b in BLOCKS if not b.tag.startswith(kinds)]
+    assert untagged == [], f"blocks without a readme-test line: {untagged}"
     skipped = [b for b in BLOCKS if b.tag.startswith("skip")]
     # Only the set-up commands (CI runs them) and the contributing section's runs of this suite
     # and of the mutation tool (which would run this test inside itself) are not run here.
@@ -133,13 +139,75 @@ def test_every_block_says_what_it_is() -> None:
     assert skipped[0].body.splitlines()[1] == 'python3 -m venv .venv && .venv/bin/pip install ".[test]" && .venv/bin/pytest'
 
 
+def _anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings (fenced code has none)."""
+    prose = re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M)
+    anchors: set[str] = set()
+    for heading in re.findall(r"^#{1,6} +(.+?) *#*$", prose, re.M):
+        # lowercase, punctuation other than '-' and '_' dropped, each space a '-'
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        anchor, n = slug, 0
+        while anchor in anchors:  # a repeated heading gets -1, -2, ...
+            n += 1
+            anchor = f"{slug}-{n}"
+        anchors.add(anchor)
+    return anchors
+
+
+def broken_links(path: Path, text: str | None = None) -> list[str]:
+    """The relative links of a Markdown file that lead to no file, or to no heading of it."""
+    text = path.read_text(encoding="utf-8") if text is None else text
+    prose = re.sub(r"^```.*?^```$", "", text, flags=re.S | re.M)
+    broken = []
+    for target in re.findall(r"\]\(([^)\s]+)\)", prose):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+            continue
+        file, _, anchor = target.partition("#")
+        linked = (path.parent / file).resolve() if file else path
+        if not linked.exists():
+            broken.append(f"{target} (no such file)")
+        elif anchor and (linked.suffix != ".md" or anchor not in _anchors(linked.read_text(encoding="utf-8"))):
+            broken.append(f"{target} (no such heading)")
+    return broken
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: p.name)
+def test_every_relative_link_resolves(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert len(re.findall(r"\]\((?!https?:)[^)\s]*#", text)) >= 5  # the check below has links to check
+    assert broken_links(path) == []
+    # The check itself sees a wrong anchor, a missing file and a wrong anchor in another file.
+    assert broken_links(path, "[a](#no-such-heading) [b](no/such/file.md) [c](" + path.name + "#nope)") == [
+        "#no-such-heading (no such heading)",
+        "no/such/file.md (no such file)",
+        path.name + "#nope (no such heading)",
+    ]
+
+
+def test_the_slugs_are_githubs() -> None:
+    text = "# The pip backend `aoti_shim.build`\n## Speed against libtorch's own shims, and the GPU run\n### Options\n### Options\n"
+    assert _anchors(text) == {"the-pip-backend-aoti_shimbuild", "speed-against-libtorchs-own-shims-and-the-gpu-run", "options", "options-1"}
+
+
+def test_the_readme_lists_every_command() -> None:
+    from aoti_shim.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    section = README.read_text(encoding="utf-8").split("\n## CLI reference\n", 1)[1].split("\n## ", 1)[0]
+    assert [c for c in commands if f"\n### `aoti-shim {c}`\n" not in section] == []
+    globals_ = [o for a in parser._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+    assert globals_ and [o for o in globals_ if f"`aoti-shim {o}`" not in section] == []
+
+
 def test_the_set_up_commands_come_first_and_ci_runs_the_second() -> None:
     first = BLOCKS[0]
-    assert first.lang == "sh" and first.tag.startswith("skip")
+    assert first.file == "README.md" and first.lang == "sh" and first.tag.startswith("skip")
     second = first.body.splitlines()[1]
     assert second in (REPO / ".ci" / "run").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_readme_block(block: Block, workspace: Workspace) -> None:
     tag = block.tag
@@ -176,7 +244,7 @@ def test_readme_block(block: Block, workspace: Workspace) -> None:
         settings = gate_settings(tomllib.loads(block.body), {})
         assert settings.prefix == "myrt_" and settings.suppress
         return
-    pytest.fail(f"line {block.line}: unknown readme-test tag {tag!r}")
+    pytest.fail(f"{block.file} line {block.line}: unknown readme-test tag {tag!r}")
 
 
 def _run_workflow(block: Block, workspace: Workspace) -> None:
