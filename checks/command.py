@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from aoti_shim.checks import CheckSettings
     from aoti_shim.checks.api import checking
     from aoti_shim.checks.formats import render_stream
-    from aoti_shim.checks.references import TORCH_ENV_VAR
+    from aoti_shim.torch_location import TORCH_ENV_VAR
 
     settings = CheckSettings(
         shims=tuple(args.shim),

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import re
 import sys
 import zipfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Protocol
 
@@ -24,10 +21,8 @@ from aoti_shim.checks.inputs import (
 )
 from aoti_shim.checks.report import AgainstSource
 from aoti_shim.errors import InputError
+from aoti_shim.torch_location import TorchLocation, locate, version_in
 
-
-# Names the torch to check against when it is not importable here (isolated builds).
-TORCH_ENV_VAR = "AOTI_SHIM_TORCH"
 
 # What "torch" means as a reference: the libraries of torch/lib/ that `import torch` loads.
 # They are derived, not listed: torch/__init__.py loads libtorch_global_deps.so by name, and
@@ -61,52 +56,9 @@ class Reference(Protocol):
     def size_hint(self) -> int: ...
 
 
-def explicit_torch_site(value: str) -> Path:
-    """The absolute folder holding ``torch/lib`` that an ``AOTI_SHIM_TORCH`` value names.
-
-    A site-packages folder, a torch package folder or its ``lib/`` folder all name one.
-    Resolved here, once: the plugin's gate runs the checker from a temp folder, where a
-    relative value would name nothing (or another torch).
-    """
-    try:
-        path = Path(value).expanduser().resolve()
-    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop
-        raise InputError(f"${TORCH_ENV_VAR}={value}: cannot resolve: {e}") from None
-    if (path / "torch" / "lib").is_dir():
-        return path
-    if path.name == "torch" and (path / "lib").is_dir():
-        return path.parent
-    if path.name == "lib" and path.parent.name == "torch" and path.is_dir():
-        return path.parent.parent
-    raise InputError(
-        f"${TORCH_ENV_VAR}={value}: no torch/lib there; "
-        "give a site-packages folder, a torch package folder or its lib/ folder"
-    )
-
-
-@dataclass(frozen=True)
-class FoundTorch:
-    lib: Path
-    found_by: str  # "$AOTI_SHIM_TORCH", "search path" or "installed torch"
-
-
-def torch_lib_dir(search_paths: Iterable[str] = ()) -> Path:
-    """The installed torch's ``lib/`` folder, found without importing torch."""
-    return find_torch(search_paths).lib
-
-
-_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.M)
-
-
 def torch_version_at(lib_dir: str | os.PathLike[str]) -> str | None:
     """The version in ``torch/version.py`` beside a torch ``lib/`` folder, if readable."""
-    try:
-        with open(os.path.join(os.path.dirname(os.path.abspath(lib_dir)), "version.py"), encoding="utf-8", errors="replace") as f:
-            text = f.read(1 << 16)
-    except OSError:
-        return None
-    match = _VERSION_RE.search(text)
-    return match.group(1) if match else None
+    return version_in(os.path.dirname(os.path.abspath(lib_dir)))
 
 
 def _wheel_torch_version(path: str) -> str | None:
@@ -115,33 +67,21 @@ def _wheel_torch_version(path: str) -> str | None:
     return parts[1] if len(parts) >= 5 and parts[0] == "torch" and path.endswith(".whl") else None
 
 
-def find_torch(search_paths: Iterable[str] = ()) -> FoundTorch:
-    """The torch ``lib/`` folder that ``--against torch`` means, and how it was found.
+def find_torch(search_paths: Iterable[str] = ()) -> TorchLocation:
+    """The torch that ``--against torch`` means (its ``lib``), and how it was found.
 
-    ``search_paths`` are extra site-packages folders to try first (the plugin
-    passes the target environment's, as its isolated build env lacks torch).
+    ``search_paths`` (``CheckSettings.torch_search_paths``) are site-packages folders to
+    try after ``$AOTI_SHIM_TORCH`` and before the torch this interpreter would import.
     """
-    explicit = os.environ.get(TORCH_ENV_VAR)
-    if explicit:
-        # Set by the pip plugin for the length of an isolated build, or by the user.
-        return FoundTorch(explicit_torch_site(explicit) / "torch" / "lib", f"${TORCH_ENV_VAR}")
-    for site in search_paths:
-        candidate = Path(site) / "torch" / "lib"
-        if candidate.is_dir():
-            return FoundTorch(candidate, "search path")
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
+    found = locate(search_paths)
+    if found is None:
         raise InputError(
             f"--against torch: torch is not installed for {sys.executable}; "
             "install torch, or pass --against with a torch lib/ folder, wheel or snapshot"
         )
-    lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
-    if not lib.is_dir():
-        raise InputError(f"--against torch: {lib} does not exist")
-    return FoundTorch(lib, f"installed torch of {sys.executable}")
+    if not found.lib.is_dir():
+        raise InputError(f"--against torch: {found.lib} does not exist")
+    return found
 
 
 SNAPSHOT_SUFFIX = ".json.gz"
@@ -305,7 +245,7 @@ def open_references(
             found_by = "argument"
             if item == "torch":
                 found = find_torch(torch_search_paths)
-                item, found_by = str(found.lib), found.found_by
+                item, found_by = str(found.lib), found.how
             elif with_tests and not os.path.exists(item):
                 raise InputError(f"--against {raw}: {item} does not exist")
             elif not os.path.exists(item) and (named := _named_snapshot(item)) is not None:

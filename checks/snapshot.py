@@ -26,7 +26,6 @@ import hashlib
 import json
 import operator
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -43,6 +42,7 @@ from aoti_shim import __version__
 from aoti_shim.atomic import write_bytes_atomically
 from aoti_shim.checks.elf import ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
 from aoti_shim.errors import InputError
+from aoti_shim.torch_location import version_from_text, version_in
 
 FORMAT = "aoti-shim-snapshot"
 FORMAT_VERSION = 1
@@ -60,7 +60,6 @@ MAX_FILE = 64 << 20
 MAX_MEMBER = 4 << 30
 _KIND_BASE = 48
 _HEAD = ('{"format": "' + FORMAT + '"').encode()
-_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.M)
 
 
 def is_snapshot(path: str | os.PathLike[str]) -> bool:
@@ -397,11 +396,6 @@ def _sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
-def _version_from_text(text: str) -> str | None:
-    match = _VERSION_RE.search(text)
-    return match.group(1) if match else None
-
-
 def _lib_dir_of(source: Path) -> Path:
     # Accept torch's package folder as well as its lib/ folder.
     if (source / "lib").is_dir() and (source / "version.py").is_file():
@@ -413,13 +407,7 @@ def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captur
     from aoti_shim.checks.inputs import Workspace, collect
 
     lib_dir = _lib_dir_of(source)
-    version = None
-    version_py = lib_dir.parent / "version.py"
-    if version_py.is_file():
-        try:
-            version = _version_from_text(version_py.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            version = None
+    version = version_in(lib_dir.parent)
     captured = []
     with Workspace() as ws:
         for art in collect([str(lib_dir)], ws):
@@ -444,7 +432,7 @@ def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captu
                 display = f"{wheel}!{info.filename}"
                 if info.filename == "torch/version.py" and info.file_size < (1 << 20):
                     try:
-                        version = _version_from_text(zf.read(info).decode("utf-8", "replace"))
+                        version = version_from_text(zf.read(info).decode("utf-8", "replace"))
                     except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError, ValueError, OSError) as e:
                         raise InputError(f"{display}: cannot extract: {e}") from None
                     continue

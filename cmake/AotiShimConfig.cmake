@@ -31,7 +31,7 @@ set(AOTI_SHIM_SYMBOL_PREFIX "" CACHE STRING "Private prefix for aoti_torch_* shi
 set(AOTI_SHIM_EXECUTABLE "" CACHE STRING
   "Command that runs the aoti-shim CLI (a ;-list is allowed); empty: <python> -m aoti_shim")
 set(AOTI_SHIM_PYTHON "" CACHE FILEPATH "Python interpreter with aoti_shim (and torch, for models) installed")
-set(AOTI_SHIM_TORCH_INCLUDE_DIR "" CACHE PATH "torch's include folder (default: asked of AOTI_SHIM_PYTHON)")
+set(AOTI_SHIM_TORCH_INCLUDE_DIR "" CACHE PATH "torch's include folder (default: asked of `aoti-shim --torch-include-dir`)")
 
 if(DEFINED SKBUILD_PROJECT_NAME AND NOT AotiShim_FIND_QUIETLY)
   # Under scikit-build-core the interpreter is the build environment's.
@@ -151,7 +151,7 @@ function(_aoti_shim_cli fn out)
     if(NOT rc EQUAL 0)
       string(REPLACE ";" " " shown "${cli}")
       string(STRIP "${err}" err)
-      message(FATAL_ERROR "${fn}: cannot run the checker ('${shown} --version' failed: ${err}): "
+      message(FATAL_ERROR "${fn}: cannot run aoti-shim ('${shown} --version' failed: ${err}): "
                           "set -DAOTI_SHIM_EXECUTABLE=<aoti-shim> or -DAOTI_SHIM_PYTHON=<python>")
     endif()
     set_property(GLOBAL PROPERTY _AOTI_SHIM_CLI "${cli}")
@@ -166,16 +166,20 @@ function(_aoti_shim_torch_include fn out)
     set(AOTI_SHIM_TORCH_INCLUDE_DIR "$ENV{AOTI_SHIM_TORCH_INCLUDE_DIR}" CACHE PATH "torch's include folder" FORCE)
   endif()
   if(NOT AOTI_SHIM_TORCH_INCLUDE_DIR)
-    _aoti_shim_python(py)
-    execute_process(
-      COMMAND "${py}" -c "import importlib.util as u, os; s = u.find_spec('torch'); \
-print(os.path.join(list(s.submodule_search_locations)[0], 'include') if s else '')"
-      RESULT_VARIABLE rc OUTPUT_VARIABLE dir OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+    # The CLI finds torch as the checker does ($AOTI_SHIM_TORCH, which the pip backend sets
+    # for an isolated build, else its interpreter's torch): one implementation, in Python.
+    _aoti_shim_cli(${fn} cli)
+    execute_process(COMMAND ${cli} --torch-include-dir
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE dir ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
     if(NOT rc EQUAL 0 OR dir STREQUAL "")
-      message(FATAL_ERROR "${fn}: torch's headers not found with ${py}: set -DAOTI_SHIM_TORCH_INCLUDE_DIR="
-                          "<site-packages>/torch/include (or the environment variable of that name)")
+      string(REPLACE ";" " " shown "${cli}")
+      string(STRIP "${err}" err)
+      string(REGEX REPLACE "^aoti-shim: error: " "" err "${err}")
+      message(FATAL_ERROR "${fn}: torch's headers not found ('${shown} --torch-include-dir': ${err}): "
+                          "set -DAOTI_SHIM_TORCH_INCLUDE_DIR=<site-packages>/torch/include (or the environment "
+                          "variable of that name)")
     endif()
-    set(AOTI_SHIM_TORCH_INCLUDE_DIR "${dir}" CACHE PATH "torch's include folder (default: asked of AOTI_SHIM_PYTHON)" FORCE)
+    set(AOTI_SHIM_TORCH_INCLUDE_DIR "${dir}" CACHE PATH "torch's include folder (default: asked of `aoti-shim --torch-include-dir`)" FORCE)
   endif()
   if(NOT EXISTS "${AOTI_SHIM_TORCH_INCLUDE_DIR}/torch/csrc/inductor/aoti_torch/c/shim.h")
     message(FATAL_ERROR "${fn}: ${AOTI_SHIM_TORCH_INCLUDE_DIR} holds no torch/csrc/inductor/aoti_torch/c/shim.h")

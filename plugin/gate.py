@@ -22,7 +22,7 @@ from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
-from aoti_shim.plugin.target_env import TorchLocation
+from aoti_shim.torch_location import TorchLocation
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 
 

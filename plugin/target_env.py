@@ -9,40 +9,25 @@ torch explicitly for front-ends that build in a separate venv (``python -m build
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import sysconfig
 import tempfile
-from dataclasses import dataclass
 from glob import glob
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from aoti_shim.checks.references import TORCH_ENV_VAR, explicit_torch_site, shipped_snapshots
+from aoti_shim.checks.references import shipped_snapshots
 from aoti_shim.errors import InputError, UsageError
+from aoti_shim.torch_location import TORCH_ENV_VAR, TorchLocation, from_environment, in_process, in_sites
 
 # Printed by the probed interpreter: every sys.path entry that holds torch/lib.
 _PROBE = (
     "import json, os, sys\n"
     "print(json.dumps([p for p in sys.path if p and os.path.isdir(os.path.join(p, 'torch', 'lib'))]))\n"
 )
-
-
-@dataclass(frozen=True)
-class TorchLocation:
-    site: Path  # the folder that holds torch/
-    how: str  # for people: how it was found
-
-    @property
-    def lib(self) -> Path:
-        return self.site / "torch" / "lib"
-
-
-def _has_torch(site: Path) -> bool:
-    return (site / "torch" / "lib").is_dir()
 
 
 def _probe_interpreter(python: str) -> list[Path]:
@@ -67,16 +52,6 @@ def _probe_interpreter(python: str) -> list[Path]:
     return [Path(p) for p in found if isinstance(p, str)]
 
 
-def _in_process() -> list[Path]:
-    try:
-        spec = importlib.util.find_spec("torch")  # finds, never imports
-    except (ImportError, ValueError):
-        return []
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return [Path(next(iter(spec.submodule_search_locations))).parent]
-
-
 def _prefix_sites(prefix: str) -> list[Path]:
     pattern = os.path.join(prefix, "lib", "python3*", "site-packages")
     return [Path(p) for p in sorted(glob(pattern))]
@@ -89,7 +64,8 @@ def _base_sites() -> list[Path]:
 
 def _candidates(environ: Mapping[str, str]) -> Iterator[tuple[str, list[Path]]]:
     yield f"the interpreter pip installs for, {sys.executable}", _probe_interpreter(sys.executable)
-    yield "this build environment", _in_process()
+    here = in_process()
+    yield "this build environment", [] if here is None else [here.site]
     for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
         if environ.get(var):
             yield f"${var} ({environ[var]})", _prefix_sites(environ[var])
@@ -99,19 +75,18 @@ def _candidates(environ: Mapping[str, str]) -> Iterator[tuple[str, list[Path]]]:
 def find_torch(environ: Mapping[str, str] | None = None) -> TorchLocation:
     """The target environment's torch, or a usage error that says how to point at one."""
     environ = os.environ if environ is None else environ
-    explicit = environ.get(TORCH_ENV_VAR)
-    if explicit:
-        try:
-            site = explicit_torch_site(explicit)
-        except InputError as e:
-            raise UsageError(str(e)) from None  # inside a build it is the configuration that is wrong
-        return TorchLocation(site, f"${TORCH_ENV_VAR}")
+    try:
+        explicit = from_environment(environ)
+    except InputError as e:
+        raise UsageError(str(e)) from None  # inside a build it is the configuration that is wrong
+    if explicit is not None:
+        return explicit
     looked: list[str] = []
     for how, sites in _candidates(environ):
         looked.append(how)
-        for site in sites:
-            if _has_torch(site):
-                return TorchLocation(site, how)
+        found = in_sites(sites, how)
+        if found is not None:
+            return found
     names = ", ".join(f'"{n}"' for n in shipped_snapshots()) or "none"
     raise UsageError(
         "against = \"torch\" but no torch installation was found (looked in "

@@ -24,8 +24,9 @@ from aoti_shim.plugin import console
 from aoti_shim.plugin.boundary import pep517_boundary
 from aoti_shim.plugin.config_settings import Prepared, load_pyproject, prepare
 from aoti_shim.plugin.prefix import CMAKE_VAR, EffectivePrefix, effective_prefix
-from aoti_shim.plugin.target_env import TORCH_ENV_VAR, TorchLocation, find_torch
+from aoti_shim.plugin.target_env import find_torch
 from aoti_shim.signals import sigterm_deferred
+from aoti_shim.torch_location import TORCH_ENV_VAR, TorchLocation
 
 State = Literal["wheel", "editable"]
 

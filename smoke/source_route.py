@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.errors import AotiShimError
+from aoti_shim.torch_location import locate
 
 _PROJECT = """\
 cmake_minimum_required(VERSION 3.21)
@@ -53,15 +54,6 @@ def cmake_package_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-def _torch_include() -> str | None:
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return str(Path(list(spec.submodule_search_locations)[0]) / "include")
-
-
 def built_blob(build_dir: Path) -> Path | None:
     """The blob a finished build in ``build_dir`` made, or None."""
     marker = build_dir / "blob_path.txt"
@@ -71,10 +63,25 @@ def built_blob(build_dir: Path) -> Path | None:
     return blob if blob.is_file() else None
 
 
-def build_source_blob(build: SourceBuild) -> Path:
-    """Configure and build; the blob path. A finished build in ``build_dir`` is reused."""
+def configure_command(cmake: str, source_dir: Path, binary_dir: Path) -> list[str]:
+    """The CMake configure command line of the source route's throw-away project."""
     from aoti_shim.paths import cmake_dir
 
+    configure = [cmake, "-S", str(source_dir), "-B", str(binary_dir), f"-DAotiShim_DIR={cmake_dir()}",
+                 f"-DAOTI_SHIM_PYTHON={sys.executable}", "-DCMAKE_BUILD_TYPE=Release"]  # fmt: skip
+    # The torch this process checks and runs with, found as the checker finds it
+    # ($AOTI_SHIM_TORCH first); without one CMake asks `aoti-shim --torch-include-dir` and fails.
+    found = locate()
+    if found is not None:
+        configure.append(f"-DAOTI_SHIM_TORCH_INCLUDE_DIR={found.include}")
+    ninja = _tool("ninja")
+    if ninja:
+        configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
+    return configure
+
+
+def build_source_blob(build: SourceBuild) -> Path:
+    """Configure and build; the blob path. A finished build in ``build_dir`` is reused."""
     reused = built_blob(build.build_dir)
     if reused is not None:
         return reused
@@ -84,17 +91,10 @@ def build_source_blob(build: SourceBuild) -> Path:
         raise AotiShimError("source route: cmake not found (pip install cmake)")
     source_dir = build.build_dir / "src"
     binary_dir = build.build_dir / "build"
+    configure = configure_command(cmake, source_dir, binary_dir)  # a bad $AOTI_SHIM_TORCH fails before anything is removed
     shutil.rmtree(build.build_dir, ignore_errors=True)
     source_dir.mkdir(parents=True)
     (source_dir / "CMakeLists.txt").write_text(_PROJECT.format(package=build.package.as_posix(), prefix=build.prefix))
-    configure = [cmake, "-S", str(source_dir), "-B", str(binary_dir), f"-DAotiShim_DIR={cmake_dir()}",
-                 f"-DAOTI_SHIM_PYTHON={sys.executable}", "-DCMAKE_BUILD_TYPE=Release"]  # fmt: skip
-    include = _torch_include()
-    if include:
-        configure.append(f"-DAOTI_SHIM_TORCH_INCLUDE_DIR={include}")
-    ninja = _tool("ninja")
-    if ninja:
-        configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja}"]
     log = build.build_dir / "build.log"
     env = dict(os.environ)
     env.pop("CMAKE_ARGS", None)  # a user's CMAKE_ARGS must not change the prefix under us

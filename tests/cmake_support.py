@@ -51,6 +51,7 @@ class CMakeProject:
     build: Path
     defines: dict[str, str] = field(default_factory=dict)
     aoti_shim_dir: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)  # on top of clean_env() (which drops AOTI_SHIM_*)
 
     def configure(self) -> subprocess.CompletedProcess[str]:
         from aoti_shim.paths import cmake_dir
@@ -68,11 +69,11 @@ class CMakeProject:
             f"-DPython_EXECUTABLE={sys.executable}",
         ]
         args += [f"-D{key}={value}" for key, value in self.defines.items()]
-        return subprocess.run(args, capture_output=True, text=True, env=clean_env(), cwd=self.build.parent, check=False)
+        return subprocess.run(args, capture_output=True, text=True, env={**clean_env(), **self.env}, cwd=self.build.parent, check=False)
 
     def build_all(self) -> subprocess.CompletedProcess[str]:
         args = [tool("cmake"), "--build", str(self.build), "-j2"]
-        return subprocess.run(args, capture_output=True, text=True, env=clean_env(), cwd=self.build.parent, check=False)
+        return subprocess.run(args, capture_output=True, text=True, env={**clean_env(), **self.env}, cwd=self.build.parent, check=False)
 
     def configure_and_build(self) -> subprocess.CompletedProcess[str]:
         configured = self.configure()

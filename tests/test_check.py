@@ -294,9 +294,9 @@ def test_unwritable_github_step_summary_is_one_line(checker_libs, tmp_path, monk
 
 
 def test_libtorch_cpu_exports_its_shims_global_and_unversioned(torch_lib):
-    from aoti_shim.checks.references import torch_lib_dir
+    from aoti_shim.checks.references import find_torch
 
-    assert torch_lib_dir() == torch_lib
+    assert find_torch().lib == torch_lib
     lib = torch_lib / "libtorch_cpu.so"
     # The count comes from binutils (nm -D), not from our reader: the function shims, all 'T'.
     expected = {n: kind for n, kind in nm_exports(lib).items() if n.startswith("aoti_torch_")}
@@ -435,26 +435,26 @@ def test_wheel_member_with_parent_path_is_rejected(checker_libs, tmp_path):
 
 
 def test_against_torch_follows_the_aoti_shim_torch_variable(checker_libs, tmp_path, monkeypatch):
-    from aoti_shim.checks.references import torch_lib_dir
+    from aoti_shim.checks.references import find_torch
 
-    real = torch_lib_dir()
+    real = find_torch().lib
     for form in (real.parent.parent, real.parent, real):
         monkeypatch.setenv("AOTI_SHIM_TORCH", str(form))
-        assert torch_lib_dir() == real
+        assert find_torch().lib == real
     monkeypatch.setenv("AOTI_SHIM_TORCH", str(tmp_path))
     result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
     assert result.returncode == 1 and "AOTI_SHIM_TORCH" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_relative_aoti_shim_torch_is_made_absolute(checker_libs, monkeypatch):
-    from aoti_shim.checks.references import torch_lib_dir
+    from aoti_shim.checks.references import find_torch
 
-    real = torch_lib_dir().resolve()
+    real = find_torch().lib.resolve()
     site = real.parent.parent
     monkeypatch.chdir(site.parent)
     for form in (site.name, f"{site.name}/torch", f"./{site.name}/torch/lib"):
         monkeypatch.setenv("AOTI_SHIM_TORCH", form)
-        found = torch_lib_dir()
+        found = find_torch().lib
         assert found.is_absolute() and found == real
     # The CLI from the same folder, with a relative value, checks against that torch.
     result = subprocess.run(

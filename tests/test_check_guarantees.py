@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from aoti_shim.checks import CheckSettings, render, run_check
-from aoti_shim.checks.references import torch_lib_dir
+from aoti_shim.checks.references import find_torch
 from aoti_shim.errors import InputError
 
 CLI = [sys.executable, "-P", "-m", "aoti_shim"]
@@ -91,7 +91,7 @@ def test_a_file_without_read_permission_inside_a_folder_is_an_error(checker_libs
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_every_format_names_the_torch_it_checked_against(checker_libs, fmt):
-    lib = torch_lib_dir()
+    lib = find_torch().lib
     done = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch", "--format", fmt)
     assert done.returncode == 0, done.stderr
     import torch.version
@@ -112,7 +112,7 @@ def test_every_format_names_the_torch_it_checked_against(checker_libs, fmt):
 
 
 def test_an_aoti_shim_torch_override_is_announced(checker_libs):
-    site = torch_lib_dir().parent.parent
+    site = find_torch().lib.parent.parent
     done = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch", env={"AOTI_SHIM_TORCH": str(site)})
     assert done.returncode == 0, done.stderr
     assert "$AOTI_SHIM_TORCH overrides the installed torch" in done.stderr

@@ -17,7 +17,7 @@ from aoti_shim.plugin import gate
 from aoti_shim.plugin.gate import BuildRejected, Roles
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import GateSettings
-from aoti_shim.plugin.target_env import TorchLocation
+from aoti_shim.torch_location import TorchLocation
 
 EXPORT = '__attribute__((visibility("default")))'
 EXTRA_SOURCES = {

@@ -187,10 +187,10 @@ def test_relative_aoti_shim_torch_survives_the_gates_chdir(
 ) -> None:
     # The gate runs the checker from a temp folder; a relative $AOTI_SHIM_TORCH must still
     # name the torch it named when the build started.
-    from aoti_shim.checks.references import torch_lib_dir
+    from aoti_shim.checks.references import find_torch
     from aoti_shim.plugin import gate
 
-    site = torch_lib_dir().resolve().parent.parent
+    site = find_torch().lib.resolve().parent.parent
     monkeypatch.chdir(site.parent)
     monkeypatch.setenv("AOTI_SHIM_TORCH", site.name)
     where = target_env.find_torch()

@@ -47,12 +47,12 @@ def test_the_header_renames_the_union_over_every_supported_torch() -> None:
 
 
 def test_the_union_holds_what_the_installed_torch_declares(torch_lib: Path) -> None:
-    from aoti_shim.rename_header import find_torch_include
+    from aoti_shim.torch_location import locate
     from aoti_shim.torch_names import names_in_include, shipped_names
 
-    include = find_torch_include()
-    assert include is not None, f"no headers found for the installed torch ({torch_lib.parent})"
-    assert names_in_include(include) <= shipped_names().names
+    found = locate()
+    assert found is not None, f"no headers found for the installed torch ({torch_lib.parent})"
+    assert names_in_include(found.include) <= shipped_names().names
 
 
 def _fake_torch_include(root: Path, declarations: str) -> Path:

@@ -52,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the folder holding AotiShimConfig.cmake (for -DAotiShim_DIR=...) and exit",
     )
+    parser.add_argument(
+        "--torch-include-dir",
+        action="store_true",
+        help="print torch's include folder ($AOTI_SHIM_TORCH's, else the installed torch's; what "
+        "aoti_shim_add_model compiles against) and exit; exit 1 when there is none",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(subparsers)
@@ -72,6 +78,11 @@ def _main(argv: Sequence[str] | None) -> int:
             from aoti_shim.paths import cmake_dir
 
             print(cmake_dir())
+            return 0
+        if args.torch_include_dir:
+            from aoti_shim.torch_location import torch_include_dir
+
+            print(torch_include_dir())
             return 0
         if not getattr(args, "command", None):
             parser.print_help()

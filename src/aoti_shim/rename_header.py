@@ -16,7 +16,6 @@ tree the manifest and headers default to ``shims/manifest.txt`` and ``shims/incl
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import sys
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from pathlib import Path
 from aoti_shim.atomic import write_text_atomically
 from aoti_shim.checks.prefix import SHIM_MARK
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
+from aoti_shim.torch_location import locate
 from aoti_shim.torch_names import declared_functions, names_in_include, shipped_names, torch_version_of
 
 __all__ = ["declared_functions", "header_names", "manifest_names", "own_header_names"]
@@ -60,17 +60,6 @@ class NameList:
     torch_count: int
     own_count: int
     torch_versions: tuple[str, ...] = ()
-
-
-def find_torch_include() -> Path | None:
-    """The installed torch's include folder, located without importing torch (which takes seconds)."""
-    try:
-        spec = importlib.util.find_spec("torch")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations))) / "include"
 
 
 def _read_text(path: Path, what: str) -> str:
@@ -234,7 +223,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     )  # fmt: skip
     parser.add_argument(
         "--torch-include", type=Path, metavar="DIR",
-        help="torch's include folder (default: the installed torch's, found without importing it)",
+        help="torch's include folder (default: $AOTI_SHIM_TORCH's, else the installed torch's, found without importing it)",
     )  # fmt: skip
     parser.add_argument("--root", type=Path, default=Path("."), help="the aoti-shim source tree (default: .)")
     parser.add_argument(
@@ -250,6 +239,12 @@ def _given(path: Path | None, option: str) -> Path | None:
     return path
 
 
+def _located_include() -> Path | None:
+    """$AOTI_SHIM_TORCH's or the importable torch's include folder, as the checker and CMake find it."""
+    found = locate()
+    return None if found is None else found.include
+
+
 def _installed_header() -> Path:
     from aoti_shim.paths import cmake_dir
 
@@ -261,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     in_tree = (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
     manifest = _given(args.manifest, "--manifest") or (root / DEFAULT_MANIFEST if in_tree else None)
     shim_include = _given(args.shim_include, "--shim-include") or (root / DEFAULT_SHIM_INCLUDE if in_tree else None)
-    torch_include = _given(args.torch_include, "--torch-include") or find_torch_include()
+    torch_include = _given(args.torch_include, "--torch-include") or _located_include()
     output: Path | None = args.output or (root / DEFAULT_OUTPUT if in_tree else None)
     exact = output is not None
     if output is None:

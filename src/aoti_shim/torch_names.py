@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from typing import Sequence
 
 from aoti_shim.errors import AotiShimError, InputError
+from aoti_shim.torch_location import version_in
 
 SHIPPED_LIST = Path(__file__).resolve().parent / "torch_shim_names.txt"
 # Relative to torch's include folder.
@@ -90,11 +91,9 @@ def torch_version_of(source: Path) -> str:
     match = _WHEEL_VERSION.match(source.name)
     if source.suffix == ".whl" and match:
         return match.group(1)
-    version_file = source.parent / "version.py"  # <site>/torch/include -> <site>/torch/version.py
-    if version_file.is_file():
-        found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", version_file.read_text(), re.M)
-        if found:
-            return found.group(1)
+    version = version_in(source.parent)  # <site>/torch/include -> <site>/torch/version.py
+    if version is not None:
+        return version
     raise InputError(f"{source}: cannot tell which torch version it is")
 
 

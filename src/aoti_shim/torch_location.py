@@ -1,0 +1,161 @@
+"""Where torch is: the one answer for the checker, the build backend, the rename header,
+the smoke's source route and CMake (``aoti-shim --torch-include-dir``).
+
+torch is never imported here (that takes seconds and loads libtorch into the process):
+``importlib.util.find_spec`` finds its package folder, and the version is read from
+``torch/version.py``. The order, for every caller: ``$AOTI_SHIM_TORCH``, then the caller's
+extra search paths (``CheckSettings.torch_search_paths``), then the torch this interpreter
+would import. The build backend, whose isolated environment has no torch, searches the
+interpreter pip installs for instead (``aoti_shim.plugin.target_env``), with the same type.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from aoti_shim.errors import InputError
+
+# Names the torch to use when it is not importable here (isolated builds, another venv).
+TORCH_ENV_VAR = "AOTI_SHIM_TORCH"
+# How a location was found, as reports and messages show it (report.AgainstSource.found_by).
+BY_ENV_VAR = f"${TORCH_ENV_VAR}"
+BY_SEARCH_PATH = "search path"
+# Relative to torch's include folder: the header a model's wrapper needs (CMake checks it too).
+SHIM_HEADER = "torch/csrc/inductor/aoti_torch/c/shim.h"
+
+_VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.M)
+
+
+@dataclass(frozen=True)
+class TorchLocation:
+    """A torch installation: ``site`` holds ``torch/``; ``how`` says, for people, how it was found."""
+
+    site: Path
+    how: str
+
+    @property
+    def package(self) -> Path:
+        return self.site / "torch"
+
+    @property
+    def lib(self) -> Path:
+        return self.package / "lib"
+
+    @property
+    def include(self) -> Path:
+        return self.package / "include"
+
+    @property
+    def version(self) -> str | None:
+        """``torch/version.py``'s ``__version__``; None when it cannot be read."""
+        return version_in(self.package)
+
+
+def version_in(package: str | os.PathLike[str]) -> str | None:
+    """The ``__version__`` in ``<package>/version.py`` (a torch package folder), if readable."""
+    try:
+        with open(os.path.join(package, "version.py"), encoding="utf-8", errors="replace") as f:
+            text = f.read(1 << 16)
+    except OSError:
+        return None
+    return version_from_text(text)
+
+
+def version_from_text(text: str) -> str | None:
+    """The ``__version__`` a ``torch/version.py`` text assigns (read from a folder or a wheel)."""
+    match = _VERSION_RE.search(text)
+    return match.group(1) if match else None
+
+
+def _has_lib(site: Path) -> bool:
+    return (site / "torch" / "lib").is_dir()
+
+
+def explicit_torch_site(value: str) -> Path:
+    """The absolute folder holding ``torch/lib`` that an ``$AOTI_SHIM_TORCH`` value names.
+
+    A site-packages folder, a torch package folder or its ``lib/`` folder all name one.
+    Resolved here, once: the plugin's gate runs the checker from a temp folder, where a
+    relative value would name nothing (or another torch).
+    """
+    given = Path(value).expanduser()
+    try:
+        path = given.resolve()
+    except (OSError, RuntimeError) as e:  # RuntimeError: a symlink loop
+        raise InputError(f"{BY_ENV_VAR}={value}: cannot resolve: {e}") from None
+    if _has_lib(path):
+        return path
+    if path.name == "torch" and (path / "lib").is_dir():
+        return path.parent
+    if path.name == "lib" and path.parent.name == "torch" and path.is_dir():
+        return path.parent.parent
+    # Say what is there instead: a typo'd link and a file look alike in a bare "no torch/lib".
+    if given.is_symlink() and not path.exists():
+        what = f" (a dangling symbolic link to {path})"
+    elif path.exists() and not path.is_dir():
+        what = " (a file, not a folder)"
+    elif not path.exists():
+        what = " (no such folder)"
+    else:
+        what = ""
+    raise InputError(
+        f"{BY_ENV_VAR}={value}: no torch/lib there{what}; "
+        "give a site-packages folder, a torch package folder or its lib/ folder"
+    )
+
+
+def from_environment(environ: Mapping[str, str] | None = None) -> TorchLocation | None:
+    """The torch ``$AOTI_SHIM_TORCH`` names; None when it is unset or empty."""
+    value = (os.environ if environ is None else environ).get(TORCH_ENV_VAR)
+    return TorchLocation(explicit_torch_site(value), BY_ENV_VAR) if value else None
+
+
+def in_sites(sites: Iterable[str | os.PathLike[str]], how: str = BY_SEARCH_PATH) -> TorchLocation | None:
+    """The first of ``sites`` (site-packages folders) that holds ``torch/lib``."""
+    for site in sites:
+        if _has_lib(Path(site)):
+            return TorchLocation(Path(site), how)
+    return None
+
+
+def in_process() -> TorchLocation | None:
+    """The torch ``import torch`` would load here, found without importing it.
+
+    Its ``lib/`` is not checked: a caller that needs it says what is missing.
+    """
+    try:
+        spec = importlib.util.find_spec("torch")  # finds, never imports
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    package = Path(next(iter(spec.submodule_search_locations)))
+    return TorchLocation(package.parent, f"installed torch of {sys.executable}")
+
+
+def locate(search_paths: Iterable[str | os.PathLike[str]] = (), environ: Mapping[str, str] | None = None) -> TorchLocation | None:
+    """``$AOTI_SHIM_TORCH``, else the first search path with torch, else the importable torch.
+
+    None when there is none; a bad ``$AOTI_SHIM_TORCH`` is an InputError, never a fallback
+    (it was set to name one torch: another would be checked against silently).
+    """
+    return from_environment(environ) or in_sites(search_paths) or in_process()
+
+
+def torch_include_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """torch's include folder, for ``aoti-shim --torch-include-dir`` (CMake asks it)."""
+    found = locate(environ=environ)
+    if found is None:
+        raise InputError(
+            f"torch is not installed for {sys.executable}; install torch, "
+            f"or set {TORCH_ENV_VAR}=<site-packages or torch folder>"
+        )
+    if not found.include.is_dir():
+        raise InputError(f"torch at {found.package} (found by {found.how}) has no include/ folder")
+    return found.include
