@@ -6,6 +6,7 @@ import dataclasses
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from typing import Iterator
 
 from aoti_shim.checks import prefix as prefix_rules
@@ -13,7 +14,7 @@ from aoti_shim.checks import suppressions as suppression_file
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
 from aoti_shim.checks.references import close_all, open_references
-from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, Header, Report, Tally, assemble
+from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, FindingBatch, Header, Report, Tally, assemble
 from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
 from aoti_shim.checks.suppressions import Suppression
 from aoti_shim.errors import UsageError
@@ -67,8 +68,9 @@ def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:
 
 
 class CheckRun:
-    """A check under way: the header is known, the findings stream from :meth:`findings`
-    (one pass) and add up in :attr:`tally`. Open only inside :func:`checking`."""
+    """A check under way: the header is known, the findings stream from :meth:`batches`
+    or :meth:`findings` (one pass, either) and add up in :attr:`tally`. Open only inside
+    :func:`checking`."""
 
     def __init__(self, header: Header, ctx: Context, suppressions: tuple[Suppression, ...]) -> None:
         self.header = header
@@ -77,11 +79,14 @@ class CheckRun:
         self._suppressions = suppressions
         self._used = False
 
-    def findings(self) -> Iterator[Finding]:
+    def batches(self) -> Iterator[FindingBatch]:
         if self._used:
             raise RuntimeError("a CheckRun's findings stream once")
         self._used = True
         return suppression_file.stream(evaluate(self._ctx), self._suppressions, self.tally)
+
+    def findings(self) -> Iterator[Finding]:
+        return chain.from_iterable(batch.findings() for batch in self.batches())
 
 
 @contextmanager

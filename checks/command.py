@@ -115,10 +115,10 @@ def run(args: argparse.Namespace) -> int:
         elif args.output:
             # Streamed into a temp file beside the target; it replaces the target only when whole.
             with open_text_atomically(args.output, what="--output", inputs=inputs) as write:
-                render_stream(args.format, header, check.findings(), check.tally, write, color=color, verbose=args.verbose)
+                render_stream(args.format, header, check.batches(), check.tally, write, color=color, verbose=args.verbose)
         else:
             render_stream(
-                args.format, header, check.findings(), check.tally, sys.stdout.write, color=color, verbose=args.verbose
+                args.format, header, check.batches(), check.tally, sys.stdout.write, color=color, verbose=args.verbose
             )
         tally = check.tally
     # The text table on standard output names the inferred prefix itself.

@@ -175,8 +175,10 @@ class SymbolTable(Mapping[str, Symbol]):
 
     def kinds(self, names: list[str]) -> list[str]:
         """:meth:`kind` of many names at once."""
-        packed, known = self._packed, _KIND_TEXT
-        return [known.get(packed[n] & 0xFF) or kind_text(packed[n]) for n in names]
+        infos = [p & 0xFF for p in map(self._packed.__getitem__, names)]
+        for info in set(infos).difference(_KIND_TEXT):
+            kind_text(info)  # fills _KIND_TEXT
+        return list(map(_KIND_TEXT.__getitem__, infos))
 
 
 def kind_text(packed: int) -> str:

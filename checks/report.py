@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from itertools import repeat
+from typing import Iterator, NamedTuple, Sequence
 
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, EXIT_WARNINGS, UsageError
 
@@ -34,6 +35,49 @@ class Finding(NamedTuple):
     def fingerprint(self) -> str:
         """Stable across builds: no addresses, only what the finding is about."""
         return fingerprint(self.rule, self.artifact, self.symbol)
+
+
+class FindingBatch(NamedTuple):
+    """Findings of one rule about one library, as columns: the unit findings stream in.
+
+    A rule with many findings (COLLISION: a shim built from libtorch's sources collides in
+    70k names) yields them a few thousand at a time, so every stage after it (suppressions,
+    escaping, the formats) runs its per-finding work in C loops over columns, not in a
+    Python step per finding. Columns are of equal length."""
+
+    rule: str
+    severity: str
+    artifact: str
+    symbols: Sequence[str]
+    messages: Sequence[str]
+    related: Sequence[str | None]
+
+    @classmethod
+    def of(cls, finding: Finding) -> FindingBatch:
+        return cls(finding.rule, finding.severity, finding.artifact, (finding.symbol,), (finding.message,), (finding.related,))
+
+    @classmethod
+    def from_findings(cls, findings: Sequence[Finding]) -> FindingBatch:
+        """A batch of findings that share rule, severity and artifact (the first one's)."""
+        first = findings[0]
+        return cls(
+            first.rule,
+            first.severity,
+            first.artifact,
+            [f.symbol for f in findings],
+            [f.message for f in findings],
+            [f.related for f in findings],
+        )
+
+    @property
+    def size(self) -> int:
+        return len(self.symbols)
+
+    def findings(self) -> Iterator[Finding]:
+        return map(
+            Finding._make,
+            zip(repeat(self.rule), repeat(self.severity), repeat(self.artifact), self.symbols, self.messages, self.related),
+        )
 
 
 def fingerprint(rule: str, artifact: str, symbol: str) -> str:
@@ -140,11 +184,12 @@ class Tally:
         self.suppressed: list[Suppressed] = []
         self.unused_suppressions: tuple[str, ...] = ()
 
-    def count(self, finding: Finding) -> None:
+    def count(self, finding: Finding | FindingBatch) -> None:
+        n = finding.size if isinstance(finding, FindingBatch) else 1
         if finding.severity == BLOCKING:
-            self.blocking += 1
+            self.blocking += n
         else:
-            self.warnings += 1
+            self.warnings += n
 
     def exit_code(self, fail_on: str = "blocking") -> int:
         return exit_bits(self.blocking > 0, self.warnings > 0, fail_on)

@@ -8,7 +8,7 @@ large and are only asked about single names, through their ``.gnu.hash``.
 from __future__ import annotations
 
 import re
-from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import chain
@@ -17,7 +17,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 from aoti_shim.checks import prefix as prefixes
 from aoti_shim.checks.elf import STB_GNU_UNIQUE, STB_WEAK, STT_TLS, Symbol
 from aoti_shim.checks.references import Reference
-from aoti_shim.checks.report import BLOCKING, WARNING, Finding
+from aoti_shim.checks.report import BLOCKING, WARNING, Finding, FindingBatch
 
 # Every AOTInductor blob exports its loader entry points under this prefix
 # (AOTInductorModelContainerCreateWithDevice, ...Run, ...Delete).
@@ -113,34 +113,41 @@ class Context:
 LINKER_DEFINED = frozenset({"_init", "_fini", "_end", "_edata", "_etext", "__bss_start", "__end__", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_"})
 
 
+# Findings per batch of a rule that finds many (see FindingBatch).
+BATCH = 4096
+
 # A reference answers one name through its hash table for about this many names it would
 # read in a scan: a shim asking about more than size/LOOKUP_COST names scans instead.
 LOOKUP_COST = 16
 
 
-def _owners(names: list[str], refs: Sequence[Reference]) -> tuple[array[int], bytearray]:
-    """For each of ``names``: the index of the first reference exporting it (-1: none) and
-    how many do (capped at 255). Flat arrays, not per-name objects: a shim may have 75k names."""
-    first = array("i", [-1]) * len(names)
-    count = bytearray(len(names))
+def _owners(names: list[str], refs: Sequence[Reference]) -> tuple[dict[int, int], Counter[int]]:
+    """For the indexes of ``names`` that some reference exports: the first reference that
+    does, and how many do. Counted in C loops: a 75k-name shim may collide in every name."""
+    first: dict[int, int] = {}
+    count: Counter[int] = Counter()
     index: dict[str, int] | None = None
     for r, ref in enumerate(refs):
         if len(names) * LOOKUP_COST > ref.size_hint():
             if index is None:
-                index = {name: i for i, name in enumerate(names)}
+                index = dict(zip(names, range(len(names))))
             get = index.get
             hits = [i for chunk in ref.export_name_chunks() for i in map(get, chunk) if i is not None]
         else:
             hits = [i for i, name in enumerate(names) if ref.find_export(name) is not None]
-        for i in hits:
-            if first[i] < 0:
-                first[i] = r
-            if count[i] < 255:
-                count[i] += 1
+        if hits:
+            count.update(hits)
+            earlier = first
+            first = dict.fromkeys(hits, r)
+            first.update(earlier)  # an earlier reference keeps its place
     return first, count
 
 
-def _collision(ctx: Context) -> Iterator[Finding]:
+def _more(n: int) -> str:
+    return f" (and {n - 1} more)" if n > 1 else ""
+
+
+def _collision(ctx: Context) -> Iterator[FindingBatch]:
     refs = ctx.references
     if not refs:
         return
@@ -156,16 +163,24 @@ def _collision(ctx: Context) -> Iterator[Finding]:
             and not (n.startswith("cuda") and CUDA_RUNTIME_NAME.fullmatch(n))
         ]
         first, count = _owners(names, refs)
-        hit = [i for i, n in enumerate(count) if n]
-        hit_names = [names[i] for i in hit]
+        hit = sorted(count)  # in name order
+        hit_names = list(map(names.__getitem__, hit))
         del names
         artifact = shim.display
-        owners = [ref.display for ref in refs]
-        for i, name, kind in zip(hit, hit_names, shim.kinds(hit_names)):
-            n = count[i]
-            owner = owners[first[i]]
-            more = f" (and {n - 1}{'+' if n == 255 else ''} more)" if n > 1 else ""
-            yield Finding("COLLISION", BLOCKING, artifact, name, f"{kind} '{name}' is also exported by {owner}{more}", owner)
+        owner_of = dict(enumerate(ref.display for ref in refs))
+        more_of = {n: _more(n) for n in set(count.values())}  # how many others export it
+        kinds = shim.kinds(hit_names)
+        # Columns, a batch at a time: the messages of 70k collisions are never all in memory.
+        for at in range(0, len(hit), BATCH):
+            indexes = hit[at : at + BATCH]
+            symbols = hit_names[at : at + BATCH]
+            related = list(map(owner_of.__getitem__, map(first.__getitem__, indexes)))
+            more = map(more_of.__getitem__, map(count.__getitem__, indexes))
+            messages = [
+                f"{kind} '{name}' is also exported by {owner}{also}"
+                for kind, name, owner, also in zip(kinds[at : at + BATCH], symbols, related, more)
+            ]
+            yield FindingBatch("COLLISION", BLOCKING, artifact, symbols, messages, related)
 
 
 def _unprefixed_export(ctx: Context) -> Iterator[Finding]:
@@ -321,11 +336,16 @@ def _duplicate_definer(ctx: Context) -> Iterator[Finding]:
     # name -> [(library, GNU_UNIQUE?)]
     definers: dict[str, list[tuple[Library, bool]]] = {}
     seen: set[object] = set()
+    libraries = []
     for lib in ctx.libraries:
         if lib.identity is not None:
             if lib.identity in seen:
                 continue  # the same file given twice (as --shim and --model) is one definer
             seen.add(lib.identity)
+        libraries.append(lib)
+    if len(libraries) < 2:
+        return  # one library defines each of its names once
+    for lib in libraries:
         for name, packed in _packed_items(lib.exports):
             # The substring test first: it is the cheap one, and most names fail it.
             if (packed & 0xF) == STT_TLS or (
@@ -387,7 +407,8 @@ def _reexported_runtime(ctx: Context) -> Iterator[Finding]:
 
 def _reexported_cuda_runtime(ctx: Context) -> Iterator[Finding]:
     for lib in ctx.libraries:
-        names = sorted(n for n in lib.exports if CUDA_RUNTIME_NAME.fullmatch(n))
+        match = CUDA_RUNTIME_NAME.fullmatch
+        names = sorted(n for n in lib.exports if n.startswith("cuda") and match(n))
         if names:
             yield Finding(
                 rule="REEXPORTED_CUDA_RUNTIME",
@@ -404,7 +425,7 @@ def _reexported_cuda_runtime(ctx: Context) -> Iterator[Finding]:
 @dataclass(frozen=True)
 class Rule:
     id: str
-    check: Callable[[Context], Iterator[Finding]]
+    check: Callable[[Context], Iterator[Finding | FindingBatch]]
     doc: str
     severity: str
 
@@ -431,6 +452,8 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 
 
-def evaluate(ctx: Context) -> Iterator[Finding]:
+def evaluate(ctx: Context) -> Iterator[FindingBatch]:
     """Every rule's findings, in table order, as they are found (nothing is kept)."""
-    return chain.from_iterable(rule.check(ctx) for rule in RULES)
+    for rule in RULES:
+        for found in rule.check(ctx):
+            yield found if isinstance(found, FindingBatch) else FindingBatch.of(found)

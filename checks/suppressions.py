@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from typing import Iterable, Iterator
 
-from aoti_shim.checks.report import BLOCKING, Finding, Suppressed, Tally
+from aoti_shim.checks.report import Finding, FindingBatch, Suppressed, Tally
 from aoti_shim.errors import UsageError
 
 if sys.version_info >= (3, 11):
@@ -109,49 +109,27 @@ def load(path: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
     return parse(entries, path, known_rules)
 
 
-def stream(findings: Iterable[Finding], suppressions: tuple[Suppression, ...], tally: Tally) -> Iterator[Finding]:
+def stream(batches: Iterable[FindingBatch], suppressions: tuple[Suppression, ...], tally: Tally) -> Iterator[FindingBatch]:
     """The findings no suppression matches, counted into ``tally`` as they pass; the
     suppressed ones and the unused suppressions land in ``tally`` too."""
     if not suppressions:
-        blocking = warnings = 0
-        try:
-            for finding in findings:
-                if finding.severity == BLOCKING:
-                    blocking += 1
-                else:
-                    warnings += 1
-                yield finding
-        finally:
-            tally.blocking += blocking
-            tally.warnings += warnings
+        for batch in batches:
+            tally.count(batch)
+            yield batch
         return
     used: set[int] = set()
-    for finding in findings:
-        for i, sup in enumerate(suppressions):
-            if sup.matches(finding):
-                used.add(i)
-                tally.suppressed.append(Suppressed(finding=finding, reason=sup.reason))
-                break
-        else:
-            tally.count(finding)
-            yield finding
+    for batch in batches:
+        kept: list[Finding] = []
+        for finding in batch.findings():
+            for i, sup in enumerate(suppressions):
+                if sup.matches(finding):
+                    used.add(i)
+                    tally.suppressed.append(Suppressed(finding=finding, reason=sup.reason))
+                    break
+            else:
+                kept.append(finding)
+        if kept:
+            kept_batch = batch if len(kept) == batch.size else FindingBatch.from_findings(kept)
+            tally.count(kept_batch)
+            yield kept_batch
     tally.unused_suppressions = tuple(sup.describe() for i, sup in enumerate(suppressions) if i not in used)
-
-
-def apply(
-    findings: Iterable[Finding], suppressions: tuple[Suppression, ...]
-) -> tuple[list[Finding], list[Suppressed], list[Suppression]]:
-    """The whole-list form of :func:`stream`: (kept, suppressed, unused suppressions)."""
-    kept: list[Finding] = []
-    suppressed: list[Suppressed] = []
-    used: set[int] = set()
-    for finding in findings:
-        for i, sup in enumerate(suppressions):
-            if sup.matches(finding):
-                used.add(i)
-                suppressed.append(Suppressed(finding=finding, reason=sup.reason))
-                break
-        else:
-            kept.append(finding)
-    unused = [sup for i, sup in enumerate(suppressions) if i not in used]
-    return kept, suppressed, unused

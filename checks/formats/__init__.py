@@ -4,9 +4,10 @@ others are rendered from a whole :class:`Report`."""
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Callable, Iterable, Iterator, Protocol
 
-from aoti_shim.checks.report import Finding, Header, Report, Tally, assemble, header_of
+from aoti_shim.checks.report import FindingBatch, Header, Report, Tally, assemble, header_of
 from aoti_shim.errors import UsageError
 
 Write = Callable[[str], None]
@@ -14,31 +15,31 @@ Write = Callable[[str], None]
 
 class StreamRenderer(Protocol):
     def __call__(
-        self, header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool
+        self, header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool
     ) -> None: ...
 
 
-def _text(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+def _text(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
     from aoti_shim.checks.formats.text import stream_text
 
-    stream_text(header, findings, tally, write, color=color, verbose=verbose)
+    stream_text(header, batches, tally, write, color=color, verbose=verbose)
 
 
-def _json(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+def _json(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
     from aoti_shim.checks.formats.json_report import stream_json
 
-    stream_json(header, findings, tally, write)
+    stream_json(header, batches, tally, write)
 
 
-def _sarif(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+def _sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
     from aoti_shim.checks.formats.sarif import stream_sarif
 
-    stream_sarif(header, findings, tally, write)
+    stream_sarif(header, batches, tally, write)
 
 
 def _whole(render_report: Callable[[Report], str]) -> StreamRenderer:
-    def stream(header: Header, findings: Iterable[Finding], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
-        write(render_report(assemble(header, tuple(findings), tally)))
+    def stream(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+        write(render_report(assemble(header, tuple(chain.from_iterable(b.findings() for b in batches)), tally)))
 
     return stream
 
@@ -72,40 +73,46 @@ def _renderer(fmt: str) -> StreamRenderer:
 
 
 def _escaped(
-    fmt: str, header: Header, findings: Iterable[Finding], tally: Tally
-) -> tuple[Header, Iterable[Finding], Tally]:
+    fmt: str, header: Header, batches: Iterable[FindingBatch], tally: Tally
+) -> tuple[Header, Iterable[FindingBatch], Tally]:
     """The stream with every name made safe for ``fmt`` (names come from untrusted files):
     visible escapes for the formats people or XML read, valid Unicode for JSON and SARIF."""
     from aoti_shim.checks.formats import escape
 
-    f = escape.valid_unicode if fmt in ("json", "sarif") else escape.printable
+    if fmt in ("json", "sarif"):
+        f, safe = escape.valid_unicode, str.isascii  # ASCII holds no lone surrogate
+    else:
+        f, safe = escape.printable, str.isprintable
     return (
         escape.header(header, f),
-        _escaped_findings(findings, f),
+        _escaped_batches(batches, f, safe),
         escape.EscapedTally(tally, f),  # type: ignore[return-value]
     )
 
 
-def _escaped_findings(findings: Iterable[Finding], f: Callable[[str], str]) -> Iterator[Finding]:
+def _escaped_batches(batches: Iterable[FindingBatch], f: Callable[[str], str], safe: Callable[[str], bool]) -> Iterator[FindingBatch]:
     from aoti_shim.checks.formats import escape
 
-    # Both escapes leave printable text alone; a finding whose texts all are passes as it
-    # is (the artifact and related names repeat: they are tested once each).
+    # ``f`` leaves text alone that ``safe`` passes. A batch whose texts all pass (one C call
+    # over each column joined) goes as it is; the artifact and related names repeat, so
+    # each is tested once.
     clean: set[str] = set()
-    for x in findings:
-        if x.message.isprintable() and x.symbol.isprintable() and x.artifact in clean and (x.related is None or x.related in clean):
-            yield x
-            continue
-        for name in (x.artifact, x.related):
-            if name is not None and name.isprintable() and len(clean) < 4096:
-                clean.add(name)
-        yield escape.finding(x, f)
+    for batch in batches:
+        names = {batch.artifact, *batch.related}
+        names.discard(None)  # type: ignore[arg-type]
+        if names <= clean or all(safe(n) for n in names - clean):
+            if len(clean) < 4096:
+                clean.update(names)  # type: ignore[arg-type]
+            if safe("".join(batch.symbols)) and safe("".join(batch.messages)):
+                yield batch
+                continue
+        yield escape.batch(batch, f)
 
 
 def render_stream(
     fmt: str,
     header: Header,
-    findings: Iterable[Finding],
+    batches: Iterable[FindingBatch],
     tally: Tally,
     write: Write,
     *,
@@ -114,13 +121,14 @@ def render_stream(
 ) -> None:
     """Write the report as the findings arrive; ``tally`` is complete once they ran out."""
     renderer = _renderer(fmt)
-    header, findings, tally = _escaped(fmt, header, findings, tally)
-    renderer(header, findings, tally, write, color=color, verbose=verbose)
+    header, batches, tally = _escaped(fmt, header, batches, tally)
+    renderer(header, batches, tally, write, color=color, verbose=verbose)
 
 
 def render(report: Report, fmt: str = "text", *, color: bool = False, verbose: bool = False) -> str:
     renderer = _renderer(fmt)
     parts: list[str] = []
-    header, findings, tally = _escaped(fmt, header_of(report), iter(report.findings), Tally.of(report))
-    renderer(header, findings, tally, parts.append, color=color, verbose=verbose)
+    batches = map(FindingBatch.of, report.findings)
+    header, batches, tally = _escaped(fmt, header_of(report), batches, Tally.of(report))
+    renderer(header, batches, tally, parts.append, color=color, verbose=verbose)
     return "".join(parts)

@@ -21,6 +21,7 @@ from aoti_shim.checks.report import (
     AgainstSource,
     CheckedArtifact,
     Finding,
+    FindingBatch,
     Header,
     Report,
     Suppressed,
@@ -61,6 +62,15 @@ def finding(x: Finding, f: Escape) -> Finding:
     if (artifact, symbol, message, related) == (x.artifact, x.symbol, x.message, x.related):
         return x
     return x._replace(artifact=artifact, symbol=symbol, message=message, related=related)
+
+
+def batch(b: FindingBatch, f: Escape) -> FindingBatch:
+    return b._replace(
+        artifact=f(b.artifact),
+        symbols=[f(s) for s in b.symbols],
+        messages=[f(m) for m in b.messages],
+        related=[None if r is None else f(r) for r in b.related],
+    )
 
 
 def _against(sources: tuple[AgainstSource, ...], f: Escape) -> tuple[AgainstSource, ...]:

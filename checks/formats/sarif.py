@@ -6,33 +6,34 @@ Streamed like JSON: the run's results are written one per line as they are found
 from __future__ import annotations
 
 import json
-from json.encoder import encode_basestring_ascii as _quote
 from typing import Any, Callable, Iterable
 
 from aoti_shim import __version__
-from aoti_shim.checks.formats.json_report import FindingEncoder
-from aoti_shim.checks.report import BLOCKING, Finding, Header, Report, Tally, header_of
+from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
+from aoti_shim.checks.report import BLOCKING, FindingBatch, Header, Report, Tally, header_of
 from aoti_shim.checks.rules import RULES
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _RESULTS = '"results": []'
-_FLUSH_EVERY = 2000
 
 
-def _result(f: Finding, index: dict[str, int], encoder: FindingEncoder) -> str:
+def _results(batch: FindingBatch, index: dict[str, int], encoder: FindingEncoder) -> list[str]:
     q = encoder.quoted
-    level = '"error"' if f.severity == BLOCKING else '"warning"'
+    level = '"error"' if batch.severity == BLOCKING else '"warning"'
+    head = f'{{"ruleId": {q(batch.rule)}, "ruleIndex": {index[batch.rule]}, "level": {level}, "message": {{"text": '
+    where = f'"locations": [{{"physicalLocation": {{"artifactLocation": {{"uri": {q(batch.artifact)}}}}}'
     # A finding about a whole library (NOT_A_SHIM) names no symbol.
-    logical = f', "logicalLocations": [{{"name": {_quote(f.symbol)}, "kind": "function"}}]' if f.symbol else ""
-    return (
-        f'{{"ruleId": {q(f.rule)}, "ruleIndex": {index[f.rule]}, "level": {level}, '
-        f'"message": {{"text": {_quote(f.message)}}}, '
-        f'"locations": [{{"physicalLocation": {{"artifactLocation": {{"uri": {q(f.artifact)}}}}}{logical}}}], '
-        f'"partialFingerprints": {{"aotiShimFinding/v1": "{encoder.fingerprint(f)}"}}}}'
-    )
+    logical = [
+        f', "logicalLocations": [{{"name": {quoted}, "kind": "function"}}]' if symbol else ""
+        for symbol, quoted in zip(batch.symbols, quote_each(batch.symbols))
+    ]
+    return [
+        f'{head}{message}}}, {where}{logical_location}}}], "partialFingerprints": {{"aotiShimFinding/v1": "{fingerprint}"}}}}'
+        for message, logical_location, fingerprint in zip(quote_each(batch.messages), logical, encoder.fingerprints(batch))
+    ]
 
 
-def stream_sarif(header: Header, findings: Iterable[Finding], tally: Tally, write: Callable[[str], None]) -> None:
+def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], None]) -> None:
     rules: list[dict[str, Any]] = [
         {
             "id": rule.id,
@@ -59,16 +60,12 @@ def stream_sarif(header: Header, findings: Iterable[Finding], tally: Tally, writ
     write(text[: at + len(_RESULTS) - 1])
     index = {rule.id: i for i, rule in enumerate(RULES)}
     encoder = FindingEncoder()
-    buffer: list[str] = []
     sep = "\n        "
-    for f in findings:
-        buffer.append(sep)
-        buffer.append(_result(f, index, encoder))
-        sep = ",\n        "
-        if len(buffer) >= _FLUSH_EVERY:
-            write("".join(buffer))
-            buffer.clear()
-    write("".join(buffer))
+    for batch in batches:
+        results = _results(batch, index, encoder)
+        if results:
+            write(sep + ",\n        ".join(results))
+            sep = ",\n        "
     write(("\n      ]" if sep != "\n        " else "]") + text[at + len(_RESULTS) :] + "\n")
 
 
@@ -77,5 +74,5 @@ def render_sarif(report: Report) -> str:
 
     report = for_unicode(report)  # valid UTF-8 for any file name
     parts: list[str] = []
-    stream_sarif(header_of(report), iter(report.findings), Tally.of(report), parts.append)
+    stream_sarif(header_of(report), map(FindingBatch.of, report.findings), Tally.of(report), parts.append)
     return "".join(parts)

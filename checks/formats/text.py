@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from aoti_shim.checks.report import BLOCKING, Finding, Header, Tally
+from aoti_shim.checks.report import BLOCKING, FindingBatch, Header, Tally
 
 _RED, _YELLOW, _GREEN, _DIM, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"
 
@@ -34,7 +34,7 @@ def _plural(n: int, one: str, many: str) -> str:
 
 def stream_text(
     header: Header,
-    findings: Iterable[Finding],
+    batches: Iterable[FindingBatch],
     tally: Tally,
     write: Callable[[str], None],
     *,
@@ -70,16 +70,16 @@ def stream_text(
 
     # Only counts and samples are kept, however many findings stream past.
     groups: dict[str, dict[str, _Group]] = {}
-    for f in findings:
-        by_rule = groups.get(f.artifact)
+    for batch in batches:
+        by_rule = groups.get(batch.artifact)
         if by_rule is None:
-            by_rule = groups[f.artifact] = {}
-        group = by_rule.get(f.rule)
+            by_rule = groups[batch.artifact] = {}
+        group = by_rule.get(batch.rule)
         if group is None:
-            group = by_rule[f.rule] = _Group(f.severity)
-        group.count += 1
+            group = by_rule[batch.rule] = _Group(batch.severity)
+        group.count += batch.size
         if len(group.sample) < SAMPLE:
-            group.sample.append(f.message)
+            group.sample.extend(batch.messages[: SAMPLE - len(group.sample)])
 
     for artifact, by_rule in groups.items():
         lines.append(artifact)
