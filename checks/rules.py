@@ -102,6 +102,25 @@ class Context:
     def libraries(self) -> Sequence[Library]:
         return [*self.shims, *self.models]
 
+    @cached_property
+    def distinct_libraries(self) -> Sequence[Library]:
+        """The libraries, a file given twice (as --shim and --model) once: it is one
+        definer, and what it exports is said once."""
+        seen: set[object] = set()
+        distinct = []
+        for lib in self.libraries:
+            if lib.identity is not None:
+                if lib.identity in seen:
+                    continue
+                seen.add(lib.identity)
+            distinct.append(lib)
+        return distinct
+
+    @cached_property
+    def provided(self) -> frozenset[str]:
+        """Every name a checked shim library exports."""
+        return frozenset(name for shim in self.shims for name in shim.exports)
+
     def is_unprefixed_shim(self, name: str) -> bool:
         return prefixes.is_unprefixed(name)
 
@@ -250,7 +269,7 @@ def _carried(ctx: Context) -> str:
     return prefixes.describe(ctx.shim_prefixes) if ctx.shim_prefixes else "no prefix at all"
 
 
-def _unprovided(ctx: Context, model: Library, provided: set[str]) -> Iterator[tuple[str, str | None]]:
+def _unprovided(model: Library, provided: frozenset[str]) -> Iterator[tuple[str, str | None]]:
     """(name, its prefix) of each prefixed shim import no checked shim exports.
 
     Every import holding aoti_torch_, whatever its prefix, must be a checked shim's export.
@@ -270,9 +289,8 @@ def _is_shims_prefix(ctx: Context, p: str | None) -> bool:
 def _unsatisfied_import(ctx: Context) -> Iterator[Finding]:
     if not ctx.shims:
         return
-    provided = {name for shim in ctx.shims for name in shim.exports}
     for model in ctx.models:
-        for name, p in _unprovided(ctx, model, provided):
+        for name, p in _unprovided(model, ctx.provided):
             if _is_shims_prefix(ctx, p):
                 yield Finding(
                     rule="UNSATISFIED_IMPORT",
@@ -300,10 +318,9 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Finding]:
             symbol=f"{ctx.prefix}{prefixes.SHIM_MARK}*",
             message=f"the given prefix {ctx.prefix!r} is exported by no shim library; the shims carry {_carried(ctx)}",
         )
-    provided = {name for shim in ctx.shims for name in shim.exports}
     for model in ctx.models:
         foreign: dict[str, list[str]] = {}
-        for name, p in _unprovided(ctx, model, provided):
+        for name, p in _unprovided(model, ctx.provided):
             if not _is_shims_prefix(ctx, p):
                 foreign.setdefault(name.partition(prefixes.SHIM_MARK)[0], []).append(name)
         for p, names in sorted(foreign.items()):
@@ -335,14 +352,7 @@ def _model_defines_shim(ctx: Context) -> Iterator[Finding]:
 def _duplicate_definer(ctx: Context) -> Iterator[Finding]:
     # name -> [(library, GNU_UNIQUE?)]
     definers: dict[str, list[tuple[Library, bool]]] = {}
-    seen: set[object] = set()
-    libraries = []
-    for lib in ctx.libraries:
-        if lib.identity is not None:
-            if lib.identity in seen:
-                continue  # the same file given twice (as --shim and --model) is one definer
-            seen.add(lib.identity)
-        libraries.append(lib)
+    libraries = ctx.distinct_libraries
     if len(libraries) < 2:
         return  # one library defines each of its names once
     for lib in libraries:
@@ -390,7 +400,7 @@ def _is_linked_runtime(name: str, exports: Mapping[str, Symbol]) -> bool:
 
 
 def _reexported_runtime(ctx: Context) -> Iterator[Finding]:
-    for lib in ctx.libraries:
+    for lib in ctx.distinct_libraries:
         names = sorted(n for n in lib.runtime_exports if _is_linked_runtime(n, lib.exports))
         if names:
             yield Finding(
@@ -406,7 +416,7 @@ def _reexported_runtime(ctx: Context) -> Iterator[Finding]:
 
 
 def _reexported_cuda_runtime(ctx: Context) -> Iterator[Finding]:
-    for lib in ctx.libraries:
+    for lib in ctx.distinct_libraries:
         match = CUDA_RUNTIME_NAME.fullmatch
         names = sorted(n for n in lib.exports if n.startswith("cuda") and match(n))
         if names:
