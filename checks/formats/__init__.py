@@ -93,9 +93,9 @@ def _escaped(
 def _escaped_batches(batches: Iterable[FindingBatch], f: Callable[[str], str], safe: Callable[[str], bool]) -> Iterator[FindingBatch]:
     from aoti_shim.checks.formats import escape
 
-    # ``f`` leaves text alone that ``safe`` passes. A batch whose texts all pass (one C call
-    # over each column joined) goes as it is; the artifact and related names repeat, so
-    # each is tested once.
+    # ``f`` leaves text alone that ``safe`` passes. A batch whose texts all pass (C loops
+    # over its columns) goes as it is; the artifact and related names repeat, so each is
+    # tested once.
     clean: set[str] = set()
     for batch in batches:
         names = {batch.artifact, *batch.related}
@@ -103,7 +103,7 @@ def _escaped_batches(batches: Iterable[FindingBatch], f: Callable[[str], str], s
         if names <= clean or all(safe(n) for n in names - clean):
             if len(clean) < 4096:
                 clean.update(names)  # type: ignore[arg-type]
-            if safe("".join(batch.symbols)) and safe("".join(batch.messages)):
+            if all(map(safe, batch.symbols)) and all(map(safe, batch.messages)):
                 yield batch
                 continue
         yield escape.batch(batch, f)
