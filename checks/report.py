@@ -41,7 +41,7 @@ class FindingBatch(NamedTuple):
     """Findings of one rule about one library, as columns: the unit findings stream in.
 
     A rule with many findings (COLLISION: a shim built from libtorch's sources collides in
-    70k names) yields them a few thousand at a time, so every stage after it (suppressions,
+    70k names) yields them a thousand at a time, so every stage after it (suppressions,
     escaping, the formats) runs its per-finding work in C loops over columns, not in a
     Python step per finding. Columns are of equal length."""
 

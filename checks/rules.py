@@ -8,10 +8,10 @@ large and are only asked about single names, through their ``.gnu.hash``.
 from __future__ import annotations
 
 import re
-from collections import Counter
+from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
+from itertools import compress
 from typing import Callable, Iterator, Mapping, Sequence
 
 from aoti_shim.checks import prefix as prefixes
@@ -76,7 +76,13 @@ class Library:
         """Exports named like the C++ runtime's (one pass, shared by two rules; the C-fast
         prefix test first, the regex only on what passes it)."""
         match = RUNTIME_NAME.match
-        return frozenset(n for n in self.exports if n.startswith(_RUNTIME_STARTS) and match(n))
+        return frozenset([n for n in self.exports if n.startswith(_RUNTIME_STARTS) and match(n)])
+
+    @cached_property
+    def cuda_runtime_exports(self) -> list[str]:
+        """Exports named like the CUDA runtime API's, sorted (shared by two rules)."""
+        match = CUDA_RUNTIME_NAME.fullmatch
+        return sorted([n for n in self.exports if n.startswith("cuda") and match(n)])
 
     @cached_property
     def is_aoti_model(self) -> bool:
@@ -133,18 +139,18 @@ LINKER_DEFINED = frozenset({"_init", "_fini", "_end", "_edata", "_etext", "__bss
 
 
 # Findings per batch of a rule that finds many (see FindingBatch).
-BATCH = 4096
+BATCH = 1024
 
 # A reference answers one name through its hash table for about this many names it would
 # read in a scan: a shim asking about more than size/LOOKUP_COST names scans instead.
 LOOKUP_COST = 16
 
 
-def _owners(names: list[str], refs: Sequence[Reference]) -> tuple[dict[int, int], Counter[int]]:
-    """For the indexes of ``names`` that some reference exports: the first reference that
-    does, and how many do. Counted in C loops: a 75k-name shim may collide in every name."""
-    first: dict[int, int] = {}
-    count: Counter[int] = Counter()
+def _owners(names: list[str], refs: Sequence[Reference]) -> tuple[array[int], bytearray]:
+    """For each of ``names``: the index of the first reference exporting it (-1: none) and
+    how many do (capped at 255). Flat arrays, not per-name objects: a shim may have 75k names."""
+    first = array("i", [-1]) * len(names)
+    count = bytearray(len(names))
     index: dict[str, int] | None = None
     for r, ref in enumerate(refs):
         if len(names) * LOOKUP_COST > ref.size_hint():
@@ -154,16 +160,17 @@ def _owners(names: list[str], refs: Sequence[Reference]) -> tuple[dict[int, int]
             hits = [i for chunk in ref.export_name_chunks() for i in map(get, chunk) if i is not None]
         else:
             hits = [i for i, name in enumerate(names) if ref.find_export(name) is not None]
-        if hits:
-            count.update(hits)
-            earlier = first
-            first = dict.fromkeys(hits, r)
-            first.update(earlier)  # an earlier reference keeps its place
+        for i in hits:
+            if first[i] < 0:
+                first[i] = r
+            if count[i] < 255:
+                count[i] += 1
     return first, count
 
 
 def _more(n: int) -> str:
-    return f" (and {n - 1} more)" if n > 1 else ""
+    """How many references besides the first export a name (counted up to 255)."""
+    return f" (and {n - 1}{'+' if n == 255 else ''} more)" if n > 1 else ""
 
 
 def _collision(ctx: Context) -> Iterator[FindingBatch]:
@@ -173,21 +180,15 @@ def _collision(ctx: Context) -> Iterator[FindingBatch]:
     for shim in ctx.shims:
         # REEXPORTED_RUNTIME and REEXPORTED_CUDA_RUNTIME report the runtimes; the linker's
         # own names are harmless.
-        runtime = shim.runtime_exports
-        names = [
-            n
-            for n in shim.sorted_exports
-            if n not in runtime
-            and n not in LINKER_DEFINED
-            and not (n.startswith("cuda") and CUDA_RUNTIME_NAME.fullmatch(n))
-        ]
+        skip = shim.runtime_exports.union(LINKER_DEFINED, shim.cuda_runtime_exports)
+        names = [n for n in shim.sorted_exports if n not in skip]
         first, count = _owners(names, refs)
-        hit = sorted(count)  # in name order
+        hit = list(compress(range(len(count)), count))  # the indexes some reference exports
         hit_names = list(map(names.__getitem__, hit))
         del names
         artifact = shim.display
-        owner_of = dict(enumerate(ref.display for ref in refs))
-        more_of = {n: _more(n) for n in set(count.values())}  # how many others export it
+        owner_of = [ref.display for ref in refs]
+        more_of = [_more(n) for n in range(256)]
         kinds = shim.kinds(hit_names)
         # Columns, a batch at a time: the messages of 70k collisions are never all in memory.
         for at in range(0, len(hit), BATCH):
@@ -417,8 +418,7 @@ def _reexported_runtime(ctx: Context) -> Iterator[Finding]:
 
 def _reexported_cuda_runtime(ctx: Context) -> Iterator[Finding]:
     for lib in ctx.distinct_libraries:
-        match = CUDA_RUNTIME_NAME.fullmatch
-        names = sorted(n for n in lib.exports if n.startswith("cuda") and match(n))
+        names = lib.cuda_runtime_exports
         if names:
             yield Finding(
                 rule="REEXPORTED_CUDA_RUNTIME",

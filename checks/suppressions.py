@@ -8,15 +8,18 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 from aoti_shim.checks.report import Finding, FindingBatch, Suppressed, Tally
 from aoti_shim.errors import UsageError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+def _toml() -> Any:
+    """tomllib (tomli before 3.11), imported when a file is read: most checks have none."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    return tomllib
 
 
 @dataclass(frozen=True)
@@ -94,9 +97,10 @@ def load(path: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
         raise UsageError(f"{path}: cannot read suppressions: {e.strerror or e}") from None
     if len(raw) > MAX_FILE:
         raise UsageError(f"{path}: suppressions file is larger than {MAX_FILE >> 10} KiB")
+    toml = _toml()
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except tomllib.TOMLDecodeError as e:
+        data = toml.loads(raw.decode("utf-8"))
+    except toml.TOMLDecodeError as e:
         raise UsageError(f"{path}: invalid TOML: {e}") from None
     except RecursionError:
         raise UsageError(f"{path}: invalid TOML: nested too deeply") from None

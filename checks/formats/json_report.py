@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from itertools import repeat
 from json.encoder import encode_basestring_ascii as _quote
 from typing import Any, Callable, Iterable, Sequence
 
@@ -74,9 +75,10 @@ class FindingEncoder:
                 self._quoted[text] = found
         return found
 
-    def quoted_related(self, batch: FindingBatch) -> list[str]:
-        q = self.quoted
-        return [q(r) if r is not None else "null" for r in batch.related]
+    def quoted_related(self, batch: FindingBatch) -> Iterable[str]:
+        # A batch names a few references over and over: each is quoted once.
+        quoted = {r: self.quoted(r) for r in set(batch.related) if r is not None}
+        return map(quoted.get, batch.related, repeat("null"))
 
     def encode(self, batch: FindingBatch) -> list[str]:
         """The batch's findings, one JSON object each."""
