@@ -113,7 +113,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         inferred_from = ""
         # Only names holding the marker can carry a prefix: a cheap filter before the regexes.
         mark = prefix_rules.SHIM_MARK
-        shim_names = [n for lib in shims for n in lib.exports if mark in n]
+        shim_names = [n for lib in shims for n in lib.marked_exports]
         if settings.prefix is not None:
             prefix, source = prefix_rules.validate(settings.prefix), "given"
         else:

@@ -33,6 +33,7 @@ _RUNTIME_STARTS = (
     "_ZSt", "_ZNSt", "_ZKSt", "_ZNKSt", "_ZT", "_ZN10__cxxabiv1", "_ZN9__gnu_cxx",
     "_Znw", "_Zna", "_Zdl", "_Zda", "__cxa_", "__gxx_", "_Unwind_", "__gcc_personality", "_ZGTtNSt",
 )  # fmt: skip
+_RUNTIME_OR_CUDA_STARTS = (*_RUNTIME_STARTS, "cuda")
 # Of those, the ones no ordinary translation unit defines: even WEAK, they are the runtime.
 # The rest (std:: template instantiations) are WEAK in any C++ library (vague linkage).
 ALWAYS_RUNTIME_NAME = re.compile(
@@ -76,21 +77,33 @@ class Library:
         """Exports named like the C++ runtime's (one pass, shared by two rules; the C-fast
         prefix test first, the regex only on what passes it)."""
         match = RUNTIME_NAME.match
-        return frozenset([n for n in self.exports if n.startswith(_RUNTIME_STARTS) and match(n)])
+        return frozenset([n for n in self._runtime_candidates if n.startswith(_RUNTIME_STARTS) and match(n)])
 
     @cached_property
     def cuda_runtime_exports(self) -> list[str]:
         """Exports named like the CUDA runtime API's, sorted (shared by two rules)."""
         match = CUDA_RUNTIME_NAME.fullmatch
-        return sorted([n for n in self.exports if n.startswith("cuda") and match(n)])
+        return sorted([n for n in self._runtime_candidates if n.startswith("cuda") and match(n)])
+
+    @cached_property
+    def _runtime_candidates(self) -> list[str]:
+        # One C-fast prefix test over all exports serves both runtimes' rules.
+        return [n for n in self.exports if n.startswith(_RUNTIME_OR_CUDA_STARTS)]
 
     @cached_property
     def is_aoti_model(self) -> bool:
         return any(name.startswith(MODEL_ENTRY_PREFIX) for name in self.exports)
 
     @cached_property
+    def marked_exports(self) -> list[str]:
+        """The exports holding the shim marker (prefixed or not), sorted: one pass, shared
+        by the prefix inference and the rules about shim names."""
+        mark = prefixes.SHIM_MARK
+        return [n for n in self.sorted_exports if mark in n]
+
+    @property
     def exports_shims(self) -> bool:
-        return any(prefixes.is_shim_name(name) for name in self.exports)
+        return bool(self.marked_exports)
 
 
 @dataclass(frozen=True)
@@ -205,7 +218,7 @@ def _collision(ctx: Context) -> Iterator[FindingBatch]:
 
 def _unprefixed_export(ctx: Context) -> Iterator[Finding]:
     for shim in ctx.shims:
-        for name in [n for n in shim.sorted_exports if prefixes.SHIM_MARK in n]:
+        for name in shim.marked_exports:
             if ctx.is_unprefixed_shim(name):
                 want = f"'{ctx.prefix}{name}'" if ctx.prefix else "a prefixed name"
                 yield Finding(

@@ -24,7 +24,8 @@ from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
 from aoti_shim.checks.report import BLOCKING, Finding, FindingBatch, fingerprint
 from aoti_shim.checks.rules import BATCH
 
-SHARED = BATCH + 904  # more than one batch, the last one partial
+SHARED = 5000  # several batches, the last one partial; the suppression below cuts across one
+assert 2 * BATCH < 3000 < 4000 < SHARED and 3000 % BATCH and SHARED % BATCH
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def many(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     compile_shared(src, shim)
     compile_shared(src, ref)
     suppress = out / "suppress.toml"
-    # 3000..4999: the end of the first batch and the whole second one.
+    # 3000..4999: the tail of one batch and every batch after it.
     suppress.write_text('[[suppress]]\nrule = "COLLISION"\nsymbol = "shared_0[34]*"\nreason = "vendored"\n')
     return {"shim": shim, "ref": ref, "suppress": suppress}
 
