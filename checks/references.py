@@ -21,7 +21,7 @@ from aoti_shim.checks.inputs import (
 )
 from aoti_shim.checks.report import AgainstSource
 from aoti_shim.errors import InputError
-from aoti_shim.torch_location import TorchLocation, locate, version_in
+from aoti_shim.torch_location import TorchLocation, locate, package_lib, version_in
 
 
 # What "torch" means as a reference: the libraries of torch/lib/ that `import torch` loads.
@@ -212,14 +212,6 @@ def _split_tests(item: str) -> tuple[str, bool]:
     return item, False
 
 
-def _torch_package_lib(path: str) -> str:
-    """A torch package folder (torch/) means its lib/ folder, not _C*.so and the rest."""
-    lib = os.path.join(path, "lib")
-    if os.path.isfile(os.path.join(path, "version.py")) and is_torch_lib_dir(lib):
-        return lib
-    return path
-
-
 def open_references(
     against: Iterable[str],
     workspace: Workspace,
@@ -259,7 +251,9 @@ def open_references(
                 continue
             arts: list[Artifact] | None = None
             if os.path.isdir(item):
-                item = _torch_package_lib(item)
+                lib = package_lib(item)
+                if lib is not None and is_torch_lib_dir(lib):
+                    item = str(lib)
                 if is_torch_lib_dir(item):
                     arts = [Artifact(path=p, display=p) for p in _torch_dir_paths(item, with_tests)]
             elif os.path.isfile(item) and zipfile.is_zipfile(item):

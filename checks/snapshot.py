@@ -42,7 +42,7 @@ from aoti_shim import __version__
 from aoti_shim.atomic import write_bytes_atomically
 from aoti_shim.checks.elf import ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
 from aoti_shim.errors import InputError
-from aoti_shim.torch_location import version_from_text, version_in
+from aoti_shim.torch_location import package_lib, version_from_text, version_in
 
 FORMAT = "aoti-shim-snapshot"
 FORMAT_VERSION = 1
@@ -396,17 +396,10 @@ def _sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
-def _lib_dir_of(source: Path) -> Path:
-    # Accept torch's package folder as well as its lib/ folder.
-    if (source / "lib").is_dir() and (source / "version.py").is_file():
-        return source / "lib"
-    return source
-
-
 def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
     from aoti_shim.checks.inputs import Workspace, collect
 
-    lib_dir = _lib_dir_of(source)
+    lib_dir = package_lib(source) or source
     version = version_in(lib_dir.parent)
     captured = []
     with Workspace() as ws:

@@ -86,6 +86,17 @@ def test_shipped_cpu_snapshot_is_what_the_command_makes_from_the_installed_torch
         assert snap["libtorch_cpu.so"].build_id == image.build_id
 
 
+def test_a_torch_package_folder_means_its_lib_folder(tmp_path: Path, torch_lib: Path) -> None:
+    # As --against does: the package's lib/, never torch/_C*.so beside it.
+    made = {}
+    for name, source in (("lib", torch_lib), ("package", torch_lib.parent)):
+        made[name] = tmp_path / f"{name}.json.gz"
+        done = subprocess.run([*CLI, "snapshot", str(source), "-o", str(made[name])], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    assert content(made["package"]) == content(made["lib"])
+    assert not any(name.startswith("_C") for name in by_name(made["package"]))
+
+
 def _installed_torch_version(torch_lib: Path) -> str:
     found = re.search(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", (torch_lib.parent / "version.py").read_text(), re.M)
     assert found, f"no __version__ in {torch_lib.parent / 'version.py'}"

@@ -73,6 +73,14 @@ def version_from_text(text: str) -> str | None:
     return match.group(1) if match else None
 
 
+def package_lib(path: str | os.PathLike[str]) -> Path | None:
+    """The ``lib/`` folder of a torch package folder (``torch/``, holding ``version.py`` and
+    ``lib/``), or None: named as a reference, the package means its libraries, not
+    ``_C*.so`` and the rest."""
+    lib = Path(path) / "lib"
+    return lib if (Path(path) / "version.py").is_file() and lib.is_dir() else None
+
+
 def _has_lib(site: Path) -> bool:
     return (site / "torch" / "lib").is_dir()
 
