@@ -42,6 +42,12 @@ def content(path: Path) -> tuple[object, ...]:
     return snap.torch_version, snap.source, libs
 
 
+# What torch only dlopens when an op needs it (RTLD_LOCAL: never in the global scope), and its
+# test libraries: no shipped snapshot holds them, as `import torch` does not load them.
+NOT_LOADED_BY_IMPORT = {"libcaffe2_nvrtc.so", "libtorch_cuda_linalg.so", "libaoti_custom_ops.so",
+                        "libbackend_with_compiler.so", "libjitbackend_test.so", "libtorchbind_test.so"}  # fmt: skip
+
+
 def by_name(path: Path) -> dict[str, snapshot_mod.SnapshotLibrary]:
     return {lib.name: lib for lib in snapshot_mod.load(path)}
 
@@ -58,7 +64,14 @@ def test_shipped_snapshots_describe_real_torch_builds() -> None:
         sym = libs["libtorch_cpu.so"].find_export(name)
         assert sym is not None and sym.bind == STB_GLOBAL and sym.type == STT_FUNC and not sym.versioned
 
+    for path in snapshot_mod.shipped():
+        names = set(by_name(path))
+        assert {"libtorch_python.so", "libtorch_global_deps.so", "libtorch_cpu.so"} <= names, path.name
+        assert not names & NOT_LOADED_BY_IMPORT, path.name
+
     cuda = by_name(shipped("2.14.1+cu130"))
+    assert set(cuda) == {"libc10.so", "libc10_cuda.so", "libgomp.so.1", "libshm.so", "libtorch.so", "libtorch_cpu.so",
+                         "libtorch_cuda.so", "libtorch_global_deps.so", "libtorch_nvshmem.so", "libtorch_python.so"}  # fmt: skip
     cpu_shims = {n for n in cuda["libtorch_cpu.so"].export_names() if n.startswith("aoti_torch_")}
     cuda_shims = {n for n in cuda["libtorch_cuda.so"].export_names() if n.startswith("aoti_torch_")}
     # Pinned to that wheel's libraries (the snapshot records their sha256): 329 and 175 were read
