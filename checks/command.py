@@ -79,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from aoti_shim.checks import CheckSettings
     from aoti_shim.checks.api import checking
     from aoti_shim.checks.formats import render_stream
+    from aoti_shim.checks.formats.escape import printable
     from aoti_shim.torch_location import TORCH_ENV_VAR
 
     settings = CheckSettings(
@@ -98,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
         for source in header.against:
             if source.found_by == f"${TORCH_ENV_VAR}":
                 # An override of the installed torch is never silent: the gate checks against it.
-                print(f"aoti-shim: --against {source.item}: ${TORCH_ENV_VAR} overrides the installed torch: {source.describe()}", file=sys.stderr)
+                # printable(): the path and torch/version.py's version are anyone's bytes.
+                note = f"--against {source.item}: ${TORCH_ENV_VAR} overrides the installed torch: {source.describe()}"
+                print(f"aoti-shim: {printable(note)}", file=sys.stderr)
         if args.format == "github" and summary_path:
             from aoti_shim.checks.formats.github import markdown_summary, render_annotations
             from aoti_shim.checks.report import assemble

@@ -48,3 +48,15 @@ def test_a_version_py_with_junk_bytes_still_yields_its_version(tmp_path: Path) -
 
     site = _site(tmp_path, version=b"\xff\xfe\x00junk\r\n__version__ = '1.2.3'\r\n\x80")
     assert version_in(site / "torch") == "1.2.3"
+
+
+def test_the_override_note_on_stderr_is_one_safe_line(tmp_path: Path, checker_libs) -> None:
+    # torch/version.py is anyone's bytes: an escape sequence, a bell, a NUL, a bidi override.
+    site = _site(tmp_path, version=b"__version__ = '2.0\x1b[31mRED\x07\x00\xe2\x80\xaeevil'\n")
+    (site / "torch" / "lib" / "libtorch_python.so").write_bytes(Path(checker_libs["unprefixed_shim"]).read_bytes())
+    done = _cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch", cwd=tmp_path, **{TORCH_ENV_VAR: str(site)})
+    assert done.returncode in (0, 4, 8), done.stderr
+    note = done.stderr.decode()
+    assert "overrides the installed torch" in note and note.count("\n") == 1, note
+    assert not any(c in note for c in "\x1b\x07\x00\u202e"), ascii(note)
+
