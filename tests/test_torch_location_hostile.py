@@ -60,3 +60,24 @@ def test_the_override_note_on_stderr_is_one_safe_line(tmp_path: Path, checker_li
     assert "overrides the installed torch" in note and note.count("\n") == 1, note
     assert not any(c in note for c in "\x1b\x07\x00\u202e"), ascii(note)
 
+
+def test_a_top_level_flag_with_a_command_or_another_flag_is_a_usage_error(tmp_path: Path) -> None:
+    # Before: `aoti-shim --torch-include-dir check --shim x` printed a folder and exited 0,
+    # the check never ran (a CI gate that passes).
+    for args, says in (
+        (("--torch-include-dir", "check", "--shim", "x.so"), "--torch-include-dir takes no command or other flag (got the command 'check')"),
+        (("--cmake-dir", "check", "--shim", "x.so"), "--cmake-dir takes no command or other flag (got the command 'check')"),
+        (("--cmake-dir", "--torch-include-dir"), "--cmake-dir takes no command or other flag (got --torch-include-dir)"),
+    ):
+        done = _cli(*args, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (2, b""), (args, done)
+        assert done.stderr.decode() == f"aoti-shim: error: {says}\n"
+
+
+def test_torch_include_dir_prints_a_non_utf8_folder_as_its_bytes(tmp_path: Path) -> None:
+    root = Path(os.fsdecode(os.fsencode(tmp_path) + b"/t\xff o"))
+    site = _site(root)
+    # A strict stdout (a UTF-8 locale other than C's): before, a UnicodeEncodeError traceback.
+    done = _cli("--torch-include-dir", cwd=tmp_path, PYTHONIOENCODING="utf-8:strict", **{TORCH_ENV_VAR: str(site)})
+    assert (done.returncode, done.stderr) == (0, b""), done.stderr
+    assert done.stdout == os.fsencode(site / "torch" / "include") + b"\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Any, Sequence
 
@@ -64,6 +65,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _print_path(path: os.PathLike[str]) -> None:
+    """``path`` and a newline, as the file system's bytes: a folder whose name is not UTF-8
+    must print as itself (CMake reads it), whatever stdout's encoding and error handler."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(os.fsencode(path) + b"\n")
+    sys.stdout.buffer.flush()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM unwinds as Ctrl-C does: temp files and folders go, children are killed.
     with sigterm_as_interrupt():
@@ -74,15 +83,20 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
+        asked = [flag for flag, on in (("--cmake-dir", args.cmake_dir), ("--torch-include-dir", args.torch_include_dir)) if on]
+        if asked and (len(asked) > 1 or getattr(args, "command", None)):
+            # Each prints one folder and exits: a command after it would be skipped with exit 0.
+            also = asked[1] if len(asked) > 1 else f"the command '{args.command}'"
+            raise AotiShimError(f"{asked[0]} takes no command or other flag (got {also})", exit_code=EXIT_USAGE)
         if args.cmake_dir:
             from aoti_shim.paths import cmake_dir
 
-            print(cmake_dir())
+            _print_path(cmake_dir())
             return 0
         if args.torch_include_dir:
             from aoti_shim.torch_location import torch_include_dir
 
-            print(torch_include_dir())
+            _print_path(torch_include_dir())
             return 0
         if not getattr(args, "command", None):
             parser.print_help()
