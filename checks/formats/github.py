@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from aoti_shim.checks.formats.escape import for_terminal
 from aoti_shim.checks.report import BLOCKING, Report
 
@@ -17,6 +19,29 @@ def _escape_property(text: str) -> str:
     return _escape(text).replace(":", "%3A").replace(",", "%2C")
 
 
+# Markdown's inline syntax in names and messages: emphasis, code, links and images, raw HTML
+# (an <img> tag in a symbol name would load in the step summary), table cells, strikethrough.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_<>&\[\]|~!])")
+_BACKTICKS = re.compile(r"`+")
+
+
+def _md_text(text: str) -> str:
+    """``text`` as literal Markdown table-cell text (every special character backslash-escaped)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
+
+
+def _md_code(text: str) -> str:
+    """``text`` as a code span in a table cell: a fence longer than any backtick run inside
+    (a single backtick in a symbol name closed the span), padded when the text touches it."""
+    if not text:
+        return ""  # `` is no empty code span: two literal backticks
+    fence = "`" * (max(map(len, _BACKTICKS.findall(text)), default=0) + 1)
+    if text[:1] in ("`", " ") or text[-1:] in ("`", " "):
+        text = f" {text} "  # CommonMark strips one space each side
+    cell = text.replace("|", "\\|")  # a table splits cells at | even inside code
+    return f"{fence}{cell}{fence}"
+
+
 def markdown_summary(report: Report) -> str:
     report = for_terminal(report)
     lines = [
@@ -26,14 +51,14 @@ def markdown_summary(report: Report) -> str:
         f"{len(report.blocking)} blocking, {len(report.warnings)} warning(s), {len(report.suppressed)} suppressed.",
         "",
     ]
-    lines += [f"Against `{s.item}`: {s.describe()}." for s in report.against]
+    lines += [f"Against {_md_code(s.item)}: {_md_text(s.describe())}." for s in report.against]
     if report.against:
         lines.append("")
     if report.findings:
         lines += ["| severity | rule | artifact | symbol | detail |", "| --- | --- | --- | --- | --- |"]
         for f in report.findings:
-            cells = [f.severity, f.rule, f.artifact, f"`{f.symbol}`", f.message]
-            lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+            cells = [f.severity, f.rule, _md_text(f.artifact), _md_code(f.symbol), _md_text(f.message)]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
