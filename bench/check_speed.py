@@ -314,6 +314,10 @@ def main() -> int:
             if not Path(given).exists():
                 parser.error(f"--{name.replace('_', '-')} {given}: no such file or folder")
             setattr(args, name, Path(given).resolve())
+    for name in ("snapshot", "shim"):
+        given = getattr(args, name, None)
+        if given is not None and Path(given).exists():  # else a shipped snapshot's name
+            setattr(args, name, str(Path(given).resolve()))
 
     if args.wheel:
         lib_dir = unpack_wheel_lib(args.wheel, args.cache)

@@ -73,6 +73,8 @@ _MAX_NAME_BYTES = 64 << 20
 _MAX_NAME_LEN = 64 << 10  # the longest in torch 2.14.1 is 2 KB
 # A copied range at least this long has its mapped pages released right away.
 _RELEASE_AFTER = 1 << 20
+# The ELF and program headers of anything a linker writes lie in the first page.
+_HEADERS_KEPT = 4096
 
 # Packed symbol facts: st_info in bits 0-7, visibility in 8-9, defined 16, versioned 17,
 # and from bit 18 the .dynsym index (0 when unknown) to read .gnu.version lazily.
@@ -385,6 +387,7 @@ class ElfImage:
         # Set for an image built from a stream's parts (see from_loaded_parts).
         self._dynamic_data: bytes | None = None
         self.loader_view = False
+        self._sparse = False  # an anonymous map of a stream's parts: its pages are the data
         self._open()
 
     @classmethod
@@ -404,14 +407,62 @@ class ElfImage:
         self._versym_cache = False
         self._dynamic_data = dynamic
         self.loader_view = True
+        self._sparse = isinstance(head, mmap.mmap)
         if len(head) < 16:
             raise self._fail("not an ELF file (too short)")
         self._parse_header()
+        if isinstance(head, mmap.mmap):
+            # A sparse map (inputs._tables_ahead): keep the headers and the tables, in a fresh
+            # one, so only their pages take memory.
+            kept = mmap.mmap(-1, len(head))
+            for offset, size in [(0, min(len(head), _HEADERS_KEPT))] + [
+                (sec.offset, sec.size) for sec in self._sections if sec.type != SHT_DYNAMIC
+            ]:
+                end = min(offset + size, len(head))
+                if end > offset:
+                    kept[offset:end] = head[offset:end]
+            head.close()
+            self._mm = kept
+            return self
         # Keep only the bytes some table needs (libtorch_cpu: 8 MiB of a 64 MiB head).
         end = max((sec.offset + sec.size for sec in self._sections if sec.type != SHT_DYNAMIC), default=0)
         self._mm = bytes(head[: max(end, 64)])  # type: ignore[assignment]
         self._size = len(self._mm)  # type: ignore[arg-type]
         return self
+
+    @classmethod
+    def loader_table_extents(cls, display: str, head: bytes | bytearray, dynamic: bytes) -> list[tuple[int, int]]:
+        """Where the tables the loader reads may lie: for each of DT_STRTAB, DT_SYMTAB,
+        DT_GNU_HASH, DT_HASH and DT_VERSYM, (its file offset, the end of the PT_LOAD
+        file range holding it). From the program headers in ``head`` and PT_DYNAMIC's
+        bytes alone, so a stream can go and fetch tables that lie past what it kept (a
+        library patchelf rewrote keeps .dynstr and .gnu.hash in a segment at its end)."""
+        self = cls.__new__(cls)
+        self.path = self.display = display
+        self._mm = bytes(head)  # type: ignore[assignment]
+        self._size = len(head)
+        self._dynamic_data = dynamic
+        ident = self._mm[:16]
+        if len(head) < 64 or ident[:4] != ELF_MAGIC or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+            raise self._fail("not an ELF file (bad header)")
+        self.big_endian = ident[5] == 2
+        self._lay = lay = _layout(ident[4], ">" if self.big_endian else "<")
+        hdr = lay.ehdr.unpack(self._bytes(0, lay.ehdr.size, "ELF header"))
+        segment = self._dynamic_segment(hdr[5], hdr[9], hdr[10])
+        if segment is None:
+            return []
+        extents = []
+        for tag, what in ((DT_STRTAB, "DT_STRTAB"), (DT_SYMTAB, "DT_SYMTAB"), (DT_GNU_HASH, "DT_GNU_HASH"),
+                          (DT_HASH, "DT_HASH"), (DT_VERSYM, "DT_VERSYM")):  # fmt: skip
+            if tag in segment.tags:
+                vaddr = segment.tags[tag]
+                for base, offset, size in segment.loads:
+                    if base <= vaddr < base + size:
+                        extents.append((offset + vaddr - base, offset + size))
+                        break
+                else:
+                    raise self._fail(f"{what} points outside the file's loaded segments")
+        return extents
 
     # -- opening and validation -------------------------------------------------
 
@@ -475,7 +526,7 @@ class ElfImage:
         self._check_range(offset, length, what)
         mm = self._map()
         data = mm[offset : offset + length]
-        if length >= _RELEASE_AFTER and isinstance(mm, mmap.mmap):
+        if length >= _RELEASE_AFTER and isinstance(mm, mmap.mmap) and not self._sparse:
             # The copy is what is used: give the mapped pages back, or a big table counts
             # twice in the peak memory (libtorch_cpu's .dynstr is 5 MiB).
             start = offset - offset % mmap.PAGESIZE

@@ -8,6 +8,7 @@ fill the disk.
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 import stat
@@ -348,23 +349,76 @@ def read_member(
                 head += chunk
             if dyn_off + dyn_size <= len(head):
                 dyn = bytes(head[dyn_off : dyn_off + dyn_size])
+                at = len(head)
             elif dyn_off <= len(head):
                 charge(dyn_off + dyn_size - len(head), display)
                 dyn = bytes(head[dyn_off:]) + src.read(dyn_off + dyn_size - len(head))
+                at = dyn_off + dyn_size
             else:
                 charge(dyn_off + dyn_size - len(head), display)
                 src.seek(dyn_off)  # inflates and drops what lies between
                 dyn = src.read(dyn_size)
+                at = dyn_off + dyn_size
             try:
                 image = ElfImage.from_loaded_parts(display, head, dyn)
             except InputError:
-                if len(head) < info.file_size:  # a table may lie past what was kept: read the whole file
-                    art = extract_member(zf, info, display, workspace, member_limit)
-                    return kind, art
-                raise
+                if len(head) >= info.file_size:
+                    raise
+                # A table lies past what was kept: fetch the tables ahead of the stream, or
+                # read the whole file when one was already passed.
+                sparse = _tables_ahead(src, info, display, head, dyn, at, charge)
+                if sparse is None:
+                    return kind, extract_member(zf, info, display, workspace, member_limit)
+                image = ElfImage.from_loaded_parts(display, sparse, dyn)
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
         raise InputError(f"{display}: cannot extract: {e}") from None
     return kind, Artifact(path=display, display=display, image=image)
+
+
+def _tables_ahead(
+    src: BinaryIO, info: zipfile.ZipInfo, display: str, head: bytearray, dyn: bytes, at: int,
+    charge: Callable[[int, str], None],
+) -> mmap.mmap | None:
+    """The member's loader view as a sparse anonymous map (its size, only the kept head and
+    the PT_LOAD ranges holding the loader's tables written), read forward from ``at``, where
+    the stream stands; None when a table lies in what the stream already skipped.
+
+    patchelf puts a rewritten .dynstr and .gnu.hash in a segment at the end of the file (torch
+    2.14.1's libtorch_cpu.so and libtorch_cuda.so): the stream reaches them without a temp copy."""
+    wanted: list[tuple[int, int]] = []
+    for start, end in ElfImage.loader_table_extents(display, head, dyn):
+        end = min(end, info.file_size)
+        if end <= len(head):
+            continue  # kept already
+        start = max(start, len(head))
+        if start < at:
+            return None  # skipped over: only a second pass can read it
+        wanted.append((start, end))
+    if not wanted:
+        return None
+    sparse = mmap.mmap(-1, info.file_size)
+    sparse[: len(head)] = head
+    for start, end in _merged(wanted):
+        if start > at:
+            charge(start - at, display)
+            src.seek(start)  # inflates and drops what lies between
+        start = max(start, at)
+        if end > start:
+            charge(end - start, display)
+            data = src.read(end - start)
+            sparse[start : start + len(data)] = data
+            at = start + len(data)
+    return sparse
+
+
+def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
 
 
 def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Iterator[Artifact]:
