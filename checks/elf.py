@@ -494,6 +494,19 @@ class ElfImage:
         except BaseException:
             self.close()
             raise
+        self._release(0, size)  # what parsing touched: a reference may stay open a long time
+
+    def _release(self, offset: int, length: int) -> None:
+        """Give back the mapped pages of a file range (they fault back in from the page
+        cache if read again); a no-op for what is not a file mapping."""
+        mm = self._mm
+        if not isinstance(mm, mmap.mmap) or self._sparse or length <= 0:
+            return
+        start = offset - offset % mmap.PAGESIZE
+        try:
+            mm.madvise(mmap.MADV_DONTNEED, start, min(offset + length, self._size) - start)
+        except (OSError, ValueError, AttributeError):
+            pass
 
     def close(self) -> None:
         if self._mm is not None:
@@ -526,14 +539,10 @@ class ElfImage:
         self._check_range(offset, length, what)
         mm = self._map()
         data = mm[offset : offset + length]
-        if length >= _RELEASE_AFTER and isinstance(mm, mmap.mmap) and not self._sparse:
+        if length >= _RELEASE_AFTER:
             # The copy is what is used: give the mapped pages back, or a big table counts
             # twice in the peak memory (libtorch_cpu's .dynstr is 5 MiB).
-            start = offset - offset % mmap.PAGESIZE
-            try:
-                mm.madvise(mmap.MADV_DONTNEED, start, offset + length - start)
-            except (OSError, ValueError, AttributeError):
-                pass
+            self._release(offset, length)
         return data
 
     def _parse_header(self) -> None:
@@ -845,6 +854,22 @@ class ElfImage:
 
     def _strings(self, strtab: _Section) -> bytes | str:
         """The string table, decoded once when it is ASCII (slices are then names)."""
+        self._check_range(strtab.offset, strtab.size, ".dynstr")
+        mm = self._map()
+        if isinstance(mm, mmap.mmap) and not self._sparse and strtab.size >= _RELEASE_AFTER:
+            # Decoded straight from the mapping: no bytes copy beside the text (libtorch_cpu's
+            # table is 5 MiB), and its pages given back after.
+            with memoryview(mm) as view, view[strtab.offset : strtab.offset + strtab.size] as part:
+                ends_in_nul = part[-1] == 0
+                try:
+                    text: str | None = str(part, "ascii")
+                except UnicodeDecodeError:
+                    text = None
+            self._release(strtab.offset, strtab.size)
+            if not ends_in_nul:
+                raise self._fail(".dynstr does not end in a NUL byte (unterminated name)")
+            if text is not None:
+                return text
         raw = self._bytes(strtab.offset, strtab.size, ".dynstr")
         if raw[-1:] != b"\0":
             raise self._fail(".dynstr does not end in a NUL byte (unterminated name)")
