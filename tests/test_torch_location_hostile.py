@@ -81,3 +81,53 @@ def test_torch_include_dir_prints_a_non_utf8_folder_as_its_bytes(tmp_path: Path)
     done = _cli("--torch-include-dir", cwd=tmp_path, PYTHONIOENCODING="utf-8:strict", **{TORCH_ENV_VAR: str(site)})
     assert (done.returncode, done.stderr) == (0, b""), done.stderr
     assert done.stdout == os.fsencode(site / "torch" / "include") + b"\n"
+
+
+def _without_dac_override() -> list[str]:
+    """A command prefix under which file modes bind (root ignores them otherwise)."""
+    if os.geteuid() != 0:
+        return []
+    import shutil
+
+    import pytest
+
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: file modes cannot be made to bind")
+    drop = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}"]
+
+
+def test_a_folder_that_cannot_be_searched_is_one_line_everywhere(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    (site / "torch" / "lib" / "libtorch_python.so").write_bytes(b"\x7fELF")  # never read: unreachable
+    out = tmp_path / "out"
+    prefix = _without_dac_override()
+    commands = (("--torch-include-dir",), ("check", "--shim", sys.executable, "--against", "torch"),
+                ("rename-header", "--output", str(out / "h.h")))  # fmt: skip
+    for locked, says in (
+        (site, f"$AOTI_SHIM_TORCH={site}: cannot read {site / 'torch' / 'lib'}: Permission denied"),
+        (site / "torch", f"$AOTI_SHIM_TORCH={site}: cannot read {site / 'torch' / 'lib'}: Permission denied"),
+        (site / "torch" / "include", "Permission denied"),
+    ):
+        locked.chmod(0)
+        try:
+            for args in commands if locked.name != "include" else commands[2:]:
+                done = subprocess.run([*prefix, *CLI, *args], capture_output=True, text=True, cwd=tmp_path,
+                                      env=_env(**{TORCH_ENV_VAR: str(site)}), timeout=60, check=False)  # fmt: skip
+                # Before: a PermissionError traceback from Path.is_dir (Python < 3.14).
+                assert done.returncode == 1 and done.stdout == "", (locked, args, done.stderr)
+                assert done.stderr.count("\n") == 1 and says in done.stderr, (locked, args, done.stderr)
+                assert not out.exists()
+        finally:
+            locked.chmod(0o755)
+
+
+def test_a_fifo_for_a_shim_header_does_not_hang_rename_header(tmp_path: Path) -> None:
+    site = _site(tmp_path)
+    header = site / "torch" / "include" / SHIM_HEADER
+    header.unlink()
+    os.mkfifo(header)
+    done = _cli("rename-header", "--output", str(tmp_path / "out" / "h.h"), cwd=tmp_path, **{TORCH_ENV_VAR: str(site)})
+    assert done.returncode == 1 and done.stderr.decode() == f"aoti-shim: error: {header}: not a regular file\n"
+    assert not (tmp_path / "out").exists()

@@ -88,11 +88,13 @@ def package_lib(path: str | os.PathLike[str]) -> Path | None:
     ``lib/``), or None: named as a reference, the package means its libraries, not
     ``_C*.so`` and the rest."""
     lib = Path(path) / "lib"
-    return lib if (Path(path) / "version.py").is_file() and lib.is_dir() else None
+    return lib if os.path.isfile(Path(path) / "version.py") and os.path.isdir(lib) else None
 
 
 def _has_lib(site: Path) -> bool:
-    return (site / "torch" / "lib").is_dir()
+    # os.path.isdir: False, not PermissionError, for a folder that cannot be searched (a
+    # search path or site is probed; Path.is_dir raises EACCES before Python 3.14).
+    return os.path.isdir(site / "torch" / "lib")
 
 
 def explicit_torch_site(value: str) -> Path:
@@ -102,6 +104,13 @@ def explicit_torch_site(value: str) -> Path:
     Resolved here, once: the plugin's gate runs the checker from a temp folder, where a
     relative value would name nothing (or another torch).
     """
+    try:
+        return _explicit_torch_site(value)
+    except OSError as e:  # a folder on the way that cannot be searched (EACCES), an I/O error
+        raise InputError(f"{BY_ENV_VAR}={value}: cannot read: {e.strerror or e}") from None
+
+
+def _explicit_torch_site(value: str) -> Path:
     given = Path(value).expanduser()
     try:
         path = given.resolve()
@@ -114,6 +123,12 @@ def explicit_torch_site(value: str) -> Path:
     if path.name == "lib" and path.parent.name == "torch" and path.is_dir():
         return path.parent.parent
     # Say what is there instead: a typo'd link and a file look alike in a bare "no torch/lib".
+    try:
+        os.stat(path / "torch" / "lib")
+    except PermissionError as e:  # a torch there, perhaps, behind a folder that cannot be searched
+        raise InputError(f"{BY_ENV_VAR}={value}: cannot read {e.filename}: {e.strerror}") from None
+    except OSError:
+        pass
     if given.is_symlink() and not path.exists():
         what = f" (a dangling symbolic link to {path})"
     elif path.exists() and not path.is_dir():
@@ -174,6 +189,6 @@ def torch_include_dir(environ: Mapping[str, str] | None = None) -> Path:
             f"torch is not installed for {sys.executable}; install torch, "
             f"or set {TORCH_ENV_VAR}=<site-packages or torch folder>"
         )
-    if not found.include.is_dir():
+    if not os.path.isdir(found.include):
         raise InputError(f"torch at {found.package} (found by {found.how}) has no include/ folder")
     return found.include

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import os
 import re
+import stat
 import sys
 import zipfile
 from dataclasses import dataclass
@@ -52,7 +54,10 @@ def _is_shim_header(relative: PurePosixPath) -> bool:
 def shim_headers(torch_include: Path) -> list[Path]:
     """torch's AOTInductor shim headers under its include folder (a one-line error if none)."""
     base = torch_include / SHIM_HEADER_DIR
-    headers = sorted(p for pattern in SHIM_HEADER_GLOBS for p in base.glob(pattern))
+    try:
+        headers = sorted(p for pattern in SHIM_HEADER_GLOBS for p in base.glob(pattern))
+    except OSError as e:  # a folder on the way that cannot be searched
+        raise InputError(f"{base}: cannot read: {e.strerror or e}") from None
     if not headers:
         raise InputError(f"no AOTInductor shim headers under {base}")
     return headers
@@ -62,8 +67,24 @@ def names_in_include(torch_include: Path) -> set[str]:
     """The names the shim headers of one torch include folder declare."""
     names: set[str] = set()
     for header in shim_headers(torch_include):
-        names |= declared_functions(header.read_text(encoding="utf-8", errors="replace"))
+        names |= declared_functions(_read_header(header))
     return names
+
+
+def _read_header(header: Path) -> str:
+    # O_NONBLOCK and a regular-file test: a FIFO named like a shim header would block forever.
+    try:
+        fd = os.open(header, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError(f"{header}: not a regular file")
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read()
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise InputError(f"{header}: cannot read: {e.strerror or e}") from None
+    return data.decode("utf-8", errors="replace")
 
 
 def names_in_wheel(wheel: Path) -> set[str]:
