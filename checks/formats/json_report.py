@@ -31,12 +31,16 @@ def _finding(f: Finding) -> dict[str, Any]:
     }
 
 
+# The characters json escapes in ASCII text: control characters, quote and backslash.
+_ESCAPED = str.maketrans(dict.fromkeys([*range(0x20), ord('"'), ord("\\")]))
+
+
 def quote_each(texts: Sequence[str]) -> Iterable[str]:
-    """Each text as a JSON string literal, as ``json`` quotes it. A column with no character
-    to escape (no quote, backslash, control or non-ASCII character: what ``unicode_escape``
-    leaves alone, checked in one C pass) is only wrapped in quotes, at a fraction of the cost."""
+    """Each text as a JSON string literal, as ``json`` quotes it. A column of ASCII with no
+    character to escape (checked by one C pass that deletes them: nothing deleted, nothing
+    to escape) is only wrapped in quotes, at a fraction of the cost."""
     joined = "".join(texts)
-    if '"' not in joined and len(joined.encode("unicode_escape")) == len(joined):
+    if joined.isascii() and len(joined.translate(_ESCAPED)) == len(joined):
         return [f'"{text}"' for text in texts]
     return map(_quote, texts)
 
