@@ -160,26 +160,39 @@ function(_aoti_shim_cli fn out)
 endfunction()
 
 # torch's include folder (the blob's wrapper includes torch's runtime headers).
+# A folder the user gave (-DAOTI_SHIM_TORCH_INCLUDE_DIR, or the environment variable of that
+# name at the first configure) stays; one asked of the CLI is asked again at each configure
+# (once per configure), since $AOTI_SHIM_TORCH or the interpreter's torch may have changed
+# since: a cached answer compiled a reconfigured build against the old torch's headers.
 function(_aoti_shim_torch_include fn out)
-  if(NOT AOTI_SHIM_TORCH_INCLUDE_DIR AND DEFINED ENV{AOTI_SHIM_TORCH_INCLUDE_DIR})
+  set(ours FALSE)
+  if(NOT AOTI_SHIM_TORCH_INCLUDE_DIR OR AOTI_SHIM_TORCH_INCLUDE_DIR STREQUAL "${_AOTI_SHIM_TORCH_INCLUDE_ASKED}")
+    set(ours TRUE)  # unset, or the CLI's answer of an earlier configure: not the user's choice
+  endif()
+  if(ours AND NOT "$ENV{AOTI_SHIM_TORCH_INCLUDE_DIR}" STREQUAL "")
     # An isolated build environment (pip, scikit-build-core) has no torch: let the caller say where.
     set(AOTI_SHIM_TORCH_INCLUDE_DIR "$ENV{AOTI_SHIM_TORCH_INCLUDE_DIR}" CACHE PATH "torch's include folder" FORCE)
-  endif()
-  if(NOT AOTI_SHIM_TORCH_INCLUDE_DIR)
-    # The CLI finds torch as the checker does ($AOTI_SHIM_TORCH, which the pip backend sets
-    # for an isolated build, else its interpreter's torch): one implementation, in Python.
-    _aoti_shim_cli(${fn} cli)
-    execute_process(COMMAND ${cli} --torch-include-dir
-                    RESULT_VARIABLE rc OUTPUT_VARIABLE dir ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
-    if(NOT rc EQUAL 0 OR dir STREQUAL "")
-      string(REPLACE ";" " " shown "${cli}")
-      string(STRIP "${err}" err)
-      string(REGEX REPLACE "^aoti-shim: error: " "" err "${err}")
-      message(FATAL_ERROR "${fn}: torch's headers not found ('${shown} --torch-include-dir': ${err}): "
-                          "set -DAOTI_SHIM_TORCH_INCLUDE_DIR=<site-packages>/torch/include (or the environment "
-                          "variable of that name)")
+    set(_AOTI_SHIM_TORCH_INCLUDE_ASKED "" CACHE INTERNAL "")
+  elseif(ours)
+    get_property(asked GLOBAL PROPERTY _AOTI_SHIM_TORCH_INCLUDE_ASKED_NOW SET)
+    if(NOT asked)
+      # The CLI finds torch as the checker does ($AOTI_SHIM_TORCH, which the pip backend sets
+      # for an isolated build, else its interpreter's torch): one implementation, in Python.
+      _aoti_shim_cli(${fn} cli)
+      execute_process(COMMAND ${cli} --torch-include-dir
+                      RESULT_VARIABLE rc OUTPUT_VARIABLE dir ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+      if(NOT rc EQUAL 0 OR dir STREQUAL "")
+        string(REPLACE ";" " " shown "${cli}")
+        string(STRIP "${err}" err)
+        string(REGEX REPLACE "^aoti-shim: error: " "" err "${err}")
+        message(FATAL_ERROR "${fn}: torch's headers not found ('${shown} --torch-include-dir': ${err}): "
+                            "set -DAOTI_SHIM_TORCH_INCLUDE_DIR=<site-packages>/torch/include (or the environment "
+                            "variable of that name)")
+      endif()
+      set(AOTI_SHIM_TORCH_INCLUDE_DIR "${dir}" CACHE PATH "torch's include folder (default: asked of `aoti-shim --torch-include-dir`)" FORCE)
+      set(_AOTI_SHIM_TORCH_INCLUDE_ASKED "${dir}" CACHE INTERNAL "")
+      set_property(GLOBAL PROPERTY _AOTI_SHIM_TORCH_INCLUDE_ASKED_NOW "${dir}")
     endif()
-    set(AOTI_SHIM_TORCH_INCLUDE_DIR "${dir}" CACHE PATH "torch's include folder (default: asked of `aoti-shim --torch-include-dir`)" FORCE)
   endif()
   if(NOT EXISTS "${AOTI_SHIM_TORCH_INCLUDE_DIR}/torch/csrc/inductor/aoti_torch/c/shim.h")
     message(FATAL_ERROR "${fn}: ${AOTI_SHIM_TORCH_INCLUDE_DIR} holds no torch/csrc/inductor/aoti_torch/c/shim.h")

@@ -131,3 +131,29 @@ def test_a_fifo_for_a_shim_header_does_not_hang_rename_header(tmp_path: Path) ->
     done = _cli("rename-header", "--output", str(tmp_path / "out" / "h.h"), cwd=tmp_path, **{TORCH_ENV_VAR: str(site)})
     assert done.returncode == 1 and done.stderr.decode() == f"aoti-shim: error: {header}: not a regular file\n"
     assert not (tmp_path / "out").exists()
+
+
+def test_a_reconfigure_follows_a_changed_aoti_shim_torch_but_keeps_a_given_folder(cmake_project, tmp_path: Path) -> None:
+    from cmake_support import RECORDED_PACKAGE, log
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX)\nfind_package(AotiShim CONFIG REQUIRED)\n"
+        f'aoti_shim_add_model(blob PACKAGE "{RECORDED_PACKAGE.as_posix()}" PREFIX myrt_)\n'
+    )
+    a, b = _site(tmp_path / "a"), _site(tmp_path / "b")
+    build = tmp_path / "build"
+
+    def configured(site: Path, **defines: str) -> str:
+        done = cmake_project(source, defines, build=build, env={TORCH_ENV_VAR: str(site)}).configure()
+        assert done.returncode == 0, log(done)
+        cached = [line for line in (build / "CMakeCache.txt").read_text().splitlines() if line.startswith("AOTI_SHIM_TORCH_INCLUDE_DIR:")]
+        return cached[0].split("=", 1)[1]
+
+    assert configured(a) == str(a / "torch" / "include")
+    # Before: the first answer stayed cached, and the build compiled against a's headers.
+    assert configured(b) == str(b / "torch" / "include")
+    # A folder the user gave is theirs: a changed $AOTI_SHIM_TORCH does not replace it.
+    assert configured(b, AOTI_SHIM_TORCH_INCLUDE_DIR=str(a / "torch" / "include")) == str(a / "torch" / "include")
+    assert configured(b) == str(a / "torch" / "include")
