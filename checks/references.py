@@ -262,8 +262,10 @@ def open_references(
                 if with_tests:
                     raise InputError(f"--against {raw}: {item} is no torch lib/ folder or torch wheel")
                 arts = collect([item], workspace)
+            checked_too = 0
             for art in arts:
                 if os.path.realpath(art.path) in exclude:
+                    checked_too += 1
                     continue
                 image = art.open()
                 if image.has_dynsym:
@@ -271,7 +273,7 @@ def open_references(
                 else:
                     image.close()
             version = torch_version_at(item) if os.path.isdir(item) else _wheel_torch_version(item)
-            _account(raw, item, found_by, version, refs, before, sources)
+            _account(raw, item, found_by, version, refs, before, sources, checked_too)
     except BaseException:
         close_all(refs)
         raise
@@ -286,8 +288,15 @@ def _account(
     refs: list[Reference],
     before: int,
     sources: list[AgainstSource] | None,
+    checked_too: int = 0,
 ) -> None:
     count = len(refs) - before
+    if count == 0 and checked_too:
+        # Not "no readable library": the libraries are there, but each is also a checked one.
+        raise InputError(
+            f"--against {raw}: every library in {path} is also given as --shim or --model "
+            "(a library is never its own reference); an empty reference set would pass every collision check"
+        )
     if count == 0:
         raise InputError(
             f"--against {raw}: no readable library with a dynamic symbol table in {path}"

@@ -127,3 +127,16 @@ def test_plus_tests_on_something_else_is_an_input_error(mini_torch, tmp_path):
     with pytest.raises(InputError, match=r"does not exist"):
         run_check(CheckSettings(shims=(str(mini_torch["shim"]),), against=(f"{tmp_path}/nothing+tests",)))
     assert not os.path.exists(f"{tmp_path}+tests")
+
+
+def test_a_reference_that_is_only_the_checked_library_says_so(checker_libs, tmp_path: Path) -> None:
+    from aoti_shim.errors import InputError
+
+    shim = str(checker_libs["clean_shim"])
+    folder = tmp_path / "refs"
+    folder.mkdir()
+    os.symlink(shim, folder / "same.so")  # the same file, by another name in a folder
+    for against in (shim, str(folder)):
+        # Before: "no readable library with a dynamic symbol table", of a readable library.
+        with pytest.raises(InputError, match=r"every library in .* is also given as --shim or --model"):
+            run_check(CheckSettings(shims=(shim,), against=(against,)))
