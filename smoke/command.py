@@ -122,6 +122,11 @@ def run(args: argparse.Namespace) -> int:
             user_case(spec, os.getcwd())  # fail fast on a bad spec, before compiling anything
         elif spec not in BUNDLED:
             raise UsageError(f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable")
+    # A bad $AOTI_SHIM_TORCH (the source route's headers, the checker's torch) fails now, as
+    # everywhere else (exit 1), not as a FAIL row after the models compiled.
+    from aoti_shim.torch_location import from_environment
+
+    from_environment()
     if args.json is not None and not args.json.resolve().parent.is_dir():
         raise UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
     if args.json is not None and args.json.is_dir():

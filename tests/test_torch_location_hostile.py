@@ -157,3 +157,13 @@ def test_a_reconfigure_follows_a_changed_aoti_shim_torch_but_keeps_a_given_folde
     # A folder the user gave is theirs: a changed $AOTI_SHIM_TORCH does not replace it.
     assert configured(b, AOTI_SHIM_TORCH_INCLUDE_DIR=str(a / "torch" / "include")) == str(a / "torch" / "include")
     assert configured(b) == str(a / "torch" / "include")
+
+
+def test_smoke_refuses_a_bad_aoti_shim_torch_before_compiling(tmp_path: Path) -> None:
+    bad = tmp_path / "gone"
+    done = _cli("smoke", "--route", "source", "--model", "mlp", "--no-control", "-q", "--cache-dir", str(tmp_path / "cache"),
+                cwd=tmp_path, **{TORCH_ENV_VAR: str(bad)})  # fmt: skip
+    # Before: the model compiled, then a FAIL row in the table and exit 8 (as if the shims failed).
+    assert (done.returncode, done.stdout) == (1, b""), done.stdout.decode()[-500:]
+    assert done.stderr.decode() == f"aoti-shim: error: $AOTI_SHIM_TORCH={bad}: no torch/lib there (no such folder); " \
+        "give a site-packages folder, a torch package folder or its lib/ folder\n"
