@@ -124,3 +124,22 @@ def test_the_github_step_summary_shows_each_name_and_message_literally(hostile: 
         shown = "".join(c.content for c in symbol)
         assert shown == printable(finding.symbol), (finding.symbol, shown)
         assert "".join(c.content for c in detail) == printable(finding.message)
+
+
+def test_sarif_artifact_uris_are_uri_references(hostile: dict[str, Path], tmp_path: Path) -> None:
+    import re
+    from urllib.parse import unquote
+
+    # A folder name with a space, a percent escape, a fragment, a query, a scheme-like colon
+    # and a byte that is no UTF-8.
+    folder = Path(os.fsdecode(os.fsencode(tmp_path) + b"/a:b c%0A#d?e\xff"))
+    folder.mkdir()
+    shim = folder / "libmyrt_small.so"
+    shim.write_bytes(hostile["small_shim"].read_bytes())
+    doc = json.loads(_streamed(shim, hostile["small_ref"], "sarif"))
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in doc["runs"][0]["results"]}
+    (uri,) = uris
+    # RFC 3986 characters only, and every % starts an escape (before: the raw path).
+    assert re.fullmatch(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-F]{2})*", uri), uri
+    assert ":" not in uri.split("/", 1)[0] or uri.startswith("/")  # no scheme read into it
+    assert unquote(uri) == str(shim).replace(os.fsdecode(b"\xff"), "\\xff")

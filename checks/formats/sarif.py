@@ -6,7 +6,9 @@ Streamed like JSON: the run's results are written one per line as they are found
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Callable, Iterable
+from urllib.parse import quote
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
@@ -17,11 +19,19 @@ SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _RESULTS = '"results": []'
 
 
+@lru_cache(maxsize=256)
+def artifact_uri(path: str) -> str:
+    """A file path as the URI reference SARIF's ``artifactLocation.uri`` must be: a space, ``%``,
+    ``#``, ``?`` or ``:`` in a file name is percent-encoded (``%0A`` in a name was read back as a
+    newline, ``a:b/x.so`` as a URI with the scheme ``a``, ``x#y.so`` as ``x`` and a fragment)."""
+    return quote(path, safe="/")
+
+
 def _results(batch: FindingBatch, index: dict[str, int], encoder: FindingEncoder) -> list[str]:
     q = encoder.quoted
     level = '"error"' if batch.severity == BLOCKING else '"warning"'
     head = f'{{"ruleId": {q(batch.rule)}, "ruleIndex": {index[batch.rule]}, "level": {level}, "message": {{"text": '
-    where = f'"locations": [{{"physicalLocation": {{"artifactLocation": {{"uri": {q(batch.artifact)}}}}}'
+    where = f'"locations": [{{"physicalLocation": {{"artifactLocation": {{"uri": {q(artifact_uri(batch.artifact))}}}}}'
     # A finding about a whole library (NOT_A_SHIM) names no symbol.
     logical = [
         f', "logicalLocations": [{{"name": {quoted}, "kind": "function"}}]' if symbol else ""
