@@ -126,3 +126,17 @@ def test_every_text_speaks_of_the_project_and_its_users() -> None:
             if _OFF_WORDS.search(line) and "_OFF_WORDS" not in line:
                 offending.append(f"{name}:{number}: {line.strip()}")
     assert offending == []
+
+
+def test_an_empty_path_to_check_is_a_usage_error(checker_libs, tmp_path: Path) -> None:
+    shim = str(checker_libs["clean_shim"])
+    for args, option in (
+        (("--shim", shim, "-o", ""), "--output/-o"),  # before: the report went to standard output, exit 0
+        (("--shim", ""), "--shim"),  # before: "error: : cannot read", exit 1
+        (("--shim", shim, "--against", ""), "--against"),
+        (("--shim", shim, "--model", ""), "--model"),
+        (("--shim", shim, "--suppressions", ""), "--suppressions"),
+    ):
+        done = run_cli("check", *args, cwd=tmp_path)
+        assert (done.returncode, done.stdout) == (2, ""), (args, done.stdout)
+        assert done.stderr == f"aoti-shim: error: check: argument {option}: an empty path\n", args
