@@ -194,6 +194,12 @@ function(_aoti_shim_torch_include fn out)
       set_property(GLOBAL PROPERTY _AOTI_SHIM_TORCH_INCLUDE_ASKED_NOW "${dir}")
     endif()
   endif()
+  string(FIND "${AOTI_SHIM_TORCH_INCLUDE_DIR}" ";" semicolon)
+  if(semicolon GREATER -1)
+    # A list separator to CMake: the include path would split in two (a relative-path error at generate time).
+    message(FATAL_ERROR "${fn}: torch's include folder '${AOTI_SHIM_TORCH_INCLUDE_DIR}' has a ';' in its path, which CMake reads as a "
+                        "list separator; use a torch whose path has none")
+  endif()
   if(NOT EXISTS "${AOTI_SHIM_TORCH_INCLUDE_DIR}/torch/csrc/inductor/aoti_torch/c/shim.h")
     message(FATAL_ERROR "${fn}: ${AOTI_SHIM_TORCH_INCLUDE_DIR} holds no torch/csrc/inductor/aoti_torch/c/shim.h")
   endif()

@@ -167,3 +167,20 @@ def test_smoke_refuses_a_bad_aoti_shim_torch_before_compiling(tmp_path: Path) ->
     assert (done.returncode, done.stdout) == (1, b""), done.stdout.decode()[-500:]
     assert done.stderr.decode() == f"aoti-shim: error: $AOTI_SHIM_TORCH={bad}: no torch/lib there (no such folder); " \
         "give a site-packages folder, a torch package folder or its lib/ folder\n"
+
+
+def test_cmake_refuses_a_torch_whose_path_has_a_semicolon(cmake_project, tmp_path: Path) -> None:
+    from cmake_support import RECORDED_PACKAGE, log
+
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX)\nfind_package(AotiShim CONFIG REQUIRED)\n"
+        f'aoti_shim_add_model(blob PACKAGE "{RECORDED_PACKAGE.as_posix()}" PREFIX myrt_)\n'
+    )
+    site = _site(tmp_path / "semi;colon")
+    done = cmake_project(source, build=tmp_path / "build", env={TORCH_ENV_VAR: str(site)}).configure()
+    message = " ".join(done.stderr.split())
+    # Before: "Found relative path while evaluating include directories" at generate time.
+    assert done.returncode != 0 and "relative path" not in message, log(done)
+    assert f"aoti_shim_add_model: torch's include folder '{site / 'torch' / 'include'}' has a ';'" in message, log(done)
