@@ -140,3 +140,26 @@ def test_an_empty_path_to_check_is_a_usage_error(checker_libs, tmp_path: Path) -
         done = run_cli("check", *args, cwd=tmp_path)
         assert (done.returncode, done.stdout) == (2, ""), (args, done.stdout)
         assert done.stderr == f"aoti-shim: error: check: argument {option}: an empty path\n", args
+
+
+def test_a_standard_output_that_cannot_be_written_is_one_line_and_exit_1(checker_libs, tmp_path: Path) -> None:
+    import os
+
+    shim = str(checker_libs["clean_shim"])
+    read, broken = os.pipe()
+    os.close(read)  # the reader left: every write is EPIPE
+    try:
+        for args in (("--cmake-dir",), ("--torch-include-dir",), ("check", "--shim", shim)):
+            for name, target in (("a full disk", "/dev/full"), ("a closed pipe", broken)):
+                out = open(target, "wb") if isinstance(target, str) else target  # noqa: SIM115
+                try:
+                    done = subprocess.run([*CLI, *args], stdout=out, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+                finally:
+                    if isinstance(target, str):
+                        out.close()
+                # Before: an OSError (BrokenPipeError) traceback.
+                assert done.returncode == 1, (args, name, done.stderr)
+                assert done.stderr.startswith("aoti-shim: error: cannot write to standard output: ") and done.stderr.count("\n") == 1, (
+                    args, name, done.stderr)  # fmt: skip
+    finally:
+        os.close(broken)

@@ -8,13 +8,14 @@ kept light at import time: heavy imports (LIEF, torch) happen inside ``run``.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
 from typing import Any, Sequence
 
 from aoti_shim import __version__
-from aoti_shim.errors import EXIT_USAGE, AotiShimError
+from aoti_shim.errors import EXIT_TOOL_ERROR, EXIT_USAGE, AotiShimError
 from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 
 # Module paths of subcommands, in --help order.
@@ -68,9 +69,24 @@ def build_parser() -> argparse.ArgumentParser:
 def _print_path(path: os.PathLike[str]) -> None:
     """``path`` and a newline, as the file system's bytes: a folder whose name is not UTF-8
     must print as itself (CMake reads it), whatever stdout's encoding and error handler."""
+    if sys.stdout is None:  # started with standard output closed: print() would drop it silently
+        raise AotiShimError("standard output is closed: nothing to print the folder to")
     sys.stdout.flush()
     sys.stdout.buffer.write(os.fsencode(path) + b"\n")
     sys.stdout.buffer.flush()
+
+
+# Write errors of a redirected standard output, as opposed to a bug's OSError.
+_OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, AttributeError, ValueError):
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -108,6 +124,14 @@ def _main(argv: Sequence[str] | None) -> int:
         # One line whatever a hostile file or symbol name holds (newlines, escape sequences).
         print(f"aoti-shim: error: {printable(str(e))}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:
+        # Only a write to standard output gets here (the commands turn their own file errors
+        # into AotiShimError): a pipe whose reader left, a full disk behind a redirection.
+        if not isinstance(e, BrokenPipeError) and (e.filename is not None or e.errno not in _OUTPUT_ERRNOS):
+            raise
+        _silence_stdout()  # the interpreter's last flush must not fail again, with a traceback
+        print(f"aoti-shim: error: cannot write to standard output: {e.strerror or e}", file=sys.stderr)
+        return EXIT_TOOL_ERROR
     except Terminated:
         print("aoti-shim: terminated", file=sys.stderr)
         return EXIT_TERMINATED
