@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
 from aoti_shim.checks.formats import FORMATS
 from aoti_shim.color import wants_color
@@ -37,14 +38,6 @@ def _choices_help(described: dict[str, str], default: str) -> str:
     return "; ".join(f"{name}: {what}" for name, what in described.items()) + f" (default: {default})"
 
 
-def _path(text: str) -> str:
-    """A path argument; an empty one (an unset shell variable, ``-o "$OUT"``) is a usage
-    error, not standard output, nor a file named ''."""
-    if not text:
-        raise argparse.ArgumentTypeError("an empty path")
-    return text
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "check",
@@ -55,21 +48,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Exit status is a bitmask: 1 tool error, 2 usage error, 4 warnings (with --fail-on any), 8 blocking findings."
         ),
     )
-    p.add_argument("--shim", nargs="+", action="extend", default=[], type=_path, metavar="PATH", help="shim libraries: .so files, folders or wheels")
-    p.add_argument("--model", nargs="+", action="extend", default=[], type=_path, metavar="PATH", help="AOTInductor blobs: .so files, folders or wheels")
+    p.add_argument("--shim", nargs="+", action="extend", default=[], type=path_text, metavar="PATH", help="shim libraries: .so files, folders or wheels")
+    p.add_argument("--model", nargs="+", action="extend", default=[], type=path_text, metavar="PATH", help="AOTInductor blobs: .so files, folders or wheels")
     p.add_argument(
         "--against",
         nargs="+",
         action="extend",
         default=[],
-        type=_path,
+        type=path_text,
         metavar="REF",
         help="references that must not collide: 'torch' ($AOTI_SHIM_TORCH's torch, else the installed one), paths, wheels or snapshots",
     )
     p.add_argument("--prefix", help="the private prefix (default: inferred from the shims' exports)")
     p.add_argument("--format", default="text", choices=tuple(FORMATS), help=_choices_help(FORMAT_HELP, "text"))
-    p.add_argument("--output", "-o", type=_path, metavar="FILE", help="write the report here instead of standard output")
-    p.add_argument("--suppressions", type=_path, metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
+    p.add_argument("--output", "-o", type=path_text, metavar="FILE", help="write the report here instead of standard output")
+    p.add_argument("--suppressions", type=path_text, metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
     p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
     p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
     p.add_argument("-v", "--verbose", action="store_true", help="text: also list every library checked and every reference")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from aoti_shim.arguments import path_text
 from aoti_shim.errors import UsageError
 
 
@@ -22,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "source",
         nargs="?",
+        type=path_text,
         metavar="TORCH_LIB_DIR|WHEEL",
         help="torch's lib/ folder, its package folder, or a torch wheel",
     )
@@ -34,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "-o",
         "--output",
+        type=path_text,
         metavar="FILE",
         help="the snapshot file to write (by convention torch-VERSION.json.gz)",
     )

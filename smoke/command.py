@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from aoti_shim.arguments import path
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, UsageError
 
 DEFAULT_PREFIX = "aotishim_"
@@ -31,14 +32,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", action="append", default=[], metavar="NAME|MODULE:CALLABLE",
                         help="a bundled model (mlp, block, convnet) or your own: a callable returning "
                              "(module, example_inputs); repeatable (default: the bundled set)")  # fmt: skip
-    parser.add_argument("--shims", type=Path, metavar="LIB",
+    parser.add_argument("--shims", type=path, metavar="LIB",
                         help="the shim library (default: the reference shims installed with aoti-shim)")  # fmt: skip
     parser.add_argument("--prefix", help="the shim prefix (default: read from the shim library's exports)")
     parser.add_argument("--route", action="append", choices=("source", "binary"), default=[],
                         help="only this route; repeatable (default: both)")  # fmt: skip
     parser.add_argument("--no-control", action="store_true", help="skip the unprefixed control run")
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the table as JSON")
-    parser.add_argument("--cache-dir", type=Path, help="compiled models are kept here (default: ~/.cache/aoti-shim/smoke)")
+    parser.add_argument("--json", type=path, metavar="FILE", help="also write the table as JSON")
+    parser.add_argument("--cache-dir", type=path, help="compiled models are kept here (default: ~/.cache/aoti-shim/smoke)")
     parser.add_argument("--iterations", type=int, default=30, help="timed runs per blob (default: 30)")
     parser.add_argument("--threads", type=int, metavar="N",
                         help="OpenMP threads for the runs (OMP_NUM_THREADS; default: the environment's)")  # fmt: skip

@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from aoti_shim.arguments import path
 from aoti_shim.errors import EXIT_OK, AotiShimError, InputError
 
 # Rules that must not fire on a rewritten blob: it must import only prefixed names.
@@ -116,9 +117,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "failed run writes nothing and leaves OUTPUT (or BLOB) untouched."
         ),
     )
-    parser.add_argument("blob", type=Path, metavar="BLOB", help="the AOTInductor model .so")
+    parser.add_argument("blob", type=path, metavar="BLOB", help="the AOTInductor model .so")
     parser.add_argument("--prefix", required=True, help="the shim prefix, e.g. myrt_")
-    parser.add_argument("-o", "--output", type=Path, help="where to write (default: replace BLOB)")
+    parser.add_argument("-o", "--output", type=path, help="where to write (default: replace BLOB)")
     parser.set_defaults(run=run)
 
 

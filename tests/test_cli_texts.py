@@ -142,6 +142,30 @@ def test_an_empty_path_to_check_is_a_usage_error(checker_libs, tmp_path: Path) -
         assert done.stderr == f"aoti-shim: error: check: argument {option}: an empty path\n", args
 
 
+@pytest.mark.parametrize(
+    ("command", "args", "option"),
+    [
+        ("snapshot", ("",), "TORCH_LIB_DIR|WHEEL"),
+        ("snapshot", (".", "-o", ""), "-o/--output"),
+        ("rename-header", ("--output", ""), "--output"),
+        ("rename-header", ("--check", "--torch-include", ""), "--torch-include"),
+        ("rename-header", ("--manifest", ""), "--manifest"),
+        ("rename-header", ("--shim-include", ""), "--shim-include"),
+        ("rewrite-imports", ("", "--prefix", "myrt_"), "BLOB"),
+        ("rewrite-imports", ("x.so", "--prefix", "myrt_", "-o", ""), "-o/--output"),
+        ("smoke", ("--json", ""), "--json"),
+        ("smoke", ("--cache-dir", ""), "--cache-dir"),
+        ("smoke", ("--shims", ""), "--shims"),
+    ],
+)
+def test_an_empty_path_to_any_command_is_a_usage_error(command: str, args: tuple[str, ...], option: str, tmp_path: Path) -> None:
+    # As for check: an unset variable ("$OUT") must not mean the current folder or a file named ''.
+    done = run_cli(command, *args, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (2, ""), (args, done.stdout, done.stderr)
+    assert done.stderr == f"aoti-shim: error: {command}: argument {option}: an empty path\n", args
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_standard_output_that_cannot_be_written_is_one_line_and_exit_1(checker_libs, tmp_path: Path) -> None:
     import os
 

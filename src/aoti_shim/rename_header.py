@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from aoti_shim.arguments import path
 from aoti_shim.atomic import write_text_atomically
 from aoti_shim.checks.prefix import SHIM_MARK
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
@@ -209,23 +210,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         ),
     )
     parser.add_argument(
-        "--output", type=Path, metavar="FILE",
+        "--output", type=path, metavar="FILE",
         help=f"the header to write or check (default in the aoti-shim source tree: {DEFAULT_OUTPUT}; "
         "elsewhere --check reads the installed package's header)",
     )  # fmt: skip
     parser.add_argument(
-        "--manifest", type=Path, metavar="FILE",
+        "--manifest", type=path, metavar="FILE",
         help=f"your shim names, one a line, '#' comments (default in the source tree: {DEFAULT_MANIFEST})",
     )  # fmt: skip
     parser.add_argument(
-        "--shim-include", type=Path, metavar="DIR",
+        "--shim-include", type=path, metavar="DIR",
         help=f"your shim headers, scanned for aoti_torch_* declarations (default in the source tree: {DEFAULT_SHIM_INCLUDE})",
     )  # fmt: skip
     parser.add_argument(
-        "--torch-include", type=Path, metavar="DIR",
+        "--torch-include", type=path, metavar="DIR",
         help="torch's include folder (default: $AOTI_SHIM_TORCH's, else the installed torch's, found without importing it)",
     )  # fmt: skip
-    parser.add_argument("--root", type=Path, default=Path("."), help="the aoti-shim source tree (default: .)")
+    parser.add_argument("--root", type=path, default=Path("."), help="the aoti-shim source tree (default: .)")
     parser.add_argument(
         "--check", action="store_true", help="write nothing; exit 8 when the header lacks a name (or, in the tree, is stale)"
     )
