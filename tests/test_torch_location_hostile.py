@@ -133,15 +133,22 @@ def test_a_fifo_for_a_shim_header_does_not_hang_rename_header(tmp_path: Path) ->
     assert not (tmp_path / "out").exists()
 
 
-def test_a_reconfigure_follows_a_changed_aoti_shim_torch_but_keeps_a_given_folder(cmake_project, tmp_path: Path) -> None:
-    from cmake_support import RECORDED_PACKAGE, log
+def _model_project(source: Path) -> Path:
+    """A CMake project that builds the recorded package as a model: it asks for torch's headers."""
+    from cmake_support import RECORDED_PACKAGE
 
-    source = tmp_path / "src"
     source.mkdir()
     (source / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX)\nfind_package(AotiShim CONFIG REQUIRED)\n"
         f'aoti_shim_add_model(blob PACKAGE "{RECORDED_PACKAGE.as_posix()}" PREFIX myrt_)\n'
     )
+    return source
+
+
+def test_a_reconfigure_follows_a_changed_aoti_shim_torch_but_keeps_a_given_folder(cmake_project, tmp_path: Path) -> None:
+    from cmake_support import log
+
+    source = _model_project(tmp_path / "src")
     a, b = _site(tmp_path / "a"), _site(tmp_path / "b")
     build = tmp_path / "build"
 
@@ -170,14 +177,9 @@ def test_smoke_refuses_a_bad_aoti_shim_torch_before_compiling(tmp_path: Path) ->
 
 
 def test_cmake_refuses_a_torch_whose_path_has_a_semicolon(cmake_project, tmp_path: Path) -> None:
-    from cmake_support import RECORDED_PACKAGE, log
+    from cmake_support import log
 
-    source = tmp_path / "src"
-    source.mkdir()
-    (source / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX)\nfind_package(AotiShim CONFIG REQUIRED)\n"
-        f'aoti_shim_add_model(blob PACKAGE "{RECORDED_PACKAGE.as_posix()}" PREFIX myrt_)\n'
-    )
+    source = _model_project(tmp_path / "src")
     site = _site(tmp_path / "semi;colon")
     done = cmake_project(source, build=tmp_path / "build", env={TORCH_ENV_VAR: str(site)}).configure()
     message = " ".join(done.stderr.split())
