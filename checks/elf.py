@@ -391,25 +391,12 @@ class ElfImage:
         self._open()
 
     @classmethod
-    def from_loaded_parts(cls, display: str, head: bytes | bytearray, dynamic: bytes) -> ElfImage:
+    def from_loaded_parts(cls, display: str, head: bytes | bytearray | mmap.mmap, dynamic: bytes) -> ElfImage:
         """An image of what the dynamic loader reads, from a stream that was not kept whole
         (a wheel member): ``head``, the file's first bytes (headers and the symbol tables
         the loader maps early), and ``dynamic``, its PT_DYNAMIC segment's bytes. Read the
         loader's way; a table past ``head`` is an InputError."""
-        self = cls.__new__(cls)
-        self.path = display
-        self.display = display
-        self._mm = head  # type: ignore[assignment]
-        self._size = len(head)
-        self._tables = None
-        self._dynsym_cache = None
-        self._gnu = False
-        self._versym_cache = False
-        self._dynamic_data = dynamic
-        self.loader_view = True
-        self._sparse = isinstance(head, mmap.mmap)
-        if len(head) < 16:
-            raise self._fail("not an ELF file (too short)")
+        self = cls._of_parts(display, head, dynamic)
         self._parse_header()
         if isinstance(head, mmap.mmap):
             # A sparse map (inputs._tables_ahead): keep the headers and the tables, in a fresh
@@ -431,38 +418,39 @@ class ElfImage:
         return self
 
     @classmethod
+    def _of_parts(cls, display: str, head: bytes | bytearray | mmap.mmap, dynamic: bytes) -> ElfImage:
+        """An image over a stream's parts, not yet parsed."""
+        self = cls.__new__(cls)
+        self.path = display
+        self.display = display
+        self._mm = head  # type: ignore[assignment]
+        self._size = len(head)
+        self._tables = None
+        self._dynsym_cache = None
+        self._gnu = False
+        self._versym_cache = False
+        self._dynamic_data = dynamic
+        self.loader_view = True
+        self._sparse = isinstance(head, mmap.mmap)
+        if len(head) < 16:
+            raise self._fail("not an ELF file (too short)")
+        return self
+
+    @classmethod
     def loader_table_extents(cls, display: str, head: bytes | bytearray, dynamic: bytes) -> list[tuple[int, int]]:
         """Where the tables the loader reads may lie: for each of DT_STRTAB, DT_SYMTAB,
         DT_GNU_HASH, DT_HASH and DT_VERSYM, (its file offset, the end of the PT_LOAD
         file range holding it). From the program headers in ``head`` and PT_DYNAMIC's
         bytes alone, so a stream can go and fetch tables that lie past what it kept (a
         library patchelf rewrote keeps .dynstr and .gnu.hash in a segment at its end)."""
-        self = cls.__new__(cls)
-        self.path = self.display = display
-        self._mm = bytes(head)  # type: ignore[assignment]
-        self._size = len(head)
-        self._dynamic_data = dynamic
-        ident = self._mm[:16]
-        if len(head) < 64 or ident[:4] != ELF_MAGIC or ident[4] not in (1, 2) or ident[5] not in (1, 2):
-            raise self._fail("not an ELF file (bad header)")
-        self.big_endian = ident[5] == 2
-        self._lay = lay = _layout(ident[4], ">" if self.big_endian else "<")
-        hdr = lay.ehdr.unpack(self._bytes(0, lay.ehdr.size, "ELF header"))
+        self = cls._of_parts(display, bytes(head), dynamic)
+        hdr = self._elf_header()
         segment = self._dynamic_segment(hdr[5], hdr[9], hdr[10])
         if segment is None:
             return []
-        extents = []
-        for tag, what in ((DT_STRTAB, "DT_STRTAB"), (DT_SYMTAB, "DT_SYMTAB"), (DT_GNU_HASH, "DT_GNU_HASH"),
-                          (DT_HASH, "DT_HASH"), (DT_VERSYM, "DT_VERSYM")):  # fmt: skip
-            if tag in segment.tags:
-                vaddr = segment.tags[tag]
-                for base, offset, size in segment.loads:
-                    if base <= vaddr < base + size:
-                        extents.append((offset + vaddr - base, offset + size))
-                        break
-                else:
-                    raise self._fail(f"{what} points outside the file's loaded segments")
-        return extents
+        tables = ((DT_STRTAB, "DT_STRTAB"), (DT_SYMTAB, "DT_SYMTAB"), (DT_GNU_HASH, "DT_GNU_HASH"),
+                  (DT_HASH, "DT_HASH"), (DT_VERSYM, "DT_VERSYM"))  # fmt: skip
+        return [self._load_extent(segment, what, segment.tags[tag]) for tag, what in tables if tag in segment.tags]
 
     # -- opening and validation -------------------------------------------------
 
@@ -545,9 +533,9 @@ class ElfImage:
             self._release(offset, length)
         return data
 
-    def _parse_header(self) -> None:
-        mm = self._map()
-        ident = mm[:16]
+    def _elf_header(self) -> tuple[int, ...]:
+        """The ELF header's fields, its identification checked (class and byte order set)."""
+        ident = self._map()[:16]
         if ident[:4] != ELF_MAGIC:
             raise self._fail("not an ELF file (bad magic)")
         if ident[4] not in (1, 2):
@@ -556,9 +544,12 @@ class ElfImage:
             raise self._fail(f"unknown ELF data encoding {ident[5]}")
         self.elf_class = 64 if ident[4] == 2 else 32
         self.big_endian = ident[5] == 2
-        lay = _layout(ident[4], ">" if self.big_endian else "<")
-        self._lay = lay
-        hdr = lay.ehdr.unpack(self._bytes(0, lay.ehdr.size, "ELF header"))
+        self._lay = _layout(ident[4], ">" if self.big_endian else "<")
+        return self._lay.ehdr.unpack(self._bytes(0, self._lay.ehdr.size, "ELF header"))  # type: ignore[no-any-return]
+
+    def _parse_header(self) -> None:
+        hdr = self._elf_header()
+        lay = self._lay
         (_, self.e_type, self.machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = hdr
         if shoff == 0 or self.loader_view:
             # No section headers (stripped as sstrip does; the loader never needs them), or
@@ -676,9 +667,13 @@ class ElfImage:
 
     def _file_offset(self, segment: _DynamicSegment, what: str, vaddr: int) -> int:
         """Where an address the dynamic segment names lies in the file."""
+        return self._load_extent(segment, what, vaddr)[0]
+
+    def _load_extent(self, segment: _DynamicSegment, what: str, vaddr: int) -> tuple[int, int]:
+        """(file offset of ``vaddr``, end of the PT_LOAD file range that holds it)."""
         for base, offset, size in segment.loads:
             if base <= vaddr < base + size:
-                return offset + vaddr - base
+                return offset + vaddr - base, offset + size
         raise self._fail(f"{what} points outside the file's loaded segments")
 
     def _gnu_extent(self, at: int) -> tuple[int, int]:
