@@ -6,7 +6,6 @@ import dataclasses
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain
 from typing import Iterator
 
 from aoti_shim.checks import prefix as prefix_rules
@@ -14,7 +13,7 @@ from aoti_shim.checks import suppressions as suppression_file
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
 from aoti_shim.checks.references import close_all, open_references
-from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, FindingBatch, Header, Report, Tally, assemble
+from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, FindingBatch, Header, Report, Tally, assemble, findings_of
 from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
 from aoti_shim.checks.suppressions import Suppression
 from aoti_shim.errors import UsageError
@@ -86,7 +85,7 @@ class CheckRun:
         return suppression_file.stream(evaluate(self._ctx), self._suppressions, self.tally)
 
     def findings(self) -> Iterator[Finding]:
-        return chain.from_iterable(batch.findings() for batch in self.batches())
+        return findings_of(self.batches())
 
 
 @contextmanager

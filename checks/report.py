@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from itertools import repeat
-from typing import Iterator, NamedTuple, Sequence
+from itertools import chain, repeat
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, EXIT_WARNINGS, UsageError
 
@@ -80,9 +80,19 @@ class FindingBatch(NamedTuple):
         )
 
 
+def findings_of(batches: Iterable[FindingBatch]) -> Iterator[Finding]:
+    """The findings of a stream of batches, one by one."""
+    return chain.from_iterable(batch.findings() for batch in batches)
+
+
+def fingerprint_prefix(rule: str, artifact: str) -> bytes:
+    """What a fingerprint hashes before the symbol: the rule and the artifact's file name."""
+    return "\0".join((rule, artifact.rsplit("/", 1)[-1], "")).encode("utf-8", "surrogatepass")
+
+
 def fingerprint(rule: str, artifact: str, symbol: str) -> str:
-    key = "\0".join((rule, artifact.rsplit("/", 1)[-1], symbol))
-    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    key = fingerprint_prefix(rule, artifact) + symbol.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(key).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

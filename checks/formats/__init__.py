@@ -4,10 +4,9 @@ others are rendered from a whole :class:`Report`."""
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Callable, Iterable, Iterator, Protocol
 
-from aoti_shim.checks.report import FindingBatch, Header, Report, Tally, assemble, header_of
+from aoti_shim.checks.report import FindingBatch, Header, Report, Tally, assemble, findings_of, header_of
 from aoti_shim.errors import UsageError
 
 Write = Callable[[str], None]
@@ -39,7 +38,7 @@ def _sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write:
 
 def _whole(render_report: Callable[[Report], str]) -> StreamRenderer:
     def stream(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
-        write(render_report(assemble(header, tuple(chain.from_iterable(b.findings() for b in batches)), tally)))
+        write(render_report(assemble(header, tuple(findings_of(batches)), tally)))
 
     return stream
 

@@ -14,7 +14,7 @@ from json.encoder import encode_basestring_ascii as _quote
 from typing import Any, Callable, Iterable, Sequence
 
 from aoti_shim import __version__
-from aoti_shim.checks.report import Finding, FindingBatch, Header, Report, Tally, header_of
+from aoti_shim.checks.report import Finding, FindingBatch, Header, Report, Tally, fingerprint_prefix, header_of
 
 SCHEMA_VERSION = 1
 
@@ -46,7 +46,8 @@ def quote_each(texts: Sequence[str]) -> Iterable[str]:
 
 
 class FindingEncoder:
-    """Findings as lines of JSON, fast: strings quoted by the C encoder, the fingerprint's hash state for (rule, artifact) computed once and copied per symbol."""
+    """Findings as lines of JSON, a batch at a time: strings quoted by the C encoder, the
+    fingerprint's hash state for (rule, artifact) made once and copied per symbol."""
 
     def __init__(self) -> None:
         self._bases: dict[tuple[str, str], Any] = {}
@@ -57,8 +58,7 @@ class FindingEncoder:
         state of (rule, artifact) is made once and copied per symbol."""
         base = self._bases.get((batch.rule, batch.artifact))
         if base is None:
-            key = "\0".join((batch.rule, batch.artifact.rsplit("/", 1)[-1], ""))
-            base = self._bases[(batch.rule, batch.artifact)] = hashlib.sha256(key.encode("utf-8", "surrogatepass"))
+            base = self._bases[(batch.rule, batch.artifact)] = hashlib.sha256(fingerprint_prefix(batch.rule, batch.artifact))
         # Encoded as one text and split: names hold no NUL (ELF strings end at one).
         encoded = "\0".join(batch.symbols).encode("utf-8", "surrogatepass").split(b"\0")
         if len(encoded) != batch.size:
