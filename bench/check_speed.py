@@ -148,8 +148,11 @@ def run_process(argv: list[str], cwd: str, timeout: float = 600, watch: str | No
 def median_run(argv: list[str], cwd: str, repeat: int, watch: str | None = None) -> Run:
     runs = [run_process(argv, cwd, watch=watch) for _ in range(repeat)]
     bad = [r for r in runs if r.status != "ok"]
-    if bad:
-        return bad[0]
+    return bad[0] if bad else summary(runs)
+
+
+def summary(runs: list[Run]) -> Run:
+    """Median seconds and CPU seconds, the largest peak memory and disk, of good runs."""
     return Run(
         statistics.median(r.seconds for r in runs),
         max(r.peak_mib for r in runs),
@@ -210,19 +213,9 @@ def whole_wheel_goal(py: str, wheel: Path, work: str, repeat: int) -> tuple[Run,
         anchors.append(run_process(anchor_argv, work))
         checks.append(run_process(check_argv, work, watch=tmp))
     bad = [r for r in (*anchors, *checks) if r.status != "ok"]
-
-    def median(runs: list[Run]) -> Run:
-        return Run(
-            statistics.median(r.seconds for r in runs),
-            max(r.peak_mib for r in runs),
-            "ok",
-            statistics.median(r.cpu for r in runs),
-            max(r.peak_disk for r in runs),
-        )
-
     if bad:
         return bad[0], bad[0], largest, False
-    anchor, check = median(anchors), median(checks)
+    anchor, check = summary(anchors), summary(checks)
     ok = check.seconds <= GOAL_WHEEL_RATIO * anchor.seconds and check.peak_disk <= largest
     return anchor, check, largest, ok
 
