@@ -81,6 +81,11 @@ class CMakeProject:
         return self.build_all()
 
 
+def one_line(text: str) -> str:
+    """CMake wraps long messages over indented lines: the message as one line."""
+    return " ".join(text.split())
+
+
 def log(result: subprocess.CompletedProcess[str]) -> str:
     return f"{result.stdout}\n{result.stderr}"
 

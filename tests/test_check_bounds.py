@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from checker_fixtures import one_line_error
 
 from aoti_shim.checks import CheckSettings, inputs, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
@@ -25,14 +26,6 @@ CLI = [sys.executable, "-P", "-m", "aoti_shim"]
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*CLI, *args], capture_output=True, text=True, check=False, timeout=timeout)
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
-    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
 
 
 def _gate_extract(wheel: Path, dest: Path) -> list[str]:

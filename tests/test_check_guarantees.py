@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from checker_fixtures import one_line_error
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.references import find_torch
@@ -26,14 +27,6 @@ def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     full = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "0", **(env or {})}
     full.pop("GITHUB_STEP_SUMMARY", None)
     return subprocess.run([*CLI, *args], capture_output=True, text=True, errors="surrogateescape", env=full, check=False)
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
-    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
 
 
 # -- 12.4: no silent empty reference set -------------------------------------------

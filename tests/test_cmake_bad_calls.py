@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from cmake_support import PACKAGES, log
+from cmake_support import one_line as _one_line
 
 SOURCE = PACKAGES / "cmake_bad_calls"
 
@@ -34,11 +35,6 @@ CASES = {
     "check_model_not_target": "aoti_shim_check: 'no_such_blob' is not a target",
     "check_prefix_mismatch": "aoti_shim_check: model 'blob' is built with prefix 'other_', 'shared_lib' with 'myrt_'",
 }
-
-
-def _one_line(text: str) -> str:
-    # CMake wraps long messages over indented lines.
-    return " ".join(text.split())
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from cmake_support import REPO, CMakeProject, log
+from cmake_support import one_line as _one_line
 
 CONFIG = REPO / "cmake" / "AotiShimConfig.cmake"
 MLP_CPU = REPO / "fixtures" / "aoti_packages" / "mlp_cpu"
@@ -21,10 +22,6 @@ def _functions(text: str) -> dict[str, list[str]]:
     for match in re.finditer(r"^function\((\w+)[^)]*\)\n(.*?)^endfunction\(\)", text, re.M | re.S):
         found[match.group(1)] = match.group(2).splitlines()
     return found
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def test_add_model_is_composed_of_small_functions() -> None:
