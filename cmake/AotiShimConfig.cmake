@@ -4,7 +4,8 @@
 # entry point, or -DAotiShim_DIR=$(python -m aoti_shim --cmake-dir)), and
 # include(AotiShim) through the cmake.module entry point.
 #
-#   aoti_shim_prefix(<target> [PREFIX <p>] [FORCE_INCLUDE])
+#   aoti_shim_prefix(<target> [PREFIX <p>] [FORCE_INCLUDE] [NAMES_FROM <dir>...])
+#   aoti_shim_limit_exports(<target> [PREFIX <p>] [NAMES <name>...])
 #   aoti_shim_link_whole(<target> <static-lib>)
 #   aoti_shim_add_model(<name> PACKAGE <dir|file.pt2> [MODEL <m>] [PREFIX <p>])
 #   aoti_shim_check(<target> [AGAINST torch|<paths>...] [MODELS <targets>...] [PREFIX <p>])
@@ -208,16 +209,93 @@ endfunction()
 
 # --- aoti_shim_prefix ----------------------------------------------------------
 
-# aoti_shim_prefix(<target> [PREFIX <p>] [FORCE_INCLUDE])
+# Settings the pip backend passes (the [tool.aoti-shim] keys force-include, names-from,
+# exports, export-names); aoti_shim_prefix applies them to every target it marks.
+set(AOTI_SHIM_FORCE_INCLUDE OFF CACHE BOOL "aoti_shim_prefix force-includes the rename header (as FORCE_INCLUDE)")
+set(AOTI_SHIM_NAMES_FROM "" CACHE STRING "Folders of the runtime's shim headers whose aoti_torch_* names join the rename header (as NAMES_FROM)")
+set(AOTI_SHIM_EXPORTS "all" CACHE STRING "'shims': aoti_shim_prefix limits a shared library's exports to the shim ABI (as aoti_shim_limit_exports)")
+set_property(CACHE AOTI_SHIM_EXPORTS PROPERTY STRINGS all shims)
+set(AOTI_SHIM_EXPORT_NAMES "" CACHE STRING "Further names (or version-script globs) that stay exported under AOTI_SHIM_EXPORTS=shims")
+
+# <text> made safe inside a generator expression ('>' and ',' end or split one).
+function(_aoti_shim_genex_literal text out)
+  string(REPLACE ">" "$<ANGLE-R>" text "${text}")
+  string(REPLACE "," "$<COMMA>" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+# Force-include <header> for every C, C++ and CUDA source of <target> (<scope>): the
+# runtime's sources include their own headers, never ours. One joined option per
+# compiler (no SHELL:, which CMake would de-duplicate across languages): MSVC /FI,
+# nvcc --pre-include, GCC/Clang (and clang's CUDA) -include.
+function(_aoti_shim_force_include fn target scope header)
+  string(FIND "${header}" ";" semicolon)
+  if(semicolon GREATER -1)
+    message(FATAL_ERROR "${fn}: the rename header's path '${header}' has a ';', which CMake reads as a list separator")
+  endif()
+  _aoti_shim_genex_literal("${header}" h)
+  target_compile_options("${target}" ${scope}
+    "$<$<COMPILE_LANG_AND_ID:C,MSVC>:/FI${h}>"
+    "$<$<COMPILE_LANG_AND_ID:CXX,MSVC>:/FI${h}>"
+    "$<$<AND:$<COMPILE_LANGUAGE:C>,$<NOT:$<C_COMPILER_ID:MSVC>>>:-include${h}>"
+    "$<$<AND:$<COMPILE_LANGUAGE:CXX>,$<NOT:$<CXX_COMPILER_ID:MSVC>>>:-include${h}>"
+    "$<$<COMPILE_LANG_AND_ID:CUDA,NVIDIA>:--pre-include=${h}>"
+    "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<NOT:$<CUDA_COMPILER_ID:NVIDIA>>>:-include${h}>")
+endfunction()
+
+# A rename header for <target> that also renames every aoti_torch_* function the headers
+# (.h, .hpp, .cuh) under <dirs> declare: the runtime's own shim names, which torch's headers
+# lack. Generated at configure time by `aoti-shim rename-header` (one name scanner, in
+# Python), rewritten only when its text changes (a reconfigure must not rebuild everything),
+# and regenerated when one of those headers changes. Sets <out> to the header's folder.
+function(_aoti_shim_names_header fn target dirs out)
+  set(folders "")
+  set(args "")
+  foreach(dir IN LISTS dirs)
+    get_filename_component(dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+    if(NOT IS_DIRECTORY "${dir}")
+      message(FATAL_ERROR "${fn}: NAMES_FROM '${dir}' for '${target}' is not a folder")
+    endif()
+    list(APPEND folders "${dir}")
+    list(APPEND args --shim-include "${dir}")
+    file(GLOB_RECURSE headers LIST_DIRECTORIES FALSE "${dir}/*.h" "${dir}/*.hpp" "${dir}/*.cuh")
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${headers} "${dir}")
+  endforeach()
+  set(folder "${CMAKE_CURRENT_BINARY_DIR}/aoti_shim_rename/${target}")
+  set(header "${folder}/aoti_shim_rename.h")
+  _aoti_shim_cli(${fn} cli)
+  file(MAKE_DIRECTORY "${folder}")
+  execute_process(COMMAND ${cli} rename-header --output "${header}.new" ${args}
+                  WORKING_DIRECTORY "${folder}"
+                  RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    string(STRIP "${err}" err)
+    string(REGEX REPLACE "^aoti-shim: error: " "" err "${err}")
+    message(FATAL_ERROR "${fn}: cannot generate the rename header of '${target}' from NAMES_FROM: ${err}")
+  endif()
+  file(COPY_FILE "${header}.new" "${header}" ONLY_IF_DIFFERENT)
+  file(REMOVE "${header}.new")
+  string(REPLACE ";" ", " shown "${folders}")
+  message(STATUS "AotiShim: '${target}' renames the aoti_torch_* names declared under ${shown} too (${header})")
+  set(${out} "${folder}" PARENT_SCOPE)
+endfunction()
+
+# aoti_shim_prefix(<target> [PREFIX <p>] [FORCE_INCLUDE] [NAMES_FROM <dir>...])
 # Adds AOTI_SHIM_SYMBOL_PREFIX=<p> and the rename header's folder as a PUBLIC usage
 # requirement (INTERFACE for interface libraries): every consumer of the shim headers
 # is compiled with the same names as the shims. PRIVATE would reproduce upstream's
 # bug: consumers call the unprefixed names. FORCE_INCLUDE also force-includes the
-# rename header, for sources that include torch's shim headers directly.
+# rename header into every C, C++ and CUDA source (sources that never include it);
+# NAMES_FROM adds the aoti_torch_* functions declared in the runtime's own headers
+# to the target's rename header. The cache variables AOTI_SHIM_FORCE_INCLUDE,
+# AOTI_SHIM_NAMES_FROM and AOTI_SHIM_EXPORTS (the pip backend's settings) apply too.
 function(aoti_shim_prefix target)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "FORCE_INCLUDE" "PREFIX" "")
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "FORCE_INCLUDE" "PREFIX" "NAMES_FROM")
   _aoti_shim_no_extra_args(aoti_shim_prefix "${ARG_UNPARSED_ARGUMENTS}")
   _aoti_shim_require_target(aoti_shim_prefix "${target}")
+  if("NAMES_FROM" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "aoti_shim_prefix: NAMES_FROM for '${target}' needs at least one folder")
+  endif()
   _aoti_shim_prefix_empty("${ARGV}" "${ARG_KEYWORDS_MISSING_VALUES}" missing)
   _aoti_shim_resolve_prefix(aoti_shim_prefix "${target}" "${ARG_PREFIX}" ${missing} prefix)
   get_target_property(type "${target}" TYPE)
@@ -232,11 +310,72 @@ function(aoti_shim_prefix target)
   endif()
   set_target_properties("${target}" PROPERTIES AOTI_SHIM_SYMBOL_PREFIX "${prefix}")
   target_compile_definitions("${target}" ${scope} "AOTI_SHIM_SYMBOL_PREFIX=${prefix}")
-  target_include_directories("${target}" ${scope} "$<BUILD_INTERFACE:${AOTI_SHIM_INCLUDE_DIR}>")
-  if(ARG_FORCE_INCLUDE)
-    target_compile_options("${target}" ${scope}
-      "$<$<COMPILE_LANGUAGE:C,CXX,CUDA>:SHELL:-include \"${AOTI_SHIM_RENAME_HEADER}\">")
+  set(names_from ${ARG_NAMES_FROM} ${AOTI_SHIM_NAMES_FROM})
+  set(include_dir "${AOTI_SHIM_INCLUDE_DIR}")
+  if(names_from)
+    list(REMOVE_DUPLICATES names_from)
+    _aoti_shim_names_header(aoti_shim_prefix "${target}" "${names_from}" include_dir)
   endif()
+  # Before any other include folder: the target's own header (NAMES_FROM) must win over the shipped one.
+  target_include_directories("${target}" BEFORE ${scope} "$<BUILD_INTERFACE:${include_dir}>")
+  if(ARG_FORCE_INCLUDE OR AOTI_SHIM_FORCE_INCLUDE)
+    _aoti_shim_force_include(aoti_shim_prefix "${target}" ${scope} "${include_dir}/aoti_shim_rename.h")
+  endif()
+  if(AOTI_SHIM_EXPORTS STREQUAL "shims" AND type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY)$")
+    aoti_shim_limit_exports("${target}" NAMES ${AOTI_SHIM_EXPORT_NAMES})
+  elseif(NOT AOTI_SHIM_EXPORTS MATCHES "^(all|shims)$")
+    message(FATAL_ERROR "aoti_shim_prefix: AOTI_SHIM_EXPORTS is '${AOTI_SHIM_EXPORTS}'; it is 'all' or 'shims'")
+  endif()
+endfunction()
+
+# --- aoti_shim_limit_exports ------------------------------------------------------
+
+# aoti_shim_limit_exports(<target> [PREFIX <p>] [NAMES <name-or-glob>...])
+# Links the shared library <target> with a generated version script: only the prefixed
+# shim ABI (<p>aoti_torch_*, <p>aoti_record_function_start/_end, the caller-stream API
+# <p>aoti_shim_caller_stream_*) and the NAMES stay global. Everything else is local: the
+# inline template symbols a .cu file using CUB or Thrust exports by default (CCCL,
+# libcu++), which libtorch_cuda.so exports too, and the standard library's
+# instantiations. -fvisibility=hidden cannot do this for sources whose export macro is empty.
+function(aoti_shim_limit_exports target)
+  set(fn aoti_shim_limit_exports)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PREFIX" "NAMES")
+  _aoti_shim_no_extra_args(${fn} "${ARG_UNPARSED_ARGUMENTS}")
+  _aoti_shim_require_target(${fn} "${target}")
+  get_target_property(type "${target}" TYPE)
+  if(NOT type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY)$")
+    message(FATAL_ERROR "${fn}: '${target}' is a ${type}; a version script limits a shared library's exports")
+  endif()
+  if(WIN32 OR APPLE)
+    message(FATAL_ERROR "${fn}: '${target}': version scripts are an ELF linker's (GNU ld, gold, lld, mold)")
+  endif()
+  _aoti_shim_prefix_empty("${ARGV}" "${ARG_KEYWORDS_MISSING_VALUES}" missing)
+  if("${ARG_PREFIX}" STREQUAL "" AND NOT missing)
+    get_target_property(ARG_PREFIX "${target}" AOTI_SHIM_SYMBOL_PREFIX)
+    if("${ARG_PREFIX}" MATCHES "-NOTFOUND$")
+      set(ARG_PREFIX "")
+    endif()
+  endif()
+  _aoti_shim_resolve_prefix(${fn} "${target}" "${ARG_PREFIX}" ${missing} prefix)
+  get_target_property(done "${target}" _AOTI_SHIM_LIMITED_EXPORTS)
+  if(done)
+    return()  # aoti_shim_prefix (AOTI_SHIM_EXPORTS=shims) and an explicit call: one script
+  endif()
+  set(globals "")
+  foreach(name IN ITEMS "${prefix}aoti_torch_*" "${prefix}aoti_record_function_start" "${prefix}aoti_record_function_end"
+                        "${prefix}aoti_shim_caller_stream_*" ${ARG_NAMES})
+    if(NOT name MATCHES "^[A-Za-z0-9_.$*?]+$")
+      message(FATAL_ERROR "${fn}: NAMES '${name}' for '${target}' is neither a symbol name nor a version-script glob")
+    endif()
+    string(APPEND globals "    ${name};\n")
+  endforeach()
+  set(script "${CMAKE_CURRENT_BINARY_DIR}/aoti_shim_exports/${target}.map")
+  file(CONFIGURE OUTPUT "${script}"
+       CONTENT "/* Generated by aoti_shim_limit_exports: the shim ABI of ${target}. */\n{\n  global:\n${globals}  local:\n    *;\n};\n"
+       @ONLY)
+  target_link_options("${target}" PRIVATE "LINKER:--version-script=${script}")
+  set_property(TARGET "${target}" APPEND PROPERTY LINK_DEPENDS "${script}")
+  set_target_properties("${target}" PROPERTIES _AOTI_SHIM_LIMITED_EXPORTS "${script}")
 endfunction()
 
 # --- aoti_shim_link_whole --------------------------------------------------------

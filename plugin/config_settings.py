@@ -14,6 +14,7 @@ import dataclasses
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Mapping
 
 if sys.version_info >= (3, 11):
@@ -25,6 +26,7 @@ from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.paths import cmake_dir
 from aoti_shim.plugin import prefix as prefixes
 from aoti_shim.plugin import settings as declared
+from aoti_shim.plugin.shim_options import cmake_defines
 
 CMAKE_PACKAGE_VAR = "AotiShim_DIR"
 
@@ -90,6 +92,9 @@ def prepare(
         and CMAKE_PACKAGE_VAR not in _project_defines(pyproject)
     ):
         out[f"cmake.define.{CMAKE_PACKAGE_VAR}"] = str(cmake_dir())
+    # force-include, names-from, exports: a raw -C cmake.define of the same variable wins.
+    for key, value in cmake_defines(gate, Path.cwd()).items():
+        out.setdefault(key, value)
     return Prepared(skbuild_settings=out, gate=gate, requested=requested, raw_define_source=raw_source, sources=sources)
 
 

@@ -97,6 +97,15 @@ def _bool_text(value: str, where: str) -> bool:
     raise UsageError(f"{where} must be true or false, not {value!r}")
 
 
+EXPORT_CHOICES = ("all", "shims")
+
+
+def _exports(value: object, where: str) -> str:
+    if value not in EXPORT_CHOICES:
+        raise UsageError(f"{where} must be one of {', '.join(repr(c) for c in EXPORT_CHOICES)}, not {value!r}")
+    return str(value)
+
+
 PREFIX = Kind("string (a C identifier prefix)", _prefix, _prefix)
 REFERENCES = Kind(
     "string or list of strings",
@@ -108,6 +117,9 @@ PATH = Kind("string (a path)", _path)
 TABLES = Kind("array of tables", _tables)
 FAIL_ON = Kind("string", _fail_on, _fail_on)
 BOOL = Kind("boolean", _bool, _bool_text)
+FOLDERS = Kind("string or list of strings (folders)", lambda v, w: _string_list(v, w, empty_ok=True))
+NAMES = Kind("string or list of strings", lambda v, w: _string_list(v, w, empty_ok=True))
+EXPORTS = Kind('string (`"all"` or `"shims"`)', _exports, _exports)
 
 
 def setting(default: Any, *, kind: Kind, doc: str, config: bool = False, env: str | None = None) -> Any:
@@ -163,6 +175,36 @@ class GateSettings:
         doc="build `.cu` files with NVIDIA's nvcc wheels (13.0), no CUDA toolkit: they join the build "
         "requirements and CMake gets `AotiShimCudaWheels.cmake` (`CMAKE_CUDA_COMPILER`, `CUDAToolkit_ROOT`, "
         "`CMAKE_CUDA_ARCHITECTURES` default `90`); a compiler you set (`CMAKE_CUDA_COMPILER`, `CUDACXX`) wins",
+    )
+
+
+    force_include: bool = setting(
+        False,
+        kind=BOOL,
+        config=True,
+        doc="force-include the rename header into every C, C++ and CUDA source of the targets `aoti_shim_prefix` "
+        "marks (CMake gets `AOTI_SHIM_FORCE_INCLUDE=ON`, as `FORCE_INCLUDE`): for sources that include only "
+        "their own headers",
+    )
+    names_from: tuple[str, ...] = setting(
+        (),
+        kind=FOLDERS,
+        doc="folders of your shim headers, relative to the project: every `aoti_torch_*` function their `.h`, "
+        "`.hpp` and `.cuh` files declare joins the rename header of the targets `aoti_shim_prefix` marks "
+        "(CMake gets `AOTI_SHIM_NAMES_FROM`, as `NAMES_FROM`)",
+    )
+    exports: str = setting(
+        "all",
+        kind=EXPORTS,
+        config=True,
+        doc='`"shims"`: the shared libraries `aoti_shim_prefix` marks export only the prefixed shim ABI, the '
+        "caller-stream API and `export-names` (a version script, as `aoti_shim_limit_exports`); `\"all\"` leaves "
+        "exports to the project",
+    )
+    export_names: tuple[str, ...] = setting(
+        (),
+        kind=NAMES,
+        doc='with `exports = "shims"`: more names (or version-script globs) that stay exported',
     )
 
 

@@ -15,6 +15,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "cmake_project": ("slow",),
     "model_build": ("slow",),
     "public_build": ("slow",),
+    "runtime_build": ("slow",),
     "shim_test_binary": ("slow",),
     "cuda_blob": ("slow",),
     "wheelhouse": ("slow",),

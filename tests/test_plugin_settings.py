@@ -47,7 +47,9 @@ def test_every_field_is_a_documented_setting() -> None:
         assert field.metadata.get("doc"), f"{field.name} has no docstring"
         assert isinstance(field.metadata.get("kind"), settings.Kind)
     assert settings.TABLE_KEYS == {f.name.replace("_", "-") for f in dataclasses.fields(settings.GateSettings)}
-    assert settings.CONFIG_KEYS == {"aoti-shim.prefix", "aoti-shim.against", "aoti-shim.fail-on", "aoti-shim.cuda"}
+    assert settings.CONFIG_KEYS == {
+        "aoti-shim.prefix", "aoti-shim.against", "aoti-shim.fail-on", "aoti-shim.cuda", "aoti-shim.force-include", "aoti-shim.exports"
+    }  # fmt: skip
 
 
 def test_a_new_field_is_known_everywhere() -> None:
@@ -84,7 +86,7 @@ def test_one_precedence_for_every_setting(table, given, environ, name, value, so
     ("pyproject", "given", "message"),
     [
         ({"tool": {"aoti-shim": {"failon": "any"}}}, {}, "[tool.aoti-shim] key: unknown 'failon' ('failon': did you mean 'fail-on'?)"),
-        ({"tool": {"aoti-shim": {"zzz": 1}}}, {}, "[tool.aoti-shim] key: unknown 'zzz'; known: against, cuda, fail-on"),
+        ({"tool": {"aoti-shim": {"zzz": 1}}}, {}, "[tool.aoti-shim] key: unknown 'zzz'; known: against, cuda, export-names, exports, fail-on"),
         ({}, {"aoti-shim.agaimst": "torch"}, "config-setting: unknown 'aoti-shim.agaimst' ('aoti-shim.agaimst': did you mean 'aoti-shim.against'?)"),
         ({"tool": {"aoti-shim": "x"}}, {}, "[tool.aoti-shim] must be a table"),
         ({"tool": {"aoti-shim": {"shims": []}}}, {}, "[tool.aoti-shim] shims must be a non-empty string or a list of non-empty strings"),

@@ -220,7 +220,9 @@ def test_readme_block(block: Block, workspace: Workspace) -> None:
         return
     if tag.startswith("file "):
         name, project = re.fullmatch(r"file (\S+) in (\S+)", tag).groups()
-        (workspace.project(project) / name).write_text(block.body)
+        target = workspace.project(project) / name
+        target.parent.mkdir(parents=True, exist_ok=True)  # a file in a subfolder (include/myrt/shims.h)
+        target.write_text(block.body)
         return
     if tag.startswith("run in "):
         project = workspace.project(tag[len("run in ") :].split()[0])
@@ -242,7 +244,11 @@ def test_readme_block(block: Block, workspace: Workspace) -> None:
         from aoti_shim.plugin.settings import gate_settings
 
         settings = gate_settings(tomllib.loads(block.body), {})
-        assert settings.prefix == "myrt_" and settings.suppress
+        assert settings.prefix == "myrt_"
+        if "[[tool.aoti-shim.suppress]]" in block.body:
+            assert settings.suppress
+        if "force-include = true" in block.body:  # the runtime section's keys, read as the README says
+            assert settings.force_include and settings.names_from == ("include/",) and settings.exports == "shims"
         return
     pytest.fail(f"{block.file} line {block.line}: unknown readme-test tag {tag!r}")
 

@@ -308,3 +308,20 @@ def test_a_named_manifest_that_is_a_folder_or_a_shim_include_that_is_a_file_is_a
     assert _run("--output", str(out), "--shim-include", str(tmp_path / "file.h")) == 1
     assert capsys.readouterr().err.strip().endswith(f"--shim-include {tmp_path / 'file.h'}: not a folder")
     assert not out.exists()
+
+
+def test_every_shim_include_folder_counts_and_hpp_and_cuh_are_read(tmp_path: Path) -> None:
+    # Several folders (repeated or after one --shim-include) all count; before, only the last one given did.
+    first, second, third = (tmp_path / name for name in ("first", "second", "third"))
+    for folder in (first, second, third):
+        folder.mkdir()
+    (first / "a.h").write_text("int32_t aoti_torch_rt_from_first(void);\n")
+    (second / "b.hpp").write_text('extern "C" int32_t aoti_torch_rt_from_hpp(void);\n')
+    (third / "c.cuh").write_text('extern "C" int32_t aoti_torch_rt_from_cuh(void* stream);\n')
+    (third / "d.txt").write_text("int32_t aoti_torch_rt_not_a_header(void);\n")
+    out = tmp_path / "rename.h"
+    assert _run("--output", str(out), "--shim-include", str(first), "--shim-include", str(second), str(third)) == 0
+    names = header_names(out.read_text())
+    assert {"aoti_torch_rt_from_first", "aoti_torch_rt_from_hpp", "aoti_torch_rt_from_cuh"} <= names
+    assert "aoti_torch_rt_not_a_header" not in names
+    assert "3 more listed in the runtime's shim manifest or declared in its shim headers" in out.read_text()

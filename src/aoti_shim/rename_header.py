@@ -49,7 +49,7 @@ class RenameSources:
 
     torch_include: Path | None
     manifest: Path | None
-    shim_include: Path | None
+    shim_include: tuple[Path, ...] = ()  # every folder counts, in the order given
     shipped: bool = True  # the shipped union over the supported torch releases
 
 
@@ -96,12 +96,18 @@ def manifest_names(manifest: Path) -> set[str]:
     return names
 
 
+# A runtime's shim headers: C and C++ headers, and CUDA ones (ExecuTorch's CUDA shims declare in .cuh too).
+OWN_HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
+
+
 def own_header_names(shim_include: Path) -> set[str]:
-    """``aoti_torch_*`` functions a runtime's own shim headers (``*.h`` under the folder) declare."""
+    """``aoti_torch_*`` functions a runtime's own shim headers (``.h``, ``.hpp``, ``.cuh`` under the folder) declare."""
     if not shim_include.is_dir():
         raise InputError(f"--shim-include {shim_include}: not a folder")
     names: set[str] = set()
-    for header in sorted(shim_include.rglob("*.h")):
+    # A folder named like a header is read (and refused, one line) as before.
+    headers = sorted(p for p in shim_include.rglob("*") if p.suffix in OWN_HEADER_SUFFIXES)
+    for header in headers:
         names |= declared_functions(_read_text(header, "shim header"))
     return names
 
@@ -114,8 +120,8 @@ def collect_names(sources: RenameSources) -> NameList:
     ours: set[str] = set()
     if sources.manifest is not None:
         ours |= manifest_names(sources.manifest)
-    if sources.shim_include is not None:
-        ours |= own_header_names(sources.shim_include)
+    for folder in sources.shim_include:
+        ours |= own_header_names(folder)
     return NameList(
         names=tuple(sorted(from_torch | ours)),
         torch_count=len(from_torch),
@@ -219,8 +225,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         help=f"your shim names, one a line, '#' comments (default in the source tree: {DEFAULT_MANIFEST})",
     )  # fmt: skip
     parser.add_argument(
-        "--shim-include", type=path, metavar="DIR",
-        help=f"your shim headers, scanned for aoti_torch_* declarations (default in the source tree: {DEFAULT_SHIM_INCLUDE})",
+        "--shim-include", type=path, metavar="DIR", nargs="+", action="extend",
+        help="folders of your shim headers (.h, .hpp, .cuh), scanned for aoti_torch_* declarations; several "
+        f"folders, or the option repeated, all count (default in the source tree: {DEFAULT_SHIM_INCLUDE})",
     )  # fmt: skip
     parser.add_argument(
         "--torch-include", type=path, metavar="DIR",
@@ -256,7 +263,8 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.root
     in_tree = (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
     manifest = _given(args.manifest, "--manifest") or (root / DEFAULT_MANIFEST if in_tree else None)
-    shim_include = _given(args.shim_include, "--shim-include") or (root / DEFAULT_SHIM_INCLUDE if in_tree else None)
+    given_includes = tuple(f for f in (_given(folder, "--shim-include") for folder in args.shim_include or ()) if f is not None)
+    shim_include = given_includes or ((root / DEFAULT_SHIM_INCLUDE,) if in_tree else ())
     torch_include = _given(args.torch_include, "--torch-include") or _located_include()
     output: Path | None = args.output or (root / DEFAULT_OUTPUT if in_tree else None)
     exact = output is not None
