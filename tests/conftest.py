@@ -16,6 +16,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "model_build": ("slow",),
     "public_build": ("slow",),
     "runtime_build": ("slow",),
+    "cuda_runtime_build": ("slow",),
     "shim_test_binary": ("slow",),
     "cuda_blob": ("slow",),
     "wheelhouse": ("slow",),

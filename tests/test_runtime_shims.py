@@ -10,6 +10,7 @@ with the prefix alone, is the control that shows the unprefixed names the option
 
 from __future__ import annotations
 
+import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -125,3 +126,67 @@ def test_pip_force_include_names_from_and_exports(plugin_project, tmp_path: Path
     pyproject.write_text(pyproject.read_text() + 'exports = "shims"\nexport-names = ["rt_runtime_version"]\n')
     exports = nm_exports(_pip_build(project, tmp_path / "dist-limited", monkeypatch))
     assert exports == {PREFIX + n for n in TORCH_NAMES | OWN_NAMES} | {"rt_runtime_version"}
+
+
+# --- the CUB sort: CCCL's inline templates collide with libtorch_cuda.so's ---------------------
+
+# What keeps a system CUDA toolkit (this machine has one under /usr/local/cuda, with nvcc on
+# PATH) out of the "no toolkit" builds: every folder holding an nvcc is taken off PATH, the
+# variables that name a toolkit are unset, and AotiShimCudaWheels.cmake points
+# CMAKE_CUDA_COMPILER and CUDAToolkit_ROOT at the wheels before project(); the test then
+# reads the CMake cache to prove that no path of the build leads into a toolkit.
+_TOOLKIT_VARIABLES = ("CUDACXX", "CUDA_PATH", "CUDA_HOME", "CUDA_ROOT", "CUDAToolkit_ROOT", "CUDAARCHS")
+
+
+def _cuda_build(tmp: Path, **defines: str) -> Path:
+    from cuda_support import path_without_nvcc
+
+    from aoti_shim.paths import cmake_dir
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in _TOOLKIT_VARIABLES:
+            patch.delenv(name, raising=False)
+        patch.setenv("PATH", path_without_nvcc())
+        library = _build(
+            tmp,
+            RT_WITH_CUDA="ON",
+            CMAKE_PROJECT_TOP_LEVEL_INCLUDES=str(cmake_dir() / "AotiShimCudaWheels.cmake"),
+            **defines,
+        )
+    return library
+
+
+def toolkit_paths(build: Path) -> list[str]:
+    """Cache entries that lead into a CUDA toolkit rather than NVIDIA's wheels."""
+    return [line for line in (build / "CMakeCache.txt").read_text().splitlines() if "/usr/local/cuda" in line or "/opt/cuda" in line]
+
+
+@pytest.fixture(scope="module")
+def cuda_runtime_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The fixture with its CUB sort, nvcc and libcudart from the wheels, exports limited or not."""
+    return {
+        "all": _cuda_build(tmp_path_factory.mktemp("rt-cuda-all"), RT_CALL="cmake"),
+        "limited": _cuda_build(tmp_path_factory.mktemp("rt-cuda-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON"),
+    }
+
+
+def _collisions(library: Path) -> list[str]:
+    from aoti_shim.checks import CheckSettings, run_check
+
+    result = run_check(CheckSettings(shims=(str(library),), against=("torch-2.14.1+cu130",), prefix=PREFIX))
+    return sorted(f.symbol for f in result.findings if f.rule == "COLLISION")
+
+
+def test_cub_sort_collides_with_libtorch_cuda_unless_exports_are_limited(cuda_runtime_build: dict[str, Path]) -> None:
+    from cuda_support import wheels_root
+
+    for library in cuda_runtime_build.values():
+        assert toolkit_paths(library.parent) == []
+        cache = (library.parent / "CMakeCache.txt").read_text()
+        assert re.search(rf"^CMAKE_CUDA_COMPILER:[A-Z]+={re.escape(str(wheels_root() / 'bin' / 'nvcc'))}$", cache, re.M), cache
+    collisions = _collisions(cuda_runtime_build["all"])
+    # CCCL/libcu++ inline templates (cuda::__4::cuda_error, ...) that libtorch_cuda.so exports too.
+    assert len(collisions) >= 10 and all(s.startswith(("_ZN4cuda", "_ZTIN4cuda", "_ZTSN4cuda", "_ZTVN4cuda", "_ZN3cub", "_ZNSt", "_ZSt", "_ZN6thrust")) for s in collisions), collisions
+    assert any(s.startswith("_ZN4cuda3__410cuda_error") for s in collisions), collisions
+    assert _collisions(cuda_runtime_build["limited"]) == []
+    assert nm_exports(cuda_runtime_build["limited"]) == {PREFIX + n for n in TORCH_NAMES | OWN_NAMES | {"aoti_torch_rt_sort_u32"}} | {"rt_runtime_version"}
