@@ -21,7 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from shim_latency import ALLOC_SHAPE, AllocApi, Interval, alloc_pairs  # noqa: E402
+from aoti_shim.errors import AotiShimError  # noqa: E402
+from shim_latency import ALLOC_SHAPE, AllocApi, Interval, alloc_pairs, shims_prefix  # noqa: E402
 
 
 def getter_calls_per_s(library: ctypes.CDLL, prefix: str, handle: ctypes.c_void_p, seconds: float) -> float:
@@ -42,10 +43,15 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("compiled_in", type=Path)
     p.add_argument("compiled_out", type=Path)
-    p.add_argument("--prefix", default="aotishim_")
+    p.add_argument("--prefix", help="the shims' prefix (default: read from the compiled-in library)")
     p.add_argument("--rounds", type=int, default=30)
     p.add_argument("--seconds", type=float, default=0.1, help="per library per path per round")
     args = p.parse_args(argv)
+    try:
+        args.prefix = shims_prefix(args.compiled_in, args.prefix)
+    except AotiShimError as e:
+        print(f"profile_overhead: {e}", file=sys.stderr)
+        return e.exit_code
     # RTLD_LOCAL: both define the same prefixed names; each is reached through its handle.
     libs = {name: ctypes.CDLL(str(path.resolve()), mode=os.RTLD_LOCAL | os.RTLD_NOW)
             for name, path in (("in", args.compiled_in), ("out", args.compiled_out))}  # fmt: skip

@@ -962,14 +962,11 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _prefix_of(library: Path, given: str | None) -> str:
-    from aoti_shim.checks.elf import ElfImage
-    from aoti_shim.checks.prefix import infer, validate
+def shims_prefix(library: Path, given: str | None) -> str:
+    """``--prefix`` when given, else the prefix ``library`` was built with."""
+    from aoti_shim.checks.prefix import given_or_built
 
-    if given is not None:
-        return validate(given)
-    with ElfImage(library) as image:
-        found = infer(image.exports())
+    found = given_or_built(given, library)
     if not found:
         raise UsageError(f"{library}: exports no prefixed aoti_torch_* names; give --prefix")
     return found
@@ -997,7 +994,7 @@ def main(argv: list[str]) -> int:
                 models=tuple(args.model) or DEFAULT_MODELS,
                 cache_dir=(args.cache_dir or default_cache_dir()).resolve(),
                 work_dir=work_dir,
-                prefix=_prefix_of(library, args.prefix),
+                prefix=shims_prefix(library, args.prefix),
                 shim_library=library,
                 rounds=args.rounds,
                 iterations=args.iterations,

@@ -1,7 +1,9 @@
 """The shim ABI marker and the prefix rules: validate, split, infer, what a library carries.
 
-This module is the one home of the ``aoti_torch_`` marker: the checker's rules, the
-pip plugin's gate, the smoke's binding reader and the import rewriter all ask here.
+This module is the one home of the ``aoti_torch_`` marker, of the rule a prefix obeys
+(:func:`validate`), of the project's own default prefix and of "the prefix a built
+library carries" (:func:`built_prefix`): the checker's rules, the pip plugin's gate, the
+smoke, the bench and the import rewriter all ask here.
 """
 
 from __future__ import annotations
@@ -10,10 +12,14 @@ import os
 import re
 from typing import Iterable
 
+from aoti_shim.checks.elf import ElfImage
 from aoti_shim.errors import UsageError
 
 # Every AOTInductor shim function's name holds this; a private prefix goes in front of it.
 SHIM_MARK = "aoti_torch_"
+# The reference shim library's prefix when its build is given none (shims/CMakeLists.txt
+# reads this line, so the wheel's library and the Python side cannot disagree).
+DEFAULT_PREFIX = "aotishim_"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # The part in front of the first marker, when it is empty or an identifier prefix.
@@ -62,16 +68,25 @@ def carried(names: Iterable[str]) -> dict[str, int]:
     return found
 
 
-def library_prefixes(path: str | os.PathLike[str]) -> frozenset[str]:
-    """The prefixes a built shim library really carries: those in front of ``aoti_torch_``
-    in its exported names (empty when it exports none). For a gate that must check
-    against what was built, not what was asked for."""
-    from aoti_shim.checks.elf import ElfImage
+def built_prefix(*libraries: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> str | None:
+    """The one prefix the built ``libraries`` export their ``aoti_torch_*`` names with.
 
-    with ElfImage(os.fspath(path)) as image:
-        if not image.has_dynsym:
-            return frozenset()
-        return frozenset(carried(image.exports()))
+    None when they export no prefixed shim name; a UsageError when they carry more than one.
+    For a caller that must go by what was built, not by what was asked for. With ``root``,
+    each library is a path under it and is named by that path in errors (a wheel's member).
+    """
+    names: list[str] = []
+    for library in libraries:
+        path, display = (os.path.join(root, library), os.fspath(library)) if root is not None else (library, None)
+        with ElfImage(path, display=display) as image:
+            names += image.exports()
+    return infer(names)
+
+
+def given_or_built(given: str | None, library: str | os.PathLike[str]) -> str | None:
+    """The prefix to drive ``library`` with: ``given`` (the ``--prefix`` option) when set, else
+    the one it carries (None: it carries none)."""
+    return validate(given) if given is not None else built_prefix(library)
 
 
 def describe(prefixes: Iterable[str]) -> str:

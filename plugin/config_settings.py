@@ -10,7 +10,6 @@ are one version), unless the project sets it itself.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from dataclasses import dataclass
@@ -76,17 +75,17 @@ def prepare(
     bad_key = next((k for k in given if not isinstance(k, str)), None)
     if bad_key is not None:
         raise UsageError(f"config-setting name {bad_key!r} is not a string")
-    project_declared = prefixes.declared_settings(pyproject)
+    project_declared = declared.declared_settings(pyproject)
     declared.check_config_keys(given, project_declared)
     resolved = declared.resolve(pyproject, given, environ)
-    requested = prefixes.requested_prefix(pyproject, given, environ)
-    gate = dataclasses.replace(resolved.settings, prefix=requested.value)
+    requested = prefixes.PrefixChoice.of(resolved.found("prefix"))
+    gate = resolved.settings
     sources = {**resolved.sources, "prefix": requested.source}
     raw_source = prefixes.raw_define_source(given, environ)
 
     out = {k: v for k, v in given.items() if not (k.startswith(declared.CONFIG_PREFIX) and k not in project_declared)}
     if raw_source is None and requested.value is not None:
-        out[f"cmake.define.{prefixes.CMAKE_VAR}"] = requested.value
+        out[f"cmake.define.{declared.CMAKE_VAR}"] = requested.value
     if (
         prefixes.raw_define_source(given, environ, CMAKE_PACKAGE_VAR) is None
         and CMAKE_PACKAGE_VAR not in _project_defines(pyproject)

@@ -19,6 +19,7 @@ from pathlib import Path
 from aoti_shim.checks import inputs
 from aoti_shim.checks.references import resolve_snapshot_name
 from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK
+from aoti_shim.checks.prefix import built_prefix
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
@@ -128,15 +129,8 @@ def _references(
 
 def carried_prefix(shims: tuple[str, ...], root: Path) -> str | None:
     """The prefix the built shim libraries really export their ``aoti_torch_*`` names with."""
-    from aoti_shim.checks.elf import ElfImage
-    from aoti_shim.checks.prefix import infer
-
-    names: list[str] = []
-    for member in shims:
-        with ElfImage(root / member, display=member) as image:
-            names += image.exports()
     try:
-        return infer(names)
+        return built_prefix(*shims, root=root)
     except UsageError as e:
         raise BuildRejected(f"the built shims: {e}".replace("; pass --prefix", "")) from None
 

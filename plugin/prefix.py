@@ -5,10 +5,13 @@ config-setting): the bound environment variable (``AOTI_SHIM_PREFIX``, or the ``
 of a ``[tool.scikit-build.config-setting."aoti-shim.prefix"]`` declaration), then
 ``-C aoti-shim.prefix=``, then ``[tool.aoti-shim] prefix``, then the declaration's
 ``default``, then a literal ``cmake.define.AOTI_SHIM_SYMBOL_PREFIX`` in pyproject.toml.
+That chain is the prefix setting's own (:func:`aoti_shim.plugin.settings.lookup`): each
+source asked once, the winner validated once.
 
 What CMake gets can still differ: a raw ``-C cmake.define.AOTI_SHIM_SYMBOL_PREFIX=`` or
 ``SKBUILD_CMAKE_DEFINE`` beats the requested value, and a ``-D`` in ``cmake.args`` or
-``CMAKE_ARGS`` comes last on the CMake command line and beats everything.
+``CMAKE_ARGS`` comes last on the CMake command line and beats everything. Those are
+weighed in one walk too (:func:`_cmake_gets`), and the value CMake gets is validated once.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ from typing import Any, Mapping
 from aoti_shim.checks.prefix import validate  # the one rule for a prefix, shared with `aoti-shim check`
 from aoti_shim.errors import UsageError
 from aoti_shim.plugin import settings
+from aoti_shim.plugin.settings import CMAKE_VAR
 
-CMAKE_VAR = "AOTI_SHIM_SYMBOL_PREFIX"
 SETTING = settings.BY_KEY["prefix"].config_key
+NOT_SET = "not set"
 
 
 @dataclass(frozen=True)
@@ -32,37 +36,17 @@ class PrefixChoice:
     value: str | None
     source: str
 
-
-def declaration(pyproject: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The project's own ``config-setting."aoti-shim.prefix"`` declaration, if any."""
-    decl = settings.table_at(pyproject, "tool", "scikit-build", "config-setting").get(SETTING)
-    return decl if isinstance(decl, dict) else None
-
-
-def declared_settings(pyproject: Mapping[str, Any]) -> frozenset[str]:
-    return frozenset(str(k) for k in settings.table_at(pyproject, "tool", "scikit-build", "config-setting"))
+    @classmethod
+    def of(cls, found: tuple[str, str] | None) -> PrefixChoice:
+        """The choice from what :func:`settings.lookup` found (None: nothing)."""
+        return cls(*found) if found is not None else cls(None, NOT_SET)
 
 
 def requested_prefix(
     pyproject: Mapping[str, Any], config_settings: Mapping[str, Any], environ: Mapping[str, str]
 ) -> PrefixChoice:
-    """The declared setting's own chain (:func:`settings.lookup`), inside the project's declaration."""
-    decl = declaration(pyproject) or {}
-    own_env = decl.get("env")
-    if isinstance(own_env, str) and own_env in environ:
-        source = f"environment variable {own_env}"
-        return PrefixChoice(validate(environ[own_env], source), source)
-    found = settings.lookup("prefix", pyproject, config_settings, environ)
-    if found is not None:
-        return PrefixChoice(*found)
-    if isinstance(decl.get("default"), str):
-        source = f'the default of [tool.scikit-build.config-setting."{SETTING}"]'
-        return PrefixChoice(validate(decl["default"], source), source)
-    literal = settings.table_at(pyproject, "tool", "scikit-build", "cmake", "define").get(CMAKE_VAR)
-    if isinstance(literal, str):
-        source = f"[tool.scikit-build] cmake.define.{CMAKE_VAR}"
-        return PrefixChoice(validate(literal, source), source)
-    return PrefixChoice(None, "not set")
+    """The prefix the build asks for: the prefix setting's chain (:func:`settings.lookup`)."""
+    return PrefixChoice.of(settings.lookup("prefix", pyproject, config_settings, environ))
 
 
 def _skbuild_env_defines(environ: Mapping[str, str]) -> dict[str, str]:
@@ -110,6 +94,30 @@ class EffectivePrefix:
     warnings: tuple[str, ...]
 
 
+def _cmake_gets(
+    define_value: object, cmake_args: list[str], environ: Mapping[str, str], raw_source: str | None, requested: PrefixChoice
+) -> tuple[str | None, str]:
+    """The value CMake's command line ends up with and where it comes from, highest first."""
+    try:
+        env_args = shlex.split(environ.get("CMAKE_ARGS", ""))
+    except ValueError as e:  # unbalanced quotes
+        raise UsageError(f"CMAKE_ARGS: {e}") from None
+    # A -D in CMAKE_ARGS comes last on CMake's command line, then one in cmake.args.
+    for source, args in (("CMAKE_ARGS", env_args), ("cmake.args", list(cmake_args))):
+        found = last_cmake_arg_define(args)
+        if found is not None:
+            return found, source
+    if define_value is None:
+        return None, "not set by the build settings"
+    value = str(define_value)
+    if raw_source is not None:
+        return value, f"a raw {raw_source}"
+    if requested.value is None or value != requested.value:
+        # pyproject's own define ({env = ...} form, or an [[overrides]] entry).
+        return value, f"[tool.scikit-build] cmake.define.{CMAKE_VAR}"
+    return value, requested.source  # our injected define, as requested
+
+
 def effective_prefix(
     requested: PrefixChoice,
     *,
@@ -118,42 +126,21 @@ def effective_prefix(
     environ: Mapping[str, str],
     raw_source: str | None,
 ) -> EffectivePrefix:
-    """What CMake will see, given scikit-build-core's resolved settings.
+    """What CMake will see, given scikit-build-core's resolved settings: validated once, here.
 
     ``define_value`` is ``settings.cmake.define.get(AOTI_SHIM_SYMBOL_PREFIX)`` and
     ``cmake_args`` is ``settings.cmake.args``, both as scikit-build-core resolved them.
     """
-    warnings: list[str] = []
-
-    def overridden(by: str, value: str) -> None:
-        if requested.value is not None and requested.value != value:
-            warnings.append(
-                f"{by} sets {CMAKE_VAR}={value}, overriding {SETTING}={requested.value} "
-                f"(from {requested.source}); the library gets {value!r}"
-            )
-
-    try:
-        env_args = shlex.split(environ.get("CMAKE_ARGS", ""))
-    except ValueError as e:  # unbalanced quotes
-        raise UsageError(f"CMAKE_ARGS: {e}") from None
-    from_env_args = last_cmake_arg_define(env_args)
-    if from_env_args is not None:
-        overridden("CMAKE_ARGS", from_env_args)
-        return EffectivePrefix(PrefixChoice(validate(from_env_args, "CMAKE_ARGS"), "CMAKE_ARGS"), tuple(warnings))
-    from_args = last_cmake_arg_define(list(cmake_args))
-    if from_args is not None:
-        overridden("cmake.args", from_args)
-        return EffectivePrefix(PrefixChoice(validate(from_args, "cmake.args"), "cmake.args"), tuple(warnings))
-    if define_value is None:
-        return EffectivePrefix(PrefixChoice(None, "not set by the build settings"), ())
-    value = str(define_value)
-    if raw_source is not None:
-        source = f"a raw {raw_source}"
-        overridden(source, value)
-        return EffectivePrefix(PrefixChoice(validate(value, source), source), tuple(warnings))
-    if requested.value is None or value != requested.value:
-        # pyproject's own define ({env = ...} form, or an [[overrides]] entry).
-        source = f"[tool.scikit-build] cmake.define.{CMAKE_VAR}"
-        overridden(source, value)
-        return EffectivePrefix(PrefixChoice(validate(value, source), source), tuple(warnings))
-    return EffectivePrefix(PrefixChoice(value, requested.source), ())
+    value, source = _cmake_gets(define_value, cmake_args, environ, raw_source, requested)
+    if value is None:
+        return EffectivePrefix(PrefixChoice(None, source), ())
+    choice = PrefixChoice(validate(value, source), source)
+    if requested.value is None or requested.value == value:
+        return EffectivePrefix(choice, ())
+    return EffectivePrefix(
+        choice,
+        (
+            f"{source} sets {CMAKE_VAR}={value}, overriding {SETTING}={requested.value} "
+            f"(from {requested.source}); the library gets {value!r}",
+        ),
+    )

@@ -7,9 +7,11 @@ fields: the known ``[tool.aoti-shim]`` keys and config-settings, the unknown-key
 table, then the default) and the settings table of docs/reference.md
 (:func:`markdown_table`, held to it by a test). To add a setting, add one field.
 
-The prefix has sources of its own on top of that chain (a scikit-build-core
-``config-setting`` declaration, a literal ``cmake.define``): :mod:`aoti_shim.plugin.prefix`
-adds them around :func:`lookup`.
+The prefix has sources of its own around that chain (the environment variable and the
+``default`` of a scikit-build-core ``config-setting`` declaration, a literal
+``cmake.define``): :func:`lookup` asks them in the same walk, each once, and the
+winner's value is read (and, for the prefix, validated) once, at the end. What CMake then
+really gets is :mod:`aoti_shim.plugin.prefix`'s business.
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ from __future__ import annotations
 import dataclasses
 import difflib
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+from aoti_shim.checks.prefix import validate  # the one prefix rule, shared with `aoti-shim check`
+from aoti_shim.checks.report import validate_fail_on
 from aoti_shim.errors import UsageError
 
 TABLE = "[tool.aoti-shim]"
 CONFIG_PREFIX = "aoti-shim."
+# The CMake variable that carries the prefix (the rename header's macro).
+CMAKE_VAR = "AOTI_SHIM_SYMBOL_PREFIX"
 
 
 # --- kinds: how a value is read from TOML and from a -C string ---------------------------
@@ -44,8 +50,6 @@ def _string(value: object, where: str) -> str:
 
 
 def _prefix(value: object, where: str) -> str:
-    from aoti_shim.checks.prefix import validate  # the one prefix rule, shared with `aoti-shim check`
-
     return validate(_string(value, where), where)
 
 
@@ -63,8 +67,6 @@ def _semicolon_list(value: str, where: str) -> tuple[str, ...]:
 
 
 def _fail_on(value: object, where: str) -> str:
-    from aoti_shim.checks.report import validate_fail_on
-
     return validate_fail_on(value, where)
 
 
@@ -292,30 +294,65 @@ def config_value(config_settings: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+def declaration(pyproject: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The project's own ``config-setting."aoti-shim.prefix"`` declaration, if any."""
+    decl = table_at(pyproject, "tool", "scikit-build", "config-setting").get(BY_KEY["prefix"].config_key)
+    return decl if isinstance(decl, dict) else None
+
+
+def declared_settings(pyproject: Mapping[str, Any]) -> frozenset[str]:
+    """The config-settings the project declares to scikit-build-core itself."""
+    return frozenset(str(k) for k in table_at(pyproject, "tool", "scikit-build", "config-setting"))
+
+
+# (where, the raw value or None when that source gives none, how the value is read)
+_Source = tuple[str, Callable[[], Any], Callable[[Any, str], Any]]
+
+
+def _sources(
+    decl: Declared, pyproject: Mapping[str, Any], config_settings: Mapping[str, Any], environ: Mapping[str, str]
+) -> Iterator[_Source]:
+    """Where setting ``decl`` may be given, highest first; a source is read only when reached."""
+    from_config = decl.kind.from_config
+    prefix = decl.name == "prefix"
+    own = (declaration(pyproject) or {}) if prefix else {}
+    # A project's declaration of the prefix binds an environment variable of its own, which
+    # beats ours, and a default below our table (scikit-build-core's order for a declared setting).
+    own_env = own.get("env")
+    if isinstance(own_env, str):
+        assert from_config is not None  # the prefix is a string setting
+        yield f"environment variable {own_env}", lambda: environ.get(own_env), from_config
+    if decl.env is not None:
+        env = decl.env
+        assert from_config is not None  # an env setting is a string setting
+        yield f"environment variable {env}", lambda: environ.get(env), from_config
+    if decl.config:
+        assert from_config is not None
+        yield f"-C {decl.config_key}", lambda: config_value(config_settings, decl.config_key), from_config
+    yield f"{TABLE} {decl.key}", lambda: tool_table(pyproject).get(decl.key), decl.kind.from_toml
+    if prefix:
+        default = own.get("default")
+        where = f'the default of [tool.scikit-build.config-setting."{decl.config_key}"]'
+        yield where, lambda: default if isinstance(default, str) else None, decl.kind.from_toml
+        literal = table_at(pyproject, "tool", "scikit-build", "cmake", "define").get(CMAKE_VAR)
+        where = f"[tool.scikit-build] cmake.define.{CMAKE_VAR}"
+        yield where, lambda: literal if isinstance(literal, str) else None, decl.kind.from_toml
+
+
 def lookup(
     name: str, pyproject: Mapping[str, Any], config_settings: Mapping[str, Any], environ: Mapping[str, str]
 ) -> tuple[Any, str] | None:
     """The value of setting ``name`` from its first source that gives one, with that source.
 
-    The order, highest first: the environment variable, ``-C aoti-shim.<key>``, the table.
-    None: only the default applies.
+    The order, highest first: the environment variable, ``-C aoti-shim.<key>``, the table
+    (and, for the prefix, the sources :func:`_sources` adds around them). Each source is
+    asked once, and only the winner's value is read and validated. None: only the default applies.
     """
     decl = next(d for d in DECLARED if d.name == name)
-    if decl.env is not None and decl.env in environ:
-        source = f"environment variable {decl.env}"
-        reader = decl.kind.from_config
-        assert reader is not None  # an env setting is a string setting
-        return reader(environ[decl.env], source), source
-    if decl.config:
-        given = config_value(config_settings, decl.config_key)
-        if given is not None:
-            source = f"-C {decl.config_key}"
-            assert decl.kind.from_config is not None
-            return decl.kind.from_config(given, source), source
-    table = tool_table(pyproject)
-    if decl.key in table:
-        source = f"{TABLE} {decl.key}"
-        return decl.kind.from_toml(table[decl.key], source), source
+    for where, raw, read in _sources(decl, pyproject, config_settings, environ):
+        value = raw()
+        if value is not None:
+            return read(value, where), where
     return None
 
 
@@ -329,10 +366,15 @@ class Resolved:
     def source(self, name: str) -> str:
         return self.sources.get(name, "default")
 
+    def found(self, name: str) -> tuple[Any, str] | None:
+        """What :func:`lookup` found for ``name`` (None: only the default applies)."""
+        return (getattr(self.settings, name), self.sources[name]) if name in self.sources else None
+
 
 def resolve(
     pyproject: Mapping[str, Any], config_settings: Mapping[str, Any], environ: Mapping[str, str]
 ) -> Resolved:
+    """Every setting from its own chain (:func:`lookup`), each source asked once."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for decl in DECLARED:

@@ -12,8 +12,6 @@ from pathlib import Path
 from aoti_shim.arguments import path
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, UsageError
 
-DEFAULT_PREFIX = "aotishim_"
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -82,13 +80,9 @@ def _resolve_device(choice: str) -> str:
 
 
 def _prefix_of(library: Path, given: str | None, *, user_library: bool) -> str:
-    from aoti_shim.checks.elf import ElfImage
-    from aoti_shim.checks.prefix import infer, validate
+    from aoti_shim.checks.prefix import DEFAULT_PREFIX, given_or_built
 
-    if given is not None:
-        return validate(given)
-    with ElfImage(library) as image:
-        found = infer(image.exports())
+    found = given_or_built(given, library)
     if found is None and user_library:
         # Guessing our own default would only fail later, as missing shims.
         raise UsageError(f"--shims {library} exports no prefixed aoti_torch names; pass --prefix")

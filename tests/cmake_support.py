@@ -95,12 +95,10 @@ def reference_shims() -> tuple[Path, str]:
 
     The wheel ships the library (test_smoke asserts it), so its absence is a failure here, not a skip.
     """
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.prefix import built_prefix
     from aoti_shim.paths import shim_library
 
     library = shim_library()
-    marker = "aoti_torch_dtype_float32"
-    with ElfImage(library) as image:
-        found = [name for name in image.exports() if name.endswith(marker)]
-    assert found, f"{library} exports no *{marker}"
-    return library, found[0][: -len(marker)]
+    prefix = built_prefix(library)
+    assert prefix, f"{library} exports no prefixed aoti_torch_* name"
+    return library, prefix

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 from compile_support import compile_shared
 
+from aoti_shim.checks.prefix import DEFAULT_PREFIX
+
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "smoke"
-PREFIX = "aotishim_"
+PREFIX = DEFAULT_PREFIX  # the installed reference shims' (the fake shims take it too)
 
 
 def build_c(source: str, out: Path, *defines: str) -> Path:

@@ -120,11 +120,11 @@ def test_a_given_prefix_no_shim_exports_is_blocking(built):
     assert "'other_'" in report.findings[0].message and "'myrt_'" in report.findings[0].message
 
 
-def test_library_prefixes_reads_what_was_built(built):
-    from aoti_shim.checks.prefix import library_prefixes
+def test_built_prefix_reads_what_was_built(built):
+    from aoti_shim.checks.prefix import built_prefix
 
-    assert library_prefixes(built["shim_aotishim_"]) == {"aotishim_"}
-    assert library_prefixes(built["blob_myrt_"]) == frozenset()  # imports carry no export prefix
+    assert built_prefix(built["shim_aotishim_"]) == "aotishim_"
+    assert built_prefix(built["blob_myrt_"]) is None  # imports carry no export prefix
 
 
 @pytest.mark.parametrize("bad", ["myrt_\n", "myrt_\r\n", "my rt_", "", "9_", "aoti_torch_x_", "myrt_\x00"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from aoti_shim.errors import UsageError
-from aoti_shim.plugin import prefix
+from aoti_shim.plugin import prefix, settings
 from aoti_shim.plugin.prefix import EffectivePrefix, PrefixChoice, effective_prefix, last_cmake_arg_define, raw_define_source
 
 ASKED = PrefixChoice("myrt_", "-C aoti-shim.prefix")
@@ -173,5 +173,5 @@ def test_requested_prefix_from_the_declarations_own_env_and_default() -> None:
     bad_literal = {"tool": {"scikit-build": {"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "9"}}}}}
     with pytest.raises(UsageError, match=r"^prefix '9' from \[tool.scikit-build\] cmake.define.AOTI_SHIM_SYMBOL_PREFIX is not"):
         prefix.requested_prefix(bad_literal, {}, {})
-    assert prefix.declared_settings(declared) == frozenset({"aoti-shim.prefix"})
-    assert prefix.declaration({"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": "not a table"}}}}) is None
+    assert settings.declared_settings(declared) == frozenset({"aoti-shim.prefix"})
+    assert settings.declaration({"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": "not a table"}}}}) is None

@@ -13,7 +13,9 @@ from typing import Any, Iterator
 
 import pytest
 
-PREFIX = "aotishim_"
+from aoti_shim.checks.prefix import DEFAULT_PREFIX
+
+PREFIX = DEFAULT_PREFIX  # what the installed reference shims carry
 # Tests reuse the smoke run's compiled models when this names its cache (the H200 script
 # sets it: autotuned CUDA compiles take tens of seconds each).
 CACHE_ENV = "AOTI_SHIM_SMOKE_CACHE"

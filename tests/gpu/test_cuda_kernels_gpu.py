@@ -32,11 +32,12 @@ DEVICE = os.environ.get("AOTI_SHIM_GPU_DEVICE", "cuda")
 if DEVICE == "cuda" and not torch.cuda.is_available():
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
+from aoti_shim.checks.prefix import DEFAULT_PREFIX  # noqa: E402
 from aoti_shim.paths import shim_library  # noqa: E402
 from aoti_shim.smoke.runner import ShimApi  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
-PREFIX = "aotishim_"
+PREFIX = DEFAULT_PREFIX  # what the installed reference shims carry
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.int8,
           torch.uint8, torch.bool]  # fmt: skip
 
