@@ -10,6 +10,7 @@ from typing import Iterator
 
 from aoti_shim.checks import prefix as prefix_rules
 from aoti_shim.checks import suppressions as suppression_file
+from aoti_shim.checks.bindings import Linked
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
 from aoti_shim.checks.references import close_all, open_references
@@ -47,13 +48,30 @@ def _identity(art: Artifact) -> object:
 
 def _read(art: Artifact, role: str) -> Library:
     identity = _identity(art)
+    executable = art.kind == "executable"
     with art.open() as image:
         if not image.has_dynsym:
-            return Library(display=art.display, role=role, exports={}, imports={}, identity=identity)
+            return Library(display=art.display, role=role, exports={}, imports={}, identity=identity, executable=executable)
         # The tables hold packed ints, not the mapping: they outlive the image.
-        return Library(
-            display=art.display, role=role, exports=image.exports(), imports=image.imports(), identity=identity
+        exports, imports = image.exports(), image.imports()
+        # The loader's view for the binding model: only shim-ABI imports are asked about.
+        linked = Linked.of_tables(
+            art.display,
+            "shim" if role == "shim" else "model",
+            exports,
+            imports,
+            file_name=art.file_name,
+            soname=image.soname,
+            needed=image.needed,
+            symbolic=image.symbolic,
+            header=(image.elf_class, image.big_endian, image.machine),
+            versions=image.versions(),
+            import_filter=prefix_rules.is_shim_name,
         )
+        return Library(
+            display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
+            executable=executable,
+        )  # fmt: skip
 
 
 def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:

@@ -41,10 +41,18 @@ STV_DEFAULT, STV_INTERNAL, STV_HIDDEN, STV_PROTECTED = 0, 1, 2, 3
 SHN_UNDEF = 0
 
 SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 3, 6, 7, 8, 11
-SHT_GNU_HASH, SHT_GNU_VERSYM = 0x6FFFFFF6, 0x6FFFFFFF
+SHT_GNU_HASH, SHT_GNU_VERSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED = 0x6FFFFFF6, 0x6FFFFFFF, 0x6FFFFFFD, 0x6FFFFFFE
 DT_NULL, DT_NEEDED, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_SONAME = 0, 1, 4, 5, 6, 10, 11, 14
+DT_SYMBOLIC, DT_FLAGS = 16, 30
 DT_GNU_HASH, DT_VERSYM, DT_FLAGS_1 = 0x6FFFFEF5, 0x6FFFFFF0, 0x6FFFFFFB
+DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+DF_SYMBOLIC = 0x2
 DF_1_PIE = 0x08000000
+# A .gnu.version entry: the version index in the low 15 bits, "hidden" (a non-default
+# version, name@V rather than name@@V) in the top one. Index 0 is local, 1 global (no version).
+VERSYM_HIDDEN = 0x8000
+VER_FLG_BASE = 0x1
+_MAX_VERSIONS = 1 << 15
 PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE = 1, 2, 3, 4
 ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
 PN_XNUM = 0xFFFF
@@ -142,11 +150,16 @@ class SymbolTable(Mapping[str, Symbol]):
     only when a value is read, so a 75k-entry table stays cheap.
     """
 
-    __slots__ = ("_packed", "_versym")
+    __slots__ = ("_packed", "_versym", "_more")
 
-    def __init__(self, packed: dict[str, int], versym: array[int] | None = None) -> None:
+    def __init__(
+        self, packed: dict[str, int], versym: array[int] | None = None, more: dict[str, list[int]] | None = None
+    ) -> None:
         self._packed = packed
         self._versym = versym
+        # Names defined more than once (one entry per version, foo@V1 and foo@@V2): every
+        # packed entry after the first, which ``packed`` holds.
+        self._more = more or {}
 
     def __getitem__(self, name: str) -> Symbol:
         packed = self._packed[name]
@@ -166,6 +179,28 @@ class SymbolTable(Mapping[str, Symbol]):
 
     def __repr__(self) -> str:
         return f"SymbolTable({len(self._packed)} symbols)"
+
+    @property
+    def has_versym(self) -> bool:
+        return self._versym is not None
+
+    def _entry_of(self, name: str, packed: int, versions: Versions) -> DynamicEntry:
+        index = packed >> _INDEX_SHIFT
+        word = self._versym[index] if self._versym is not None and index < len(self._versym) else 1
+        if (word & 0x7FFF) >= 2:
+            packed |= _VERSIONED_BIT
+        return _entry_of_word(unpack_symbol(name, packed), index, word, versions)
+
+    def entry(self, name: str, versions: Versions) -> DynamicEntry:
+        """The (first) entry of ``name`` with its version."""
+        return self._entry_of(name, self._packed[name], versions)
+
+    def entries(self, name: str, versions: Versions) -> list[DynamicEntry]:
+        """Every entry of ``name`` (one per version); empty when it has none."""
+        packed = self._packed.get(name)
+        if packed is None:
+            return []
+        return [self._entry_of(name, p, versions) for p in (packed, *self._more.get(name, ()))]
 
     def packed_items(self) -> Iterator[tuple[str, int]]:
         """(name, packed) pairs: binding in bits 4-7, type in bits 0-3, no Symbol made."""
@@ -192,6 +227,61 @@ def kind_text(packed: int) -> str:
 
 
 _KIND_TEXT: dict[int, str] = {}
+
+_TABLE_NAMES = {
+    SHT_STRTAB: ".dynstr", SHT_DYNSYM: ".dynsym", SHT_GNU_HASH: ".gnu.hash", SHT_GNU_VERSYM: ".gnu.version",
+    SHT_GNU_VERDEF: ".gnu.version_d", SHT_GNU_VERNEED: ".gnu.version_r", SHT_NOTE: "a note segment",
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Versions:
+    """What ``.gnu.version_d`` and ``.gnu.version_r`` say, by version index (the numbers
+    ``.gnu.version`` holds): the versions a library defines (its base version, named after
+    the library, among them) and the versions it needs, each from a file."""
+
+    defined: Mapping[int, str]
+    base: frozenset[int]
+    needed: Mapping[int, tuple[str, str]]  # index -> (version name, the file it is needed from)
+
+    def known(self, index: int) -> bool:
+        """True when the index names a version (the loader then holds a hash for it)."""
+        return index in self.defined or index in self.needed
+
+
+NO_VERSIONS = Versions({}, frozenset(), {})
+
+
+def _entry_of_word(symbol: Symbol, index: int, word: int, versions: Versions) -> DynamicEntry:
+    ndx = word & 0x7FFF
+    if symbol.defined:
+        return DynamicEntry(symbol, index, word, versions.defined.get(ndx) if ndx >= 2 or ndx in versions.base else None)
+    need = versions.needed.get(ndx) if ndx >= 2 else None
+    return DynamicEntry(symbol, index, word, need[0] if need else None, need[1] if need else None)
+
+
+@dataclass(frozen=True)
+class DynamicEntry:
+    """One ``.dynsym`` entry with its version, as the loader matches it."""
+
+    symbol: Symbol
+    index: int
+    # The raw .gnu.version word (1 when the file has none: unversioned, global).
+    versym: int
+    # The version's name: a definition's own (its base version included) or the one an
+    # import needs; None for index 0 and 1 (no version).
+    version: str | None
+    # For an import: the file its version is needed from (vn_file).
+    version_file: str | None = None
+
+    @property
+    def version_index(self) -> int:
+        return self.versym & 0x7FFF
+
+    @property
+    def hidden(self) -> bool:
+        """A non-default version (``name@V``, not ``name@@V``): no unversioned reference binds to it."""
+        return bool(self.versym & VERSYM_HIDDEN)
 
 
 @dataclass(frozen=True)
@@ -243,6 +333,7 @@ class _Section:
     size: int
     link: int
     entsize: int
+    info: int = 0  # sh_info: the entry count of .gnu.version_d / .gnu.version_r
 
 
 @dataclass(frozen=True)
@@ -398,6 +489,12 @@ class ElfImage:
         loader's way; a table past ``head`` is an InputError."""
         self = cls._of_parts(display, head, dynamic)
         self._parse_header()
+        # Every table the loader reads must lie in what was kept: one past it (a 40 MB .dynstr
+        # beyond the kept head) is an InputError here, where the stream can still fetch it,
+        # not later, when the names are read and only "outside the file" can be said.
+        for sec in self._sections:
+            if sec.type != SHT_DYNAMIC:
+                self._check_range(sec.offset, sec.size, _TABLE_NAMES.get(sec.type, "a loader table"))
         if isinstance(head, mmap.mmap):
             # A sparse map (inputs._tables_ahead): keep the headers and the tables, in a fresh
             # one, so only their pages take memory.
@@ -449,7 +546,8 @@ class ElfImage:
         if segment is None:
             return []
         tables = ((DT_STRTAB, "DT_STRTAB"), (DT_SYMTAB, "DT_SYMTAB"), (DT_GNU_HASH, "DT_GNU_HASH"),
-                  (DT_HASH, "DT_HASH"), (DT_VERSYM, "DT_VERSYM"))  # fmt: skip
+                  (DT_HASH, "DT_HASH"), (DT_VERSYM, "DT_VERSYM"), (DT_VERDEF, "DT_VERDEF"),
+                  (DT_VERNEED, "DT_VERNEED"))  # fmt: skip
         return [self._load_extent(segment, what, segment.tags[tag]) for tag, what in tables if tag in segment.tags]
 
     # -- opening and validation -------------------------------------------------
@@ -568,7 +666,7 @@ class ElfImage:
         table = self._bytes(shoff, shnum * lay.shdr.size, "section header table")
         raw_sections = list(lay.shdr.iter_unpack(table))
         self._sections = [
-            _Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9]) for raw in raw_sections
+            _Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9], info=raw[7]) for raw in raw_sections
         ]
         self._dynsym_index = next((i for i, s in enumerate(self._sections) if s.type == SHT_DYNSYM), None)
         if phnum == PN_XNUM and raw_sections:
@@ -622,6 +720,15 @@ class ElfImage:
                 sections.append(_Section(SHT_GNU_HASH, at, gnu[1], 2, 0))
             if DT_VERSYM in tags:
                 sections.append(_Section(SHT_GNU_VERSYM, file_offset("DT_VERSYM", tags[DT_VERSYM]), count * 2, 2, 2))
+            for sh_type, tag, num, what in (
+                (SHT_GNU_VERDEF, DT_VERDEF, DT_VERDEFNUM, "DT_VERDEF"),
+                (SHT_GNU_VERNEED, DT_VERNEED, DT_VERNEEDNUM, "DT_VERNEED"),
+            ):
+                if tag in tags:
+                    at = file_offset(what, tags[tag])
+                    entries = tags.get(num, 0)
+                    size = self._version_chain_size(at, entries, sh_type == SHT_GNU_VERDEF, what)
+                    sections.append(_Section(sh_type, at, size, 1, 0, entries))
         sections.append(_Section(SHT_DYNAMIC, segment.offset, len(segment.data), 1, lay.dyn.size))
         sections.extend(_Section(SHT_NOTE, offset, size, 0, 0) for offset, size in notes)
         return sections
@@ -928,8 +1035,14 @@ class ElfImage:
             # The symbol index rides along so .gnu.version is read only for symbols asked about.
             packed = [(infos[i] & 0x3FF) | defined | (i + 1) << _INDEX_SHIFT for i in idx]
             table = dict(zip(reversed(cut), reversed(packed)))  # the first of duplicate names wins
+            unnamed = cut.count("") if "" in table else 0
             table.pop("", None)
-            tables.append(SymbolTable(table, self._versym()))
+            more: dict[str, list[int]] = {}
+            if len(table) + unnamed < len(cut):  # a name given twice (several versions of it)
+                for name, p in zip(cut, packed):
+                    if name and table[name] != p:
+                        more.setdefault(name, []).append(p)
+            tables.append(SymbolTable(table, self._versym(), more))
         self._tables = (tables[0], tables[1])
         return self._tables
 
@@ -1127,3 +1240,154 @@ class ElfImage:
                     return data[name_end : name_end + descsz].hex()
                 pos = desc_end
         return None
+
+    # -- symbol versions and dynamic flags --------------------------------------------
+
+    def _version_chain_size(self, at: int, entries: int, verdef: bool, what: str) -> int:
+        """The byte size of a verdef/verneed chain of ``entries`` entries at ``at``."""
+        if entries > _MAX_VERSIONS:
+            raise self._fail(f"{what} counts {entries} entries, more than {_MAX_VERSIONS}")
+        mm = self._map()
+        end = at
+        pos = at
+        fmt = struct.Struct(self._lay.endian + ("HHHHIII" if verdef else "HHIII"))
+        aux = struct.Struct(self._lay.endian + ("II" if verdef else "IHHII"))
+        for _ in range(entries):
+            self._check_range(pos, fmt.size, what)
+            raw = fmt.unpack_from(mm, pos)
+            count, aux_off, nxt = (raw[3], raw[5], raw[6]) if verdef else (raw[1], raw[3], raw[4])
+            end = max(end, pos + fmt.size)
+            a = pos + aux_off
+            for _ in range(min(count, _MAX_VERSIONS)):
+                self._check_range(a, aux.size, what)
+                end = max(end, a + aux.size)
+                a_next = aux.unpack_from(mm, a)[-1]
+                if not a_next:
+                    break
+                a += a_next
+            if not nxt:
+                break
+            pos += nxt
+        return end - at
+
+    def versions(self) -> Versions:
+        """The version definitions and needs, by index (NO_VERSIONS without either table)."""
+        cached = getattr(self, "_versions_cache", None)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        if not self.has_dynsym:
+            return NO_VERSIONS
+        _, strtab = self._dynsym()
+        defined: dict[int, str] = {}
+        base: set[int] = set()
+        needed: dict[int, tuple[str, str]] = {}
+        mm = self._map()
+        end = self._lay.endian
+        verdef, vd_aux = struct.Struct(end + "HHHHIII"), struct.Struct(end + "II")
+        verneed, vn_aux = struct.Struct(end + "HHIII"), struct.Struct(end + "IHHII")
+        for sec in self._sections:
+            if sec.type not in (SHT_GNU_VERDEF, SHT_GNU_VERNEED):
+                continue
+            what = _TABLE_NAMES[sec.type]
+            self._check_range(sec.offset, sec.size, what)
+            if sec.info > _MAX_VERSIONS:
+                raise self._fail(f"{what} counts {sec.info} entries, more than {_MAX_VERSIONS}")
+            limit = sec.offset + sec.size
+            pos = sec.offset
+            for _ in range(sec.info):
+                if sec.type == SHT_GNU_VERDEF:
+                    if pos + verdef.size > limit:
+                        raise self._fail(f"{what} runs past its section")
+                    _, flags, ndx, cnt, _, aux_off, nxt = verdef.unpack_from(mm, pos)
+                    if cnt and pos + aux_off + vd_aux.size <= limit:
+                        defined[ndx & 0x7FFF] = self._name_at(strtab, vd_aux.unpack_from(mm, pos + aux_off)[0])
+                        if flags & VER_FLG_BASE:
+                            base.add(ndx & 0x7FFF)
+                    elif cnt:
+                        raise self._fail(f"{what} runs past its section")
+                else:
+                    if pos + verneed.size > limit:
+                        raise self._fail(f"{what} runs past its section")
+                    _, cnt, file_off, aux_off, nxt = verneed.unpack_from(mm, pos)
+                    file = self._name_at(strtab, file_off)
+                    a = pos + aux_off
+                    for _ in range(min(cnt, _MAX_VERSIONS)):
+                        if a + vn_aux.size > limit:
+                            raise self._fail(f"{what} runs past its section")
+                        _, _, other, name_off, a_next = vn_aux.unpack_from(mm, a)
+                        needed[other & 0x7FFF] = (self._name_at(strtab, name_off), file)
+                        if not a_next:
+                            break
+                        a += a_next
+                if not nxt:
+                    break
+                pos += nxt
+        result = Versions(defined, frozenset(base), needed) if defined or needed else NO_VERSIONS
+        self._versions_cache = result
+        return result
+
+    def _entry(self, symbol: Symbol, index: int, versym: array[int] | None, versions: Versions) -> DynamicEntry:
+        word = versym[index] if versym is not None else 1
+        return _entry_of_word(symbol, index, word, versions)
+
+    def dynamic_entries(self) -> list[DynamicEntry]:
+        """Every dynamic symbol but the null entry, with its version (for the binding model:
+        a library's imports, and every definition of a name, several versions included)."""
+        versym = self._versym()
+        versions = self.versions()
+        return [self._entry(sym, i, versym, versions) for i, sym in enumerate(self.symbols(), 1)]
+
+    def find_definitions(self, name: str) -> list[DynamicEntry]:
+        """Every export named ``name`` (one per version), through ``.gnu.hash``; a scan without one."""
+        versym = self._versym()
+        versions = self.versions()
+        table = self._gnu_hash_table()
+        if table is None:
+            return [self._entry(sym, i, versym, versions) for i, sym in enumerate(self.symbols(), 1) if sym.name == name and sym.is_export]
+        sym_sec, strtab = self._dynsym()
+        count = sym_sec.size // sym_sec.entsize
+        mm = self._map()
+        h = _hashed(name)[1]
+        lay = self._lay
+        wsize = lay.bloom_word.size
+        bits = wsize * 8
+        word = lay.bloom_word.unpack_from(mm, table.bloom_off + ((h // bits) % table.bloom_size) * wsize)[0]
+        mask = (1 << (h % bits)) | (1 << ((h >> table.bloom_shift) % bits))
+        if word & mask != mask:
+            return []
+        index = lay.word.unpack_from(mm, table.buckets_off + (h % table.nbuckets) * 4)[0]
+        if index == 0:
+            return []
+        if index < table.symoffset:
+            raise self._fail(f".gnu.hash bucket points below its first symbol ({index})")
+        found = []
+        while True:
+            at = table.chain_off + (index - table.symoffset) * 4
+            if index >= count or at + 4 > table.end:
+                raise self._fail(".gnu.hash chain runs past .dynsym")
+            h2 = lay.word.unpack_from(mm, at)[0]
+            if (h | 1) == (h2 | 1):
+                sym = self._symbol_at(sym_sec, strtab, index)
+                if sym.name == name and sym.is_export:
+                    found.append(self._entry(sym, index, versym, versions))
+            if h2 & 1:
+                return found
+            index += 1
+
+    def dynamic_tags(self) -> dict[int, int]:
+        """PT_DYNAMIC's tags (the first value of each), as the loader reads them."""
+        cached = getattr(self, "_tags_cache", None)
+        if cached is not None:
+            return cached  # type: ignore[no-any-return]
+        hdr = self._elf_header()
+        segment = self._dynamic_segment(hdr[5], hdr[9], hdr[10])
+        tags = {} if segment is None else segment.tags
+        self._tags_cache = tags
+        return tags
+
+    @property
+    def symbolic(self) -> bool:
+        """Linked -Bsymbolic (DT_SYMBOLIC or DF_SYMBOLIC): its own definitions bind first."""
+        tags = self.dynamic_tags()
+        return DT_SYMBOLIC in tags or bool(tags.get(DT_FLAGS, 0) & DF_SYMBOLIC)
+

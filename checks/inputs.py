@@ -8,6 +8,7 @@ fill the disk.
 
 from __future__ import annotations
 
+import dataclasses
 import mmap
 import os
 import shutil
@@ -24,7 +25,7 @@ from aoti_shim.errors import InputError
 
 # A member that inflates past this is treated as a decompression bomb.
 DEFAULT_MEMBER_LIMIT = 4 << 30
-# No folder walk goes deeper than this (symlink loops are not followed anyway).
+# No folder walk goes deeper than this (a symlinked folder is read once: no loops).
 MAX_WALK_DEPTH = 64
 # torch's CUDA wheel has 13k members; a zip of millions of empty ones would cost gigabytes to list.
 MAX_WHEEL_MEMBERS = 100_000
@@ -38,9 +39,32 @@ class Artifact:
     path: str
     display: str
     image: ElfImage | None = None
+    # file_kind's answer: "shared", or "executable" for a program that exports dynamic
+    # symbols (a runner linked -rdynamic: the process's program, which binds first).
+    kind: str = "shared"
 
     def open(self) -> ElfImage:
         return self.image if self.image is not None else ElfImage(self.path, display=self.display)
+
+    @property
+    def file_name(self) -> str:
+        """The name a DT_NEEDED entry would use for it: the file's (a member's) base name."""
+        if self.path != self.display:
+            return os.path.basename(self.display.rsplit("!", 1)[-1].replace("\\", "/"))
+        return os.path.basename(self.path)
+
+
+# What every executable exports (crt1's and the linker's): exporting only these is no library.
+_PROGRAM_EXPORTS = frozenset(
+    {"_IO_stdin_used", "_init", "_fini", "_end", "_edata", "__bss_start", "__data_start", "data_start",
+     "__dso_handle", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_", "__libc_csu_init", "__libc_csu_fini", "_start"}
+)  # fmt: skip
+
+
+def exports_symbols(image: ElfImage) -> bool:
+    """True for an executable that exports dynamic symbols of its own (linked -rdynamic or
+    --export-dynamic): its exports bind first in the process, as a library's would."""
+    return image.has_dynsym and any(n not in _PROGRAM_EXPORTS for n in image.exports())
 
 
 class Workspace:
@@ -80,21 +104,40 @@ def _is_zip(path: str) -> bool:
         return False
 
 
-def _walk(root: str, depth: int = 0) -> Iterator[str]:
-    """Regular files below root; symlinks to folders are not followed (no loops)."""
+def _walk(root: str, workspace: Workspace | None = None, depth: int = 0, seen: set[tuple[int, int]] | None = None) -> Iterator[str]:
+    """Regular files below root. A symlink to a folder is followed (a wheel's or a build's
+    lib/ may be one), each real folder read once: a link back up (a loop) or to a folder
+    already read is said in ``workspace.ignored``, never skipped silently."""
     if depth > MAX_WALK_DEPTH:
         raise InputError(f"{root}: folder nesting deeper than {MAX_WALK_DEPTH}")
+    if seen is None:
+        try:
+            st = os.stat(root)
+        except OSError as e:
+            raise InputError(f"{root}: cannot list folder: {e.strerror or e}") from None
+        seen = {(st.st_dev, st.st_ino)}
     try:
         entries = sorted(os.scandir(root), key=lambda e: e.name)
     except OSError as e:
         raise InputError(f"{root}: cannot list folder: {e.strerror or e}") from None
     for entry in entries:
         try:
-            if entry.is_dir(follow_symlinks=False):
-                yield from _walk(entry.path, depth + 1)
-                continue
             if entry.is_symlink():
-                os.stat(entry.path)  # a dangling or looping link is a file we cannot read
+                st = os.stat(entry.path)  # a dangling or looping link is a file we cannot read
+                if stat.S_ISDIR(st.st_mode):
+                    key = (st.st_dev, st.st_ino)
+                    if key in seen:
+                        if workspace is not None:
+                            workspace.ignored.append((entry.path, "symlinked folder read already (a loop, or a second link)"))
+                        continue
+                    seen.add(key)
+                    yield from _walk(entry.path, workspace, depth + 1, seen)
+                    continue
+            elif entry.is_dir(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                seen.add((st.st_dev, st.st_ino))
+                yield from _walk(entry.path, workspace, depth + 1, seen)
+                continue
             if entry.is_file(follow_symlinks=True):
                 yield entry.path
         except OSError as e:
@@ -329,7 +372,7 @@ def read_member(
             if info.file_size > member_limit:
                 raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
             kind = file_kind(head)
-            if kind != "shared":
+            if kind not in ("shared", "executable"):
                 return kind, None
             segments = segments_of(head) or []
             dynamic = next(((off, size) for p_type, off, size in segments if p_type == PT_DYNAMIC), None)
@@ -426,10 +469,23 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
         for info in zf.infolist():
             display = f"{wheel}!{info.filename}"
             kind, art = read_member(zf, info, display, workspace, member_limit)
-            if art is not None:
+            if art is not None and kind == "executable":
+                image = art.open()
+                if exports_symbols(image):
+                    yield dataclasses.replace(art, kind=kind)
+                    continue
+                if art.image is None:
+                    image.close()
+                workspace.ignored.append((display, kind))
+            elif art is not None:
                 yield art
             elif kind != "not-elf":
                 workspace.ignored.append((display, kind))
+
+
+def _program_exports(path: str) -> bool:
+    with ElfImage(path) as image:
+        return exports_symbols(image)
 
 
 def _folder_kind(path: str) -> str | None:
@@ -465,10 +521,12 @@ def collect(
             raise InputError(f"{raw}: cannot read: {e.strerror or e}") from None
         if stat.S_ISDIR(st.st_mode):
             # A build folder holds programs and objects too: only shared libraries count.
-            for path in _walk(raw):
+            for path in _walk(raw, workspace):
                 kind = _folder_kind(path)
                 if kind == "shared":
                     add(Artifact(path=path, display=path), os.path.realpath(path))
+                elif kind == "executable" and _program_exports(path):
+                    add(Artifact(path=path, display=path, kind=kind), os.path.realpath(path))
                 elif kind is not None:
                     workspace.ignored.append((path, kind))
         elif not stat.S_ISREG(st.st_mode):
@@ -479,7 +537,8 @@ def collect(
             for art in _wheel_members(raw, workspace, member_limit):
                 add(art, art.display)
         elif is_elf(raw):
-            add(Artifact(path=raw, display=raw), os.path.realpath(raw))
+            kind = _folder_kind(raw) or "shared"
+            add(Artifact(path=raw, display=raw, kind="executable" if kind == "executable" else "shared"), os.path.realpath(raw))
         else:
             raise InputError(f"{raw}: not an ELF file, folder or wheel")
     return out

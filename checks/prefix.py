@@ -1,45 +1,80 @@
-"""The shim ABI marker and the prefix rules: validate, split, infer, what a library carries.
+"""The shim ABI and the prefix rules: validate, split, infer, what a library carries.
 
-This module is the one home of the ``aoti_torch_`` marker, of the rule a prefix obeys
-(:func:`validate`), of the project's own default prefix and of "the prefix a built
-library carries" (:func:`built_prefix`): the checker's rules, the pip plugin's gate, the
-smoke, the bench and the import rewriter all ask here.
+This module is the one home of "is this name shim ABI, and what is its prefixed form",
+of the rule a prefix obeys (:func:`validate`), of the project's own default prefix and of
+"the prefix a built library carries" (:func:`built_prefix`): the checker's rules and
+binding model, the pip plugin's gate, the smoke, the bench, the rename header and the
+import rewriter all ask here. Shim ABI is what torch's shim headers declare
+(``torch_shim_names.txt``): every ``aoti_torch_*`` name, and the few functions of
+``c/shim.h`` spelled otherwise (``aoti_record_function_start`` and ``_end``, which a blob
+compiled with ``profiler_mark_wrapper_call=True`` imports). A runtime's own
+``aoti_torch_*`` names count by their spelling.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from typing import Iterable
 
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.errors import UsageError
+from aoti_shim.torch_names import shipped_names
 
-# Every AOTInductor shim function's name holds this; a private prefix goes in front of it.
+# Almost every AOTInductor shim function's name holds this; a private prefix goes in front of it.
 SHIM_MARK = "aoti_torch_"
 # The reference shim library's prefix when its build is given none (shims/CMakeLists.txt
 # reads this line, so the wheel's library and the Python side cannot disagree).
 DEFAULT_PREFIX = "aotishim_"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# The part in front of the first marker, when it is empty or an identifier prefix.
-_PREFIXED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*?)?" + SHIM_MARK)
+
+
+@lru_cache(maxsize=1)
+def other_shim_names() -> frozenset[str]:
+    """The shim-ABI functions torch's headers declare without the ``aoti_torch_`` marker."""
+    return frozenset(n for n in shipped_names().names if not n.startswith(SHIM_MARK))
+
+
+@lru_cache(maxsize=1)
+def _prefixed() -> re.Pattern[str]:
+    # The part in front of the first marker (or in front of a whole unmarked shim name),
+    # when it is empty or an identifier prefix.
+    others = "|".join(re.escape(n) + "$" for n in sorted(other_shim_names()))
+    return re.compile(r"([A-Za-z_][A-Za-z0-9_]*?)?(?:" + SHIM_MARK + (f"|{others}" if others else "") + ")")
+
+
+def is_mangled(name: str) -> bool:
+    """True for a C++-mangled name (Itanium ABI: ``_Z...``): a shim defined without
+    ``extern "C"`` (``_Z20myrt_aoti_torch_xv``) is no C shim name, whatever it holds."""
+    return name.startswith("_Z")
 
 
 def is_shim_name(name: str) -> bool:
-    """True for ``aoti_torch_x`` and any prefixed ``<p>aoti_torch_x``."""
-    return SHIM_MARK in name
+    """True for shim ABI, ``aoti_torch_x`` or ``aoti_record_function_start``, and any
+    prefixed ``<p>aoti_torch_x`` or ``<p>aoti_record_function_start``; the marker counts
+    anywhere in the name (a mangled one too: see is_mangled)."""
+    return SHIM_MARK in name or ("aoti_" in name and _prefixed().match(name) is not None)
 
 
 def is_unprefixed(name: str) -> bool:
-    """True for libtorch's own spelling, ``aoti_torch_x``."""
-    return name.startswith(SHIM_MARK)
+    """True for libtorch's own spelling of a shim-ABI name (``aoti_torch_x``,
+    ``aoti_record_function_start``)."""
+    return name.startswith(SHIM_MARK) or name in other_shim_names()
+
+
+def prefixed(name: str, prefix: str) -> str:
+    """The prefixed form of the shim-ABI name ``name``: what the rename header makes of it."""
+    return prefix + name
 
 
 def prefix_of(name: str) -> str | None:
-    """The prefix in front of ``aoti_torch_`` in ``name`` ('' when unprefixed), or None
-    when ``name`` holds no marker behind an identifier prefix."""
-    m = _PREFIXED.match(name)
+    """The prefix in front of the shim-ABI name in ``name`` ('' when unprefixed), or None
+    when ``name`` is no shim name behind an identifier prefix."""
+    if name.startswith("_Z"):
+        return None  # mangled: no prefix a C name carries (see is_mangled)
+    m = _prefixed().match(name)
     return (m.group(1) or "") if m else None
 
 

@@ -1,23 +1,30 @@
 """The checker's rules, kept as one table of (ID, function, doc, severity).
 
-Each rule reads a :class:`Context` and yields findings. Shim libraries and model
-blobs are small, so their symbol tables are read whole; references (libtorch) are
-large and are only asked about single names, through their ``.gnu.hash``.
+Each rule reads a :class:`Context` and yields what it found as ``(artifact, symbol,
+message[, related])`` tuples, or :class:`Columns` of many; :func:`evaluate` stamps each
+with the rule's id and severity from its :class:`Rule` row, so a rule's identity is
+written once. The rules about imports are judgements over the binding model
+(:mod:`aoti_shim.checks.bindings`): where each shim-ABI import binds in the coalesced
+process. Shim libraries and model blobs are small, so their symbol tables are read
+whole; references (libtorch) are large and are only asked about single names, through
+their ``.gnu.hash``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import Callable, Iterator, Mapping, NamedTuple, Sequence, Union
 
 from aoti_shim.checks import prefix as prefixes
+from aoti_shim.checks.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, Binding, Linked, Process
 from aoti_shim.checks.elf import STB_GNU_UNIQUE, STB_WEAK, STT_TLS, Symbol
 from aoti_shim.checks.references import Reference
-from aoti_shim.checks.report import BLOCKING, WARNING, Finding, FindingBatch
+from aoti_shim.checks.report import BLOCKING, WARNING, FindingBatch
 
 # Every AOTInductor blob exports its loader entry points under this prefix
 # (AOTInductorModelContainerCreateWithDevice, ...Run, ...Delete).
@@ -56,6 +63,10 @@ class Library:
     imports: Mapping[str, Symbol]
     # The file's identity (device, inode): one file given as --shim and --model is one definer.
     identity: object = None
+    # The loader's view of it (names, needs, versions, flags) for the binding model.
+    linked: Linked | None = None
+    # An executable that exports dynamic symbols: the process's program itself.
+    executable: bool = False
 
     @cached_property
     def sorted_exports(self) -> list[str]:
@@ -105,6 +116,20 @@ class Library:
     def exports_shims(self) -> bool:
         return bool(self.marked_exports)
 
+    @cached_property
+    def shim_imports(self) -> list[str]:
+        """Its shim-ABI imports (prefixed or not), sorted."""
+        return [n for n in self.sorted_imports if prefixes.is_shim_name(n)]
+
+    @cached_property
+    def mangled_shim_exports(self) -> list[str]:
+        """C++-mangled exports holding a shim name: shims defined without extern "C"."""
+        return [n for n in self.marked_exports if prefixes.is_mangled(n)]
+
+    def imports_prefix(self, prefixes_: frozenset[str]) -> bool:
+        """True when it imports a shim name with one of ``prefixes_``: a consumer of the prefixed ABI."""
+        return any(prefixes.prefix_of(n) in prefixes_ for n in self.shim_imports)
+
 
 @dataclass(frozen=True)
 class Context:
@@ -120,6 +145,45 @@ class Context:
     @property
     def libraries(self) -> Sequence[Library]:
         return [*self.shims, *self.models]
+
+    @cached_property
+    def own_prefixes(self) -> frozenset[str]:
+        """The prefixes of the shims' ABI: the one checked and those the shims carry."""
+        return frozenset(p for p in (self.prefix, *self.shim_prefixes) if p)
+
+    @cached_property
+    def process(self) -> Process:
+        """The coalesced process of the binding model: executables exporting symbols (the
+        program), the references, the shims (global), then each model (local)."""
+        def linked(lib: Library, role: str) -> Linked:
+            if lib.linked is not None:
+                return lib.linked if lib.linked.role == role else dataclasses.replace(lib.linked, role=role)
+            return Linked(lib.display, role, frozenset(), lookup=lambda name, e=lib.exports: _entries(e, name))
+
+        seen: dict[object, Linked] = {}
+        programs, shims, models = [], [], []
+        for lib in self.distinct_libraries:
+            role = PROGRAM if lib.executable else (SHIM if lib.role == "shim" else MODEL)
+            one = linked(lib, role)
+            seen[id(lib)] = one
+            (programs if role == PROGRAM else shims if role == SHIM else models).append(one)
+        return Process.of(references=self.references, programs=programs, shims=shims, models=models)
+
+    @cached_property
+    def linked_of(self) -> dict[str, Linked]:
+        """Each checked library's loader view, by its display name."""
+        return {lib.display: lib for lib in self.process.libraries()}
+
+    @cached_property
+    def bindings(self) -> dict[str, list[Binding]]:
+        """Every shim-ABI import's binding, by importer's display name."""
+        out: dict[str, list[Binding]] = {}
+        for b in self.process.resolve():
+            out.setdefault(b.importer.display, []).append(b)
+        return out
+
+    def binding_of(self, lib: Library, name: str) -> Binding | None:
+        return next((b for b in self.bindings.get(lib.display, ()) if b.name == name), None)
 
     @cached_property
     def distinct_libraries(self) -> Sequence[Library]:
@@ -153,6 +217,27 @@ LINKER_DEFINED = frozenset({"_init", "_fini", "_end", "_edata", "_etext", "__bss
 
 # Findings per batch of a rule that finds many (see FindingBatch).
 BATCH = 1024
+
+
+class Columns(NamedTuple):
+    """Many findings of one rule about one artifact, as columns (the FindingBatch fast path
+    without the rule's identity, which :func:`evaluate` stamps)."""
+
+    artifact: str
+    symbols: Sequence[str]
+    messages: Sequence[str]
+    related: Sequence[str | None]
+
+
+# What a rule body yields: (artifact, symbol, message) or (artifact, symbol, message, related), or Columns.
+Found = Union[tuple[str, str, str], tuple[str, str, str, "str | None"], Columns]
+
+
+def _entries(exports: Mapping[str, Symbol], name: str) -> list:  # type: ignore[type-arg]
+    from aoti_shim.checks.elf import DynamicEntry
+
+    sym = exports.get(name)
+    return [] if sym is None else [DynamicEntry(sym, 0, 1, None)]
 
 # A reference answers one name through its hash table for about this many names it would
 # read in a scan: a shim asking about more than size/LOOKUP_COST names scans instead.
@@ -213,157 +298,237 @@ def _collision(ctx: Context) -> Iterator[FindingBatch]:
                 f"{kind} '{name}' is also exported by {owner}{also}"
                 for kind, name, owner, also in zip(kinds[at : at + BATCH], symbols, related, more)
             ]
-            yield FindingBatch("COLLISION", BLOCKING, artifact, symbols, messages, related)
+            yield Columns(artifact, symbols, messages, related)
 
 
-def _unprefixed_export(ctx: Context) -> Iterator[Finding]:
+def _unprefixed_export(ctx: Context) -> Iterator[Found]:
     for shim in ctx.shims:
+        own = _runtime_own_names(shim)
         for name in shim.marked_exports:
             if ctx.is_unprefixed_shim(name):
                 want = f"'{ctx.prefix}{name}'" if ctx.prefix else "a prefixed name"
-                yield Finding(
-                    rule="UNPREFIXED_EXPORT",
-                    severity=BLOCKING,
-                    artifact=shim.display,
-                    symbol=name,
-                    message=f"exports '{name}' without the prefix (expected {want})",
-                )
+                message = f"exports '{name}' without the prefix (expected {want})"
+                if ctx.prefix and prefixes.prefixed(name, ctx.prefix) in shim.exports:
+                    # Both spellings: one source file was compiled without the rename header.
+                    message += (
+                        f" beside '{prefixes.prefixed(name, ctx.prefix)}': a source defines it without the rename "
+                        "header; include <aoti_shim_rename.h> first, or use FORCE_INCLUDE"
+                    )
+                elif name in own:
+                    message += (
+                        ": no rename list holds this name (a runtime's own shim, not in torch's headers); add it "
+                        "with NAMES_FROM in CMake, `names-from` in [tool.aoti-shim], or `aoti-shim rename-header "
+                        "--shim-include DIR`"
+                    )
+                elif ctx.prefix and any(prefixes.prefix_of(n) == ctx.prefix for n in shim.marked_exports):
+                    message += (
+                        f": other shims carry '{ctx.prefix}', so a source defines this one without the rename header; "
+                        "include <aoti_shim_rename.h> first, or use FORCE_INCLUDE"
+                    )
+                yield shim.display, name, message
 
 
-def _not_an_aoti_model(ctx: Context) -> Iterator[Finding]:
+def _runtime_own_names(shim: Library) -> frozenset[str]:
+    """Its unprefixed aoti_torch_* exports that torch's headers do not declare."""
+    from aoti_shim.torch_names import shipped_names
+
+    declared = shipped_names().names
+    return frozenset(n for n in shim.marked_exports if prefixes.is_unprefixed(n) and n not in declared)
+
+
+def _mangled_shim(ctx: Context) -> Iterator[Found]:
+    for lib in ctx.distinct_libraries:
+        names = lib.mangled_shim_exports
+        if names:
+            yield (
+                lib.display,
+                names[0],
+                f"exports {len(names)} C++-mangled shim name(s), e.g. '{names[0]}': the shims are defined without "
+                'extern "C", so no blob can bind to them; declare them extern "C" (include torch\'s shim headers, '
+                "or wrap the definitions in an extern \"C\" block)",
+            )
+
+
+def _load_failure(ctx: Context) -> Iterator[Found]:
+    for failure in ctx.process.load_failures():
+        yield failure.library.display, "", f"cannot be loaded next to the others: {failure.reason}"
+
+
+def _is_stable_abi_extension(ctx: Context, lib: Library) -> bool:
+    """A model that is no AOTInductor model and imports none of the shims' prefixed names:
+    its unprefixed imports are meant for libtorch (torchaudio's, say)."""
+    return lib.role == "model" and not lib.executable and not lib.is_aoti_model and not lib.imports_prefix(ctx.own_prefixes)
+
+
+def _not_an_aoti_model(ctx: Context) -> Iterator[Found]:
     for model in ctx.models:
-        if model.is_aoti_model:
+        if not _is_stable_abi_extension(ctx, model):
             continue
         unprefixed = sum(1 for name in model.imports if ctx.is_unprefixed_shim(name))
         if not unprefixed:
             # A consumer of the prefixed ABI (a runtime's backend, say) is no model either, but
             # nothing about it needs saying: its imports are held to the shims like a model's.
             continue
-        yield Finding(
-            rule="NOT_AN_AOTI_MODEL",
-            severity=WARNING,
-            artifact=model.display,
-            symbol="",
-            message=(
-                f"exports no {MODEL_ENTRY_PREFIX}* entry point: not an AOTInductor model; its "
-                f"{unprefixed} unprefixed aoti_torch_* import(s) bind to libtorch by design "
-                "(a stable-ABI extension?) and are not reported"
-            ),
+        yield (
+            model.display,
+            "",
+            f"exports no {MODEL_ENTRY_PREFIX}* entry point: not an AOTInductor model; its "
+            f"{unprefixed} unprefixed aoti_torch_* import(s) bind to libtorch by design "
+            "(a stable-ABI extension?) and are not reported",
         )
 
 
-def _not_a_shim(ctx: Context) -> Iterator[Finding]:
+def _not_a_shim(ctx: Context) -> Iterator[Found]:
     for shim in ctx.shims:
         if not shim.exports_shims:
-            yield Finding(
-                rule="NOT_A_SHIM",
-                severity=WARNING,
-                artifact=shim.display,
-                symbol="",
-                message=f"exports no {prefixes.SHIM_MARK}* name, prefixed or not: not a shim library",
-            )
+            yield shim.display, "", f"exports no {prefixes.SHIM_MARK}* name, prefixed or not: not a shim library"
 
 
-def _unprefixed_import(ctx: Context) -> Iterator[Finding]:
-    for model in ctx.models:
-        if not model.is_aoti_model:
-            continue  # NOT_AN_AOTI_MODEL says so once; a stable-ABI extension imports these on purpose
-        for name in model.sorted_imports:
-            if ctx.is_unprefixed_shim(name):
-                yield Finding(
-                    rule="UNPREFIXED_IMPORT",
-                    severity=BLOCKING,
-                    artifact=model.display,
-                    symbol=name,
-                    message=f"imports '{name}', which binds to libtorch whenever libtorch is global",
+def _where(b: Binding | None) -> str:
+    if b is None or b.definer is None:
+        return "binds to libtorch whenever libtorch is global"
+    if b.definer.role == REFERENCE:
+        return f"binds to {b.definer.display} in the process"
+    return "binds to libtorch whenever libtorch is global"
+
+
+def _unprefixed_import(ctx: Context) -> Iterator[Found]:
+    """Every library's unprefixed shim-ABI imports, the shims' own included: each binds to
+    libtorch's definition when libtorch is global (the binding model says where, with
+    --against). Only a stable-ABI extension imports them on purpose."""
+    for lib in ctx.distinct_libraries:
+        if _is_stable_abi_extension(ctx, lib):
+            continue  # NOT_AN_AOTI_MODEL says so once
+        consumer = lib.role == "model" and not lib.is_aoti_model
+        for name in lib.shim_imports:
+            if not ctx.is_unprefixed_shim(name):
+                continue
+            b = ctx.binding_of(lib, name)
+            if b is not None and b.definer is not None and b.scope == "self":
+                continue  # -Bsymbolic: it binds to its own definition (UNPREFIXED_EXPORT's)
+            where = _where(b)
+            if lib.role == "shim" and not consumer:
+                message = f"imports '{name}' itself (its own code calls the unprefixed name), which {where}"
+            elif consumer:
+                message = (
+                    f"imports '{name}' beside the prefixed shim names it uses (a source built without the rename "
+                    f"header?), which {where}"
                 )
+            else:
+                message = f"imports '{name}', which {where}"
+            related = b.definer.display if b is not None and b.definer is not None and b.definer.role == REFERENCE else None
+            yield lib.display, name, message, related
 
 
 def _carried(ctx: Context) -> str:
     return prefixes.describe(ctx.shim_prefixes) if ctx.shim_prefixes else "no prefix at all"
 
 
-def _unprovided(model: Library, provided: frozenset[str]) -> Iterator[tuple[str, str | None]]:
-    """(name, its prefix) of each prefixed shim import no checked shim exports.
+def _unbound(ctx: Context, lib: Library) -> Iterator[tuple[str, str | None, Binding | None]]:
+    """(name, its prefix, binding) of each prefixed shim import of ``lib`` that binds to
+    no library of the process (none exports it in a matching version).
 
-    Every import holding aoti_torch_, whatever its prefix, must be a checked shim's export.
+    Every import holding a shim name, whatever its prefix, must bind to a checked shim.
     The marker, not the prefix, selects the names: with a short prefix ("m") libc's memcpy
     would start with it, and a blob rewritten to another prefix would not. Unprefixed
     imports are UNPREFIXED_IMPORT's (libtorch defines them).
     """
-    for name in model.sorted_imports:
-        if prefixes.is_shim_name(name) and not prefixes.is_unprefixed(name) and name not in provided:
-            yield name, prefixes.prefix_of(name)
+    for name in lib.shim_imports:
+        if prefixes.is_unprefixed(name) or prefixes.is_mangled(name):
+            continue  # a mangled import binds to a mangled export: MANGLED_SHIM's
+        b = ctx.binding_of(lib, name)
+        if b is None:
+            if name not in ctx.provided:
+                yield name, prefixes.prefix_of(name), None
+        elif b.definer is None:
+            yield name, prefixes.prefix_of(name), b
 
 
 def _is_shims_prefix(ctx: Context, p: str | None) -> bool:
     return p is not None and (p == ctx.prefix or p in ctx.shim_prefixes)
 
 
-def _unsatisfied_import(ctx: Context) -> Iterator[Finding]:
+def _failed(ctx: Context) -> set[str]:
+    return {f.library.display for f in ctx.process.load_failures()}
+
+
+def _unsatisfied_import(ctx: Context) -> Iterator[Found]:
     if not ctx.shims:
         return
-    for model in ctx.models:
-        for name, p in _unprovided(model, ctx.provided):
+    failed = _failed(ctx)
+    for lib in ctx.distinct_libraries:
+        if lib.display in failed:
+            continue  # LOAD_FAILURE says it cannot load at all
+        for name, p, b in _unbound(ctx, lib):
             if _is_shims_prefix(ctx, p):
-                yield Finding(
-                    rule="UNSATISFIED_IMPORT",
-                    severity=BLOCKING,
-                    artifact=model.display,
-                    symbol=name,
-                    message=f"imports '{name}', which no shim library exports (it fails when first called)",
-                )
+                if b is not None and b.version is not None and name in ctx.provided:
+                    message = (
+                        f"imports '{name}@{b.version}', which no shim library defines in that version "
+                        "(a versioned import binds only to its version)"
+                    )
+                else:
+                    message = f"imports '{name}', which no shim library exports (it fails when first called)"
+                yield lib.display, name, message
 
 
-def _prefix_mismatch(ctx: Context) -> Iterator[Finding]:
+def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
     """Blobs and shims built with different prefixes, or a given prefix the shims lack.
 
-    One finding per (model, foreign prefix), naming both prefixes: the per-name list would
+    One finding per (library, foreign prefix), naming both prefixes: the per-name list would
     repeat one cause hundreds of times.
     """
     if not ctx.shims:
         return
     if ctx.prefix_source == "given" and ctx.prefix and ctx.prefix not in ctx.shim_prefixes:
         # Else the check would prove nothing about the shims that were really built.
-        yield Finding(
-            rule="PREFIX_MISMATCH",
-            severity=BLOCKING,
-            artifact=ctx.shims[0].display,
-            symbol=f"{ctx.prefix}{prefixes.SHIM_MARK}*",
-            message=f"the given prefix {ctx.prefix!r} is exported by no shim library; the shims carry {_carried(ctx)}",
+        yield (
+            ctx.shims[0].display,
+            f"{ctx.prefix}{prefixes.SHIM_MARK}*",
+            f"the given prefix {ctx.prefix!r} is exported by no shim library; the shims carry {_carried(ctx)}",
         )
-    for model in ctx.models:
+    failed = _failed(ctx)
+    for model in ctx.distinct_libraries:
+        if model.display in failed:
+            continue
         foreign: dict[str, list[str]] = {}
-        for name, p in _unprovided(model, ctx.provided):
+        for name, p, _ in _unbound(ctx, model):
             if not _is_shims_prefix(ctx, p):
-                foreign.setdefault(name.partition(prefixes.SHIM_MARK)[0], []).append(name)
+                foreign.setdefault(p or "", []).append(name)
         for p, names in sorted(foreign.items()):
-            yield Finding(
-                rule="PREFIX_MISMATCH",
-                severity=BLOCKING,
-                artifact=model.display,
-                symbol=names[0],
-                message=(
-                    f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'), but the shims "
-                    f"carry {_carried(ctx)}: blob and shims were built with different prefixes, so it cannot load"
-                ),
+            yield (
+                model.display,
+                names[0],
+                f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'), but the shims "
+                f"carry {_carried(ctx)}: blob and shims were built with different prefixes, so it cannot load",
             )
 
 
-def _model_defines_shim(ctx: Context) -> Iterator[Finding]:
+def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
+    """A prefixed shim-ABI import that the loader binds to a library that is no shim: a
+    reference exporting the name, a blob's own dependency, a model."""
+    for lib in ctx.distinct_libraries:
+        for b in ctx.bindings.get(lib.display, ()):
+            if b.definer is None or prefixes.is_unprefixed(b.name) or b.definer.role in (SHIM, PROGRAM):
+                continue
+            if b.definer.display == lib.display:
+                continue  # its own definition (MODEL_DEFINES_SHIM's)
+            what = {REFERENCE: "a reference library", MODEL: "a model", DEPENDENCY: "a dependency"}.get(b.definer.role, b.definer.role)
+            yield (
+                lib.display,
+                b.name,
+                f"imports '{b.name}', which binds to {b.definer.display} ({what}) in the process, not to the shims",
+                b.definer.display,
+            )
+
+
+def _model_defines_shim(ctx: Context) -> Iterator[Found]:
     for model in ctx.models:
         for name in model.sorted_exports:
             if ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name):
-                yield Finding(
-                    rule="MODEL_DEFINES_SHIM",
-                    severity=BLOCKING,
-                    artifact=model.display,
-                    symbol=name,
-                    message=f"defines shim '{name}' itself; shims belong in the shim library",
-                )
+                yield model.display, name, f"defines shim '{name}' itself; shims belong in the shim library"
 
 
-def _duplicate_definer(ctx: Context) -> Iterator[Finding]:
+def _duplicate_definer(ctx: Context) -> Iterator[Found]:
     # name -> [(library, GNU_UNIQUE?)]
     definers: dict[str, list[tuple[Library, bool]]] = {}
     libraries = ctx.distinct_libraries
@@ -391,14 +556,7 @@ def _duplicate_definer(ctx: Context) -> Iterator[Finding]:
             continue
         first = copies[0].display
         for lib in copies[1:]:
-            yield Finding(
-                rule="DUPLICATE_DEFINER",
-                severity=BLOCKING,
-                artifact=lib.display,
-                symbol=name,
-                message=f"'{name}' is also defined by {first}; each copy has its own state",
-                related=first,
-            )
+            yield lib.display, name, f"'{name}' is also defined by {first}; each copy has its own state", first
 
 
 def _packed_items(exports: Mapping[str, Symbol]) -> Iterator[tuple[str, int]]:
@@ -413,42 +571,34 @@ def _is_linked_runtime(name: str, exports: Mapping[str, Symbol]) -> bool:
     return bool(ALWAYS_RUNTIME_NAME.match(name)) or exports[name].bind != STB_WEAK
 
 
-def _reexported_runtime(ctx: Context) -> Iterator[Finding]:
+def _reexported_runtime(ctx: Context) -> Iterator[Found]:
     for lib in ctx.distinct_libraries:
         names = sorted(n for n in lib.runtime_exports if _is_linked_runtime(n, lib.exports))
         if names:
-            yield Finding(
-                rule="REEXPORTED_RUNTIME",
-                severity=WARNING,
-                artifact=lib.display,
-                symbol=names[0],
-                message=(
-                    f"re-exports {len(names)} C++ runtime symbol(s), e.g. '{names[0]}'; "
-                    "loaded RTLD_GLOBAL they interpose the process's C++ runtime"
-                ),
+            yield (
+                lib.display,
+                names[0],
+                f"re-exports {len(names)} C++ runtime symbol(s), e.g. '{names[0]}'; "
+                "loaded RTLD_GLOBAL they interpose the process's C++ runtime",
             )
 
 
-def _reexported_cuda_runtime(ctx: Context) -> Iterator[Finding]:
+def _reexported_cuda_runtime(ctx: Context) -> Iterator[Found]:
     for lib in ctx.distinct_libraries:
         names = lib.cuda_runtime_exports
         if names:
-            yield Finding(
-                rule="REEXPORTED_CUDA_RUNTIME",
-                severity=WARNING,
-                artifact=lib.display,
-                symbol=names[0],
-                message=(
-                    f"exports {len(names)} CUDA runtime symbol(s), e.g. '{names[0]}'; loaded RTLD_GLOBAL "
-                    "they interpose libcudart for the whole process (link the runtime with hidden visibility)"
-                ),
+            yield (
+                lib.display,
+                names[0],
+                f"exports {len(names)} CUDA runtime symbol(s), e.g. '{names[0]}'; loaded RTLD_GLOBAL "
+                "they interpose libcudart for the whole process (link the runtime with hidden visibility)",
             )
 
 
 @dataclass(frozen=True)
 class Rule:
     id: str
-    check: Callable[[Context], Iterator[Finding | FindingBatch]]
+    check: Callable[[Context], Iterator[Found]]
     doc: str
     severity: str
 
@@ -458,9 +608,12 @@ RULES: tuple[Rule, ...] = (
     Rule("NOT_A_SHIM", _not_a_shim, "A --shim library exports no aoti_torch_* name, prefixed or not.", WARNING),
     Rule("COLLISION", _collision, "A shim library exports a symbol that a reference library (libtorch) also exports.", BLOCKING),
     Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
-    Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model imports an aoti_torch_* name without the prefix.", BLOCKING),
-    Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A model imports a prefixed name that no shim library exports.", BLOCKING),
-    Rule("PREFIX_MISMATCH", _prefix_mismatch, "A model imports aoti_torch_ names with another prefix than the shims carry, or the given prefix is one no shim exports.", BLOCKING),
+    Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model, a shim library's own code or a consumer of the prefixed names imports a shim-ABI name without the prefix: it binds to libtorch when libtorch is global.", BLOCKING),
+    Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines: it binds to nothing.", BLOCKING),
+    Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry, or the given prefix is one no shim exports.", BLOCKING),
+    Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency).", BLOCKING),
+    Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, or a symbol version its dependency lacks.", BLOCKING),
+    Rule("MANGLED_SHIM", _mangled_shim, "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".", BLOCKING),
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
     Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once).", BLOCKING),
     Rule("REEXPORTED_RUNTIME", _reexported_runtime, "A library re-exports statically linked C++ runtime symbols.", WARNING),
@@ -476,7 +629,13 @@ RULES_BY_ID = {rule.id: rule for rule in RULES}
 
 
 def evaluate(ctx: Context) -> Iterator[FindingBatch]:
-    """Every rule's findings, in table order, as they are found (nothing is kept)."""
+    """Every rule's findings, in table order, as they are found (nothing is kept); each
+    stamped with its rule's id and severity."""
     for rule in RULES:
+        rule_id, severity = rule.id, rule.severity
         for found in rule.check(ctx):
-            yield found if isinstance(found, FindingBatch) else FindingBatch.of(found)
+            if isinstance(found, Columns):
+                yield FindingBatch(rule_id, severity, *found)
+            else:
+                related = found[3] if len(found) > 3 else None  # type: ignore[misc]
+                yield FindingBatch(rule_id, severity, found[0], (found[1],), (found[2],), (related,))

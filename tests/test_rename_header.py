@@ -37,13 +37,23 @@ def test_the_header_renames_the_union_over_every_supported_torch() -> None:
 
     shipped = shipped_names()
     # Made from the wheels of each release (python -m aoti_shim.torch_names); see its header lines.
-    assert shipped.versions == ("2.11.0", "2.12.0", "2.12.1", "2.13.0+cpu", "2.14.0", "2.14.1")
+    assert shipped.versions == ("2.11.0", "2.12.0", "2.12.1", "2.13.0+cpu", "2.14.0", "2.14.1", "2.15.0")
     assert len(shipped.names) >= 821  # torch 2.14's count, as the upstream proposal counts them
     renamed = header_names(HEADER.read_text())
     assert shipped.names <= renamed
+    # Shim ABI is what the headers declare, not the aoti_torch_ spelling: c/shim.h's profiler
+    # marks (profiled blobs import them, libtorch exports them) and torch 2.15's two additions.
+    for name in ("aoti_record_function_start", "aoti_record_function_end", "aoti_torch_mps__int_mm_out", "aoti_torch_xpu_geqrf"):
+        assert name in shipped.names and name in renamed, name
     # Every device's shims: CUDA, MPS and XPU fallbacks as well as the CPU ones.
     for device in ("cpu", "cuda", "mps", "xpu"):
         assert any(n.startswith(f"aoti_torch_{device}_") for n in shipped.names), device
+
+
+def test_declared_functions_reads_the_profiler_marks_of_shim_h() -> None:
+    source = "AOTI_TORCH_EXPORT AOTITorchError aoti_record_function_start(const char* name, int64_t* handle);\n"
+    source += "AOTI_TORCH_EXPORT AOTITorchError aoti_record_function_end(int64_t handle);\n"
+    assert declared_functions(source) == {"aoti_record_function_start", "aoti_record_function_end"}
 
 
 def test_the_union_holds_what_the_installed_torch_declares(torch_lib: Path) -> None:

@@ -59,9 +59,13 @@ IF = "other_aoti_torch_iforeign"
 IF2 = "other_aoti_torch_two_aoti_torch_x"  # the same foreign prefix: its first marker ends it
 IMPORTS = (IU, IM, IP, IF, IF2)
 
+# A C++-mangled name holding a shim name (a shim defined without extern "C"): every defined kind exports one.
+M = "_Z20myrt_aoti_torch_mangv"
 DEFINED_KINDS = ("GLOBAL", "WEAK", "GNU_UNIQUE", "TLS")
 KINDS = (*DEFINED_KINDS, "UNDEF_WEAK")
-LIBRARIES = (*KINDS, "BARE")
+# FOREIGN is the GLOBAL library with another e_machine (AArch64): it reads the same, and cannot load.
+LIBRARIES = (*KINDS, "BARE", "FOREIGN")
+FOREIGN_MACHINE = 183
 # "both": the same file as --shim and --model; "twice": the library and a copy of it (another
 # file, the same names) as two --shim libraries, so that every name has two definers.
 ROLES = ("shim", "model", "both", "twice")
@@ -97,13 +101,13 @@ def _refer(names: tuple[str, ...], weak: bool) -> str:
 def library_source(lib: str) -> str:
     if lib == "BARE":
         # Neither a shim nor a model: a library that only uses torch's names (a stable-ABI extension, say).
-        return _define("GLOBAL", "plain_func") + _refer((IU, IM), weak=False)
+        return _define("GLOBAL", "plain_func") + _refer((IU,), weak=False)
     base = _define("GLOBAL", BASE) + _define("GLOBAL", ENTRY)
     if lib == "UNDEF_WEAK":
         return base + _refer((*PROBES, *IMPORTS), weak=True)
     # The GLOBAL library also holds the plain (undefined GLOBAL) imports.
     imports = _refer(IMPORTS, weak=False) if lib == "GLOBAL" else ""
-    return base + "".join(_define(lib, n) for n in (*PROBES, O)) + imports
+    return base + "".join(_define(lib, n) for n in (*PROBES, O, M)) + imports
 
 
 @dataclass(frozen=True)
@@ -117,7 +121,7 @@ class Built:
 @pytest.fixture(scope="session")
 def matrix(tmp_path_factory: pytest.TempPathFactory) -> Built:
     out = tmp_path_factory.mktemp("rule-matrix")
-    sources = {f"lib{lib.lower()}": library_source(lib) for lib in LIBRARIES}
+    sources = {f"lib{lib.lower()}": library_source(lib) for lib in LIBRARIES if lib != "FOREIGN"}
     sources["libprovider"] = _define("GLOBAL", IP)
     sources["libreference"] = "".join(_define("GLOBAL", n) for n in PROBES)
     built = {}
@@ -125,6 +129,11 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Built:
         (out / f"{name}.c").write_text(text)
         built[name] = out / f"{name}.so"
         compile_shared(out / f"{name}.c", built[name])
+    # e_machine is the half-word at offset 18 of the ELF header.
+    foreign = bytearray(built["libglobal"].read_bytes())
+    foreign[18:20] = FOREIGN_MACHINE.to_bytes(2, "little")
+    built["libforeign"] = out / "libforeign.so"
+    built["libforeign"].write_bytes(bytes(foreign))
     copies = {}
     for lib in LIBRARIES:
         copies[lib] = out / "copy" / built[f"lib{lib.lower()}"].name
@@ -193,7 +202,8 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
         **_cells(NO_SHIM_ROLE, ("model",)),
     },
     "UNPREFIXED_IMPORT": {
-        **_cells(NO_MODEL, ("shim", "twice")),
+        # Every library's imports count, the shims' own included: a shim's own call of an
+        # unprefixed name binds to libtorch as a blob's does.
         **_per_kind(
             {
                 "GLOBAL": (IU,),
@@ -202,13 +212,26 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
                 "TLS": EXPORTS_NO_PROBE,
                 # A WEAK reference still binds to libtorch's definition when libtorch is global.
                 "UNDEF_WEAK": (IU, U),
+                # Checked as a shim, its imports are a shim's own (only a model can be a stable-ABI extension).
+                "BARE": (IU,),
+            },
+            ("shim", "both"),
+        ),
+        **_per_kind(_twice({"GLOBAL": (IU,), "WEAK": EXPORTS_NO_PROBE, "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                            "TLS": EXPORTS_NO_PROBE, "UNDEF_WEAK": (IU, U), "BARE": (IU,)}), ("twice",)),  # fmt: skip
+        **_per_kind(
+            {
+                "GLOBAL": (IU,),
+                "WEAK": EXPORTS_NO_PROBE,
+                "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                "TLS": EXPORTS_NO_PROBE,
+                "UNDEF_WEAK": (IU, U),
                 "BARE": Why("not an AOTInductor model: its unprefixed imports are meant for libtorch (NOT_AN_AOTI_MODEL says so)"),
             },
-            MODEL_ROLES,
+            ("model",),
         ),
     },
     "UNSATISFIED_IMPORT": {
-        **_cells(NO_MODEL, ("shim", "twice")),
         **_per_kind(
             {
                 # IP is the provider's; IU is unprefixed (UNPREFIXED_IMPORT's), IF foreign (PREFIX_MISMATCH's).
@@ -216,28 +239,63 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
                 "WEAK": EXPORTS_NO_PROBE,
                 "GNU_UNIQUE": EXPORTS_NO_PROBE,
                 "TLS": EXPORTS_NO_PROBE,
-                # A WEAK reference to a missing shim resolves to NULL: still unsatisfied.
-                "UNDEF_WEAK": (IM, P),
-                # Checked even for a library that is no AOTInductor model.
-                "BARE": (IM,),
+                # A WEAK reference to a missing shim resolves to NULL: still unsatisfied. (Its P binds
+                # to the reference, which exports it: BINDS_OUTSIDE_SHIMS says so.)
+                "UNDEF_WEAK": (IM,),
+                "BARE": Why("it imports no prefixed name"),
+                "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)"),
             },
-            MODEL_ROLES,
+            ("shim", "model", "both"),
         ),
+        **_per_kind(
+            _twice({"GLOBAL": (IM,), "WEAK": EXPORTS_NO_PROBE, "GNU_UNIQUE": EXPORTS_NO_PROBE, "TLS": EXPORTS_NO_PROBE,
+                    "UNDEF_WEAK": (IM,), "BARE": Why("it imports no prefixed name"),
+                    "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)")}),
+            ("twice",),
+        ),  # fmt: skip
     },
     "PREFIX_MISMATCH": {
-        **_cells(Why("the given prefix is the one the shims carry, and no model is checked"), ("shim", "twice")),
         **_per_kind(
             {
-                # One finding per model and foreign prefix, naming its first import.
+                # One finding per library and foreign prefix, naming its first import.
                 "GLOBAL": (IF,),
                 "WEAK": EXPORTS_NO_PROBE,
                 "GNU_UNIQUE": EXPORTS_NO_PROBE,
                 "TLS": EXPORTS_NO_PROBE,
                 "UNDEF_WEAK": (IF,),
                 "BARE": Why("it imports no shim name with another prefix"),
+                "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)"),
             },
-            MODEL_ROLES,
+            ("shim", "model", "both"),
         ),
+        **_per_kind(
+            _twice({"GLOBAL": (IF,), "WEAK": EXPORTS_NO_PROBE, "GNU_UNIQUE": EXPORTS_NO_PROBE, "TLS": EXPORTS_NO_PROBE,
+                    "UNDEF_WEAK": (IF,), "BARE": Why("it imports no shim name with another prefix"),
+                    "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)")}),
+            ("twice",),
+        ),  # fmt: skip
+    },
+    "BINDS_OUTSIDE_SHIMS": {
+        # The reference exports every probe, the prefixed P too: a weak import of P binds to it.
+        **_per_kind({"UNDEF_WEAK": (P,)}, ("shim", "model", "both")),
+        **_per_kind({"UNDEF_WEAK": (P, P)}, ("twice",)),
+        **_per_kind(
+            {
+                **{kind: Why("its prefixed imports bind to the provider shim or to nothing") for kind in (*DEFINED_KINDS, "FOREIGN")},
+                "BARE": Why("it imports no prefixed name"),
+            },
+            ROLES,
+        ),
+    },
+    "LOAD_FAILURE": {
+        **_per_kind({"FOREIGN": ("",)}, ("shim", "model", "both")),
+        **_per_kind({"FOREIGN": ("", "")}, ("twice",)),
+        **_cells(Why("it is ELF64 x86-64, as the reference is"), ROLES, (*KINDS, "BARE")),
+    },
+    "MANGLED_SHIM": {
+        **_per_kind({kind: (M,) for kind in (*DEFINED_KINDS, "FOREIGN")}, ("shim", "model", "both")),
+        **_per_kind({kind: (M, M) for kind in (*DEFINED_KINDS, "FOREIGN")}, ("twice",)),
+        **_cells(Why("it defines no C++-mangled shim name"), ROLES, ("UNDEF_WEAK", "BARE")),
     },
     "MODEL_DEFINES_SHIM": {
         **_cells(NO_MODEL, ("shim", "twice")),
@@ -261,7 +319,7 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
                 # ...except GNU_UNIQUE ones: the loader keeps one instance per process.
                 "GNU_UNIQUE": (BASE,),
                 # ...and a thread-local is state whatever its name.
-                "TLS": (BASE, P, U, S, R1, R2, C, K, O),
+                "TLS": (BASE, P, U, S, R1, R2, C, K, O, M),
                 "UNDEF_WEAK": (BASE,),
                 "BARE": Why("it defines no shim name and no thread-local"),
             },
@@ -309,6 +367,12 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
         ),
     },
 }
+
+
+# FOREIGN reads as the GLOBAL library does: where a row does not say otherwise, it finds the same.
+for _row in EXPECT.values():
+    for _role in ROLES:
+        _row.setdefault((_role, "FOREIGN"), _row[(_role, "GLOBAL")])
 
 
 def _settings(built: Built, role: str, lib: str, **extra: object) -> CheckSettings:
@@ -369,7 +433,8 @@ def test_cell(matrix: Built, role: str, lib: str) -> None:
 # -- suppressions: scoped by rule, symbol and artifact, matching and not ----------------
 
 # The GLOBAL library as a shim finds COLLISION P, U, S, K; UNPREFIXED_EXPORT U; REEXPORTED_RUNTIME R2;
-# REEXPORTED_CUDA_RUNTIME C.
+# REEXPORTED_CUDA_RUNTIME C; and of its own imports UNPREFIXED_IMPORT IU, UNSATISFIED_IMPORT IM,
+# PREFIX_MISMATCH IF; MANGLED_SHIM M.
 SUPPRESSION_CASES = {
     "rule": ({"rule": "COLLISION"}, {("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("COLLISION", K)}),
     "any-rule-one-symbol": ({"rule": "*", "symbol": U}, {("COLLISION", U), ("UNPREFIXED_EXPORT", U)}),
@@ -391,7 +456,8 @@ def test_suppression_scope(matrix: Built, case: str) -> None:
     everything = {(f.rule, f.symbol) for f in base.findings}
     assert everything == {
         ("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("COLLISION", K), ("UNPREFIXED_EXPORT", U),
-        ("REEXPORTED_RUNTIME", R2), ("REEXPORTED_CUDA_RUNTIME", C),
+        ("REEXPORTED_RUNTIME", R2), ("REEXPORTED_CUDA_RUNTIME", C), ("UNPREFIXED_IMPORT", IU),
+        ("UNSATISFIED_IMPORT", IM), ("PREFIX_MISMATCH", IF), ("MANGLED_SHIM", M),
     }  # fmt: skip
     report = run_check(_settings(matrix, "shim", "GLOBAL", inline_suppressions=({**entry, "reason": case},)))
     assert {(s.finding.rule, s.finding.symbol) for s in report.suppressed} == suppressed
@@ -409,7 +475,43 @@ MESSAGES: list[tuple[str, str, str, str]] = [
     ("shim-GLOBAL", "COLLISION", U, "GLOBAL FUNC 'aoti_torch_u' is also exported by {ref}"),
     ("shim-TLS", "COLLISION", S, "GLOBAL TLS 'plain_state' is also exported by {ref}"),
     ("shim-GLOBAL-two-references", "COLLISION", P, "GLOBAL FUNC 'myrt_aoti_torch_p' is also exported by {ref} (and 1 more)"),
-    ("shim-GLOBAL", "UNPREFIXED_EXPORT", U, "exports 'aoti_torch_u' without the prefix (expected 'myrt_aoti_torch_u')"),
+    # aoti_torch_u is in no torch header: a runtime's own name that no rename list held.
+    (
+        "shim-GLOBAL",
+        "UNPREFIXED_EXPORT",
+        U,
+        "exports 'aoti_torch_u' without the prefix (expected 'myrt_aoti_torch_u'): no rename list holds this name "
+        "(a runtime's own shim, not in torch's headers); add it with NAMES_FROM in CMake, `names-from` in "
+        "[tool.aoti-shim], or `aoti-shim rename-header --shim-include DIR`",
+    ),
+    (
+        "shim-GLOBAL",
+        "UNPREFIXED_IMPORT",
+        IU,
+        "imports 'aoti_torch_iu' itself (its own code calls the unprefixed name), which binds to libtorch whenever "
+        "libtorch is global",
+    ),
+    (
+        "model-UNDEF_WEAK",
+        "BINDS_OUTSIDE_SHIMS",
+        P,
+        "imports 'myrt_aoti_torch_p', which binds to {ref} (a reference library) in the process, not to the shims",
+    ),
+    (
+        "shim-FOREIGN",
+        "LOAD_FAILURE",
+        "",
+        "cannot be loaded next to the others: it is ELF64 little-endian AArch64, the process ELF64 little-endian "
+        "x86-64: it cannot load",
+    ),
+    (
+        "shim-GLOBAL",
+        "MANGLED_SHIM",
+        M,
+        "exports 1 C++-mangled shim name(s), e.g. '_Z20myrt_aoti_torch_mangv': the shims are defined without "
+        'extern "C", so no blob can bind to them; declare them extern "C" (include torch\'s shim headers, or wrap '
+        'the definitions in an extern "C" block)',
+    ),
     # fixtures/checker's unprefixed shim: no prefix given, none to infer.
     (
         "unprefixed-shim-no-prefix",

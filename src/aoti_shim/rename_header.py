@@ -23,7 +23,7 @@ from pathlib import Path
 
 from aoti_shim.arguments import path
 from aoti_shim.atomic import write_text_atomically
-from aoti_shim.checks.prefix import SHIM_MARK
+from aoti_shim.checks.prefix import is_unprefixed
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
 from aoti_shim.torch_location import locate
 from aoti_shim.torch_names import declared_functions, names_in_include, shipped_names, torch_version_of
@@ -89,7 +89,7 @@ def manifest_names(manifest: Path) -> set[str]:
             continue
         if not _IDENTIFIER.fullmatch(name):
             raise InputError(f"{manifest}:{number}: {name!r} is not a C identifier")
-        if not name.startswith(SHIM_MARK):
+        if not is_unprefixed(name):
             # "#define int ..." would rename far more than a shim.
             raise InputError(f"{manifest}:{number}: {name!r} is not a shim name (aoti_torch_*)")
         names.add(name)

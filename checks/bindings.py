@@ -1,0 +1,420 @@
+"""The binding model: what the dynamic linker binds in the coalesced process.
+
+The process the checker answers for is the one a slim runtime shares with libtorch:
+
+1. the program itself when it exports dynamic symbols (a runner linked ``-rdynamic``);
+2. the references (libtorch and what ``import torch`` loads), ``RTLD_GLOBAL``, in order;
+3. the shim libraries, ``RTLD_GLOBAL``, in order, each with its ``DT_NEEDED`` closure;
+4. each blob ``RTLD_LOCAL | RTLD_NOW``, its local scope itself and its ``DT_NEEDED``
+   closure breadth first.
+
+A library's import is looked up the way glibc's ``_dl_lookup_symbol_x`` does: the
+library itself first when it was linked ``-Bsymbolic`` (DT_SYMBOLIC / DF_SYMBOLIC),
+then the global scope in load order, then the library's local scope. The first library
+with a matching definition wins, WEAK or not; a GNU_UNIQUE definition resolves to the
+process's one instance (the first loaded definer's). A definition matches a versioned
+import when it carries that version, or when its library has no ``.gnu.version`` at
+all, or when it is unversioned and not hidden (glibc's ``check_match``); an unversioned
+import takes an unversioned definition, or version index 2 (the oldest), or the single
+non-hidden versioned one. A library whose ELF class, data encoding or machine differs
+from the process's cannot load; neither can one needing a version that a loaded
+dependency lacks. TLS and IFUNC symbols bind by these same rules.
+
+Only names are asked of references (through their hash tables), so the model costs a
+lookup per resolved import, not a scan of libtorch. Use it as::
+
+    from aoti_shim.checks import bindings
+    process = bindings.Process.of(references=refs, shims=shims, models=blobs)
+    for b in process.resolve(bindings.shim_abi_imports):
+        print(b.importer.display, b.name, b.definer.display if b.definer else "unresolved")
+    process.load_failures()
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable, Iterable, Iterator, Protocol, Sequence
+
+from aoti_shim.checks import prefix as shim_abi
+from aoti_shim.checks.elf import (
+    STB_GNU_UNIQUE,
+    STB_WEAK,
+    DynamicEntry,
+    ElfImage,
+    NO_VERSIONS,
+    Symbol,
+    SymbolTable,
+    Versions,
+)
+
+# Where a library sits in the process (load order follows this order).
+PROGRAM, REFERENCE, SHIM, MODEL, DEPENDENCY = "program", "reference", "shim", "model", "dependency"
+
+# ELF machine numbers named in messages (the rest print as numbers).
+MACHINES = {3: "i386", 40: "ARM", 62: "x86-64", 183: "AArch64", 243: "RISC-V", 21: "PowerPC64", 22: "S390"}
+
+
+def describe_header(header: tuple[int, bool, int]) -> str:
+    """'ELF64 little-endian x86-64' for messages."""
+    elf_class, big, machine = header
+    return f"ELF{elf_class} {'big' if big else 'little'}-endian {MACHINES.get(machine, f'machine {machine}')}"
+
+
+class Definer(Protocol):
+    """What the model asks of a library that may define a name."""
+
+    def definitions(self, name: str) -> list[DynamicEntry]: ...
+
+
+@dataclass(frozen=True, eq=False)
+class Linked:
+    """One library as the loader sees it: its names, needs, flags and symbol tables.
+
+    ``definitions(name)`` answers every exported definition of a name (one per version);
+    ``imports`` are its undefined dynamic symbols with their version needs.
+    """
+
+    display: str
+    role: str
+    # The names a DT_NEEDED entry can use for it: its DT_SONAME and its file name.
+    names: frozenset[str]
+    needed: tuple[str, ...] = ()
+    symbolic: bool = False
+    # (ELF class 32/64, big-endian, e_machine); None when unknown (a snapshot).
+    header: tuple[int, bool, int] | None = None
+    # True when the file has a .gnu.version table (version matching applies to it).
+    has_versym: bool = False
+    versions: Versions = NO_VERSIONS
+    imports: tuple[DynamicEntry, ...] = ()
+    lookup: Callable[[str], list[DynamicEntry]] = field(default=lambda name: [], repr=False)
+
+    def definitions(self, name: str) -> list[DynamicEntry]:
+        return self.lookup(name)
+
+    @cached_property
+    def defined_versions(self) -> frozenset[str]:
+        return frozenset(self.versions.defined.values())
+
+    @staticmethod
+    def of_image(image: ElfImage, role: str, display: str | None = None, *, imports: bool = True) -> Linked:
+        """A library read from an open image (which must stay open while the model is asked)."""
+        if not image.has_dynsym:
+            return Linked(display or image.display, role, frozenset({os.path.basename(image.path)}))
+        return Linked(
+            display=display or image.display,
+            role=role,
+            names=_names(image.path, image.soname),
+            needed=tuple(image.needed),
+            symbolic=image.symbolic,
+            header=(image.elf_class, image.big_endian, image.machine),
+            has_versym=image._versym() is not None,
+            versions=image.versions(),
+            imports=tuple(e for e in image.dynamic_entries() if e.symbol.is_import) if imports else (),
+            lookup=image.find_definitions,
+        )
+
+    @staticmethod
+    def of_tables(
+        display: str,
+        role: str,
+        exports: SymbolTable,
+        imports: SymbolTable,
+        *,
+        file_name: str,
+        soname: str | None = None,
+        needed: Sequence[str] = (),
+        symbolic: bool = False,
+        header: tuple[int, bool, int] | None = None,
+        versions: Versions = NO_VERSIONS,
+        import_filter: Callable[[str], bool] | None = None,
+    ) -> Linked:
+        """A library from the checker's packed tables; ``import_filter`` keeps the imports
+        whose names are asked about (all by default)."""
+        names = [n for n in imports if import_filter is None or import_filter(n)]
+        entries = tuple(imports.entry(n, versions) for n in sorted(names))
+        return Linked(
+            display=display,
+            role=role,
+            names=_names(file_name, soname),
+            needed=tuple(needed),
+            symbolic=symbolic,
+            header=header,
+            has_versym=exports.has_versym or imports.has_versym,
+            versions=versions,
+            imports=entries,
+            lookup=lambda name: exports.entries(name, versions),
+        )
+
+    @staticmethod
+    def of_reference(ref: object, display: str | None = None) -> Linked:
+        """A reference: an open ElfImage, or anything with ``find_export`` (a snapshot's
+        library, whose definitions are taken as unversioned: snapshots keep no versions)."""
+        if isinstance(ref, ElfImage):
+            return Linked.of_image(ref, REFERENCE, display, imports=False)
+        find = getattr(ref, "find_export")
+        shown = display or str(getattr(ref, "display", ref))
+        file_name = str(getattr(ref, "name", os.path.basename(shown.split("!")[-1])))
+
+        def lookup(name: str) -> list[DynamicEntry]:
+            sym: Symbol | None = find(name)
+            return [] if sym is None else [DynamicEntry(sym, 0, 1, None)]
+
+        return Linked(shown, REFERENCE, _names(file_name, getattr(ref, "soname", None)), lookup=lookup)
+
+
+def _names(path: str, soname: str | None) -> frozenset[str]:
+    base = os.path.basename(path.split("!")[-1])
+    return frozenset(n for n in (base, soname) if n)
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where one import of one library binds in the process."""
+
+    importer: Linked
+    entry: DynamicEntry
+    # None: no library of the process defines it (as far as the checked libraries tell).
+    definer: Linked | None
+    definition: DynamicEntry | None
+    # "self" (-Bsymbolic), "global", "local", "unique" (the process's GNU_UNIQUE instance) or "none".
+    scope: str
+
+    @property
+    def name(self) -> str:
+        return self.entry.symbol.name
+
+    @property
+    def version(self) -> str | None:
+        return self.entry.version
+
+    @property
+    def weak(self) -> bool:
+        return self.entry.symbol.bind == STB_WEAK
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    """A library dlopen refuses, and why (one line)."""
+
+    library: Linked
+    reason: str
+
+
+def shim_abi_imports(entry: DynamicEntry) -> bool:
+    """The imports the checker's verdict rests on: shim-ABI names, prefixed or not."""
+    return shim_abi.is_shim_name(entry.symbol.name)
+
+
+def every_import(entry: DynamicEntry) -> bool:
+    return True
+
+
+def matches(definer: Linked, d: DynamicEntry, want: DynamicEntry) -> bool:
+    """glibc's check_match for a definition ``d`` of ``definer`` and an import ``want``,
+    on versions alone (the name already matched)."""
+    if not definer.has_versym:
+        return True  # no version information: every definition of the name serves
+    if want.version is not None:
+        if d.version == want.version:
+            return True
+        # Another version: only an unversioned (unknown index) definition that is not hidden.
+        return not (want.hidden or definer.versions.known(d.version_index) or d.hidden)
+    return d.version_index < 3
+
+
+def pick(definer: Linked, defs: list[DynamicEntry], want: DynamicEntry) -> DynamicEntry | None:
+    """The definition of ``definer`` an import binds to, or None."""
+    for d in defs:
+        if matches(definer, d, want):
+            return d
+    if want.version is None and definer.has_versym:
+        # An unversioned import still takes the one versioned definition, if only one is visible.
+        visible = [d for d in defs if not d.hidden]
+        if len(visible) == 1:
+            return visible[0]
+    return None
+
+
+class Process:
+    """The coalesced process: its libraries in load order and their scopes."""
+
+    def __init__(
+        self,
+        *,
+        programs: Sequence[Linked] = (),
+        references: Sequence[Linked] = (),
+        shims: Sequence[Linked] = (),
+        models: Sequence[Linked] = (),
+        dependencies: Sequence[Linked] = (),
+    ) -> None:
+        self.programs = list(programs)
+        self.references = list(references)
+        self.shims = list(shims)
+        self.models = list(models)
+        # Libraries known only as someone's DT_NEEDED (loaded with whoever needs them).
+        self.dependencies = list(dependencies)
+        self._by_name: dict[str, Linked] = {}
+        for lib in (*self.programs, *self.references, *self.shims, *self.dependencies, *self.models):
+            for n in lib.names:
+                self._by_name.setdefault(n, lib)
+        self.header = next((lib.header for lib in (*self.references, *self.models, *self.programs) if lib.header), None)
+
+    @staticmethod
+    def of(
+        *,
+        references: Iterable[object] = (),
+        shims: Sequence[Linked] = (),
+        models: Sequence[Linked] = (),
+        programs: Sequence[Linked] = (),
+        dependencies: Sequence[Linked] = (),
+    ) -> Process:
+        """A process from references (open images or snapshot libraries) and checked libraries."""
+        refs = [r if isinstance(r, Linked) else Linked.of_reference(r) for r in references]
+        return Process(programs=programs, references=refs, shims=shims, models=models, dependencies=dependencies)
+
+    # -- loading ------------------------------------------------------------------------
+
+    def _closure(self, root: Linked) -> list[Linked]:
+        """``root`` and the known libraries its DT_NEEDED entries reach, breadth first
+        (the loader's search list for it)."""
+        order = [root]
+        seen = {id(root)}
+        at = 0
+        while at < len(order):
+            for name in order[at].needed:
+                dep = self._by_name.get(name)
+                if dep is not None and id(dep) not in seen:
+                    seen.add(id(dep))
+                    order.append(dep)
+            at += 1
+        return order
+
+    def _mismatch(self, lib: Linked) -> str | None:
+        if self.header is None or lib.header is None or lib.header == self.header:
+            return None
+        return f"it is {describe_header(lib.header)}, the process {describe_header(self.header)}: it cannot load"
+
+    @cached_property
+    def _loaded(self) -> tuple[list[Linked], dict[int, list[Linked]], list[LoadFailure]]:
+        """The global scope in order, each blob's local scope, and what failed to load."""
+        failures: list[LoadFailure] = []
+        global_scope: list[Linked] = []
+        in_global: set[int] = set()
+        loaded: set[int] = set()
+
+        def refused(lib: Linked) -> bool:
+            why = self._mismatch(lib)
+            if why is not None:
+                failures.append(LoadFailure(lib, why))
+            return why is not None
+
+        def load_global(root: Linked) -> None:
+            closure = self._closure(root)
+            if any(self._mismatch(lib) for lib in closure):
+                for lib in closure:
+                    refused(lib)
+                return
+            for lib in closure:
+                loaded.add(id(lib))
+                if id(lib) not in in_global:
+                    in_global.add(id(lib))
+                    global_scope.append(lib)
+
+        for lib in (*self.programs, *self.references, *self.shims):
+            load_global(lib)
+        local: dict[int, list[Linked]] = {}
+        for blob in self.models:
+            closure = self._closure(blob)
+            if any(self._mismatch(lib) for lib in closure):
+                for lib in closure:
+                    refused(lib)
+                continue
+            local[id(blob)] = closure
+        # A version a library needs from a loaded dependency that defines none by that name.
+        for lib in [*global_scope, *(lib for c in local.values() for lib in c[:1])]:
+            for index, (version, file) in sorted(lib.versions.needed.items()):
+                dep = self._by_name.get(file)
+                if dep is None or dep.header is None or not dep.has_versym and not dep.versions.defined:
+                    continue
+                if version not in dep.defined_versions:
+                    failures.append(LoadFailure(lib, f"needs version '{version}' of {file}, which defines no such version"))
+        return global_scope, local, failures
+
+    def load_failures(self) -> list[LoadFailure]:
+        return list(self._loaded[2])
+
+    @cached_property
+    def global_scope(self) -> list[Linked]:
+        return list(self._loaded[0])
+
+    def scope_of(self, lib: Linked) -> list[Linked] | None:
+        """The libraries ``lib``'s lookups search after the global scope (its local scope);
+        None when it did not load."""
+        global_scope, local, failures = self._loaded
+        if any(f.library is lib for f in failures):
+            return None
+        if id(lib) in local:
+            return local[id(lib)]
+        return self._closure(lib) if any(g is lib for g in global_scope) else None
+
+    # -- binding ------------------------------------------------------------------------
+
+    def bind(self, lib: Linked, entry: DynamicEntry) -> Binding:
+        """Where ``lib``'s import ``entry`` binds."""
+        local = self.scope_of(lib) or [lib]
+        name = entry.symbol.name
+        searched: list[tuple[Linked, str]] = []
+        if lib.symbolic:
+            searched.append((lib, "self"))
+        searched.extend((g, "global") for g in self.global_scope)
+        searched.extend((g, "local") for g in local)
+        seen: set[int] = set()
+        for definer, scope in searched:
+            if id(definer) in seen:
+                continue
+            seen.add(id(definer))
+            d = pick(definer, definer.definitions(name), entry)
+            if d is None:
+                continue
+            if d.symbol.bind == STB_GNU_UNIQUE:
+                first = self._unique_owner(name, entry)
+                if first is not None and first[0] is not definer:
+                    return Binding(lib, entry, first[0], first[1], "unique")
+            return Binding(lib, entry, definer, d, scope)
+        return Binding(lib, entry, None, None, "none")
+
+    def _unique_owner(self, name: str, entry: DynamicEntry) -> tuple[Linked, DynamicEntry] | None:
+        """The first loaded library defining ``name`` GNU_UNIQUE: its copy is the process's."""
+        order = [*self.global_scope, *(lib for blob in self.models for lib in (self.scope_of(blob) or []))]
+        seen: set[int] = set()
+        for lib in order:
+            if id(lib) in seen:
+                continue
+            seen.add(id(lib))
+            d = pick(lib, [x for x in lib.definitions(name) if x.symbol.bind == STB_GNU_UNIQUE], entry)
+            if d is not None:
+                return lib, d
+        return None
+
+    def libraries(self) -> list[Linked]:
+        """Every library whose imports count: programs, shims, blobs, known dependencies
+        (references' own imports are libtorch's business)."""
+        out: list[Linked] = []
+        seen: set[int] = set()
+        for lib in (*self.programs, *self.shims, *self.dependencies, *self.models):
+            if id(lib) not in seen:
+                seen.add(id(lib))
+                out.append(lib)
+        return out
+
+    def resolve(self, which: Callable[[DynamicEntry], bool] = shim_abi_imports) -> Iterator[Binding]:
+        """The binding of every import ``which`` selects, library by library (those that
+        failed to load are left out: :meth:`load_failures` says why)."""
+        for lib in self.libraries():
+            if self.scope_of(lib) is None:
+                continue
+            for entry in lib.imports:
+                if which(entry):
+                    yield self.bind(lib, entry)
