@@ -22,6 +22,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "wheelhouse": ("slow",),
     "plugin_project": ("slow",),
     "skbuild_wheel": ("slow",),
+    "scan_envs": ("slow",),
     # torch: its libraries, its module, or a model it compiles
     "torch_lib": ("torch",),
     "torch_module": ("torch",),
@@ -45,6 +46,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def checker_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_fixtures(tmp_path_factory.mktemp("checker-fixtures"))
+
+
+@pytest.fixture(scope="session")
+def scan_envs(tmp_path_factory: pytest.TempPathFactory):
+    """The scan's fixture venvs (one set per session: pip installs cost seconds each)."""
+    from scan_support import build_envs
+
+    return build_envs(tmp_path_factory.mktemp("scan-envs"))
 
 
 @pytest.fixture(scope="session")

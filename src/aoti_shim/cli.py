@@ -21,6 +21,7 @@ from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 # Module paths of subcommands, in --help order.
 COMMAND_MODULES: tuple[str, ...] = (
     "aoti_shim.checks.command",
+    "aoti_shim.checks.scan_command",
     "aoti_shim.checks.snapshot_command",
     "aoti_shim.rename_header",
     "aoti_shim.smoke.command",

@@ -1,0 +1,559 @@
+"""Read a Python environment as the loader will meet it: its distributions and their ELF files.
+
+An environment is the running interpreter's (default), another interpreter's (asked in a
+child for its paths), site folders, or wheels. A distribution's files come from its
+``importlib.metadata`` RECORD; an editable one's (``pip install -e``) also from the folders
+its ``.pth`` files or finder module point at. Every ELF file under a site folder that no
+distribution lists is kept too, as nobody's.
+
+Nothing is written into the environment and nothing of it is imported or run (``.pth``
+``import`` lines are skipped, never executed). A file that a RECORD lists but that cannot
+be read, a RECORD that cannot be parsed, a folder that cannot be listed, a looping link or
+a file named like a shared library that is not ELF is an :class:`InputError` (one line):
+skipping it would judge less than the environment holds and still say OK.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import json
+import os
+import stat
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from email.parser import HeaderParser
+from typing import Iterator
+
+from aoti_shim.checks.elf import ELF_MAGIC, file_kind
+from aoti_shim.checks.inputs import MAX_WALK_DEPTH, Workspace, extract_member, open_wheel, read_member
+from aoti_shim.errors import InputError, UsageError
+
+# Folders whose files no RECORD lists and that hold no loaded library.
+_SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".tox", ".nox", "node_modules"})
+# Enough for the ELF header and the program headers of anything a linker writes.
+_FIRST_BYTES = 4096
+# What a linker script named libX.so starts with (GNU ld's INPUT/GROUP files).
+_LINKER_SCRIPT_STARTS = (b"/* GNU ld script", b"INPUT(", b"GROUP(", b"OUTPUT_FORMAT(")
+# The interpreter's answer about its paths: the same code runs in a child (--python) and here.
+_ASK_PATHS = (
+    "import json, os, sys, sysconfig\n"
+    "paths = sysconfig.get_paths()\n"
+    "stdlib = [paths.get('stdlib', ''), paths.get('platstdlib', '')]\n"
+    "stdlib += [os.path.join(p, 'lib-dynload') for p in stdlib if p]\n"
+    "print(json.dumps({'executable': sys.executable, 'version': '%d.%d.%d' % sys.version_info[:3],\n"
+    "                  'path': sys.path, 'stdlib': stdlib}))\n"
+)
+CHILD_TIMEOUT = 60
+
+
+@dataclass(frozen=True)
+class LibraryFile:
+    """One ELF file of the environment: where it is, how reports name it, what it is."""
+
+    path: str  # on disk; a wheel member: "wheel!member"
+    display: str  # relative to its site folder (or "wheel!member")
+    kind: str  # "shared" or "executable"
+    # A wheel member read as it streamed: the image is in hand (see inputs.Artifact).
+    member: object = None
+
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str
+    version: str
+    location: str  # the site folder, or the wheel
+    libraries: tuple[LibraryFile, ...]
+    editable: bool = False
+    source: str = "RECORD"  # "RECORD" or "wheel"
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+@dataclass(frozen=True)
+class Environment:
+    description: str  # "interpreter /usr/bin/python3 (3.11.7)", "site folder ...", "wheels"
+    site_folders: tuple[str, ...]
+    distributions: tuple[Distribution, ...]
+    # ELF libraries under a site folder that no distribution lists.
+    unowned: tuple[LibraryFile, ...] = ()
+    # ELF files that are no library for the loader: (display, kind) (objects, programs exporting nothing).
+    ignored: tuple[tuple[str, str], ...] = field(default=())
+
+
+# -- where an environment's site folders are ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class InterpreterPaths:
+    executable: str
+    version: str
+    folders: tuple[str, ...]
+
+
+def _site_entries(path: list[object], stdlib: list[object]) -> tuple[str, ...]:
+    """The folders of ``sys.path`` that may hold distributions: not the standard library,
+    not zips, not the current folder, each once."""
+    std = {os.path.realpath(p) for p in stdlib if isinstance(p, str) and p}
+    out: list[str] = []
+    for entry in path:
+        if not isinstance(entry, str) or not entry:
+            continue
+        real = os.path.realpath(entry)
+        if real in std or not os.path.isdir(real):
+            continue
+        out.append(os.path.abspath(entry))
+    return tuple(dict.fromkeys(out))
+
+
+def running_interpreter() -> InterpreterPaths:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    stdlib: list[object] = [paths.get("stdlib", ""), paths.get("platstdlib", "")]
+    stdlib += [os.path.join(p, "lib-dynload") for p in list(stdlib) if isinstance(p, str) and p]
+    # sys.path[0] is the folder of the script that started us (the console script's bin/,
+    # or the current folder under -m): not part of the environment.
+    entries: list[object] = list(sys.path[1:])
+    return InterpreterPaths(sys.executable, "%d.%d.%d" % sys.version_info[:3], _site_entries(entries, stdlib))
+
+
+def ask_interpreter(python: str) -> InterpreterPaths:
+    """``python``'s paths, asked in a child in isolated mode (no current folder, no
+    ``PYTHON*`` variables, no user site): what a job running that interpreter imports from."""
+    try:
+        done = subprocess.run(
+            [python, "-I", "-c", _ASK_PATHS], capture_output=True, timeout=CHILD_TIMEOUT, check=False, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        raise InputError(f"--python {python}: no answer within {CHILD_TIMEOUT} s") from None
+    except OSError as e:
+        raise InputError(f"--python {python}: cannot run: {e.strerror or e}") from None
+    if done.returncode != 0:
+        last = (done.stderr.decode("utf-8", "backslashreplace").strip().splitlines() or ["no message"])[-1]
+        raise InputError(f"--python {python}: exited {done.returncode} when asked for its paths: {last}")
+    try:
+        answer = json.loads(done.stdout.decode("utf-8"))
+        path, stdlib = answer["path"], answer["stdlib"]
+        executable, version = str(answer["executable"]), str(answer["version"])
+        if not isinstance(path, list) or not isinstance(stdlib, list):
+            raise TypeError("not lists")
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        raise InputError(f"--python {python}: not a Python interpreter (its answer about its paths is not JSON)") from None
+    return InterpreterPaths(executable, version, _site_entries(path, stdlib))
+
+
+def venv_site_folders(folder: str) -> tuple[str, ...] | None:
+    """A virtual environment's site folders (``lib/pythonX.Y/site-packages``), when
+    ``folder`` is one (it holds ``pyvenv.cfg``); else None."""
+    if not os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return None
+    found: list[str] = []
+    for lib in ("lib", "lib64"):
+        base = os.path.join(folder, lib)
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            continue
+        for name in names:
+            site = os.path.join(base, name, "site-packages")
+            if name.startswith("python") and os.path.isdir(site) and os.path.realpath(site) not in map(os.path.realpath, found):
+                found.append(site)
+    return tuple(found)
+
+
+def pth_folders(site: str) -> list[str]:
+    """The folders ``site``'s ``.pth`` files add, as ``site.addsitedir`` would, without
+    running their ``import`` lines."""
+    try:
+        names = sorted(n for n in os.listdir(site) if n.endswith(".pth"))
+    except OSError as e:
+        raise InputError(f"{site}: cannot list folder: {e.strerror or e}") from None
+    out: list[str] = []
+    for name in names:
+        out.extend(_pth_lines(os.path.join(site, name), site))
+    return out
+
+
+def _pth_lines(pth: str, site: str) -> list[str]:
+    try:
+        with open(pth, "rb") as f:
+            raw = f.read(1 << 20)
+    except OSError as e:
+        raise InputError(f"{pth}: cannot read: {e.strerror or e}") from None
+    out = []
+    for line in raw.decode("utf-8", "surrogateescape").splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", "import ", "import\t")):
+            continue
+        folder = os.path.normpath(os.path.join(site, line))
+        if os.path.isdir(folder):
+            out.append(folder)
+    return out
+
+
+# -- distributions ----------------------------------------------------------------------------
+
+
+def _named_like_library(name: str) -> bool:
+    """A file the loader would map by its name: ``x.so`` or ``x.so.N``."""
+    return name.endswith(".so") or ".so." in name
+
+
+def _may_be_elf(name: str) -> bool:
+    """Worth opening: named like a library, or a name with no suffix or a numeric one (a
+    program, ``protoc-3.21.0``). A word suffix (.py, .h, .json, .cubin) is never a file the
+    loader maps."""
+    if _named_like_library(name):
+        return True
+    dot = name.rfind(".")
+    return dot <= 0 or not name[dot + 1 :].isalpha()
+
+
+def _probe(path: str, display: str) -> str | None:
+    """:func:`file_kind` of a file, None when it is not ELF. A file named like a shared
+    library that is not ELF (nor a linker script) is an error, as is one that cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise InputError(f"{display}: cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{display}: not a regular file")
+        head = os.read(fd, _FIRST_BYTES)
+    except OSError as e:
+        raise InputError(f"{display}: cannot read: {e.strerror or e}") from None
+    finally:
+        os.close(fd)
+    if head.startswith(ELF_MAGIC):
+        return file_kind(head)
+    if _named_like_library(os.path.basename(path)) and not head.lstrip().startswith(_LINKER_SCRIPT_STARTS):
+        raise InputError(f"{display}: named like a shared library but not an ELF file")
+    return None
+
+
+class _Collector:
+    """ELF files found, with the paths already claimed (a library is listed once)."""
+
+    def __init__(self) -> None:
+        self.claimed: set[str] = set()
+        self.ignored: list[tuple[str, str]] = []
+
+    def probe(self, path: str, display: str) -> LibraryFile | None:
+        kind = _probe(path, display)
+        if kind is None:
+            return None
+        if kind in ("shared", "executable"):
+            return LibraryFile(path=path, display=display, kind=kind)
+        self.ignored.append((display, kind))
+        return None
+
+
+def _record_rows(text: str, where: str) -> Iterator[str]:
+    """The paths of a RECORD's rows (each row: path, hash, size)."""
+    try:
+        for number, row in enumerate(csv.reader(text.splitlines()), 1):
+            if not row:
+                continue
+            if len(row) != 3 or not row[0]:
+                raise InputError(f"{where}: broken RECORD: line {number} has {len(row)} field(s), not path,hash,size")
+            yield row[0]
+    except csv.Error as e:
+        raise InputError(f"{where}: broken RECORD: {e}") from None
+
+
+def _metadata_header(text: str) -> tuple[str, str]:
+    head = HeaderParser().parsestr(text, headersonly=True)
+    return str(head.get("Name") or "").strip(), str(head.get("Version") or "").strip()
+
+
+def _read_text(path: str, where: str, what: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise InputError(f"{where}: cannot read {what}: {e.strerror or e}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"{where}: broken {what}: not UTF-8 (byte {e.start})") from None
+
+
+def _is_editable(info: str) -> bool:
+    """PEP 610: an editable install says so in direct_url.json."""
+    text = _read_text(os.path.join(info, "direct_url.json"), info, "direct_url.json")
+    if text is None:
+        return False
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and isinstance(doc.get("dir_info"), dict) and doc["dir_info"].get("editable") is True
+
+
+def _finder_folders(path: str) -> list[str]:
+    """Absolute folders an editable finder module names (setuptools writes a MAPPING of
+    package -> source folder): read as text, never imported."""
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(1 << 20))
+    except (OSError, SyntaxError, ValueError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and os.path.isabs(node.value):
+            folder = node.value if os.path.isdir(node.value) else os.path.dirname(node.value)
+            if os.path.isdir(folder):
+                out.append(os.path.normpath(folder))
+    return out
+
+
+def _walk(root: str, *, skip: frozenset[str] = frozenset()) -> Iterator[str]:
+    """The files below ``root`` that :func:`_may_be_elf` keeps: symlinked folders are not
+    followed (no loops), a link that cannot be followed is an error, virtual environments
+    and ``skip`` folders (other site folders) are left out. Iterative (a generator per
+    level would pass every name up through each level)."""
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        if depth > MAX_WALK_DEPTH:
+            raise InputError(f"{folder}: folder nesting deeper than {MAX_WALK_DEPTH}")
+        try:
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError as e:
+            raise InputError(f"{folder}: cannot list folder: {e.strerror or e}") from None
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if name in _SKIPPED_DIRS or name.endswith((".dist-info", ".egg-info")) or entry.path in skip:
+                        continue
+                    if depth and os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
+                        continue  # a virtual environment inside a source tree is another environment
+                    stack.append((entry.path, depth + 1))
+                elif not _may_be_elf(name):
+                    continue
+                elif entry.is_symlink():
+                    target = os.stat(entry.path)  # a dangling or looping link is an error
+                    if stat.S_ISREG(target.st_mode):
+                        yield entry.path
+                elif entry.is_file(follow_symlinks=False):
+                    yield entry.path
+            except OSError as e:
+                raise InputError(f"{entry.path}: cannot read: {e.strerror or e}") from None
+
+
+def _distribution(info: str, site: str, collector: _Collector) -> Distribution | None:
+    """The distribution whose metadata folder is ``info`` (``*.dist-info``), its ELF files
+    from RECORD (and, when editable, from the folders it points at)."""
+    where = info
+    metadata = _read_text(os.path.join(info, "METADATA"), where, "METADATA")
+    if metadata is None:
+        return None  # no metadata: importlib.metadata does not see it either
+    name, version = _metadata_header(metadata)
+    if not name:
+        raise InputError(f"{where}: broken METADATA: no Name")
+    record = _read_text(os.path.join(info, "RECORD"), where, "RECORD")
+    if record is None:
+        raise InputError(f"{where}: no RECORD: the distribution's files are unknown")
+    libraries: list[LibraryFile] = []
+    pths: list[str] = []
+    finders: list[str] = []
+    top = os.path.normpath(site)
+    for row in _record_rows(record, where):
+        base = row.rpartition("/")[2]
+        if base.endswith(".pth"):
+            path = os.path.normpath(os.path.join(site, row))
+            if os.path.dirname(path) == top:
+                pths.append(path)
+            continue
+        if base.startswith(("__editable__", "_editable_")) and base.endswith(".py"):
+            finders.append(os.path.normpath(os.path.join(site, row)))
+            continue
+        if not _may_be_elf(base) or "__pycache__/" in row or ".dist-info/" in row:
+            continue
+        # Rows are relative POSIX paths, normalised already unless they climb out (../../bin/x).
+        path = f"{top}{os.sep}{row}" if "./" not in row and not row.startswith("/") else os.path.normpath(os.path.join(site, row))
+        collector.claimed.add(path)
+        if not os.path.lexists(path):
+            raise InputError(f"{where}: RECORD lists {row}, which is missing")
+        found = collector.probe(path, os.path.relpath(path, site) if ".." in row or row.startswith("/") else row)
+        if found is not None:
+            libraries.append(found)
+    editable = _is_editable(info)
+    if editable or pths:
+        folders = [f for pth in pths for f in _pth_lines(pth, site)]
+        if editable:
+            folders += [f for finder in finders for f in _finder_folders(finder)]
+        for folder in dict.fromkeys(folders):
+            if os.path.realpath(folder) == os.path.realpath(site):
+                continue
+            for path in _walk(folder):
+                if path in collector.claimed:
+                    continue
+                collector.claimed.add(path)
+                found = collector.probe(path, path)
+                if found is not None:
+                    libraries.append(found)
+    return Distribution(name=name, version=version, location=site, libraries=tuple(libraries), editable=editable)
+
+
+def _metadata_folders(site: str) -> list[str]:
+    try:
+        with os.scandir(site) as it:
+            return sorted(e.path for e in it if e.name.endswith(".dist-info") and e.is_dir())
+    except OSError as e:
+        raise InputError(f"{site}: cannot list folder: {e.strerror or e}") from None
+
+
+def _normalized(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+def read_site_folders(folders: tuple[str, ...], description: str) -> Environment:
+    """Every distribution in ``folders`` (the first of a name wins, as imports do), and
+    every ELF library under them that none lists."""
+    import importlib.metadata as metadata
+
+    collector = _Collector()
+    seen: set[str] = set()
+    distributions: list[Distribution] = []
+    for site in folders:
+        known = set(_metadata_folders(site))
+        # importlib.metadata finds them; the folders are read here (RECORD's rows checked one by one).
+        for dist in metadata.distributions(path=[site]):
+            info = getattr(dist, "_path", None)
+            if info is None or os.fspath(info) not in known:
+                continue  # an .egg-info: no RECORD; its files count as nobody's
+            found = _distribution(os.fspath(info), site, collector)
+            if found is None or _normalized(found.name) in seen:
+                continue
+            seen.add(_normalized(found.name))
+            distributions.append(found)
+    unowned: list[LibraryFile] = []
+    others = frozenset(folders)
+    for site in folders:
+        for path in _walk(site, skip=others - {site}):
+            if path in collector.claimed:
+                continue
+            collector.claimed.add(path)
+            # Named by its whole path: no distribution's folder gives it a shorter name.
+            found = collector.probe(path, path)
+            if found is not None:
+                unowned.append(found)
+    return Environment(
+        description=description,
+        site_folders=folders,
+        distributions=tuple(sorted(distributions, key=lambda d: _normalized(d.name))),
+        unowned=tuple(sorted(unowned, key=lambda f: f.path)),
+        ignored=tuple(collector.ignored),
+    )
+
+
+# -- wheels -----------------------------------------------------------------------------------
+
+
+def _wheel_name(zf: zipfile.ZipFile, wheel: str) -> tuple[str, str]:
+    for info in zf.infolist():
+        parts = info.filename.split("/")
+        if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
+            if info.file_size > 1 << 20:
+                break
+            name, version = _metadata_header(zf.read(info).decode("utf-8", "replace"))
+            if name:
+                return name, version
+    stem = os.path.basename(wheel)[: -len(".whl")] if wheel.endswith(".whl") else os.path.basename(wheel)
+    name, _, rest = stem.partition("-")
+    return name, rest.partition("-")[0]
+
+
+def read_wheel(wheel: str, workspace: Workspace, ignored: list[tuple[str, str]]) -> Distribution:
+    """A wheel as the distribution it installs: its ELF members streamed (never unpacked)."""
+    libraries: list[LibraryFile] = []
+    try:
+        zf = open_wheel(wheel)
+    except InputError:
+        raise
+    with zf:
+        name, version = _wheel_name(zf, wheel)
+        for info in zf.infolist():
+            display = f"{wheel}!{info.filename}"
+            kind, art = read_member(zf, info, display, workspace, 4 << 30)
+            if kind == "not-elf":
+                if _named_like_library(info.filename.rsplit("/", 1)[-1]) and info.file_size >= len(ELF_MAGIC):
+                    raise InputError(f"{display}: named like a shared library but not an ELF file")
+                continue
+            if kind == "executable":
+                art = extract_member(zf, info, display, workspace, 4 << 30)
+            if art is None:
+                ignored.append((display, kind))
+                continue
+            libraries.append(LibraryFile(path=art.path, display=display, kind=kind, member=art))
+    return Distribution(name=name, version=version, location=wheel, libraries=tuple(libraries), source="wheel")
+
+
+# -- the whole environment --------------------------------------------------------------------
+
+
+def read_environment(paths: tuple[str, ...], python: str | None, workspace: Workspace) -> Environment:
+    """The environment ``scan`` judges: site folders, venvs and wheels in ``paths`` and
+    the folders of ``python``; the running interpreter's when neither is given. A wheel
+    stands for its distribution installed: it replaces one of the same name."""
+    folders: list[str] = []
+    wheels: list[str] = []
+    said: list[str] = []
+    if python is not None:
+        asked = ask_interpreter(python)
+        folders += asked.folders
+        said.append(f"interpreter {asked.executable} (Python {asked.version})")
+    for raw in paths:
+        try:
+            st = os.stat(raw)
+        except OSError as e:
+            raise InputError(f"{raw}: cannot read: {e.strerror or e}") from None
+        if stat.S_ISDIR(st.st_mode):
+            venv = venv_site_folders(raw)
+            if venv is not None:
+                if not venv:
+                    raise InputError(f"{raw}: a virtual environment with no lib/python*/site-packages folder")
+                folders += venv
+                said.append(f"virtual environment {raw}")
+                for site in venv:
+                    folders += pth_folders(site)
+            else:
+                folders.append(raw)
+                folders += pth_folders(raw)
+                said.append(f"site folder {raw}")
+        elif stat.S_ISREG(st.st_mode) and (raw.endswith(".whl") or zipfile.is_zipfile(raw)):
+            wheels.append(raw)
+        else:
+            raise UsageError(f"{raw}: not a site folder, a virtual environment or a wheel")
+    if python is None and not paths:
+        here = running_interpreter()
+        folders += here.folders
+        said.append(f"interpreter {here.executable} (Python {here.version})")
+    if wheels:
+        said.append(f"{len(wheels)} wheel(s)")
+    unique = tuple(dict.fromkeys(os.path.abspath(f) for f in folders))
+    env = read_site_folders(unique, "; ".join(said))
+    if not wheels:
+        return env
+    ignored = list(env.ignored)
+    from_wheels = [read_wheel(w, workspace, ignored) for w in wheels]
+    replaced = {_normalized(d.name) for d in from_wheels}
+    kept = [d for d in env.distributions if _normalized(d.name) not in replaced]
+    return Environment(
+        description=env.description,
+        site_folders=env.site_folders,
+        distributions=(*kept, *from_wheels),
+        unowned=env.unowned,
+        ignored=tuple(ignored),
+    )

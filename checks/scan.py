@@ -1,0 +1,428 @@
+"""``scan``'s judgement: which libraries of an environment provide or consume the shim ABI,
+and what loading them into one process would bind wrongly.
+
+Each library is read once and reduced to :class:`LibraryFacts` (its shim-ABI names, its
+runtime re-exports, what it is) before the next is opened, so memory is bounded by the
+largest library, not by the environment. The rules then judge the facts of every library
+together, the process the environment can build: torch's libraries, every runtime's
+shims, every stable-ABI extension and blob, any of them loaded ``RTLD_GLOBAL``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
+
+from aoti_shim.checks import prefix as prefixes
+from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.environment import Distribution, Environment, LibraryFile
+from aoti_shim.checks.report import BLOCKING, WARNING, Finding, FindingBatch
+from aoti_shim.checks.rules import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, LINKER_DEFINED, MODEL_ENTRY_PREFIX
+
+# The distributions whose unprefixed shim names are the reference ones: libtorch's.
+TORCH_DISTRIBUTIONS = frozenset({"torch"})
+# What every program exports without meaning to (the C start files): a program that
+# exports nothing else is no library to anyone.
+_PROGRAM_TRIVIA = LINKER_DEFINED | frozenset({"_IO_stdin_used", "__data_start", "data_start", "__dso_handle", "_start"})
+NOBODY = "(no distribution)"
+
+# Roles, in the order the text lists them.
+PROVIDER, BLOB, CONSUMER, PREFIXED_CONSUMER, RUNTIME, UNRELATED = (
+    "shim provider", "AOTInductor blob", "stable-ABI consumer", "prefixed-ABI consumer", "runtime re-exporter", "unrelated",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    """What one library means to the shim ABI, its symbol tables already let go."""
+
+    display: str
+    kind: str  # "shared" or "executable"
+    owner: str  # the distribution's label ("torch 2.13.0"), or NOBODY
+    distribution: str | None  # the distribution's name
+    shim_exports: tuple[str, ...]
+    shim_imports: tuple[str, ...]
+    runtime_exports: tuple[str, ...]  # the C++ runtime's core (__cxa_*, _Unwind_*, new/delete), re-exported
+    cuda_exports: tuple[str, ...]  # CUDA runtime API names
+    is_model: bool
+    export_count: int
+    import_count: int
+    needed: tuple[str, ...] = ()
+
+    @property
+    def is_torch(self) -> bool:
+        return self.distribution is not None and _normalized(self.distribution) in TORCH_DISTRIBUTIONS
+
+    @property
+    def export_prefixes(self) -> frozenset[str]:
+        """The prefix of every shim name it exports ('' for libtorch's spelling)."""
+        return frozenset(p for p in map(prefixes.prefix_of, self.shim_exports) if p is not None)
+
+    @property
+    def unprefixed_exports(self) -> tuple[str, ...]:
+        return tuple(n for n in self.shim_exports if prefixes.is_unprefixed(n))
+
+    @property
+    def unprefixed_imports(self) -> tuple[str, ...]:
+        return tuple(n for n in self.shim_imports if prefixes.is_unprefixed(n))
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        roles = []
+        if self.shim_exports:
+            roles.append(PROVIDER)
+        if self.is_model:
+            roles.append(BLOB)
+        elif self.shim_imports and not self.shim_exports:
+            roles.append(CONSUMER if self.unprefixed_imports else PREFIXED_CONSUMER)
+        if self.runtime_exports or self.cuda_exports:
+            roles.append(RUNTIME)
+        return tuple(roles) or (UNRELATED,)
+
+    def describe_roles(self) -> str:
+        """The roles in words, with a provider's prefixes and a runtime's kind."""
+        out = []
+        for role in self.roles:
+            if role == PROVIDER:
+                carried = sorted(self.export_prefixes)
+                out.append(f"{role} ({', '.join(repr(p) if p else 'unprefixed' for p in carried)})")
+            elif role == RUNTIME:
+                kinds = [k for k, names in (("C++", self.runtime_exports), ("CUDA", self.cuda_exports)) if names]
+                out.append(f"{role} ({', '.join(kinds)})")
+            else:
+                out.append(role)
+        return "; ".join(out)
+
+
+def _normalized(name: str) -> str:
+    return name.lower().replace("_", "-").replace(".", "-")
+
+
+# Starts of the names one pass over the exports keeps: the C++ runtime's core (what
+# ALWAYS_RUNTIME_NAME matches) and the CUDA runtime API.
+_CORE_STARTS = ("__cxa_", "__gxx_", "_Unwind_", "__gcc_personality", "_Znw", "_Zna", "_Zdl", "_Zda",
+                "_ZTVN10__cxxabiv1", "_ZTIN10__cxxabiv1", "_ZTSN10__cxxabiv1", "_ZN10__cxxabiv1")  # fmt: skip
+_RUNTIME_STARTS = (*_CORE_STARTS, "cuda")
+
+
+def _shim_names(names: Iterable[str]) -> tuple[str, ...]:
+    # The substring test first: it is C-fast, and almost every name fails it.
+    return tuple(sorted(n for n in names if "aoti_" in n and prefixes.is_shim_name(n)))
+
+
+def _facts_of(
+    display: str, kind: str, owner: str, distribution: str | None, exports: Mapping[str, object], imports: Mapping[str, object],
+    needed: tuple[str, ...],
+) -> LibraryFacts:
+    # A program's exports of the runtime are its copy relocations: it is the process, the
+    # one definer by design, not a second copy of the runtime.
+    program = kind == "executable"
+    # The C++ runtime's core only (exceptions, the unwinder, operator new and delete, RTTI
+    # bases): where its process-wide state lives. Other std:: functions re-exported
+    # (libstdc++_nonshared's __throw_* helpers, linked into every manylinux C++ extension)
+    # hold none, and two copies of them are harmless.
+    runtime = [] if program else [n for n in exports if n.startswith(_RUNTIME_STARTS)]
+    return LibraryFacts(
+        display=display,
+        kind=kind,
+        owner=owner,
+        distribution=distribution,
+        shim_exports=_shim_names(exports),
+        shim_imports=_shim_names(imports),
+        runtime_exports=tuple(sorted(n for n in runtime if not n.startswith("cuda") and ALWAYS_RUNTIME_NAME.match(n))),
+        cuda_exports=tuple(sorted(n for n in runtime if n.startswith("cuda") and CUDA_RUNTIME_NAME.fullmatch(n))),
+        is_model=any(n.startswith(MODEL_ENTRY_PREFIX) for n in exports if "AOTInductor" in n),
+        export_count=len(exports),
+        import_count=len(imports),
+        needed=needed,
+    )
+
+
+def read_library(file: LibraryFile, owner: str, distribution: str | None) -> LibraryFacts | None:
+    """The facts of one library (None for a program that exports nothing of its own)."""
+    member = file.member
+    image: ElfImage = member.open() if member is not None else ElfImage(file.path, display=file.display)  # type: ignore[attr-defined]
+    with image:
+        if not image.has_dynsym:
+            exports: Mapping[str, object] = {}
+            imports: Mapping[str, object] = {}
+            needed: tuple[str, ...] = ()
+        else:
+            exports, imports = image.exports(), image.imports()
+            needed = tuple(image.needed)
+    if file.kind == "executable" and not set(exports) - _PROGRAM_TRIVIA:
+        return None
+    return _facts_of(file.display, file.kind, owner, distribution, exports, imports, needed)
+
+
+# -- the environment, read ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScannedDistribution:
+    name: str
+    version: str
+    location: str
+    editable: bool
+    source: str
+    libraries: tuple[LibraryFacts, ...]
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """The environment with every library's facts: what the rules judge."""
+
+    description: str
+    site_folders: tuple[str, ...]
+    distributions: tuple[ScannedDistribution, ...]
+    unowned: tuple[LibraryFacts, ...]
+    ignored: tuple[tuple[str, str], ...] = ()
+    # Programs read that export nothing of their own (not libraries to anyone).
+    programs: tuple[str, ...] = field(default=())
+
+    @property
+    def libraries(self) -> list[LibraryFacts]:
+        """Every library, torch's first (the reference definer), then by distribution, then nobody's."""
+        ordered = sorted(self.distributions, key=lambda d: (_normalized(d.name) not in TORCH_DISTRIBUTIONS, _normalized(d.name)))
+        return [lib for d in ordered for lib in d.libraries] + list(self.unowned)
+
+
+def scan_environment(env: Environment) -> Scanned:
+    """Read every library of ``env``, one at a time."""
+    programs: list[str] = []
+
+    def facts(files: Sequence[LibraryFile], owner: str, name: str | None) -> tuple[LibraryFacts, ...]:
+        out = []
+        for file in files:
+            found = read_library(file, owner, name)
+            if found is None:
+                programs.append(file.display)
+            else:
+                out.append(found)
+        return tuple(out)
+
+    distributions = tuple(
+        ScannedDistribution(d.name, d.version, d.location, d.editable, d.source, facts(d.libraries, d.label, d.name))
+        for d in env.distributions
+    )
+    return Scanned(
+        description=env.description,
+        site_folders=env.site_folders,
+        distributions=distributions,
+        unowned=facts(env.unowned, NOBODY, None),
+        ignored=env.ignored,
+        programs=tuple(programs),
+    )
+
+
+# -- the rules --------------------------------------------------------------------------------
+
+
+def _owner_key(lib: LibraryFacts) -> str:
+    # Each library outside any distribution is its own installer's.
+    return lib.owner if lib.owner != NOBODY else f"{NOBODY} {lib.display}"
+
+
+def _who(lib: LibraryFacts) -> str:
+    return f"{lib.display} ({lib.owner})"
+
+
+def torch_abi(scanned: Scanned) -> frozenset[str]:
+    """libtorch's shim names: what torch's headers declare and what torch's libraries export."""
+    from aoti_shim.torch_names import shipped_names
+
+    names = set(shipped_names().names)
+    for lib in scanned.libraries:
+        if lib.is_torch:
+            names.update(lib.unprefixed_exports)
+    return frozenset(names)
+
+
+def _shared_names(
+    libraries: Sequence[LibraryFacts], names_of: Callable[[LibraryFacts], Sequence[str]]
+) -> dict[tuple[int, int], list[str]]:
+    """For each (first definer, later library) of distinct owners: the names both export.
+    The first definer of a name is the first library in ``libraries`` that exports it."""
+    first: dict[str, int] = {}
+    pairs: dict[tuple[int, int], list[str]] = {}
+    for i, lib in enumerate(libraries):
+        for name in names_of(lib):
+            j = first.setdefault(name, i)
+            if j != i and _owner_key(libraries[j]) != _owner_key(lib):
+                pairs.setdefault((j, i), []).append(name)
+    return pairs
+
+
+def _collision(scanned: Scanned, ctx: _Context) -> Iterator[FindingBatch]:
+    libs = ctx.libraries
+    for (j, i), names in sorted(_shared_names(libs, lambda lib: lib.shim_exports).items(), key=lambda kv: kv[0][::-1]):
+        first, lib = libs[j], libs[i]
+        messages = [f"exports shim name '{n}', which {_who(first)} also exports: one process binds one of them" for n in names]
+        yield FindingBatch("COLLISION", BLOCKING, lib.display, names, messages, [first.display] * len(names))
+
+
+def _runtime_collision(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
+    libs = ctx.libraries
+    for what, names_of in (("C++ runtime", lambda lib: lib.runtime_exports), ("CUDA runtime", lambda lib: lib.cuda_exports)):
+        for (j, i), names in sorted(_shared_names(libs, names_of).items(), key=lambda kv: kv[0][::-1]):
+            first, lib = libs[j], libs[i]
+            yield Finding(
+                rule="RUNTIME_COLLISION",
+                severity=WARNING,
+                artifact=lib.display,
+                symbol=names[0],
+                message=(
+                    f"re-exports {len(names)} {what} symbol(s) that {_who(first)} re-exports too, e.g. '{names[0]}': "
+                    "whichever is loaded RTLD_GLOBAL first serves both (two copies of one runtime's state)"
+                ),
+                related=first.display,
+            )
+
+
+def captures(scanned: Scanned, ctx: _Context | None = None) -> Iterator[tuple[LibraryFacts, LibraryFacts, list[str]]]:
+    """(provider, consumer, names) for every shim import of a library that an unprefixed
+    provider other than torch would take from libtorch, loaded RTLD_GLOBAL before it: the
+    provider exports the name, and the consumer (of another distribution) imports it."""
+    ctx = ctx or _Context(scanned)
+    for provider in ctx.libraries:
+        taken = ctx.hijacked(provider)
+        if not taken:
+            continue
+        for consumer in ctx.libraries:
+            if _owner_key(consumer) == _owner_key(provider):
+                continue
+            captured = [n for n in consumer.unprefixed_imports if n in taken]
+            if captured:
+                yield provider, consumer, captured
+
+
+def _hijack(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
+    for provider, consumer, captured in captures(scanned, ctx):
+        taken = ctx.hijacked(provider)
+        role = BLOB if consumer.is_model else CONSUMER
+        whose = "outside any distribution" if consumer.owner == NOBODY else f"of {consumer.owner}"
+        yield Finding(
+            rule="HIJACK",
+            severity=BLOCKING,
+            artifact=provider.display,
+            symbol=captured[0],
+            message=(
+                f"exports {len(taken)} of libtorch's shim names unprefixed; loaded RTLD_GLOBAL before libtorch it "
+                f"captures {len(captured)} shim import(s) of {consumer.display}, a {role} {whose} "
+                f"(e.g. '{captured[0]}'), which then runs against its tensors, not libtorch's"
+            ),
+            related=consumer.display,
+        )
+
+
+def _unprefixed_provider(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
+    for lib in ctx.libraries:
+        names = lib.unprefixed_exports
+        if not names or lib.is_torch:
+            continue
+        taken = ctx.hijacked(lib)
+        yield Finding(
+            rule="UNPREFIXED_PROVIDER",
+            severity=WARNING,
+            artifact=lib.display,
+            symbol=names[0],
+            message=(
+                f"a shim provider other than torch exporting {len(names)} unprefixed shim name(s) "
+                f"({len(taken)} of them libtorch's), e.g. '{names[0]}': every stable-ABI extension and unprefixed blob "
+                "installed beside it binds to whichever definer is global first; build it with a private prefix"
+            ),
+        )
+
+
+def _prefix_clash(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
+    first_of: dict[str, LibraryFacts] = {}
+    said: set[tuple[str, str]] = set()
+    for lib in ctx.libraries:
+        for p in sorted(lib.export_prefixes - {""}):
+            first = first_of.setdefault(p, lib)
+            if _owner_key(first) == _owner_key(lib) or (p, _owner_key(lib)) in said:
+                continue
+            said.add((p, _owner_key(lib)))
+            yield Finding(
+                rule="PREFIX_CLASH",
+                severity=BLOCKING,
+                artifact=lib.display,
+                symbol=f"{p}{prefixes.SHIM_MARK}*",
+                message=(
+                    f"carries the private prefix {p!r}, which {_who(first)} carries too: two runtimes with one "
+                    "prefix bind each other's blobs to each other's shims"
+                ),
+                related=first.display,
+            )
+
+
+class _Context:
+    """What several rules ask about the environment, computed once."""
+
+    def __init__(self, scanned: Scanned) -> None:
+        self.libraries = scanned.libraries
+        self.abi = torch_abi(scanned)
+        self._hijacked: dict[int, frozenset[str]] = {}
+
+    def hijacked(self, lib: LibraryFacts) -> frozenset[str]:
+        """The libtorch shim names a provider other than torch exports unprefixed."""
+        key = id(lib)
+        if key not in self._hijacked:
+            self._hijacked[key] = frozenset() if lib.is_torch else frozenset(n for n in lib.unprefixed_exports if n in self.abi)
+        return self._hijacked[key]
+
+
+@dataclass(frozen=True)
+class ScanRule:
+    id: str
+    check: Callable[[Scanned, _Context], Iterator[Finding | FindingBatch]]
+    doc: str
+    severity: str
+
+
+SCAN_RULES: tuple[ScanRule, ...] = (
+    ScanRule("HIJACK", _hijack, "An unprefixed shim provider other than torch exports libtorch's shim names: loaded RTLD_GLOBAL before libtorch, it captures the shim imports of the environment's stable-ABI extensions and unprefixed blobs.", BLOCKING),
+    ScanRule("COLLISION", _collision, "Libraries of two distributions export the same shim-ABI name: one process binds only one of them.", BLOCKING),
+    ScanRule("PREFIX_CLASH", _prefix_clash, "Shim providers of two distributions carry the same private prefix.", BLOCKING),
+    ScanRule("UNPREFIXED_PROVIDER", _unprefixed_provider, "A shim provider other than torch exports unprefixed shim names.", WARNING),
+    ScanRule("RUNTIME_COLLISION", _runtime_collision, "Libraries of two distributions both re-export the same C++ or CUDA runtime symbols.", WARNING),
+)  # fmt: skip
+SCAN_RULES_BY_ID = {rule.id: rule for rule in SCAN_RULES}
+
+
+def evaluate(scanned: Scanned) -> Iterator[FindingBatch]:
+    """Every rule's findings, in table order."""
+    ctx = _Context(scanned)
+    for rule in SCAN_RULES:
+        for found in rule.check(scanned, ctx):
+            yield found if isinstance(found, FindingBatch) else FindingBatch.of(found)
+
+
+# -- the summary --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProviderRow:
+    """One line of the providers table."""
+
+    distribution: str  # label, or NOBODY
+    library: str
+    prefix: str  # "" for unprefixed
+    names: int  # shim names it exports with that prefix
+
+
+def providers(scanned: Scanned) -> tuple[ProviderRow, ...]:
+    rows = []
+    for lib in scanned.libraries:
+        counts: dict[str, int] = {}
+        for name in lib.shim_exports:
+            p = prefixes.prefix_of(name)
+            if p is not None:
+                counts[p] = counts.get(p, 0) + 1
+        rows += [ProviderRow(lib.owner, lib.display, p, n) for p, n in sorted(counts.items())]
+    return tuple(rows)
+

@@ -1,0 +1,82 @@
+"""``aoti-shim scan``: is this Python environment safe to load together?"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from aoti_shim.arguments import path_text
+from aoti_shim.checks.command import COLOR_HELP, FAIL_ON_HELP, FORMAT_HELP, _append_step_summary, _choices_help
+from aoti_shim.checks.report import FAIL_ON_CHOICES
+from aoti_shim.color import wants_color
+
+SCAN_FORMAT_HELP = {**FORMAT_HELP, "json": "versioned JSON (schema in aoti_shim/checks/schemas/scan-v1.schema.json)"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "scan",
+        help="check that a Python environment's libraries can load into one process",
+        description=(
+            "Read every distribution of a Python environment (the running interpreter's by default), its ELF "
+            "libraries from its RECORD, and report what one process built from them would bind wrongly: shim "
+            "names two distributions export, unprefixed shim providers other than torch that capture the "
+            "environment's stable-ABI extensions and blobs, two runtimes with one private prefix, runtimes "
+            "re-exported twice; and a table of the shim providers and their prefixes. "
+            "Exit status is a bitmask: 1 tool error, 2 usage error, 4 warnings (with --fail-on any), 8 blocking findings."
+        ),
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        type=path_text,
+        metavar="PATH",
+        help="site-packages folders, virtual environments or wheels (a wheel stands for its distribution "
+        "installed, replacing one of the same name); none: the running interpreter's environment",
+    )
+    p.add_argument("--python", type=path_text, metavar="PY", help="scan this interpreter's environment (asked in a child for its paths)")
+    p.add_argument("--format", default="text", choices=tuple(SCAN_FORMAT_HELP), help=_choices_help(SCAN_FORMAT_HELP, "text"))
+    p.add_argument("--output", "-o", type=path_text, metavar="FILE", help="write the report here instead of standard output")
+    p.add_argument("--suppressions", type=path_text, metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
+    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
+    p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
+    p.add_argument("-v", "--verbose", action="store_true", help="text: also list every distribution, site folder and non-library ELF file")
+    p.set_defaults(run=run)
+
+
+def _outside_environment(output: str, folders: tuple[str, ...]) -> None:
+    """Nothing is written into the scanned environment (a report in site-packages would be
+    a file no RECORD lists, and the next scan's)."""
+    from aoti_shim.errors import AotiShimError
+
+    real = os.path.realpath(output)
+    for folder in folders:
+        inside = os.path.realpath(folder)
+        if os.path.commonpath([real, inside]) == inside:
+            raise AotiShimError(f"--output {output}: lies in the scanned environment ({folder}); write the report elsewhere")
+
+
+def run(args: argparse.Namespace) -> int:
+    from aoti_shim.atomic import destination, write_text_atomically
+    from aoti_shim.checks.scan_formats import markdown_summary, render_annotations, render_scan
+    from aoti_shim.checks.scan_report import ScanSettings, run_scan
+
+    inputs = (*args.paths, *([args.python] if args.python else []), *([args.suppressions] if args.suppressions else []))
+    if args.output:
+        destination(args.output, what="--output", inputs=inputs)  # refuse before the scan runs
+    report = run_scan(ScanSettings(paths=tuple(args.paths), python=args.python, suppressions=args.suppressions))
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if args.format == "github" and summary_path:
+        # In a GitHub job the tables go to the step summary, the annotations to the log.
+        _append_step_summary(summary_path, markdown_summary(report))
+        text = render_annotations(report, with_summary=False)
+    else:
+        color = wants_color(None if args.output else sys.stdout, args.color)
+        text = render_scan(report, args.format, color=color, verbose=args.verbose)
+    if args.output:
+        _outside_environment(args.output, report.scanned.site_folders)
+        write_text_atomically(args.output, text, what="--output", inputs=inputs)
+    else:
+        sys.stdout.write(text)
+    return report.exit_code(args.fail_on)

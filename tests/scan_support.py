@@ -1,0 +1,163 @@
+"""Fixture distributions for ``scan``: libraries compiled from fixtures/scan/ with the system
+compiler, packed into wheels of our own, and pip-installed (offline, no deps) into real venvs.
+
+The venvs have no pip of their own: the test environment's pip installs into them
+(``pip --python``), which is how a job's environment is filled, minus the index.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+import shutil
+import site
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from compile_support import compile_shared
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = REPO / "fixtures" / "scan"
+CLI = [sys.executable, "-m", "aoti_shim"]
+EXT_SUFFIX = ".cpython-311-x86_64-linux-gnu.so"
+
+
+def compile_libraries(out: Path) -> dict[str, Path]:
+    """name -> library: two runtimes with one prefix, their blob, an unprefixed runtime, two
+    stable-ABI consumers (one for the wheel, one for the editable source tree)."""
+    out.mkdir(parents=True, exist_ok=True)
+    plan = {
+        "rta_shims": ("prefixed_runtime.c", ()),
+        "rtb_shims": ("prefixed_runtime.c", ("-DSECOND_RUNTIME",)),
+        "rta_model": ("prefixed_blob.c", ()),
+        "vendor_shims": ("unprefixed_runtime.c", ()),
+        "ext": ("stable_abi_consumer.c", ("-DEXTENSION_OP=ext_y_op",)),
+        "edit": ("stable_abi_consumer.c", ("-DEXTENSION_OP=edit_z_op",)),
+        "stray": ("stable_abi_consumer.c", ("-DEXTENSION_OP=stray_op",)),
+    }
+    built = {}
+    for name, (source, flags) in plan.items():
+        target = out / f"lib{name}.so"
+        # Undefined shim names are the point: they bind at load time, to whoever defines them first.
+        compile_shared(SOURCES / source, target, flags)
+        built[name] = target
+    return built
+
+
+def _record_line(arcname: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{arcname},sha256={digest},{len(data)}"
+
+
+def make_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    """A platform wheel holding ``files`` (arcname -> bytes) with METADATA, WHEEL and RECORD."""
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    files = {
+        **files,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: aoti-shim tests\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n",
+    }
+    record = "\n".join([*(_record_line(a, d) for a, d in files.items()), f"{info}/RECORD,,"]) + "\n"
+    dest.mkdir(parents=True, exist_ok=True)
+    wheel = dest / f"{dist}-{version}-py3-none-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
+        for arcname, data in files.items():
+            zf.writestr(arcname, data)
+        zf.writestr(f"{info}/RECORD", record)
+    return wheel
+
+
+def make_wheels(libs: dict[str, Path], dest: Path) -> dict[str, Path]:
+    """The fixture distributions: rt-a (prefixed runtime and its blob), rt-b (another runtime
+    with rt-a's prefix), vendor-x (an unprefixed runtime), ext-y (a stable-ABI extension)."""
+    read = {name: path.read_bytes() for name, path in libs.items()}
+    return {
+        "rt-a": make_wheel(dest, "rt-a", "1.0", {
+            "rt_a/__init__.py": b"", "rt_a/librta_shims.so": read["rta_shims"], "rt_a/model.so": read["rta_model"]}),
+        "rt-b": make_wheel(dest, "rt-b", "2.1", {"rt_b/librtb_shims.so": read["rtb_shims"]}),
+        "vendor-x": make_wheel(dest, "vendor-x", "0.9", {"vendor_x/libvendor_shims.so": read["vendor_shims"]}),
+        "ext-y": make_wheel(dest, "ext-y", "1.2", {"ext_y/__init__.py": b"", f"ext_y/_ops{EXT_SUFFIX}": read["ext"]}),
+    }  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Venv:
+    root: Path
+    python: Path
+    site: Path
+
+
+def make_venv(root: Path) -> Venv:
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, capture_output=True)
+    python = root / "bin" / "python"
+    out = subprocess.run(
+        [str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return Venv(root, python, Path(out.stdout.strip()))
+
+
+def pip_install(venv: Venv, *args: str) -> None:
+    """The test environment's pip, installing into ``venv`` offline and without dependencies."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_NO_INDEX="1", PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_CACHE_DIR="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(venv.python), "install", "--no-index", "--no-deps", *args],
+        capture_output=True, text=True, env=env, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, f"pip install {args} failed:\n{done.stdout}{done.stderr}"
+
+
+def torch_site_packages() -> Path:
+    """The test environment's site-packages (torch 2.13 and its companions)."""
+    here = [Path(p) for p in site.getsitepackages() if (Path(p) / "torch").is_dir()]
+    assert here, "torch is not installed in the test environment (pip install '.[test]')"
+    return here[0]
+
+
+@dataclass(frozen=True)
+class ScanEnvs:
+    libs: dict[str, Path]
+    wheels: dict[str, Path]
+    clean: Venv  # torch (through a .pth), rt-a, ext-y
+    dirty: Venv  # rt-a, rt-b, vendor-x, ext-y, edit-z (editable), a stray library in a .pth folder
+    editable_source: Path
+    stray_folder: Path
+
+
+def build_envs(out: Path) -> ScanEnvs:
+    libs = compile_libraries(out / "libs")
+    wheels = make_wheels(libs, out / "wheels")
+    clean = make_venv(out / "clean")
+    # torch reaches this venv the way layered environments share it: a .pth naming another site folder.
+    (clean.site / "shared_torch.pth").write_text(f"{torch_site_packages()}\n")
+    pip_install(clean, str(wheels["rt-a"]), str(wheels["ext-y"]))
+
+    dirty = make_venv(out / "dirty")
+    pip_install(dirty, *(str(wheels[n]) for n in ("rt-a", "rt-b", "vendor-x", "ext-y")))
+    source = out / "edit-z-src"
+    shutil.copytree(SOURCES / "editable", source)
+    (source / "edit_z").mkdir()
+    shutil.copyfile(libs["edit"], source / "edit_z" / f"_core{EXT_SUFFIX}")
+    pip_install(dirty, "-e", str(source))
+    stray = out / "stray-folder"
+    stray.mkdir()
+    shutil.copyfile(libs["stray"], stray / "libstray.so")
+    (dirty.site / "stray.pth").write_text(f"{stray}\n")
+    return ScanEnvs(libs, wheels, clean, dirty, source, stray)
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime_ns) of every file below ``root``: nothing may be written into a scanned environment."""
+    state = {}
+    for folder, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(folder, name)
+            st = os.lstat(path)
+            state[path] = (st.st_size, st.st_mtime_ns)
+    return state

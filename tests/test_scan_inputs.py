@@ -1,0 +1,142 @@
+"""``scan``'s bad input: each kind is one line on standard error, exit 1 (a tool error: the
+environment could not be read whole, so nothing is judged), no traceback, and nothing
+written into the environment. Site folders laid out by hand, as pip lays them out."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from checker_fixtures import one_line_error
+from compile_support import compile_shared
+from scan_support import CLI, SOURCES, make_wheel, tree_state
+
+
+@pytest.fixture(scope="module")
+def consumer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("lib") / "libconsumer.so"
+    compile_shared(SOURCES / "stable_abi_consumer.c", target)
+    return target
+
+
+def _site(root: Path, files: dict[str, bytes], *, record: str | None = None, name: str = "bad-pkg", version: str = "1.0") -> Path:
+    """A site folder holding one installed distribution: ``files`` and its dist-info (RECORD
+    lists the files unless ``record`` is given)."""
+    site = root / "site-packages"
+    info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+    info.mkdir(parents=True)
+    for rel, data in files.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_bytes(data)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    rows = [f"{rel},," for rel in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
+    (info / "RECORD").write_text(record if record is not None else "\n".join(rows) + "\n")
+    return site
+
+
+def _scan(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
+    return subprocess.run([*prefix, *CLI, "scan", *args], capture_output=True, text=True, timeout=120, env=env, check=False)
+
+
+def _fails(site: Path, says: str, *, prefix: tuple[str, ...] = ()) -> str:
+    before = tree_state(site)
+    line = one_line_error(_scan(str(site), prefix=prefix), 1)
+    assert says in line, line
+    assert tree_state(site) == before
+    return line
+
+
+def test_a_good_site_folder_is_read(tmp_path: Path, consumer: Path) -> None:
+    site = _site(tmp_path, {"bad_pkg/_ops.so": consumer.read_bytes(), "bad_pkg/__init__.py": b""})
+    done = _scan(str(site))
+    assert done.returncode == 0, done.stderr
+    assert "bad-pkg 1.0\n  bad_pkg/_ops.so: stable-ABI consumer\n" in done.stdout
+
+
+def test_each_bad_input_is_one_line(tmp_path: Path, consumer: Path) -> None:
+    lib = consumer.read_bytes()
+    lines = []
+    # A RECORD row that is not path,hash,size.
+    site = _site(tmp_path / "a", {"bad_pkg/_ops.so": lib}, record="bad_pkg/_ops.so,sha256=x\n")
+    lines.append(_fails(site, "broken RECORD: line 1 has 2 field(s)"))
+    # A RECORD that is not UTF-8 text.
+    site = _site(tmp_path / "b", {"bad_pkg/_ops.so": lib}, record="bad_pkg/_ops.so,,\n")
+    (site / "bad_pkg-1.0.dist-info" / "RECORD").write_bytes(b"bad_pkg/\xff.so,,\n")
+    lines.append(_fails(site, "broken RECORD: not UTF-8"))
+    # A library RECORD lists that is not there.
+    site = _site(tmp_path / "c", {"bad_pkg/_ops.so": lib})
+    (site / "bad_pkg" / "_ops.so").unlink()
+    lines.append(_fails(site, "RECORD lists bad_pkg/_ops.so, which is missing"))
+    # A looping symbolic link, listed and not.
+    site = _site(tmp_path / "d", {"bad_pkg/__init__.py": b""}, record="bad_pkg/_loop.so,,\n")
+    os.symlink("_loop.so", site / "bad_pkg" / "_loop.so")
+    lines.append(_fails(site, "Too many levels of symbolic links"))
+    site = _site(tmp_path / "e", {"bad_pkg/__init__.py": b""})
+    os.symlink("_loop.so", site / "bad_pkg" / "_loop.so")
+    _fails(site, "Too many levels of symbolic links")
+    # A file named like a shared library that is not ELF: listed, nobody's, or a wheel member.
+    site = _site(tmp_path / "f", {"bad_pkg/_ops.so": b"#!/bin/sh\necho not a library\n"})
+    lines.append(_fails(site, "bad_pkg/_ops.so: named like a shared library but not an ELF file"))
+    site = _site(tmp_path / "g", {"bad_pkg/__init__.py": b""})
+    (site / "bad_pkg" / "stray.so.1").write_text("text")
+    _fails(site, "stray.so.1: named like a shared library but not an ELF file")
+    wheel = make_wheel(tmp_path / "w", "bad-pkg", "1.0", {"bad_pkg/_ops.so": b"not ELF at all"})
+    line = one_line_error(_scan(str(wheel)), 1)
+    assert "!bad_pkg/_ops.so: named like a shared library but not an ELF file" in line
+    # A folder that cannot be listed (file modes bind: as root, without CAP_DAC_*).
+    site = _site(tmp_path / "h", {"bad_pkg/_ops.so": lib})
+    locked = site / "bad_pkg" / "private"
+    locked.mkdir()
+    prefix = _without_dac_override()
+    locked.chmod(0)
+    try:
+        lines.append(_fails(site, f"{locked}: cannot list folder: Permission denied", prefix=prefix))
+    finally:
+        locked.chmod(0o755)
+    assert len({line.split(": ", 2)[-1] for line in lines}) == len(lines), lines  # each kind says its own thing
+
+
+def _without_dac_override() -> tuple[str, ...]:
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: file modes cannot be made to bind")
+    drop = "-dac_override,-dac_read_search"
+    return (setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}")
+
+
+def test_what_is_no_library_is_no_error(tmp_path: Path, consumer: Path) -> None:
+    """A linker script named libX.so, a program that exports nothing, text files: not errors."""
+    program = tmp_path / "prog"
+    subprocess.run(["gcc", "-x", "c", "-", "-o", str(program)], input="int main(void){return 0;}\n", text=True, check=True)
+    site = _site(tmp_path, {
+        "pkg/libfoo.so": b"/* GNU ld script */\nINPUT(libfoo.so.1)\n",
+        "pkg/bin/tool": program.read_bytes(),
+        "pkg/LICENSE": b"text",
+        "pkg/data.bin": b"\x7fELF but named .bin: never loaded",
+    })  # fmt: skip
+    done = _scan(str(site), "-v")
+    assert done.returncode == 0, done.stderr
+    assert "not a library (a program exporting nothing of its own): pkg/bin/tool" in done.stdout
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    text = tmp_path / "notes.txt"
+    text.write_text("hello")
+    assert "not a site folder, a virtual environment or a wheel" in one_line_error(_scan(str(text)), 2)
+    assert "cannot read: No such file or directory" in one_line_error(_scan(str(tmp_path / "nope")), 1)
+    assert "empty path" in one_line_error(_scan(""), 2)
+    assert "exited 1 when asked for its paths" in one_line_error(_scan("--python", shutil.which("false") or "/bin/false"), 1)
+    assert "cannot run" in one_line_error(_scan("--python", str(text)), 1)
+    fake = tmp_path / "fakepython"
+    fake.write_text("#!/bin/sh\necho not json\n")
+    fake.chmod(0o755)
+    assert "not a Python interpreter" in one_line_error(_scan("--python", str(fake)), 1)
+    broken = tmp_path / "broken.whl"
+    broken.write_bytes(b"PK\x03\x04 not really")
+    assert "not a readable wheel" in one_line_error(_scan(str(broken)), 1)
