@@ -36,6 +36,9 @@ class CompileRequest:
     model: str  # a bundled name or a user's module:callable
     device: str  # "cpu" or "cuda"
     route: str  # "binary" (a compiled .so) or "source" (package_cpp_only)
+    # The source route's prefix for torch's own aot_inductor.shim_symbol_prefix, only where the
+    # installed torch has that option (torch_has_native_prefix); "" otherwise, the key unchanged.
+    prefix: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,25 @@ def default_cache_dir() -> Path:
     return Path(base) / "aoti-shim" / "smoke"
 
 
+def torch_has_native_prefix(package: Path | None = None) -> bool:
+    """Whether the torch the compile child imports declares ``aot_inductor.shim_symbol_prefix``.
+
+    Read from its Inductor config's source, so the smoke process need not import torch.
+    """
+    if package is None:
+        import importlib.util
+
+        spec = importlib.util.find_spec("torch")
+        if spec is None or spec.origin is None:
+            return False
+        package = Path(spec.origin).parent
+    try:
+        text = (package / "_inductor" / "config.py").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    return "shim_symbol_prefix" in text
+
+
 def torch_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -83,6 +105,8 @@ def _user_model_digest(spec: str) -> str:
 
 def cache_key(request: CompileRequest) -> str:
     parts = [torch_version(), request.device, request.route, _settings_digest(), os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS", ""), os.environ.get("AOTI_SHIM_INDUCTOR_OPTIONS", "")]
+    if request.prefix:  # a natively prefixed package holds its prefix: one entry per prefix
+        parts.append(f"native-prefix={request.prefix}")
     if ":" in request.model:
         parts += [request.model, _user_model_digest(request.model)]
         label = request.model.replace(":", "-").replace(".", "_")
@@ -116,7 +140,7 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
         request_file = staging / "request.json"
         request_file.write_text(
             json.dumps({"model": request.model, "device": request.device, "route": request.route,
-                        "output": str(staging), "user_dir": os.getcwd()})  # fmt: skip
+                        "prefix": request.prefix, "output": str(staging), "user_dir": os.getcwd()})  # fmt: skip
         )
         env = dict(os.environ)
         if request.route == "source":

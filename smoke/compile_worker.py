@@ -21,6 +21,11 @@ from typing import Any
 # (0 lifts the cap): a real conv net compiles in a minute or two, not five.
 DEFAULT_CUDA_MM_CONFIGS = 6
 
+# torch's own prefix option (PyTorch's open PR; no released torch has it yet): with it the
+# generated wrapper asks for <prefix>aoti_torch_* itself, and aoti_shim_add_model's rename
+# header steps aside for torch's (the header guards AOTI_TORCH_SHIM_SYMBOL_PREFIX_H).
+NATIVE_PREFIX_OPTION = "aot_inductor.shim_symbol_prefix"
+
 # Keys that restrict Inductor to generated GEMMs and convolutions: they only make sense
 # while autotuning, since without it the ATen choices are the only ones left.
 _BACKEND_KEYS = ("max_autotune_gemm_backends", "max_autotune_conv_backends")
@@ -37,7 +42,7 @@ def user_options() -> dict[str, Any]:
     return parsed
 
 
-def inductor_options(device: str, route: str) -> dict[str, Any]:
+def inductor_options(device: str, route: str, prefix: str = "") -> dict[str, Any]:
     """Compile the way slim runtimes do: no libtorch in the blob, weights inside it,
     GEMMs and convolutions generated (Triton on CUDA, the C++ template on CPU) rather
     than left to ATen, so that the blob needs no fallback op. Attention is lowered to
@@ -72,6 +77,10 @@ def inductor_options(device: str, route: str) -> dict[str, Any]:
         cap = os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS", "")
     if route == "source":
         options["aot_inductor.package_cpp_only"] = True
+        if prefix:
+            # The native route, where torch has it (dropped below where it does not). The binary
+            # route's compile stays unprefixed: the control runs that very blob.
+            options[NATIVE_PREFIX_OPTION] = prefix
     # Autotuning dominates CUDA compile time; a cap trades kernel speed for minutes
     # (it bounds the Triton configurations of GEMMs and convolutions alike).
     if cap.isdigit() and int(cap) > 0:
@@ -141,7 +150,7 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
     # this child may run isolated (no current folder, no PYTHONPATH on sys.path).
     case = user_case(model, request.get("user_dir")) if ":" in model else bundled((model,))[0]
     module, inputs = case.build(device)
-    options = inductor_options(device, request["route"])
+    options = inductor_options(device, request["route"], request.get("prefix", ""))
     with torch.no_grad(), attention_as_math():
         expected = module(*inputs)
         program = torch.export.export(module, inputs)
@@ -167,6 +176,8 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
         out_dir / "io.pt",
     )
     result: dict[str, Any] = {"model": case.name, "device": device, "route": request["route"], "inductor_options": {k: repr(v) for k, v in options.items()}}
+    if NATIVE_PREFIX_OPTION in options:
+        result["native_prefix"] = options[NATIVE_PREFIX_OPTION]
     if request["route"] == "binary":
         blobs = sorted(package.rglob("*.so"))
         if len(blobs) != 1:

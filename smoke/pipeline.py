@@ -15,7 +15,7 @@ from typing import Callable
 from aoti_shim.children import python_argv
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError
 from aoti_shim.smoke import bindings
-from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is_cached, torch_version
+from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is_cached, torch_has_native_prefix, torch_version
 from aoti_shim.smoke.report import ROUTE_BINARY, ROUTE_CONTROL, ROUTE_SOURCE, Row, SmokeReport
 
 ROUTES = (ROUTE_SOURCE, ROUTE_BINARY)
@@ -86,8 +86,9 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
         needed = {ROUTE_BINARY} if (ROUTE_BINARY in settings.routes or settings.control) else set()
         if ROUTE_SOURCE in settings.routes:
             needed.add(ROUTE_SOURCE)
+        native = settings.prefix if torch_has_native_prefix() else ""
         for route in sorted(needed):
-            request = CompileRequest(model=model, device=settings.device, route=route)
+            request = CompileRequest(model=model, device=settings.device, route=route, prefix=native if route == ROUTE_SOURCE else "")
             cached = " (cached)" if is_cached(request, settings.cache_dir) else ""
             try:
                 compiled[route] = _timed(  # type: ignore[assignment]

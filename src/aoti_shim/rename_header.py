@@ -38,6 +38,8 @@ DEFAULT_SHIM_INCLUDE = Path("shims/include")
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 _GUARD = "AOTI_SHIM_RENAME_H"
+# The include guard of torch's own prefix header, when a torch has one (PyTorch's open PR).
+TORCH_PREFIX_GUARD = "AOTI_TORCH_SHIM_SYMBOL_PREFIX_H"
 _PASTE_INNER = "AOTI_SHIM_PASTE_"
 _PASTE = "AOTI_SHIM_PASTE"
 _NAME = "AOTI_SHIM_PREFIXED"
@@ -146,8 +148,16 @@ def render_header(names: NameList) -> str:
         f"#define {_PASTE_INNER}(a, b) a##b",
         f"#define {_PASTE}(a, b) {_PASTE_INNER}(a, b)",
         f"#define {_NAME}(name) {_PASTE}(AOTI_SHIM_SYMBOL_PREFIX, name)",
+        "/* torch's own prefix header (aoti_torch/c/shim_symbol_prefix.h, PyTorch's open PR) renames torch's",
+        " * names with the same AOTI_SHIM_SYMBOL_PREFIX. Included first, its names stay and this header adds only",
+        " * the ones it lacks (each name is #ifndef-guarded); included later, it finds its guard defined and",
+        " * does nothing. Either way no macro is defined twice (a warning, an error under -Werror). */",
+        f"#ifndef {TORCH_PREFIX_GUARD}",
+        f"#define {TORCH_PREFIX_GUARD}",
+        "#endif",
     ]
-    lines += [f"#define {name} {_NAME}({name})" for name in names.names]
+    for name in names.names:
+        lines += [f"#ifndef {name}", f"#define {name} {_NAME}({name})", "#endif"]
     lines += ["#endif /* AOTI_SHIM_SYMBOL_PREFIX */", f"#endif /* {_GUARD} */", ""]
     return "\n".join(lines)
 
