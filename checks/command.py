@@ -8,10 +8,15 @@ import sys
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
-from aoti_shim.checks.formats import FORMATS
+from aoti_shim.checks import CheckSettings
+from aoti_shim.checks.api import checking
+from aoti_shim.checks.formats import FORMATS, render_stream
+from aoti_shim.checks.formats.escape import printable
+from aoti_shim.checks.formats.github import markdown_summary, render_annotations
+from aoti_shim.checks.report import FAIL_ON_CHOICES, assemble
 from aoti_shim.color import wants_color
-from aoti_shim.checks.report import FAIL_ON_CHOICES
 from aoti_shim.errors import AotiShimError
+from aoti_shim.torch_location import TORCH_ENV_VAR
 
 
 # One sentence per choice, shown by --help (a test keeps them in step with the choices).
@@ -78,12 +83,6 @@ def _append_step_summary(path: str, markdown: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aoti_shim.checks import CheckSettings
-    from aoti_shim.checks.api import checking
-    from aoti_shim.checks.formats import render_stream
-    from aoti_shim.checks.formats.escape import printable
-    from aoti_shim.torch_location import TORCH_ENV_VAR
-
     settings = CheckSettings(
         shims=tuple(args.shim),
         models=tuple(args.model),
@@ -105,9 +104,6 @@ def run(args: argparse.Namespace) -> int:
                 note = f"--against {source.item}: ${TORCH_ENV_VAR} overrides the installed torch: {source.describe()}"
                 print(f"aoti-shim: {printable(note)}", file=sys.stderr)
         if args.format == "github" and summary_path:
-            from aoti_shim.checks.formats.github import markdown_summary, render_annotations
-            from aoti_shim.checks.report import assemble
-
             findings = tuple(check.findings())
             report = assemble(header, findings, check.tally)
             # In a GitHub job the table goes to the step summary, the annotations to the log.

@@ -6,7 +6,7 @@ import os
 import sys
 import zipfile
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, Protocol
 
 from aoti_shim.checks.elf import ElfImage, Symbol
 from aoti_shim.checks.inputs import (
@@ -19,25 +19,14 @@ from aoti_shim.checks.inputs import (
     is_elf_strict,
     open_wheel,
 )
+from aoti_shim.checks import snapshot
 from aoti_shim.checks.report import AgainstSource
+from aoti_shim.checks.snapshot import SNAPSHOT_SUFFIX, shipped_snapshots
+from aoti_shim.checks.torch_libraries import TORCH_TEST_LIBRARIES, import_closure, is_torch_lib_dir
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import TorchLocation, locate, package_lib, version_in
 
 
-# What "torch" means as a reference: the libraries of torch/lib/ that `import torch` loads.
-# They are derived, not listed: torch/__init__.py loads libtorch_global_deps.so by name, and
-# torch/_C*.so needs libtorch_python.so and nothing else of lib/; the set is those two plus
-# everything of lib/ their DT_NEEDED entries reach (for 2.13.0 CPU: libc10, libgomp.so.1,
-# libshm, libtorch, libtorch_cpu, libtorch_global_deps, libtorch_python; a CUDA build adds
-# libtorch_cuda and libc10_cuda the same way). A DT_NEEDED closure follows torch across
-# versions with no list to keep up to date, and leaves out what torch only dlopens on demand
-# or never (the test libraries below, which an ordinary process never loads).
-TORCH_IMPORT_ROOTS = ("libtorch_python.so", "libtorch_global_deps.so")
-# The test libraries torch ships in lib/; used only where no DT_NEEDED can be read (an old
-# snapshot, a lib/ folder without the roots), and named in the docs.
-TORCH_TEST_LIBRARIES = frozenset(
-    {"libaoti_custom_ops.so", "libbackend_with_compiler.so", "libjitbackend_test.so", "libtorchbind_test.so"}
-)
 # Appended to a torch reference ("torch+tests", "WHEEL+tests"): every library of torch/lib/.
 WITH_TESTS = "+tests"
 
@@ -84,16 +73,6 @@ def find_torch(search_paths: Iterable[str] = ()) -> TorchLocation:
     return found
 
 
-SNAPSHOT_SUFFIX = ".json.gz"
-
-
-def shipped_snapshots() -> dict[str, Path]:
-    """The reference snapshots shipped with aoti-shim, by name (``torch-2.13.0+cpu``)."""
-    from aoti_shim.checks.snapshot import shipped
-
-    return {p.name[: -len(SNAPSHOT_SUFFIX)]: p for p in shipped()}
-
-
 def resolve_snapshot_name(item: str) -> Path | None:
     """The shipped snapshot that ``item`` names, or None when it names none.
 
@@ -118,38 +97,7 @@ def _named_snapshot(item: str) -> Path | None:
 
 
 def _is_snapshot(path: str) -> bool:
-    if not os.path.isfile(path):
-        return False
-    try:
-        from aoti_shim.checks import snapshot
-    except ImportError:
-        return False
-    return bool(snapshot.is_snapshot(path))
-
-
-def import_closure(available: Iterable[str], needed_of: Callable[[str], Iterable[str]]) -> list[str] | None:
-    """The names among ``available`` (file names in a torch ``lib/``) that ``import torch``
-    loads: TORCH_IMPORT_ROOTS and what their DT_NEEDED entries reach, in load order.
-    None when no root is there (not a torch lib/ as we know it)."""
-    present = set(available)
-    queue = [name for name in TORCH_IMPORT_ROOTS if name in present]
-    if not queue:
-        return None
-    seen = set(queue)
-    order: list[str] = []
-    while queue:
-        name = queue.pop(0)
-        order.append(name)
-        for dep in needed_of(name):
-            if dep in present and dep not in seen:
-                seen.add(dep)
-                queue.append(dep)
-    return order
-
-
-def is_torch_lib_dir(path: str | os.PathLike[str]) -> bool:
-    """A folder holding torch's libraries (libc10.so, libtorch_cpu.so)."""
-    return os.path.isfile(os.path.join(path, "libc10.so")) and os.path.isfile(os.path.join(path, "libtorch_cpu.so"))
+    return os.path.isfile(path) and snapshot.is_snapshot(path)
 
 
 def _torch_dir_paths(lib_dir: str, with_tests: bool) -> list[str]:
@@ -243,8 +191,6 @@ def open_references(
             elif not os.path.exists(item) and (named := _named_snapshot(item)) is not None:
                 item = str(named)
             if _is_snapshot(item):
-                from aoti_shim.checks import snapshot
-
                 libs = snapshot.load(item)
                 refs.extend(lib for lib in libs if with_tests or lib.name not in TORCH_TEST_LIBRARIES)
                 _account(raw, item, found_by, libs[0].torch_version if libs else None, refs, before, sources)

@@ -41,10 +41,14 @@ from typing import Any, Iterator
 from aoti_shim import __version__
 from aoti_shim.atomic import write_bytes_atomically
 from aoti_shim.checks.elf import ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
+from aoti_shim.checks.inputs import Workspace, collect, copy_elf_member, open_wheel
+from aoti_shim.checks.torch_libraries import TORCH_TEST_LIBRARIES, import_closure
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import package_lib, version_from_text, version_in
 
 FORMAT = "aoti-shim-snapshot"
+# A snapshot file's name ends so; without it, the name is what --against takes.
+SNAPSHOT_SUFFIX = ".json.gz"
 FORMAT_VERSION = 1
 GZIP_MAGIC = b"\x1f\x8b"
 # torch 2.14.1 CUDA's names inflate to about 7 MiB; anything far past that is hostile.
@@ -331,7 +335,12 @@ def shipped_dir() -> Path:
 
 def shipped() -> list[Path]:
     folder = shipped_dir()
-    return sorted(folder.glob("*.json.gz")) if folder.is_dir() else []
+    return sorted(folder.glob(f"*{SNAPSHOT_SUFFIX}")) if folder.is_dir() else []
+
+
+def shipped_snapshots() -> dict[str, Path]:
+    """The reference snapshots shipped with aoti-shim, by name (``torch-2.13.0+cpu``)."""
+    return {p.name[: -len(SNAPSHOT_SUFFIX)]: p for p in shipped()}
 
 
 # -- writing ------------------------------------------------------------------------
@@ -397,8 +406,6 @@ def _sha256_file(path: str) -> str:
 
 
 def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
-    from aoti_shim.checks.inputs import Workspace, collect
-
     lib_dir = package_lib(source) or source
     version = version_in(lib_dir.parent)
     captured = []
@@ -413,8 +420,6 @@ def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captur
 
 
 def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
-    from aoti_shim.checks.inputs import copy_elf_member, open_wheel
-
     captured = []
     version = None
     tmp = tempfile.mkdtemp(prefix="aoti-shim-snapshot-")
@@ -448,8 +453,6 @@ def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captu
 
 def _import_set(libs: list[_Captured]) -> list[_Captured]:
     """The libraries ``import torch`` loads, as ``--against torch`` takes them."""
-    from aoti_shim.checks.references import TORCH_TEST_LIBRARIES, import_closure
-
     by_name = {lib.name: lib for lib in libs}
     loaded = import_closure(by_name, lambda name: by_name[name].needed)
     if loaded is None:

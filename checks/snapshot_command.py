@@ -6,6 +6,9 @@ import argparse
 import sys
 
 from aoti_shim.arguments import path_text
+from aoti_shim.atomic import destination
+from aoti_shim.checks import snapshot
+from aoti_shim.checks.snapshot import shipped_dir, shipped_snapshots
 from aoti_shim.errors import UsageError
 
 
@@ -50,9 +53,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _print_shipped() -> int:
-    from aoti_shim.checks.references import shipped_snapshots
-    from aoti_shim.checks.snapshot import shipped_dir
-
     snapshots = shipped_snapshots()
     print(f"{len(snapshots)} snapshots shipped in {shipped_dir()} (use a name with --against):")
     for name, path in snapshots.items():
@@ -61,9 +61,6 @@ def _print_shipped() -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aoti_shim.atomic import destination
-    from aoti_shim.checks import snapshot
-
     if args.list:
         if args.source is not None or args.output is not None:
             raise UsageError("snapshot --list takes no other argument")

@@ -16,6 +16,7 @@ in sight ends with a line naming the key.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from aoti_shim.errors import UsageError
+from aoti_shim.paths import cmake_dir
 from aoti_shim.plugin.settings import TABLE, table_at
 
 if TYPE_CHECKING:
@@ -116,10 +118,6 @@ _USES_CUDA = re.compile(
 
 def with_cuda(prepared: "Prepared", pyproject: Mapping[str, Any], environ: Mapping[str, str]) -> tuple["Prepared", str | None]:
     """The prepared settings with the nvcc wheels wired in when ``cuda = true``, and a line for the log."""
-    import dataclasses
-
-    from aoti_shim.paths import cmake_dir
-
     if not prepared.gate.cuda:
         return prepared, None
     settings, line = build_settings(pyproject, prepared.skbuild_settings, cmake_dir(), environ, wheels_root())

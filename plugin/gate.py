@@ -16,15 +16,16 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aoti_shim.checks import inputs
+from aoti_shim.checks import CheckSettings, inputs, render, run_check
+from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
 from aoti_shim.checks.references import resolve_snapshot_name
-from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK
-from aoti_shim.checks.prefix import built_prefix
+from aoti_shim.checks.rules import MODEL_ENTRY_PREFIX
+from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
 from aoti_shim.torch_location import TorchLocation
-from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 
 
 class BuildRejected(AotiShimError):
@@ -68,9 +69,6 @@ def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
         models = [m for m in (_by_globs(members, gate.models, "models") if gate.models else []) if m not in shims]
         rest = [m for m in members if m not in shims and m not in models]
         return Roles(tuple(shims), tuple(models), tuple(rest))
-    from aoti_shim.checks.elf import ElfImage
-
-    from aoti_shim.checks.rules import MODEL_ENTRY_PREFIX
 
     shims, models, rest, extensions = [], [], [], []
     for member in members:
@@ -168,8 +166,6 @@ def check_wheel(
     differ. ``torch`` is the target environment's torch, found before the build
     (needed when ``gate.against`` names ``torch``).
     """
-    from aoti_shim.checks import CheckSettings, render, run_check
-
     with tempfile.TemporaryDirectory(prefix="aoti-shim-gate-") as tmp:
         root = Path(tmp)
         members = extract_elf_members(wheel, root)

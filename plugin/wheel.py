@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any, Iterator, Literal
 
 from aoti_shim.errors import AotiShimError
-from aoti_shim.plugin import console
+from aoti_shim.plugin import console, cuda
 from aoti_shim.plugin.boundary import pep517_boundary
 from aoti_shim.plugin.config_settings import Prepared, load_pyproject, prepare
+from aoti_shim.plugin.gate import check_wheel
 from aoti_shim.plugin.prefix import CMAKE_VAR, EffectivePrefix, effective_prefix
 from aoti_shim.plugin.target_env import find_torch
 from aoti_shim.signals import sigterm_deferred
@@ -193,8 +194,6 @@ def build(
 ) -> str:
     from scikit_build_core import build as skbuild
 
-    from aoti_shim.plugin import cuda
-
     with pep517_boundary():
         pyproject = load_pyproject()
         prepared, cuda_line = cuda.with_cuda(prepare(pyproject, config_settings), pyproject, os.environ)
@@ -230,8 +229,6 @@ def build(
                 # Inplace builds use the source tree as the build tree.
                 note_inplace(Path.cwd())
             else:
-                from aoti_shim.plugin.gate import check_wheel
-
                 check_wheel(
                     private / name,
                     the_plan.prefix.choice,

@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from aoti_shim.checks.prefix import is_shim_name
 
 _BINDING = re.compile(r"binding file (?P<src>.+?) \[\d+\] to (?P<dst>.+?) \[\d+\]: \w+ symbol `(?P<name>[^']+)'")
 
@@ -62,8 +63,6 @@ def parse_bindings(lines: Iterable[str]) -> Iterator[Binding]:
 
 def is_shim_symbol(name: str) -> bool:
     """True for ``aoti_torch_x`` and any prefixed ``<p>aoti_torch_x``."""
-    from aoti_shim.checks.prefix import is_shim_name
-
     return is_shim_name(name)
 
 

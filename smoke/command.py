@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 from aoti_shim.arguments import path
+from aoti_shim.checks.prefix import DEFAULT_PREFIX, given_or_built
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, UsageError
+from aoti_shim.paths import shim_library
+from aoti_shim.smoke.compile import default_cache_dir
+from aoti_shim.smoke.models import BUNDLED, user_case
+from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
+from aoti_shim.smoke.report import StepLog, render_table, summary_line, write_json
+from aoti_shim.smoke.unsupported import workaround
+from aoti_shim.torch_location import from_environment
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,15 +60,11 @@ _INSTALL_TORCH = 'pip install "aoti-shim[torch]"'
 
 def _require_torch() -> None:
     """Say how to get torch before anything needs it (finding it imports nothing)."""
-    import importlib.util
-
     if importlib.util.find_spec("torch") is None:
         raise UsageError(f"smoke compiles and runs models with torch, which is not installed: {_INSTALL_TORCH}")
 
 
 def _cuda_available() -> bool:
-    import warnings
-
     with warnings.catch_warnings():
         # torch warns on import when numpy is absent; the smoke run does not need it.
         warnings.simplefilter("ignore")
@@ -80,8 +86,6 @@ def _resolve_device(choice: str) -> str:
 
 
 def _prefix_of(library: Path, given: str | None, *, user_library: bool) -> str:
-    from aoti_shim.checks.prefix import DEFAULT_PREFIX, given_or_built
-
     found = given_or_built(given, library)
     if found is None and user_library:
         # Guessing our own default would only fail later, as missing shims.
@@ -92,8 +96,6 @@ def _prefix_of(library: Path, given: str | None, *, user_library: bool) -> str:
 def _say_workarounds(names: list[str], prefix: str) -> None:
     """Known gaps of the reference shims get their workaround, on stderr (stdout keeps
     the bare names, one a line, for scripts)."""
-    from aoti_shim.smoke.unsupported import workaround
-
     for name in names:
         fix = workaround(name, prefix)
         if fix is not None:
@@ -101,12 +103,6 @@ def _say_workarounds(names: list[str], prefix: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aoti_shim.paths import shim_library
-    from aoti_shim.smoke.compile import default_cache_dir
-    from aoti_shim.smoke.models import BUNDLED, user_case
-    from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
-    from aoti_shim.smoke.report import StepLog, render_table, summary_line, write_json
-
     _require_torch()
     if args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
@@ -119,8 +115,6 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable")
     # A bad $AOTI_SHIM_TORCH (the source route's headers, the checker's torch) fails now, as
     # everywhere else (exit 1), not as a FAIL row after the models compiled.
-    from aoti_shim.torch_location import from_environment
-
     from_environment()
     if args.json is not None and not args.json.resolve().parent.is_dir():
         raise UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")

@@ -12,11 +12,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
+from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.children import python_argv
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError
 from aoti_shim.smoke import bindings
 from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is_cached, torch_has_native_prefix, torch_version
 from aoti_shim.smoke.report import ROUTE_BINARY, ROUTE_CONTROL, ROUTE_SOURCE, Row, SmokeReport
+from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
+from aoti_shim.smoke.source_route import SourceBuild, build_source_blob, built_blob, cmake_package_digest
 
 ROUTES = (ROUTE_SOURCE, ROUTE_BINARY)
 # A blob that hangs must not hang the smoke run (a run is seconds; importing torch included).
@@ -77,9 +80,6 @@ def _timed(progress: Progress, what: str, fn: Callable[[], object]) -> object:
 
 def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
     """Compile every model and make its prefixed blobs; failures become failed rows."""
-    from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
-    from aoti_shim.smoke.source_route import SourceBuild, build_source_blob, built_blob, cmake_package_digest
-
     candidates: list[Candidate] = []
     for index, model in enumerate(settings.models):
         compiled: dict[str, Artefact | AotiShimError] = {}
@@ -135,8 +135,6 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
 def check_before_running(settings: SmokeSettings, candidates: list[Candidate]) -> list[Candidate]:
     """The static check comes first: a missing shim fails lazily at its first call, so
     it must be caught here. Returns the candidates with the checker's verdict."""
-    from aoti_shim.checks import CheckSettings, render, run_check
-
     prefixed = [c for c in candidates if c.blob is not None and c.row.route != ROUTE_CONTROL]
     checked: list[Candidate] = []
     if prefixed:

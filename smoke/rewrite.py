@@ -18,6 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.arguments import path
+from aoti_shim.atomic import destination, replacing
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.elf import ElfImage, is_elf
+from aoti_shim.checks.prefix import validate
+from aoti_shim.children import python_argv
 from aoti_shim.errors import EXIT_OK, AotiShimError, InputError
 
 # Rules that must not fire on a rewritten blob: it must import only prefixed names.
@@ -38,8 +43,6 @@ class RewriteResult:
 
 
 def _check_input(blob: Path) -> None:
-    from aoti_shim.checks.elf import ElfImage, is_elf
-
     if not blob.is_file():
         raise InputError(f"{blob}: no such file")
     if not is_elf(blob):
@@ -51,8 +54,6 @@ def _check_input(blob: Path) -> None:
 
 def _recheck(path: Path, display: str) -> None:
     """The checker must see only prefixed shim imports in the rewritten blob."""
-    from aoti_shim.checks import CheckSettings, run_check
-
     report = run_check(CheckSettings(models=(str(path),)))
     bad = [f for f in report.findings if f.rule in _IMPORT_RULES]
     if bad:
@@ -60,10 +61,6 @@ def _recheck(path: Path, display: str) -> None:
 
 
 def rewrite_imports(settings: RewriteSettings) -> RewriteResult:
-    from aoti_shim.atomic import replacing
-    from aoti_shim.checks.prefix import validate
-    from aoti_shim.children import python_argv
-
     prefix = validate(settings.prefix)
     _check_input(settings.blob)
     mode = stat.S_IMODE(settings.blob.stat().st_mode)
@@ -124,8 +121,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aoti_shim.atomic import destination
-
     output = args.output or args.blob
     result = rewrite_imports(RewriteSettings(blob=args.blob, prefix=args.prefix, output=output))
     # With -o /dev/stdout the blob is on standard output: the note goes to standard error.

@@ -16,7 +16,7 @@ import pytest
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
 from aoti_shim.checks.elf import ElfImage
-from aoti_shim.checks.references import TORCH_TEST_LIBRARIES
+from aoti_shim.checks.torch_libraries import TORCH_TEST_LIBRARIES
 from compile_support import compile_shared
 
 # file name -> (DT_NEEDED libraries by -l name, the name it exports)

@@ -6,6 +6,12 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Iterator, Protocol
 
+from aoti_shim.checks.formats import escape
+from aoti_shim.checks.formats.github import render_annotations
+from aoti_shim.checks.formats.json_report import stream_json
+from aoti_shim.checks.formats.junit import render_junit
+from aoti_shim.checks.formats.sarif import stream_sarif
+from aoti_shim.checks.formats.text import stream_text
 from aoti_shim.checks.report import FindingBatch, Header, Report, Tally, assemble, findings_of, header_of
 from aoti_shim.errors import UsageError
 
@@ -19,20 +25,14 @@ class StreamRenderer(Protocol):
 
 
 def _text(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
-    from aoti_shim.checks.formats.text import stream_text
-
     stream_text(header, batches, tally, write, color=color, verbose=verbose)
 
 
 def _json(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
-    from aoti_shim.checks.formats.json_report import stream_json
-
     stream_json(header, batches, tally, write)
 
 
 def _sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
-    from aoti_shim.checks.formats.sarif import stream_sarif
-
     stream_sarif(header, batches, tally, write)
 
 
@@ -44,14 +44,10 @@ def _whole(render_report: Callable[[Report], str]) -> StreamRenderer:
 
 
 def _github(report: Report) -> str:
-    from aoti_shim.checks.formats.github import render_annotations
-
     return render_annotations(report)
 
 
 def _junit(report: Report) -> str:
-    from aoti_shim.checks.formats.junit import render_junit
-
     return render_junit(report)
 
 
@@ -76,8 +72,6 @@ def _escaped(
 ) -> tuple[Header, Iterable[FindingBatch], Tally]:
     """The stream with every name made safe for ``fmt`` (names come from untrusted files):
     visible escapes for the formats people or XML read, valid Unicode for JSON and SARIF."""
-    from aoti_shim.checks.formats import escape
-
     if fmt in ("json", "sarif"):
         f, safe = escape.valid_unicode, str.isascii  # ASCII holds no lone surrogate
     else:
@@ -90,8 +84,6 @@ def _escaped(
 
 
 def _escaped_batches(batches: Iterable[FindingBatch], f: Callable[[str], str], safe: Callable[[str], bool]) -> Iterator[FindingBatch]:
-    from aoti_shim.checks.formats import escape
-
     # ``f`` leaves text alone that ``safe`` passes. A batch whose texts all pass (C loops
     # over its columns) goes as it is; the artifact and related names repeat, so each is
     # tested once.

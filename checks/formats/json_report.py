@@ -14,6 +14,7 @@ from json.encoder import encode_basestring_ascii as _quote
 from typing import Any, Callable, Iterable, Sequence
 
 from aoti_shim import __version__
+from aoti_shim.checks.formats.escape import for_unicode
 from aoti_shim.checks.report import Finding, FindingBatch, Header, Report, Tally, fingerprint_prefix, header_of
 
 SCHEMA_VERSION = 1
@@ -133,16 +134,12 @@ def stream_json(header: Header, batches: Iterable[FindingBatch], tally: Tally, w
 
 
 def report_dict(report: Report) -> dict[str, Any]:
-    from aoti_shim.checks.formats.escape import for_unicode
-
     report = for_unicode(report)
     header, tally = header_of(report), Tally.of(report)
     return {**_head(header), "findings": [_finding(f) for f in report.findings], **_tail(header, tally)}
 
 
 def render_json(report: Report) -> str:
-    from aoti_shim.checks.formats.escape import for_unicode
-
     report = for_unicode(report)  # valid UTF-8 for any file name
     parts: list[str] = []
     stream_json(header_of(report), map(FindingBatch.of, report.findings), Tally.of(report), parts.append)

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
 from aoti_shim import __version__
+from aoti_shim.checks.formats.escape import for_unicode
 from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
 from aoti_shim.checks.report import BLOCKING, FindingBatch, Header, Report, Tally, header_of
 from aoti_shim.checks.rules import RULES
@@ -80,8 +81,6 @@ def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, 
 
 
 def render_sarif(report: Report) -> str:
-    from aoti_shim.checks.formats.escape import for_unicode
-
     report = for_unicode(report)  # valid UTF-8 for any file name
     parts: list[str] = []
     stream_sarif(header_of(report), map(FindingBatch.of, report.findings), Tally.of(report), parts.append)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from aoti_shim.plugin import passthrough as _passthrough
+from aoti_shim.plugin.wheel import build
 
 __all__ = [
     "build_editable",
@@ -32,16 +33,12 @@ __all__ = [
 def build_wheel(
     wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
 ) -> str:
-    from aoti_shim.plugin.wheel import build
-
     return build("wheel", wheel_directory, config_settings, metadata_directory)
 
 
 def build_editable(
     wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
 ) -> str:
-    from aoti_shim.plugin.wheel import build
-
     return build("editable", wheel_directory, config_settings, metadata_directory)
 
 

@@ -15,8 +15,11 @@ import sys
 from typing import Any, Sequence
 
 from aoti_shim import __version__
+from aoti_shim.checks.formats.escape import printable
 from aoti_shim.errors import EXIT_TOOL_ERROR, EXIT_USAGE, AotiShimError
+from aoti_shim.paths import cmake_dir
 from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
+from aoti_shim.torch_location import torch_include_dir
 
 # Module paths of subcommands, in --help order.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -106,13 +109,9 @@ def _main(argv: Sequence[str] | None) -> int:
             also = asked[1] if len(asked) > 1 else f"the command '{args.command}'"
             raise AotiShimError(f"{asked[0]} takes no command or other flag (got {also})", exit_code=EXIT_USAGE)
         if args.cmake_dir:
-            from aoti_shim.paths import cmake_dir
-
             _print_path(cmake_dir())
             return 0
         if args.torch_include_dir:
-            from aoti_shim.torch_location import torch_include_dir
-
             _print_path(torch_include_dir())
             return 0
         if not getattr(args, "command", None):
@@ -120,8 +119,6 @@ def _main(argv: Sequence[str] | None) -> int:
             return EXIT_USAGE
         return int(args.run(args))
     except AotiShimError as e:
-        from aoti_shim.checks.formats.escape import printable
-
         # One line whatever a hostile file or symbol name holds (newlines, escape sequences).
         print(f"aoti-shim: error: {printable(str(e))}", file=sys.stderr)
         return e.exit_code

@@ -25,6 +25,7 @@ from aoti_shim.arguments import path
 from aoti_shim.atomic import write_text_atomically
 from aoti_shim.checks.prefix import is_unprefixed
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
+from aoti_shim.paths import cmake_dir
 from aoti_shim.torch_location import locate
 from aoti_shim.torch_names import declared_functions, names_in_include, shipped_names, torch_version_of
 
@@ -264,8 +265,6 @@ def _located_include() -> Path | None:
 
 
 def _installed_header() -> Path:
-    from aoti_shim.paths import cmake_dir
-
     return cmake_dir() / "include" / "aoti_shim_rename.h"
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Sequence
 
+from aoti_shim.atomic import write_text_atomically
 from aoti_shim.errors import AotiShimError, InputError
 from aoti_shim.torch_location import version_in
 
@@ -172,7 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("sources", nargs="+", type=Path, metavar="WHEEL|INCLUDE_DIR")
     parser.add_argument("-o", "--output", type=Path, default=SHIPPED_LIST, help="default: the shipped list")
     args = parser.parse_args(argv)
-    from aoti_shim.atomic import write_text_atomically
 
     try:
         per_version: dict[str, set[str]] = {}
