@@ -10,11 +10,15 @@ shims, every stable-ABI extension and blob, any of them loaded ``RTLD_GLOBAL``.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
+from aoti_shim.checks import bindings
 from aoti_shim.checks import prefix as prefixes
-from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.elf import ElfImage, SymbolTable
 from aoti_shim.checks.environment import Distribution, Environment, LibraryFile
 from aoti_shim.checks.report import BLOCKING, WARNING, Finding, FindingBatch
 from aoti_shim.checks.rules import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, LINKER_DEFINED, MODEL_ENTRY_PREFIX
@@ -48,6 +52,9 @@ class LibraryFacts:
     export_count: int
     import_count: int
     needed: tuple[str, ...] = ()
+    # The library as the binding model sees it, for its shim-ABI names only (what the
+    # model is asked about): its tables are let go, these few entries kept.
+    linked: bindings.Linked | None = field(default=None, compare=False, repr=False)
 
     @property
     def is_torch(self) -> bool:
@@ -138,21 +145,40 @@ def _facts_of(
     )
 
 
+def _linked(image: ElfImage, display: str, role: str, exports: SymbolTable, imports: SymbolTable, facts: LibraryFacts) -> bindings.Linked:
+    """The binding model's view of a library, limited to its shim-ABI names: each export's
+    definitions (every version) and each import with the version it needs."""
+    versions = image.versions()
+    definitions = {name: exports.entries(name, versions) for name in facts.shim_exports}
+    return bindings.Linked(
+        display=display,
+        role=role,
+        names=frozenset(n for n in (os.path.basename(image.path.split("!")[-1]), image.soname) if n),
+        needed=tuple(image.needed),
+        symbolic=image.symbolic,
+        header=(image.elf_class, image.big_endian, image.machine),
+        has_versym=exports.has_versym or imports.has_versym,
+        versions=versions,
+        imports=tuple(imports.entry(name, versions) for name in facts.shim_imports),
+        lookup=lambda name: definitions.get(name, []),
+    )
+
+
 def read_library(file: LibraryFile, owner: str, distribution: str | None) -> LibraryFacts | None:
     """The facts of one library (None for a program that exports nothing of its own)."""
     member = file.member
     image: ElfImage = member.open() if member is not None else ElfImage(file.path, display=file.display)  # type: ignore[attr-defined]
     with image:
         if not image.has_dynsym:
-            exports: Mapping[str, object] = {}
-            imports: Mapping[str, object] = {}
-            needed: tuple[str, ...] = ()
-        else:
-            exports, imports = image.exports(), image.imports()
-            needed = tuple(image.needed)
-    if file.kind == "executable" and not set(exports) - _PROGRAM_TRIVIA:
-        return None
-    return _facts_of(file.display, file.kind, owner, distribution, exports, imports, needed)
+            return None if file.kind == "executable" else _facts_of(file.display, file.kind, owner, distribution, {}, {}, ())
+        exports, imports = image.exports(), image.imports()
+        if file.kind == "executable" and not set(exports) - _PROGRAM_TRIVIA:
+            return None
+        facts = _facts_of(file.display, file.kind, owner, distribution, exports, imports, tuple(image.needed))
+        if not facts.shim_exports and not facts.shim_imports:
+            return facts  # nothing the model is asked about
+        role = bindings.PROGRAM if file.kind == "executable" else bindings.DEPENDENCY
+        return dataclasses.replace(facts, linked=_linked(image, file.display, role, exports, imports, facts))
 
 
 # -- the environment, read ------------------------------------------------------------------
@@ -284,20 +310,43 @@ def _runtime_collision(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
 
 
 def captures(scanned: Scanned, ctx: _Context | None = None) -> Iterator[tuple[LibraryFacts, LibraryFacts, list[str]]]:
-    """(provider, consumer, names) for every shim import of a library that an unprefixed
-    provider other than torch would take from libtorch, loaded RTLD_GLOBAL before it: the
-    provider exports the name, and the consumer (of another distribution) imports it."""
+    """(provider, consumer, names): the shim imports of a library that an unprefixed provider
+    other than torch takes from libtorch, by the binding model of the process the hijack
+    builds: the provider ``RTLD_GLOBAL``, then the libraries ``import torch`` loads, then
+    each consumer of another distribution ``RTLD_LOCAL | RTLD_NOW`` (as Python loads an
+    extension module). Only libtorch's shim names count: a provider's own names bind to it
+    by design."""
     ctx = ctx or _Context(scanned)
     for provider in ctx.libraries:
         taken = ctx.hijacked(provider)
-        if not taken:
+        if not taken or provider.linked is None:
             continue
-        for consumer in ctx.libraries:
-            if _owner_key(consumer) == _owner_key(provider):
-                continue
-            captured = [n for n in consumer.unprefixed_imports if n in taken]
-            if captured:
-                yield provider, consumer, captured
+        consumers = {
+            id(lib.linked): lib
+            for lib in ctx.libraries
+            if lib.linked is not None and lib.unprefixed_imports and _owner_key(lib) != _owner_key(provider)
+        }
+        process = bindings.Process(
+            references=[provider.linked, *(r for r in ctx.torch_references if r is not provider.linked)],
+            models=[lib.linked for lib in consumers.values() if lib.linked is not None],
+        )
+        captured: dict[int, list[str]] = {}
+        for b in process.resolve(bindings.shim_abi_imports):
+            if b.definer is provider.linked and b.name in taken:
+                captured.setdefault(id(b.importer), []).append(b.name)
+        for key, names in captured.items():
+            yield provider, consumers[key], sorted(names)
+
+
+def _taken_by(first: Sequence[LibraryFacts], then: Sequence[LibraryFacts], blobs: Sequence[LibraryFacts]) -> int:
+    """How many shim imports of ``blobs`` bind to a library of ``first`` when its shims are
+    loaded global before those of ``then`` (the binding model)."""
+    shims = [lib.linked for lib in (*first, *then) if lib.linked is not None]
+    models = [lib.linked for lib in blobs if lib.linked is not None]
+    mine = {id(lib.linked) for lib in first}
+    users = {id(m) for m in models}
+    process = bindings.Process(shims=shims, models=models)
+    return sum(1 for b in process.resolve(bindings.shim_abi_imports) if id(b.importer) in users and id(b.definer) in mine)
 
 
 def _hijack(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
@@ -347,6 +396,19 @@ def _prefix_clash(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
             if _owner_key(first) == _owner_key(lib) or (p, _owner_key(lib)) in said:
                 continue
             said.add((p, _owner_key(lib)))
+            # What the clash does, by the binding model: each runtime's blobs, with the other
+            # runtime's shims global first.
+            effects = []
+            for mine, theirs in ((first, lib), (lib, first)):
+                provs = [x for x in ctx.libraries if _owner_key(x) == _owner_key(theirs) and p in x.export_prefixes]
+                own = [x for x in ctx.libraries if _owner_key(x) == _owner_key(mine) and p in x.export_prefixes]
+                blobs = [
+                    x for x in ctx.libraries
+                    if _owner_key(x) == _owner_key(mine) and any(prefixes.prefix_of(n) == p for n in x.shim_imports) and not x.shim_exports
+                ]  # fmt: skip
+                taken = _taken_by(provs, own, blobs)
+                if taken:
+                    effects.append(f"with {theirs.owner}'s shims global first, {taken} shim import(s) of {mine.owner}'s blobs bind to them")
             yield Finding(
                 rule="PREFIX_CLASH",
                 severity=BLOCKING,
@@ -354,7 +416,7 @@ def _prefix_clash(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
                 symbol=f"{p}{prefixes.SHIM_MARK}*",
                 message=(
                     f"carries the private prefix {p!r}, which {_who(first)} carries too: two runtimes with one "
-                    "prefix bind each other's blobs to each other's shims"
+                    "prefix bind each other's blobs to each other's shims" + (f" ({'; '.join(effects)})" if effects else "")
                 ),
                 related=first.display,
             )
@@ -367,6 +429,16 @@ class _Context:
         self.libraries = scanned.libraries
         self.abi = torch_abi(scanned)
         self._hijacked: dict[int, frozenset[str]] = {}
+
+    @cached_property
+    def torch_references(self) -> list[bindings.Linked]:
+        """torch's libraries that ``import torch`` loads, in load order, as the model's
+        references (those that define shim names: the others bind nothing it is asked)."""
+        from aoti_shim.checks.references import import_closure
+
+        by_file = {os.path.basename(lib.display): lib for lib in self.libraries if lib.is_torch and lib.kind == "shared"}
+        order = import_closure(by_file, lambda name: by_file[name].needed) or sorted(by_file)
+        return [lib.linked for lib in map(by_file.__getitem__, order) if lib.linked is not None and lib.shim_exports]
 
     def hijacked(self, lib: LibraryFacts) -> frozenset[str]:
         """The libtorch shim names a provider other than torch exports unprefixed."""

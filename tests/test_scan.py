@@ -170,12 +170,16 @@ def test_a_hijack_is_what_the_loader_does(dirty: ScanReport, scan_envs: ScanEnvs
     assert {d for d in mine.values()} == {vendor.name, "libtorch_cpu.so"} and len(mine) == 3
 
 
-def test_a_prefix_clash_is_what_the_loader_does(scan_envs: ScanEnvs) -> None:
-    """Two runtimes with one prefix: rt-a's blob binds to whichever runtime is global first."""
+def test_a_prefix_clash_is_what_the_loader_does(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
+    """Two runtimes with one prefix: rt-a's blob binds to whichever runtime is global first,
+    as many imports as the finding says (the binding model's count)."""
     site = scan_envs.dirty.site
     rta, rtb, model = site / "rt_a" / "librta_shims.so", site / "rt_b" / "librtb_shims.so", site / "rt_a" / "model.so"
     bound = _bindings([(str(rtb), True), (str(rta), True), (str(model), False)])
+    to_rtb = [n for (u, n), d in bound.items() if u == "model.so" and d == "librtb_shims.so"]
     assert {d for (u, n), d in bound.items() if u == "model.so"} == {"librtb_shims.so"}
+    (clash,) = [f for f in dirty.findings if f.rule == "PREFIX_CLASH"]
+    assert f"with rt-b 2.1's shims global first, {len(to_rtb)} shim import(s) of rt-a 1.0's blobs bind to them" in clash.message
 
 
 def test_the_clean_environment_loads_right(scan_envs: ScanEnvs, torch_lib: Path) -> None:
