@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
@@ -13,9 +17,11 @@ from aoti_shim.checks.api import checking
 from aoti_shim.checks.formats import FORMATS, render_stream
 from aoti_shim.checks.formats.escape import printable
 from aoti_shim.checks.formats.github import markdown_summary, render_annotations
+from aoti_shim.checks.inputs import extract_elf_members
 from aoti_shim.checks.report import FAIL_ON_CHOICES, assemble
+from aoti_shim.checks.roles import classify_by_symbols
 from aoti_shim.color import wants_color
-from aoti_shim.errors import AotiShimError
+from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.torch_location import TORCH_ENV_VAR
 
 
@@ -56,6 +62,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--shim", nargs="+", action="extend", default=[], type=path_text, metavar="PATH", help="shim libraries: .so files, folders or wheels")
     p.add_argument("--model", nargs="+", action="extend", default=[], type=path_text, metavar="PATH", help="AOTInductor blobs: .so files, folders or wheels")
     p.add_argument(
+        "--wheel",
+        nargs="+",
+        action="extend",
+        default=[],
+        type=path_text,
+        metavar="WHEEL",
+        help="wheels checked as the build backend checks them: each ELF member by its role "
+        "(exporters of shim names are shims, importers are models)",
+    )
+    p.add_argument(
         "--against",
         nargs="+",
         action="extend",
@@ -82,15 +98,50 @@ def _append_step_summary(path: str, markdown: str) -> None:
         raise AotiShimError(f"$GITHUB_STEP_SUMMARY {path}: cannot write: {e.strerror or e}") from None
 
 
+@contextlib.contextmanager
+def _wheel_members(wheels: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...], str | None]]:
+    """The shims and models of ``wheels``, classified by role as the build backend does,
+    extracted under a temp folder (yielded too, for naming them WHEEL-FILE/member)."""
+    if not wheels:
+        yield (), (), None
+        return
+    with tempfile.TemporaryDirectory(prefix="aoti-shim-wheel-") as tmp:
+        shims: list[str] = []
+        models: list[str] = []
+        for wheel in wheels:
+            # One folder per wheel, named as the wheel: findings read WHEEL-FILE/member.
+            root = Path(tmp) / os.path.basename(os.path.normpath(wheel))
+            if root.exists():
+                raise UsageError(f"--wheel {wheel}: a second wheel named {root.name}")
+            members = extract_elf_members(wheel, root, display=wheel)
+            roles = classify_by_symbols(members, root)
+            shims += [str(root / m) for m in roles.shims]
+            models += [str(root / m) for m in roles.models]
+            if roles.extensions:
+                note = f"--wheel {wheel}: not checked (stable-ABI extensions, bound to libtorch by design): {', '.join(roles.extensions)}"
+                print(f"aoti-shim: {printable(note)}", file=sys.stderr)
+            if not roles.shims and not roles.models and len(wheels) > 1:
+                print(f"aoti-shim: {printable(f'--wheel {wheel}: no ELF member exports or imports aoti_torch_* names')}", file=sys.stderr)
+        if not shims and not models:
+            raise UsageError(f"--wheel {' '.join(wheels)}: no ELF member exports or imports shim names: nothing to check")
+        yield tuple(shims), tuple(models), tmp
+
+
 def run(args: argparse.Namespace) -> int:
+    with _wheel_members(args.wheel) as (wheel_shims, wheel_models, wheel_root):
+        return _run(args, wheel_shims, wheel_models, wheel_root)
+
+
+def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: tuple[str, ...], wheel_root: str | None) -> int:
     settings = CheckSettings(
-        shims=tuple(args.shim),
-        models=tuple(args.model),
+        shims=tuple(args.shim) + wheel_shims,
+        models=tuple(args.model) + wheel_models,
         against=tuple(args.against),
         prefix=args.prefix,
         suppressions=args.suppressions,
+        display_root=wheel_root,
     )
-    inputs = (*args.shim, *args.model, *args.against, *([args.suppressions] if args.suppressions else []))
+    inputs = (*args.shim, *args.model, *args.wheel, *args.against, *([args.suppressions] if args.suppressions else []))
     if args.output:
         destination(args.output, what="--output", inputs=inputs)  # refuse before the check runs
     color = wants_color(None if args.output else sys.stdout, args.color)

@@ -3,7 +3,7 @@
 Each ELF member gets a role: a *shim* exports ``aoti_torch_*``-style names (prefixed or
 not); a *model* (any consumer of the shim ABI: a blob, a backend, an extension) imports
 them without exporting any. ``[tool.aoti-shim] shims/models`` globs over member paths
-replace that classification. Members are extracted into a private folder and handed
+pin the members they match; the others keep the classification by symbols. Members are extracted into a private folder and handed
 to the checker by their member path, so findings and suppressions name
 ``pkg/libfoo.so`` rather than a temp file.
 """
@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.checks import CheckSettings, inputs, render, run_check
-from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
 from aoti_shim.checks.references import resolve_snapshot_name
-from aoti_shim.checks.rules import MODEL_ENTRY_PREFIX
+from aoti_shim.checks.roles import Roles, classify_by_symbols
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
@@ -32,15 +31,6 @@ class BuildRejected(AotiShimError):
     """The wheel failed the check; it has been (or must be) deleted."""
 
     exit_code = EXIT_BLOCKING
-
-
-@dataclass(frozen=True)
-class Roles:
-    shims: tuple[str, ...]
-    models: tuple[str, ...]
-    unchecked: tuple[str, ...]
-    # Import libtorch's unprefixed aoti_torch_* on purpose and are no AOTInductor model.
-    extensions: tuple[str, ...] = ()
 
 
 def extract_elf_members(wheel: Path, dest: Path) -> list[str]:
@@ -64,34 +54,13 @@ def _by_globs(members: list[str], globs: tuple[str, ...], key: str) -> list[str]
 
 
 def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
-    if gate.shims or gate.models:
-        shims = _by_globs(members, gate.shims, "shims") if gate.shims else []
-        models = [m for m in (_by_globs(members, gate.models, "models") if gate.models else []) if m not in shims]
-        rest = [m for m in members if m not in shims and m not in models]
-        return Roles(tuple(shims), tuple(models), tuple(rest))
-
-    shims, models, rest, extensions = [], [], [], []
-    for member in members:
-        with ElfImage(root / member, display=member) as image:
-            if not image.has_dynsym:
-                rest.append(member)
-                continue
-            if any(SHIM_ABI_MARK in name for name in image.exports()):
-                shims.append(member)
-                continue
-            used = [name for name in image.imports() if SHIM_ABI_MARK in name]
-            if not used:
-                rest.append(member)
-            elif any(n.startswith(MODEL_ENTRY_PREFIX) for n in image.exports()) or any(
-                not n.startswith(SHIM_ABI_MARK) for n in used
-            ):
-                # An AOTInductor blob, or a consumer of the prefixed (private) shim ABI.
-                models.append(member)
-            else:
-                # Only libtorch's own unprefixed names and no model entry point: a stable-ABI
-                # extension (torchaudio, xformers...) that binds to libtorch by design.
-                extensions.append(member)
-    return Roles(tuple(shims), tuple(models), tuple(rest), tuple(extensions))
+    """Each member's role: ``shims``/``models`` globs pin the members they match; every other
+    member is classified by its symbols, as without globs (a pinned list never leaves a
+    shim or a model of the wheel unchecked)."""
+    shims = _by_globs(members, gate.shims, "shims") if gate.shims else []
+    models = [m for m in (_by_globs(members, gate.models, "models") if gate.models else []) if m not in shims]
+    rest = classify_by_symbols([m for m in members if m not in shims and m not in models], root)
+    return Roles(tuple(shims) + rest.shims, tuple(models) + rest.models, rest.unchecked, rest.extensions)
 
 
 def _references(
@@ -179,8 +148,7 @@ def check_wheel(
                 f"{', '.join(roles.extensions)}"
             )
         if roles.unchecked:
-            why = f"{TABLE} shims/models match none" if gate.shims or gate.models else f"no {SHIM_ABI_MARK}* names"
-            console.info(f"  not checked ({why}): {', '.join(roles.unchecked)}")
+            console.info(f"  not checked (no {SHIM_ABI_MARK}* names): {', '.join(roles.unchecked)}")
         if not roles.shims and not roles.models:
             console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
             return

@@ -156,7 +156,8 @@ class GateSettings:
         'as `-C`, separated by `;`',
     )
     shims: tuple[str, ...] = setting(
-        (), kind=GLOBS, doc="globs over wheel members that are shim libraries; default: classify by symbols"
+        (), kind=GLOBS, doc="globs over wheel members that are shim libraries; members no `shims` or `models` glob matches "
+        "are classified by their symbols"
     )
     models: tuple[str, ...] = setting(
         (), kind=GLOBS, doc="globs over wheel members that consume the shim ABI (blobs, backends)"

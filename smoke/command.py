@@ -55,13 +55,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-_INSTALL_TORCH = 'pip install "aoti-shim[torch]"'
+def _install_torch() -> str:
+    from aoti_shim.extras import install_line
+
+    return install_line("torch")
 
 
 def _require_torch() -> None:
     """Say how to get torch before anything needs it (finding it imports nothing)."""
     if importlib.util.find_spec("torch") is None:
-        raise UsageError(f"smoke compiles and runs models with torch, which is not installed: {_INSTALL_TORCH}")
+        raise UsageError(f"smoke compiles and runs models with torch, which is not installed: {_install_torch()}")
 
 
 def _cuda_available() -> bool:
@@ -71,7 +74,7 @@ def _cuda_available() -> bool:
         try:
             import torch
         except ImportError as e:
-            raise UsageError(f"smoke needs torch, which cannot be imported ({e}): {_INSTALL_TORCH}") from None
+            raise UsageError(f"smoke needs torch, which cannot be imported ({e}): {_install_torch()}") from None
 
         return bool(torch.cuda.is_available())
 

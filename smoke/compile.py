@@ -92,7 +92,9 @@ def torch_version() -> str:
     try:
         return version("torch")
     except PackageNotFoundError:
-        raise AotiShimError("torch is not installed: pip install 'aoti-shim[torch]'") from None
+        from aoti_shim.extras import install_line
+
+        raise AotiShimError(f"torch is not installed: {install_line('torch')}") from None
 
 
 def _user_model_digest(spec: str) -> str:

@@ -23,6 +23,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "plugin_project": ("slow",),
     "skbuild_wheel": ("slow",),
     "scan_envs": ("slow",),
+    "ci_runner": ("slow",),
     # torch: its libraries, its module, or a model it compiles
     "torch_lib": ("torch",),
     "torch_module": ("torch",),
@@ -76,6 +77,35 @@ def smoke_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.getbasetemp() / "smoke-compile-cache"
     path.mkdir(exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session")
+def own_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding aoti-shim's own wheel, written once per session by the README's command
+    (``aoti-shim wheelhouse``: the installed aoti-shim, as the wheel pip installed)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path_factory.mktemp("own-wheelhouse")
+    aoti_shim = Path(sys.executable).parent / "aoti-shim"
+    done = subprocess.run([str(aoti_shim), "wheelhouse", str(folder)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert [p.name for p in folder.iterdir()] == [Path(done.stdout.strip()).name]
+    return folder
+
+
+@pytest.fixture(scope="session")
+def ci_runner(tmp_path_factory: pytest.TempPathFactory, own_wheelhouse: Path):
+    """A GitHub runner's job environment here (a fresh venv; tests/actions_support.py), with
+    aoti-shim's wheel already where action.yml keeps it: its step that builds that wheel from
+    the source (a minute, the same wheel) finds it, as on a runner with a warm cache."""
+    import shutil
+
+    from actions_support import Runner
+
+    runner = Runner.fresh(tmp_path_factory.mktemp("ci-runner"))
+    shutil.copytree(own_wheelhouse, runner.temp / "aoti-shim-wheelhouse")
+    return runner
 
 
 @pytest.fixture

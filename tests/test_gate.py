@@ -97,8 +97,10 @@ def test_classify_by_globs(libs: dict[str, Path], tmp_path: Path) -> None:
     roles = _classify(libs, tmp_path, settings, ("clean_shim", "good_model", "plain"))
     # A member matching both is a shim; the model globs take the rest they match.
     assert roles == Roles(shims=("pkg/clean_shim.so",), models=("pkg/good_model.so", "pkg/plain.so"), unchecked=())
-    roles = _classify(libs, tmp_path / "2", GateSettings(models=("pkg/good_*",)), ("clean_shim", "good_model"))
-    assert roles == Roles(shims=(), models=("pkg/good_model.so",), unchecked=("pkg/clean_shim.so",))
+    # A glob pins the members it matches; every other member is classified by its symbols
+    # (at f562a93 a pinned list left the shim below unchecked).
+    roles = _classify(libs, tmp_path / "2", GateSettings(models=("pkg/good_*",)), ("clean_shim", "good_model", "plain"))
+    assert roles == Roles(shims=("pkg/clean_shim.so",), models=("pkg/good_model.so",), unchecked=("pkg/plain.so",))
 
 
 def test_a_glob_matching_no_member_is_a_usage_error(libs: dict[str, Path], tmp_path: Path) -> None:
@@ -264,10 +266,25 @@ def test_check_wheel_by_globs_names_what_they_left_out(libs: dict[str, Path], tm
     _check(wheel, tmp_path, shims=("pkg/lib/*",), models=("pkg/m*",))
     out = capsys.readouterr().out
     assert "  models and other shim-ABI consumers: pkg/m1.so, pkg/m2.so\n" in out
-    assert "  not checked ([tool.aoti-shim] shims/models match none): pkg/x.so\n" in out
-    # Either glob alone replaces the classification too.
+    assert "  not checked (no aoti_torch_* names): pkg/x.so\n" in out
+    # The members a glob does not match are classified by their symbols: the shim is checked.
     _check(wheel, tmp_path, models=("pkg/m*",))
-    assert "  not checked ([tool.aoti-shim] shims/models match none): pkg/lib/a.so, pkg/x.so\n" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "  shims: pkg/lib/a.so\n" in out and "  not checked (no aoti_torch_* names): pkg/x.so\n" in out
+
+
+def test_a_pinned_shims_list_leaves_no_other_shim_unchecked(libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # shims = ["pkg/lib/*"] pins the real shims; an unprefixed shim elsewhere in the wheel still
+    # fails the build (at f562a93 it was "not checked" and the wheel was published).
+    wheel = make_wheel(
+        tmp_path / "pkg-1.0-py3-none-any.whl",
+        {"pkg/lib/a.so": libs["clean_shim"], "pkg/other/libsneaky.so": libs["unprefixed_shim"]},
+    )
+    with pytest.raises(BuildRejected):
+        _check(wheel, tmp_path, PrefixChoice("myrt_", "x"), shims=("pkg/lib/*",))
+    out = capsys.readouterr().out
+    assert "  shims: pkg/lib/a.so, pkg/other/libsneaky.so\n" in out
+    assert "UNPREFIXED_EXPORT" in out
 
 
 @pytest.mark.parametrize("where", ["relative", "absolute", "inline"])

@@ -426,3 +426,27 @@ def test_inplace_build_without_cmake_check_is_warned_about(tmp_path: Path, monke
     wheel.note_inplace(tmp_path)
     out = capsys.readouterr().out
     assert "this build runs aoti_shim_check() in CMake" in out and "warning" not in out
+
+
+def test_the_backend_without_scikit_build_core_is_one_line_naming_the_fix() -> None:
+    # As pip's in-process hook runner imports the backend in an environment without
+    # scikit-build-core (an install with --no-deps): before, a ModuleNotFoundError traceback.
+    import subprocess
+    import sys
+
+    script = "import sys; sys.modules['scikit_build_core'] = None; import aoti_shim.build"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "aoti-shim: error: the build backend aoti_shim.build needs scikit-build-core, which is not installed: "
+        'add "scikit-build-core>=1.1,<2" to [build-system] requires, or pip install "scikit-build-core>=1.1,<2" '
+        "into the environment of a --no-build-isolation build"
+    ]
+
+
+def test_scikit_build_core_is_a_dependency_of_aoti_shim() -> None:
+    # The backend reads scikit-build-core's settings internals: aoti-shim's metadata pins the range.
+    from importlib.metadata import requires
+
+    assert "scikit-build-core<2,>=1.1" in (requires("aoti-shim") or [])

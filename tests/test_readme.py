@@ -5,7 +5,8 @@ Each fenced block carries a ``<!-- readme-test: ... -->`` line that says what it
 - ``file NAME in PROJECT``: written, as it is, into the scratch folder PROJECT;
 - ``run in PROJECT``: its lines run, as they are, in PROJECT (bash, stop at the first failure);
 - ``run anywhere``: the same, in a copy of the repository and in an empty folder elsewhere;
-- ``workflow``: a GitHub Actions job; its ``run:`` steps run in pip-demo, except ``pip install``;
+- ``workflow``: a GitHub Actions job; its steps run in a copy of pip-demo, in a fresh venv, the
+  repository's action (action.yml) step by step (tests/actions_support.py);
 - ``cibuildwheel``: its ``repair-wheel-command`` runs on pip-demo's wheel, as cibuildwheel runs it;
 - ``tool.aoti-shim table``: read by the build backend's settings reader;
 - ``output, checked by TEST`` / ``output recorded ...``: a result shown, not a command;
@@ -15,9 +16,10 @@ The blocks run in order, the README's first, then the reference's: a quickstart'
 (``pip-demo``'s wheel among them) exist before the commands that use them run. Every relative
 link of the two files leads to a file, and an ``#anchor`` to one of its headings.
 The environment is this test environment's (its python, pip, aoti-shim, cmake first on
-PATH); pip builds without isolation (``PIP_NO_BUILD_ISOLATION=0``: the build requirements
-are already here, an isolated build would download them); the smoke cache is private and
-the smoke compiles without autotuning (``AOTI_SHIM_INDUCTOR_OPTIONS``).
+PATH), which is the set-up commands' venv; pip builds with isolation, as the README's users do
+(the build requirements come from pip's configured index, aoti-shim's own wheel from the folder
+the README writes); the smoke cache is private and the smoke compiles without autotuning
+(``AOTI_SHIM_INDUCTOR_OPTIONS``).
 """
 
 from __future__ import annotations
@@ -95,7 +97,6 @@ class Workspace:
         self.env.update(
             PATH=os.pathsep.join([bin_dir, self.env.get("PATH", "")]),
             VIRTUAL_ENV=str(Path(sys.executable).parent.parent),
-            PIP_NO_BUILD_ISOLATION="0",
             PIP_DISABLE_PIP_VERSION_CHECK="1",
             XDG_CACHE_HOME=str(root / "cache"),
             # The smoke example compiles without autotuning: the same chain in a fraction of the
@@ -209,7 +210,7 @@ def test_the_set_up_commands_come_first_and_ci_runs_the_second() -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
-def test_readme_block(block: Block, workspace: Workspace) -> None:
+def test_readme_block(block: Block, workspace: Workspace, request: pytest.FixtureRequest) -> None:
     tag = block.tag
     if tag.startswith("skip: "):
         pytest.skip(tag[len("skip: ") :])
@@ -235,7 +236,7 @@ def test_readme_block(block: Block, workspace: Workspace) -> None:
             assert proc.returncode == 0, f"in {folder}:\n{_shown(proc)}"
         return
     if tag.startswith("workflow"):
-        _run_workflow(block, workspace)
+        _run_workflow(block, workspace, request.getfixturevalue("ci_runner"))
         return
     if tag.startswith("cibuildwheel"):
         _run_repair_command(block, workspace)
@@ -253,16 +254,21 @@ def test_readme_block(block: Block, workspace: Workspace) -> None:
     pytest.fail(f"{block.file} line {block.line}: unknown readme-test tag {tag!r}")
 
 
-def _run_workflow(block: Block, workspace: Workspace) -> None:
-    steps = re.findall(r"^\s*- run: (.+)$", block.body, re.M)
-    assert any(s.startswith("aoti-shim check") and "--format sarif" in s for s in steps), steps
-    project = workspace.project("pip-demo")
-    for step in steps:
-        if step.startswith("pip install"):
-            continue  # the runner's network install; this environment has the packages
-        proc = workspace.bash(step, project)
-        assert proc.returncode == 0, f"{step}\n{_shown(proc)}"
-    uploaded = re.search(r"sarif_file: (\S+)", block.body).group(1)
+def _run_workflow(block: Block, workspace: Workspace, runner) -> None:
+    from actions_support import copy_project, load_yaml
+
+    (job,) = load_yaml(block.body)["jobs"].values()
+    steps = job["steps"]
+    uses = [s.get("uses", "") for s in steps]
+    # The action installs aoti-shim (nothing else in the job does), then checks the wheels.
+    assert not any("pip install" in s.get("run", "") for s in steps), steps
+    assert [u for u in uses if u.startswith("OWNER/aoti-shim@")] == ["OWNER/aoti-shim@main"] * 2
+    project = copy_project(workspace.project("pip-demo"), workspace.root / "projects" / "ci-demo")
+    last = runner.job(steps, project)
+    assert last is not None and last.returncode == 0, runner.shown()
+    assert "PIP_FIND_LINKS" in runner.env, runner.shown()
+    assert list((project / "dist").glob("myrt-0.1.0-*.whl")), runner.shown()
+    uploaded = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))["with"]["sarif_file"]
     sarif = json.loads((project / uploaded).read_text())
     assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"] == []
 

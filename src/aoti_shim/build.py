@@ -15,10 +15,25 @@ this module only names them.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
-from aoti_shim.plugin import passthrough as _passthrough
-from aoti_shim.plugin.wheel import build
+from aoti_shim.errors import EXIT_TOOL_ERROR
+from aoti_shim.plugin import console as _console
+
+# scikit-build-core is a dependency of aoti-shim, but an install with --no-deps (or a build
+# environment that removed it) lacks it: pip then shows this one line and exit status 1
+# instead of the import traceback of every hook.
+if importlib.util.find_spec("scikit_build_core") is None:
+    _console.error(
+        "the build backend aoti_shim.build needs scikit-build-core, which is not installed: "
+        'add "scikit-build-core>=1.1,<2" to [build-system] requires, or pip install "scikit-build-core>=1.1,<2" '
+        "into the environment of a --no-build-isolation build"
+    )
+    raise SystemExit(EXIT_TOOL_ERROR)
+
+from aoti_shim.plugin import passthrough as _passthrough  # noqa: E402 (after the check above)
+from aoti_shim.plugin.wheel import build  # noqa: E402
 
 __all__ = [
     "build_editable",

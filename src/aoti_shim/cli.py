@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "aoti_shim.rename_header",
     "aoti_shim.smoke.command",
     "aoti_shim.smoke.rewrite",
+    "aoti_shim.own_wheel",
 )
 
 

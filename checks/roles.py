@@ -1,0 +1,56 @@
+"""What each ELF member of a wheel is to the check, read from its symbols.
+
+A *shim* exports shim-ABI names (prefixed or not); a *model* (any consumer of the shim
+ABI: a blob, a backend, an extension of the runtime) imports them without exporting
+any; a *stable-ABI extension* imports only libtorch's unprefixed names and has no
+AOTInductor entry point (torchaudio, xformers: it binds to libtorch by design). The
+build backend and ``aoti-shim check --wheel`` classify with this one function, so the
+CI gate checks what the build gate checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aoti_shim.checks.prefix import SHIM_MARK
+
+
+@dataclass(frozen=True)
+class Roles:
+    shims: tuple[str, ...]
+    models: tuple[str, ...]
+    # No dynamic symbol table, or no shim-ABI name: nothing of the shim ABI to check.
+    unchecked: tuple[str, ...]
+    # Import libtorch's unprefixed aoti_torch_* on purpose and are no AOTInductor model.
+    extensions: tuple[str, ...] = ()
+
+
+def classify_by_symbols(members: list[str], root: Path) -> Roles:
+    """The role of each member (a path under ``root``), from its dynamic symbols."""
+    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.rules import MODEL_ENTRY_PREFIX
+
+    shims: list[str] = []
+    models: list[str] = []
+    rest: list[str] = []
+    extensions: list[str] = []
+    for member in members:
+        with ElfImage(root / member, display=member) as image:
+            if not image.has_dynsym:
+                rest.append(member)
+                continue
+            if any(SHIM_MARK in name for name in image.exports()):
+                shims.append(member)
+                continue
+            used = [name for name in image.imports() if SHIM_MARK in name]
+            if not used:
+                rest.append(member)
+            elif any(n.startswith(MODEL_ENTRY_PREFIX) for n in image.exports()) or any(
+                not n.startswith(SHIM_MARK) for n in used
+            ):
+                # An AOTInductor blob, or a consumer of the prefixed (private) shim ABI.
+                models.append(member)
+            else:
+                extensions.append(member)
+    return Roles(tuple(shims), tuple(models), tuple(rest), tuple(extensions))
