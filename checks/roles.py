@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.prefix import SHIM_MARK
+from aoti_shim.checks.rules import MODEL_ENTRY_PREFIX
 
 
 @dataclass(frozen=True)
@@ -28,9 +30,6 @@ class Roles:
 
 def classify_by_symbols(members: list[str], root: Path) -> Roles:
     """The role of each member (a path under ``root``), from its dynamic symbols."""
-    from aoti_shim.checks.elf import ElfImage
-    from aoti_shim.checks.rules import MODEL_ENTRY_PREFIX
-
     shims: list[str] = []
     models: list[str] = []
     rest: list[str] = []

@@ -14,6 +14,7 @@ from pathlib import Path
 from aoti_shim.arguments import path
 from aoti_shim.checks.prefix import DEFAULT_PREFIX, given_or_built
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, UsageError
+from aoti_shim.extras import install_line
 from aoti_shim.paths import shim_library
 from aoti_shim.smoke.compile import default_cache_dir
 from aoti_shim.smoke.models import BUNDLED, user_case
@@ -56,8 +57,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _install_torch() -> str:
-    from aoti_shim.extras import install_line
-
     return install_line("torch")
 
 

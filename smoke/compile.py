@@ -17,6 +17,7 @@ from pathlib import Path
 
 from aoti_shim.children import python_argv
 from aoti_shim.errors import AotiShimError
+from aoti_shim.extras import install_line
 
 _HERE = Path(__file__).resolve().parent
 # Autotuning a big user model on a GPU takes minutes; an hour means something is stuck.
@@ -92,8 +93,6 @@ def torch_version() -> str:
     try:
         return version("torch")
     except PackageNotFoundError:
-        from aoti_shim.extras import install_line
-
         raise AotiShimError(f"torch is not installed: {install_line('torch')}") from None
 
 
