@@ -170,6 +170,7 @@ class BenchSettings:
     graph: bool = True
     profile: bool = True
     torch_loader: bool = False
+    compile: str = "zero-fallback"  # the smoke's --compile: which cached blob (a) and (b) run
 
 
 @dataclass(frozen=True)
@@ -301,7 +302,8 @@ def compile_ours(settings: BenchSettings, model: str) -> Compiled:
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
     from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
 
-    art = compile_cached(CompileRequest(model=model, device=settings.device, route="binary"), settings.cache_dir)
+    request = CompileRequest(model=model, device=settings.device, route="binary", compile=settings.compile)
+    art = compile_cached(request, settings.cache_dir)
     out = settings.work_dir / f"{art.model_name}.{settings.device}.{settings.prefix}so"
     rewrite_imports(RewriteSettings(blob=art.blob, prefix=settings.prefix, output=out))
     return Compiled(out, art.io_file, _kernel_dir(art.directory, settings.device), art.directory, art.blob)
@@ -953,6 +955,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--iterations", type=int, default=20, help="timed runs per variant per round")
     p.add_argument("--warmup", type=int, default=3, help="untimed runs per variant per round")
     p.add_argument("--alloc-seconds", type=float, default=0.05, help="per shim set per round")
+    p.add_argument("--compile", choices=("zero-fallback", "default"), default="zero-fallback",
+                   help="the smoke's compile of (a) and (b)'s blob; default: the plain compile, whose fallback ops "
+                        "(cuBLAS, cuDNN, attention) then count in (a)/(b)")  # fmt: skip
     p.add_argument("--no-twin", action="store_true", help="skip (b'), the link_libtorch=True twin (a second compile)")
     p.add_argument("--no-graph", action="store_true", help="skip (g), CUDA-graph replay")
     p.add_argument("--no-profile", action="store_true", help="skip the profiled variant and the per-shim table")
@@ -1004,6 +1009,7 @@ def main(argv: list[str]) -> int:
                 graph=not args.no_graph,
                 profile=not args.no_profile,
                 torch_loader=args.torch_loader,
+                compile=args.compile,
             )
             report = run_bench(settings, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True))
         finally:

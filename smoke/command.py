@@ -46,6 +46,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--prefix", help="the shim prefix (default: read from the shim library's exports)")
     parser.add_argument("--route", action="append", choices=("source", "binary"), default=[],
                         help="only this route; repeatable (default: both)")  # fmt: skip
+    parser.add_argument("--compile", choices=("zero-fallback", "default"), default="zero-fallback",
+                        help="zero-fallback (default): autotuned GEMM/convolution templates and attention as math, "
+                             "no fallback op in the blob; default: Inductor's plain compile (faster), whose blobs "
+                             "call the shims' cuBLAS, cuDNN and attention fallbacks")  # fmt: skip
     parser.add_argument("--no-control", action="store_true", help="skip the unprefixed control run")
     parser.add_argument("--json", type=path, metavar="FILE", help="also write the table as JSON")
     parser.add_argument("--cache-dir", type=path, help="compiled models are kept here (default: ~/.cache/aoti-shim/smoke)")
@@ -143,6 +147,7 @@ def run(args: argparse.Namespace) -> int:
             control=not args.no_control,
             iterations=args.iterations,
             threads=args.threads,
+            compile=args.compile,
         )
         emit = (lambda _m: None) if args.quiet else (lambda m: print(f"smoke {m}", file=sys.stderr, flush=True))
         try:

@@ -32,6 +32,14 @@ def _settings_digest() -> str:
     return digest.hexdigest()[:16]
 
 
+# How a model is compiled (aoti-shim smoke --compile): "zero-fallback" generates every GEMM
+# and convolution (autotuned templates) and lowers attention to math, so the blob needs no
+# fallback op; "default" is Inductor's plain compile (no autotuning, PyTorch's own attention
+# choice), whose blobs call the shims' fallback ops (cuBLAS GEMMs, cuDNN convolutions,
+# fused attention).
+COMPILES = ("zero-fallback", "default")
+
+
 @dataclass(frozen=True)
 class CompileRequest:
     model: str  # a bundled name or a user's module:callable
@@ -40,6 +48,7 @@ class CompileRequest:
     # The source route's prefix for torch's own aot_inductor.shim_symbol_prefix, only where the
     # installed torch has that option (torch_has_native_prefix); "" otherwise, the key unchanged.
     prefix: str = ""
+    compile: str = "zero-fallback"  # one of COMPILES
 
 
 @dataclass(frozen=True)
@@ -105,7 +114,7 @@ def _user_model_digest(spec: str) -> str:
 
 
 def cache_key(request: CompileRequest) -> str:
-    parts = [torch_version(), request.device, request.route, _settings_digest(), os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS", ""), os.environ.get("AOTI_SHIM_INDUCTOR_OPTIONS", "")]
+    parts = [torch_version(), request.device, request.route, _settings_digest(), os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS", ""), os.environ.get("AOTI_SHIM_INDUCTOR_OPTIONS", ""), request.compile]
     if request.prefix:  # a natively prefixed package holds its prefix: one entry per prefix
         parts.append(f"native-prefix={request.prefix}")
     if ":" in request.model:
@@ -115,7 +124,8 @@ def cache_key(request: CompileRequest) -> str:
         parts.append(request.model)
         label = request.model
     digest = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
-    return f"{label}-{request.device}-{request.route}-{digest}"
+    policy = "" if request.compile == "zero-fallback" else f"-{request.compile}"
+    return f"{label}-{request.device}-{request.route}{policy}-{digest}"
 
 
 def is_cached(request: CompileRequest, cache_dir: Path) -> bool:
@@ -141,7 +151,7 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
         request_file = staging / "request.json"
         request_file.write_text(
             json.dumps({"model": request.model, "device": request.device, "route": request.route,
-                        "prefix": request.prefix, "output": str(staging), "user_dir": os.getcwd()})  # fmt: skip
+                        "prefix": request.prefix, "compile": request.compile, "output": str(staging), "user_dir": os.getcwd()})  # fmt: skip
         )
         env = dict(os.environ)
         if request.route == "source":

@@ -42,7 +42,7 @@ def user_options() -> dict[str, Any]:
     return parsed
 
 
-def inductor_options(device: str, route: str, prefix: str = "") -> dict[str, Any]:
+def inductor_options(device: str, route: str, prefix: str = "", policy: str = "zero-fallback") -> dict[str, Any]:
     """Compile the way slim runtimes do: no libtorch in the blob, weights inside it,
     GEMMs and convolutions generated (Triton on CUDA, the C++ template on CPU) rather
     than left to ATen, so that the blob needs no fallback op. Attention is lowered to
@@ -50,7 +50,11 @@ def inductor_options(device: str, route: str, prefix: str = "") -> dict[str, Any
 
     The user's options go on top. Switching autotuning off (``max_autotune`` false)
     lets ATen's GEMMs and convolutions back in: the blob then needs fallback ops
-    (``cpu_addmm_out``, ``cuda_mm_out``, ``cuda_convolution``...)."""
+    (``cpu_addmm_out``, ``cuda_mm_out``, ``cuda_convolution``...).
+
+    The ``default`` policy is that plain compile from the start: Inductor's own defaults
+    (no autotuning), with only what a slim runtime needs (no libtorch, weights and kernels
+    inside the blob)."""
     import torch._inductor.config as config
 
     user = user_options()
@@ -58,7 +62,13 @@ def inductor_options(device: str, route: str, prefix: str = "") -> dict[str, Any
         "aot_inductor.link_libtorch": False,
         "aot_inductor.package_constants_in_so": True,
     }
-    if device == "cuda":
+    cap = ""
+    if policy == "default":
+        options["max_autotune"] = False
+        options["max_autotune_gemm"] = False
+        if device == "cuda":
+            options["aot_inductor.embed_kernel_binary"] = True
+    elif device == "cuda":
         # Templates for GEMMs and convolutions only (max_autotune_gemm): max_autotune would
         # also compile and time several configurations of every pointwise kernel.
         options["max_autotune"] = False
@@ -109,6 +119,14 @@ def precise_float32() -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
+def attention_for(policy: str) -> Any:
+    """The attention context of a compile: math for the zero-fallback one, PyTorch's own
+    choice (a fused kernel, a fallback op) for the default one."""
+    import contextlib
+
+    return attention_as_math() if policy == "zero-fallback" else contextlib.nullcontext()
+
+
 def attention_as_math() -> Any:
     """A context in which scaled_dot_product_attention decomposes to matmuls and a
     softmax (its math backend), which Inductor then generates and fuses, as ExecuTorch's
@@ -150,8 +168,9 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
     # this child may run isolated (no current folder, no PYTHONPATH on sys.path).
     case = user_case(model, request.get("user_dir")) if ":" in model else bundled((model,))[0]
     module, inputs = case.build(device)
-    options = inductor_options(device, request["route"], request.get("prefix", ""))
-    with torch.no_grad(), attention_as_math():
+    policy = request.get("compile", "zero-fallback")
+    options = inductor_options(device, request["route"], request.get("prefix", ""), policy)
+    with torch.no_grad(), attention_for(policy):
         expected = module(*inputs)
         program = torch.export.export(module, inputs)
     outputs = expected if isinstance(expected, (tuple, list)) else (expected,)
@@ -159,7 +178,7 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
     out_dir = Path(request["output"])
     pt2 = out_dir / "model.pt2"
     # Inductor decomposes attention while lowering: the math backend must be the one chosen then.
-    with attention_as_math():
+    with attention_for(policy):
         torch._inductor.aoti_compile_and_package(program, package_path=str(pt2), inductor_configs=options)
     package = out_dir / "package"
     with zipfile.ZipFile(pt2) as archive:
@@ -175,7 +194,8 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
         },
         out_dir / "io.pt",
     )
-    result: dict[str, Any] = {"model": case.name, "device": device, "route": request["route"], "inductor_options": {k: repr(v) for k, v in options.items()}}
+    result: dict[str, Any] = {"model": case.name, "device": device, "route": request["route"], "compile": policy,
+                              "inductor_options": {k: repr(v) for k, v in options.items()}}  # fmt: skip
     if NATIVE_PREFIX_OPTION in options:
         result["native_prefix"] = options[NATIVE_PREFIX_OPTION]
     if request["route"] == "binary":

@@ -39,6 +39,7 @@ class SmokeSettings:
     iterations: int = 30
     jobs: int = 2
     threads: int | None = None  # OMP_NUM_THREADS for the runs
+    compile: str = "zero-fallback"  # how the models are compiled (compile.COMPILES)
 
 
 class MissingShims(AotiShimError):
@@ -88,7 +89,8 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
             needed.add(ROUTE_SOURCE)
         native = settings.prefix if torch_has_native_prefix() else ""
         for route in sorted(needed):
-            request = CompileRequest(model=model, device=settings.device, route=route, prefix=native if route == ROUTE_SOURCE else "")
+            request = CompileRequest(model=model, device=settings.device, route=route, prefix=native if route == ROUTE_SOURCE else "",
+                                     compile=settings.compile)
             cached = " (cached)" if is_cached(request, settings.cache_dir) else ""
             try:
                 compiled[route] = _timed(  # type: ignore[assignment]

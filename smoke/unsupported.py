@@ -10,16 +10,8 @@ _ATTENTION = (
     "lower attention to math: compile inside torch.nn.attention.sdpa_kernel([SDPBackend.MATH]) "
     "(the smoke's compile does), so Inductor generates and fuses it"
 )
-_CONV = (
-    "keep autotuning on with Triton convolutions (the smoke's default: max_autotune_gemm with "
-    'max_autotune_conv_backends="TRITON"); a compile without autotuning leaves ATen\'s convolution'
-)
-
 WORKAROUNDS: dict[str, str] = {
-    "aoti_torch_cuda_convolution": _CONV,
-    "aoti_torch_cuda__scaled_dot_product_efficient_attention": _ATTENTION,
-    "aoti_torch_cuda__scaled_dot_product_flash_attention": _ATTENTION,
-    "aoti_torch_cuda__scaled_dot_product_cudnn_attention": _ATTENTION,
+    # cuda_convolution and the efficient, cuDNN and flash attention fallbacks have shims since issue 25.
     "aoti_torch_cuda__scaled_dot_product_attention_math_for_mps": _ATTENTION,
 }
 

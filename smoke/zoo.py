@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     import torch
 
 # Names of the zoo's callables, in the order the GPU run script compiles them.
-MODELS = ("resnet18", "mobilenet_v3_small", "vit_tiny", "gpt2", "bert")
+MODELS = ("resnet18", "mobilenet_v3_small", "vit_tiny", "gpt2", "bert", "llama")
 DTYPES = ("float32", "bfloat16")
 
 
@@ -98,6 +98,17 @@ def bert(device: str = "cpu") -> tuple[Any, tuple[Any, ...]]:
     return _token_model(transformers.BertModel(config), "last_hidden_state"), _tokens(device, 1000)
 
 
+def llama(device: str = "cpu") -> tuple[Any, tuple[Any, ...]]:
+    """transformers' Llama LM (RoPE, RMSNorm, SwiGLU), 2 layers of width 128, 4 query heads
+    over 2 key/value heads (grouped-query attention), vocabulary 1000: logits."""
+    transformers = _need("transformers", "transformers")
+    config = transformers.LlamaConfig(
+        vocab_size=1000, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, max_position_embeddings=64, attn_implementation="sdpa",
+    )  # fmt: skip
+    return _token_model(transformers.LlamaForCausalLM(config), "logits"), _tokens(device, 1000)
+
+
 def _bfloat16(build: Any, device: str) -> tuple[Any, tuple[Any, ...]]:
     """The model and its floating inputs in bfloat16 (token ids stay integers)."""
     import torch
@@ -124,6 +135,10 @@ def gpt2_bf16(device: str = "cpu") -> tuple[Any, tuple[Any, ...]]:
 
 def bert_bf16(device: str = "cpu") -> tuple[Any, tuple[Any, ...]]:
     return _bfloat16(bert, device)
+
+
+def llama_bf16(device: str = "cpu") -> tuple[Any, tuple[Any, ...]]:
+    return _bfloat16(llama, device)
 
 
 def spec(name: str, dtype: str = "float32") -> str:

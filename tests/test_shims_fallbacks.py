@@ -55,9 +55,12 @@ def test_unsupported_fallbacks_are_not_in_the_manifest_and_name_a_workaround() -
 
     manifest = {line.strip() for line in (REPO / "shims" / "manifest.txt").read_text().splitlines()}
     for name in ("aoti_torch_cpu_cumsum", "aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out",
-                 "aoti_torch_cuda_bmm_out", "aoti_torch_cuda_baddbmm_out"):  # fmt: skip
+                 "aoti_torch_cuda_bmm_out", "aoti_torch_cuda_baddbmm_out", "aoti_torch_cuda_convolution",
+                 "aoti_torch_cuda__scaled_dot_product_efficient_attention",
+                 "aoti_torch_cuda__scaled_dot_product_cudnn_attention",
+                 "aoti_torch_cuda__scaled_dot_product_flash_attention"):  # fmt: skip
         assert name in manifest
     assert WORKAROUNDS and not set(WORKAROUNDS) & manifest
-    assert "sdpa_kernel" in (workaround("aotishim_aoti_torch_cuda__scaled_dot_product_efficient_attention", "aotishim_") or "")
-    assert "Triton" in (workaround("aoti_torch_cuda_convolution", "aotishim_") or "")
+    assert "sdpa_kernel" in (workaround("aotishim_aoti_torch_cuda__scaled_dot_product_attention_math_for_mps", "aotishim_") or "")
+    assert workaround("aoti_torch_cuda_convolution", "aotishim_") is None
     assert workaround("aotishim_aoti_torch_cuda_mm_out", "aotishim_") is None

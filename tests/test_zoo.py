@@ -96,10 +96,28 @@ def test_users_options_compose_and_autotuning_off_lets_aten_back_in(monkeypatch:
     assert options["max_autotune_gemm_backends"] == "ATEN,TRITON" and options["max_autotune_gemm"] is True
 
 
+def test_the_default_compile_is_inductors_plain_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """smoke --compile default: no autotuning, no backend restriction, no cap; still no
+    libtorch in the blob and (CUDA) the kernels inside it; its own cache entries."""
+    from aoti_shim.smoke.compile import CompileRequest, cache_key
+    from aoti_shim.smoke.compile_worker import inductor_options
+
+    for name in ("AOTI_SHIM_INDUCTOR_OPTIONS", "AOTI_SHIM_MAX_MM_CONFIGS"):
+        monkeypatch.delenv(name, raising=False)
+    for device in ("cuda", "cpu"):
+        options = inductor_options(device, "binary", policy="default")
+        assert options["max_autotune"] is False and options["max_autotune_gemm"] is False
+        assert not {"max_autotune_gemm_backends", "max_autotune_conv_backends", "test_configs.max_mm_configs"} & set(options)
+        assert options["aot_inductor.link_libtorch"] is False and options["aot_inductor.package_constants_in_so"] is True
+    assert inductor_options("cuda", "binary", policy="default")["aot_inductor.embed_kernel_binary"] is True
+    plain, tuned = CompileRequest("mlp", "cuda", "binary", "default"), CompileRequest("mlp", "cuda", "binary")
+    assert cache_key(plain) != cache_key(tuned) and "-binary-default-" in cache_key(plain)
+
+
 def test_attention_lowers_to_math_inside_the_compile_context() -> None:
     from torch._inductor.decomposition import select_decomp_table
 
-    from aoti_shim.smoke.compile_worker import attention_as_math
+    from aoti_shim.smoke.compile_worker import attention_as_math, attention_for
 
     q = torch.randn(1, 2, 8, 16)
 
@@ -109,7 +127,7 @@ def test_attention_lowers_to_math_inside_the_compile_context() -> None:
 
     def lowered(math: bool) -> set[str]:
         # Inductor's own decompositions: the ones the compile applies.
-        with torch.no_grad(), (attention_as_math() if math else torch.no_grad()):
+        with torch.no_grad(), (attention_as_math() if math else attention_for("default")):
             program = torch.export.export(Attention(), (q,)).run_decompositions(select_decomp_table())
         return {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
 
@@ -117,6 +135,9 @@ def test_attention_lowers_to_math_inside_the_compile_context() -> None:
     targets = lowered(True)
     assert not any("scaled_dot_product" in t for t in targets), targets
     assert any("bmm" in t for t in targets)
+    with attention_for("zero-fallback"):  # the zero-fallback compile's context is the math one
+        program = torch.export.export(Attention(), (q,)).run_decompositions(select_decomp_table())
+    assert not any("scaled_dot_product" in str(n.target) for n in program.graph.nodes)
 
 
 # --- zoo models through the shims ----------------------------------------------------

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # The model zoo (issue 14) on the H200, one phase per device call (each fits in ~540 s):
 #
-#     bash docs/gpu/zoo_h200.sh f32      # float32: cuBLAS fallback tests, then the zoo
+#     bash docs/gpu/zoo_h200.sh f32      # float32: the fallback ops' GPU tests, then the zoo
 #     bash docs/gpu/zoo_h200.sh bf16     # bfloat16: the zoo
 #
 # Every zoo model (aoti_shim.smoke.zoo: resnet18, mobilenet_v3_small, vit_tiny, gpt2,
-# bert) on both routes plus the control, in the zero-fallback compile (the smoke's own)
-# and the default compile (Inductor without autotuning: the shims' fallback ops). The two
-# compiles run side by side, one per GPU, each compiling every model and route at once
-# (docs/gpu/zoo_run.py). Installs aoti-shim into $SITE first unless it is importable
+# bert, llama) on both routes plus the control, in the zero-fallback compile (the smoke's
+# autotuned one) and the default compile (`aoti-shim smoke --compile default`: Inductor
+# without autotuning and with PyTorch's own attention, so the shims' cuBLAS, cuDNN and
+# attention fallbacks run). The two compiles run side by side, one per GPU where there are
+# two, each compiling every model and route at once (docs/gpu/zoo_run.py);
+# AOTI_SHIM_ZOO_POLICIES picks them ("default" alone, say). AOTI_SHIM_ZOO_BENCH=1 then runs
+# bench/shim_latency.py's (a)/(b) on the default compile's blobs (AOTI_SHIM_ZOO_BENCH_MODELS,
+# default: every zoo model). Installs aoti-shim into $SITE first unless it is importable
 # (run_h200.sh's install, for a fresh machine). What comes back in $OUT (flat):
 #   zoo_00_run.log                  header, installs, step summary
-#   zoo_<phase>.log                 the cuBLAS tests (f32), both zoo runs' progress and tables
+#   zoo_<phase>.log                 the fallback ops' tests (f32), the zoo runs' progress and tables
 #   zoo_<phase>_zero-fallback.json  per model: compiles (seconds, fallbacks), smoke rows
 #   zoo_<phase>_default.json        the same for the default compile
+#   zoo_<phase>_bench.log, .json    the bench on the default compile (AOTI_SHIM_ZOO_BENCH=1)
 #
 # CPU rehearsal (small subset, this machine's python):
 #     AOTI_SHIM_GPU_DEVICE=cpu AOTI_SHIM_GPU_PYTHON=.venv/bin/python AOTI_SHIM_ZOO_MODELS="gpt2 bert" \
@@ -29,6 +34,7 @@ CACHE=${AOTI_SHIM_GPU_CACHE:-/tmp/aoti-shim-gpu-cache}
 DEVICE=${AOTI_SHIM_GPU_DEVICE:-cuda}
 PYTHON=${AOTI_SHIM_GPU_PYTHON:-python3}
 MODELS=${AOTI_SHIM_ZOO_MODELS:-}  # empty: every zoo model
+POLICIES=${AOTI_SHIM_ZOO_POLICIES:-zero-fallback default}
 START=$(date +%s)
 mkdir -p "$OUT" "$WORK" "$CACHE"
 RUN_LOG=$OUT/zoo_00_run.log
@@ -68,12 +74,12 @@ zoo_phase() {
   left=$(remaining)
   # Leave time for the smoke runs after the compiles (about 10 s per model and policy).
   budget=$((left - 150))
-  ((budget > 330)) && budget=330
+  ((budget > ${AOTI_SHIM_ZOO_COMPILE_BUDGET:-330})) && budget=${AOTI_SHIM_ZOO_COMPILE_BUDGET:-330}
   ((budget < 30)) && budget=30
   gpus=$("$PYTHON" -c 'import torch; print(torch.cuda.device_count())' 2> /dev/null || echo 0)
   second=0
   ((gpus > 1)) && second=1
-  for policy in zero-fallback default; do
+  for policy in $POLICIES; do
     gpu=0
     [ "$policy" = default ] && gpu=$second
     # shellcheck disable=SC2086 # MODELS is a list of names
@@ -85,20 +91,31 @@ zoo_phase() {
   done
   local rc=0
   for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
-  for policy in zero-fallback default; do
+  for policy in $POLICIES; do
     echo "---- $dtype, $policy compile"
     cat "$WORK/zoo_${phase}_${policy}.out"
   done
   return $rc
 }
 
-cublas_tests() {
-  "$PYTHON" -m pytest -p no:cacheprovider -q -rs --rootdir "$REPO" -c "$REPO/pyproject.toml" \
-    "$REPO/tests/gpu/test_cublas_fallbacks_gpu.py"
+fallback_tests() {
+  # -s: the nn tests print their worst errors and their speed against torch's kernels.
+  "$PYTHON" -m pytest -p no:cacheprovider -q -rs -s --rootdir "$REPO" -c "$REPO/pyproject.toml" \
+    "$REPO/tests/gpu/test_cublas_fallbacks_gpu.py" "$REPO/tests/gpu/test_cuda_nn_gpu.py"
 }
 
-export REPO OUT SITE WORK CACHE DEVICE PYTHON MODELS START BUDGET_S
-export -f remaining install_all zoo_phase cublas_tests installed
+# The bench's (a)/(b) on the default compile's blobs (the zoo filled the cache).
+default_bench() {
+  local dtype=$1 phase=$2 name args=()
+  for name in ${AOTI_SHIM_ZOO_BENCH_MODELS:-${MODELS:-resnet18 mobilenet_v3_small vit_tiny gpt2 bert llama}}; do
+    args+=(--model "aoti_shim.smoke.zoo:$name$([ "$dtype" = bfloat16 ] && echo _bf16)")
+  done
+  "$PYTHON" "$REPO/bench/shim_latency.py" --device "$DEVICE" --compile default --cache-dir "$CACHE" --no-twin \
+    --rounds "${AOTI_SHIM_ZOO_BENCH_ROUNDS:-20}" --iterations 20 "${args[@]}" --json "$OUT/zoo_${phase}_bench.json"
+}
+
+export REPO OUT SITE WORK CACHE DEVICE PYTHON MODELS POLICIES START BUDGET_S
+export -f remaining install_all zoo_phase fallback_tests default_bench installed
 
 PHASE=${1:-f32}
 case $PHASE in
@@ -125,8 +142,9 @@ EOF
 } >> "$RUN_LOG" 2>&1
 installed || step "install aoti-shim" 200 "$RUN_LOG" install_all
 LOG=$OUT/zoo_$PHASE.log
-[ "$PHASE" = f32 ] && [ "$DEVICE" = cuda ] && step "gpu tests: cuBLAS fallbacks" 60 "$LOG" cublas_tests
-step "zoo $DTYPE (both compiles)" 600 "$LOG" zoo_phase "$DTYPE" "$PHASE"
+[ "$PHASE" = f32 ] && [ "$DEVICE" = cuda ] && step "gpu tests: fallback ops" 150 "$LOG" fallback_tests
+step "zoo $DTYPE ($POLICIES)" "${AOTI_SHIM_ZOO_STEP_S:-600}" "$LOG" zoo_phase "$DTYPE" "$PHASE"
+[ "${AOTI_SHIM_ZOO_BENCH:-0}" = 1 ] && step "bench (a)/(b), default compile" 300 "$OUT/zoo_${PHASE}_bench.log" default_bench "$DTYPE" "$PHASE"
 
 {
   echo

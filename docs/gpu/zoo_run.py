@@ -3,10 +3,11 @@
     python docs/gpu/zoo_run.py --device cuda --dtype float32 --policy zero-fallback \\
         --cache-dir DIR --json zoo_f32_zero-fallback.json [--jobs 10] [--compile-budget 300]
 
-Policies: ``zero-fallback`` is the smoke's own compile (GEMMs and convolutions generated,
-attention lowered to math: the blob needs no fallback op); ``default`` is Inductor
-without autotuning (``AOTI_SHIM_INDUCTOR_OPTIONS='{"max_autotune": false}'``): ATen's
-GEMMs and convolutions, so the blob calls the shims' fallback ops.
+Policies (``aoti-shim smoke --compile``): ``zero-fallback`` is the smoke's autotuned compile
+(GEMMs and convolutions generated, attention lowered to math: the blob needs no fallback
+op); ``default`` is Inductor's plain compile (no autotuning, PyTorch's own attention
+choice): ATen's GEMMs and convolutions and the fused attention kernels, so the blob calls
+the shims' fallback ops (cuBLAS, cuDNN, attention).
 
 Every compile (both routes of every model, and the source route's CMake build) runs at
 once, up to --jobs, each in its own child (the smoke's compile cache), until
@@ -29,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-POLICIES = {"zero-fallback": None, "default": '{"max_autotune": false}'}
+POLICIES = ("zero-fallback", "default")
 
 
 def _fallbacks(blob: Path) -> list[str]:
@@ -40,7 +41,9 @@ def _fallbacks(blob: Path) -> list[str]:
         return sorted(n for n in image.imports() if n.startswith(("aoti_torch_cpu_", "aoti_torch_cuda_")))
 
 
-def compile_all(specs: list[str], device: str, cache: Path, jobs: int, budget_s: float, prefix: str) -> dict[str, Any]:
+def compile_all(
+    specs: list[str], device: str, cache: Path, jobs: int, budget_s: float, prefix: str, policy: str
+) -> dict[str, Any]:
     from aoti_shim.errors import AotiShimError
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
     from aoti_shim.smoke.source_route import SourceBuild, build_source_blob, cmake_package_digest
@@ -49,11 +52,11 @@ def compile_all(specs: list[str], device: str, cache: Path, jobs: int, budget_s:
     began = time.monotonic()
 
     def binary(spec: str) -> dict[str, Any]:
-        art = compile_cached(CompileRequest(spec, device, "binary"), cache)
+        art = compile_cached(CompileRequest(spec, device, "binary", compile=policy), cache)
         return {"fallbacks": _fallbacks(art.blob)}
 
     def source(spec: str) -> dict[str, Any]:
-        art = compile_cached(CompileRequest(spec, device, "source"), cache)
+        art = compile_cached(CompileRequest(spec, device, "source", compile=policy), cache)
         # The smoke's own build folder for this package, so that the smoke finds it built.
         folder = art.directory / f"cmake-{prefix}-{cmake_package_digest()}"
         build_source_blob(SourceBuild(package=art.package, prefix=prefix, build_dir=folder, jobs=4))
@@ -103,11 +106,11 @@ def compile_all(specs: list[str], device: str, cache: Path, jobs: int, budget_s:
     return snapshot
 
 
-def smoke_one(spec: str, routes: list[str], device: str, cache: Path, work: Path) -> dict[str, Any]:
+def smoke_one(spec: str, routes: list[str], device: str, cache: Path, work: Path, policy: str) -> dict[str, Any]:
     out = work / "smoke.json"
     out.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "aoti_shim", "smoke", "--device", device, "--model", spec, "--cache-dir", str(cache),
-           "--iterations", "10", "--json", str(out), "-q"]  # fmt: skip
+           "--compile", policy, "--iterations", "10", "--json", str(out), "-q"]  # fmt: skip
     for route in routes:
         cmd += ["--route", route]
     start = time.monotonic()
@@ -174,13 +177,6 @@ def main(argv: list[str]) -> int:
     parser.add_argument("models", nargs="*", help="zoo names (default: all of aoti_shim.smoke.zoo.MODELS)")
     args = parser.parse_args(argv)
 
-    # The policy is the compile's environment: the smoke children inherit it (and the cache key holds it).
-    options = POLICIES[args.policy]
-    if options is None:
-        os.environ.pop("AOTI_SHIM_INDUCTOR_OPTIONS", None)
-    else:
-        os.environ["AOTI_SHIM_INDUCTOR_OPTIONS"] = options
-
     from aoti_shim.smoke.compile import torch_version
     from aoti_shim.smoke.zoo import MODELS, spec
 
@@ -188,11 +184,12 @@ def main(argv: list[str]) -> int:
     specs = [spec(n, args.dtype) for n in names]
     cache = args.cache_dir.resolve()
     cache.mkdir(parents=True, exist_ok=True)
-    print(f"zoo: {args.device} {args.dtype} {args.policy} (AOTI_SHIM_INDUCTOR_OPTIONS={options or 'unset'}, "
+    print(f"zoo: {args.device} {args.dtype} {args.policy} (AOTI_SHIM_INDUCTOR_OPTIONS={os.environ.get('AOTI_SHIM_INDUCTOR_OPTIONS', 'unset')}, "
           f"AOTI_SHIM_MAX_MM_CONFIGS={os.environ.get('AOTI_SHIM_MAX_MM_CONFIGS', 'unset')}): {', '.join(names)}", flush=True)  # fmt: skip
-    compiled = compile_all(specs, args.device, cache, args.jobs, args.compile_budget, args.prefix)
+    compiled = compile_all(specs, args.device, cache, args.jobs, args.compile_budget, args.prefix, args.policy)
     report: dict[str, Any] = {
-        "device": args.device, "dtype": args.dtype, "policy": args.policy, "inductor_options": options,
+        "device": args.device, "dtype": args.dtype, "policy": args.policy,
+        "inductor_options": os.environ.get("AOTI_SHIM_INDUCTOR_OPTIONS"),
         "torch_version": torch_version(), "max_mm_configs": os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS"),
         "models": {s: {"compile": compiled[s]} for s in specs},
     }  # fmt: skip
@@ -208,7 +205,7 @@ def main(argv: list[str]) -> int:
                 report["models"][s]["smoke"] = {"skipped": "the binary route did not compile in time"
                                                 if "binary" not in compiled[s] else "the binary route failed to compile"}  # fmt: skip
                 continue
-            entry = smoke_one(s, routes, args.device, cache, Path(work))
+            entry = smoke_one(s, routes, args.device, cache, Path(work), args.policy)
             report["models"][s]["smoke"] = entry
             print(f"zoo: smoke {s} ({', '.join(routes)}): exit {entry['exit']} after {entry['seconds']} s", flush=True)
             args.json.write_text(json.dumps(report, indent=2) + "\n")

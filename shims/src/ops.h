@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 namespace aotishim {
 
@@ -30,6 +31,12 @@ template <>
 void gemm<float>(const GemmArgs<float>& args);
 template <>
 void gemm<double>(const GemmArgs<double>& args);
+
+// torch's channels-last stride test (c10 is_channels_last_strides_2d/3d) of a 4- or 5-dim
+// tensor (ops_conv.cpp).
+bool strides_like_channels_last(const Tensor& t);
+// Channels-last strides: C innermost, then the spatial dims from last to first, then N.
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes);
 
 // All non-null operands are CPU tensors of one dtype, float32 or float64.
 AOTITorchError check_cpu_float(const Tensor* const* operands, size_t count);

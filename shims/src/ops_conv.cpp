@@ -5,9 +5,6 @@
 #include <vector>
 
 namespace aotishim {
-namespace {
-
-constexpr int kMaxSpatial = 3;
 
 // torch's channels-last stride test (c10 is_channels_last_strides_2d/3d).
 bool strides_like_channels_last(const Tensor& t) {
@@ -48,6 +45,10 @@ std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
   strides[0] = running;
   return strides;
 }
+
+namespace {
+
+constexpr int kMaxSpatial = 3;
 
 AOTITorchError read_param(
     const int64_t* values, int64_t length, int spatial, const char* name, int64_t minimum,

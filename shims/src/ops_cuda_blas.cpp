@@ -11,6 +11,7 @@
 // Precision follows torch's defaults: float32 without TF32 (torch's "highest"
 // float32 matmul precision) unless TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, as in torch;
 // float16 and bfloat16 accumulate in float32.
+#include "blas.h"
 #include "cuda_api.h"
 #include "tensor.h"
 
@@ -311,6 +312,62 @@ AOTITorchError gemm(const Tensor& out, const Tensor* bias, const Tensor& a, cons
 }
 
 }  // namespace
+
+namespace blas {
+
+AOTITorchError available() {
+#if AOTI_SHIM_WITH_CUDA
+  if (!cublas().error.empty()) {
+    return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "%s", cublas().error.c_str());
+  }
+  return AOTI_SHIM_OK;
+#else
+  return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "cuBLAS: the shims were built without CUDA");
+#endif
+}
+
+AOTITorchError gemm_strided_batched(
+    int32_t device, void* stream, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+    const void* a, int32_t a_dtype, int64_t lda, int64_t stride_a, const void* b, int32_t b_dtype, int64_t ldb,
+    int64_t stride_b, float beta, void* c, int32_t c_dtype, int64_t ldc, int64_t stride_c, int64_t batch) {
+#if AOTI_SHIM_WITH_CUDA
+  auto type_of = [](int32_t dtype, int* out) {
+    switch (dtype) {
+      case 6: *out = kR32F; return true;
+      case 5: *out = kR16F; return true;
+      case 15: *out = kR16BF; return true;
+      default: return false;
+    }
+  };
+  int ta = 0, tb = 0, tc = 0;
+  if (!type_of(a_dtype, &ta) || !type_of(b_dtype, &tb) || !type_of(c_dtype, &tc)) {
+    return fail_format(AOTI_SHIM_E_DTYPE_MISMATCH, "cuBLAS GEMM: float32, float16 or bfloat16 operands only");
+  }
+  const int64_t limit = 2147483647;
+  for (int64_t v : {m, n, k, lda, ldb, ldc, batch}) {
+    if (v > limit) {
+      return fail_format(AOTI_SHIM_E_UNSUPPORTED, "cuBLAS GEMM: a size of %lld does not fit an int", static_cast<long long>(v));
+    }
+  }
+  bool all_f32 = a_dtype == 6 && b_dtype == 6 && c_dtype == 6;
+  int compute = all_f32 && allow_tf32() ? kCompute32FTF32 : kCompute32F;
+  CublasHandle handle = nullptr;
+  AOTISHIM_TRY(handle_for(device, stream, &handle));
+  return check(
+      cublas().gemm_strided_batched(
+          handle, trans_a ? kOpT : kOpN, trans_b ? kOpT : kOpN, static_cast<int>(m), static_cast<int>(n),
+          static_cast<int>(k), &alpha, a, ta, static_cast<int>(lda), stride_a, b, tb, static_cast<int>(ldb), stride_b,
+          &beta, c, tc, static_cast<int>(ldc), stride_c, static_cast<int>(batch), compute, kGemmDefault),
+      "cublasGemmStridedBatchedEx");
+#else
+  (void)device, (void)stream, (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a;
+  (void)a_dtype, (void)lda, (void)stride_a, (void)b, (void)b_dtype, (void)ldb, (void)stride_b, (void)beta, (void)c;
+  (void)c_dtype, (void)ldc, (void)stride_c, (void)batch;
+  return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "cuBLAS GEMM: the shims were built without CUDA");
+#endif
+}
+
+}  // namespace blas
 
 }  // namespace aotishim
 

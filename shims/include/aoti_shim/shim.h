@@ -296,6 +296,36 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(
     AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle batch1, AtenTensorHandle batch2, double beta,
     double alpha);
 
+/* ---- CUDA convolution: cuDNN 9, loaded at the first call (float32, float64, float16, bfloat16) ----
+ * 1-3 spatial dims, stride, padding, dilation, groups, bias, transposed with output_padding.
+ * The output is channels-last (3d) when the input or the weight is and the dtype is not
+ * float64, else contiguous (1-D convolutions always): the layout torch's CUDA kernels give. */
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
+    int64_t dilation_len_, int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_,
+    int64_t groups, AtenTensorHandle* ret0);
+
+/* ---- CUDA attention (cuBLAS GEMMs and a softmax kernel): float32, float16, bfloat16 ----
+ * query [B,Hq,L,E], key [B,Hk,S,E], value [B,Hk,S,Ev] with Hq a multiple of Hk (grouped-query
+ * attention); dropout_p must be 0; is_causal masks key s > query l (top-left aligned); the
+ * mask (attn_bias) is additive in the query's dtype or bool (true keeps), broadcast to
+ * [B,Hq,L,S]. Outputs, logsumexp included, as torch 2.11's CUDA kernels lay them out. */
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, double* scale, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, int32_t return_debug_mask, double* scale,
+    AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
+    int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
+    int32_t return_debug_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7,
+    AtenTensorHandle* ret8);
+
 /* ---- this library's own ABI ---- */
 /* The calling thread's last error message ("" if none). Valid until the thread's next failing call. */
 AOTI_SHIM_EXPORT const char* aoti_shim_last_error(void);

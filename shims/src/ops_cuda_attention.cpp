@@ -1,0 +1,449 @@
+// CUDA scaled dot-product attention, the fused-attention fallbacks a compile that keeps
+// PyTorch's default attention imports: _scaled_dot_product_efficient_attention (torch 2.11
+// picks it on the H200 for float32), _scaled_dot_product_cudnn_attention (bfloat16 and
+// float16) and _scaled_dot_product_flash_attention. Inference only: dropout must be 0.
+//
+// One implementation serves all three: scores = scale * Q @ K^T by a strided-batched cuBLAS
+// GEMM into float32, a softmax kernel of ours (kernels_nn.cu) that adds the mask, applies
+// the causal cut, writes the probabilities in the inputs' dtype and the logsumexp, then
+// out = P @ V by a second GEMM straight into the output's layout. Not fused (the scores
+// make a round trip through memory, B*H*L*S floats), but built only from what the shims
+// already load (cuBLAS) and one small kernel, and exact in the way the math backend is.
+// docs/gpu/attention.md has the choice and its speed against torch's fused kernels.
+//
+// Grouped-query attention: query head h reads key/value head h / (Hq / Hk). Each op's
+// outputs have the sizes, strides, dtypes and devices torch 2.11's CUDA kernels return
+// (read on the H200: docs/gpu/results-2026-12-01/run7_probe.log), which is what a blob
+// compiled against them indexes.
+#include "blas.h"
+#include "cuda_api.h"
+#include "kernels_nn.h"
+#include "tensor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+namespace aotishim {
+namespace {
+
+enum class Kind { Efficient, Cudnn, Flash };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::Efficient:
+      return "_scaled_dot_product_efficient_attention";
+    case Kind::Cudnn:
+      return "_scaled_dot_product_cudnn_attention";
+    case Kind::Flash:
+      return "_scaled_dot_product_flash_attention";
+  }
+  return "attention";
+}
+
+struct Request {
+  Kind kind = Kind::Efficient;
+  const Tensor* q = nullptr;
+  const Tensor* k = nullptr;
+  const Tensor* v = nullptr;
+  const Tensor* mask = nullptr;  // additive bias or bool mask, broadcastable to [B, H, L, S]
+  double dropout = 0.0;
+  bool causal = false;
+  bool want_lse = false;
+  const double* scale = nullptr;
+};
+
+// torch's "non-overlapping and dense": a permutation of a contiguous layout.
+bool dense(const Tensor& t) {
+  std::vector<size_t> order(t.sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.strides[a] < t.strides[b]; });
+  int64_t expected = 1;
+  for (size_t d : order) {
+    if (t.sizes[d] == 1) {
+      continue;
+    }
+    if (t.strides[d] != expected) {
+      return false;
+    }
+    expected *= t.sizes[d];
+  }
+  return true;
+}
+
+// Strides of `sizes` in the dim order of `like`'s strides (largest first), as torch's
+// alloc_with_matching_layout (cuDNN attention's output) and empty_like (flash's) do.
+std::vector<int64_t> matching_layout(const Tensor& like, const std::vector<int64_t>& sizes) {
+  if (like.sizes == sizes && dense(like)) {
+    return like.strides;
+  }
+  std::vector<size_t> order(sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return like.strides[a] > like.strides[b]; });
+  std::vector<int64_t> strides(sizes.size());
+  int64_t running = 1;
+  for (size_t i = order.size(); i-- > 0;) {
+    strides[order[i]] = running;
+    running *= std::max<int64_t>(sizes[order[i]], 1);
+  }
+  return strides;
+}
+
+AOTITorchError check_arguments(const Request& r) {
+  const char* where = kind_name(r.kind);
+  if (r.dropout != 0.0) {
+    return fail_format(
+        AOTI_SHIM_E_UNSUPPORTED, "%s: dropout_p %g: the shims run inference only (dropout 0)", where, r.dropout);
+  }
+  const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) {
+    return fail_format(AOTI_SHIM_E_RANK_MISMATCH, "%s: query, key and value must be 4-dim [B, H, L, E]", where);
+  }
+  if (q.dtype != 6 && q.dtype != 5 && q.dtype != 15) {
+    return fail_format(
+        AOTI_SHIM_E_DTYPE_MISMATCH, "%s: %s is not supported (float32, float16, bfloat16)", where, dtype_name(q.dtype));
+  }
+  if (k.dtype != q.dtype || v.dtype != q.dtype) {
+    return fail_format(AOTI_SHIM_E_DTYPE_MISMATCH, "%s: query, key and value must have one dtype", where);
+  }
+  int64_t batch = q.sizes[0], heads = q.sizes[1], e = q.sizes[3];
+  int64_t kv_heads = k.sizes[1], s = k.sizes[2];
+  if (k.sizes[0] != batch || v.sizes[0] != batch || v.sizes[1] != kv_heads || k.sizes[3] != e || v.sizes[2] != s) {
+    return fail_format(AOTI_SHIM_E_SHAPE_MISMATCH, "%s: query, key and value shapes do not match", where);
+  }
+  if (kv_heads < 1 || heads % kv_heads != 0) {
+    return fail_format(
+        AOTI_SHIM_E_SHAPE_MISMATCH, "%s: %lld query heads are not a multiple of %lld key/value heads", where,
+        static_cast<long long>(heads), static_cast<long long>(kv_heads));
+  }
+  if (r.mask != nullptr) {
+    const Tensor& m = *r.mask;
+    if (m.dtype != 11 && m.dtype != q.dtype) {
+      return fail_format(
+          AOTI_SHIM_E_DTYPE_MISMATCH, "%s: attn_bias is %s: it must be bool or %s", where, dtype_name(m.dtype),
+          dtype_name(q.dtype));
+    }
+    if (m.dim() > 4) {
+      return fail_format(AOTI_SHIM_E_RANK_MISMATCH, "%s: attn_bias has more than 4 dims", where);
+    }
+    const int64_t target[4] = {batch, heads, q.sizes[2], s};
+    int64_t lead = 4 - m.dim();
+    for (int64_t d = lead; d < 4; ++d) {
+      int64_t size = m.sizes[d - lead];
+      if (size != target[d] && size != 1) {
+        return fail_format(AOTI_SHIM_E_SHAPE_MISMATCH, "%s: attn_bias does not broadcast to [B, H, L, S]", where);
+      }
+    }
+  }
+  return AOTI_SHIM_OK;
+}
+
+// A row-major [rows, cols] matrix per (b, head) of a 4-dim tensor [B, H, rows, cols] whose
+// last dim is unit-stride: the view cuBLAS reads (or writes) in place.
+struct Matrices {
+  const Tensor* t = nullptr;
+  int64_t row_stride = 0;  // elements between rows (>= cols)
+  int64_t b_stride = 0, h_stride = 0;
+};
+
+bool as_matrices(const Tensor& t, Matrices* out) {
+  int64_t rows = t.sizes[2], cols = t.sizes[3];
+  int64_t col_stride = cols == 1 ? 1 : t.strides[3];
+  int64_t row_stride = rows == 1 ? std::max<int64_t>(cols, 1) : t.strides[2];
+  if (col_stride != 1 || row_stride < std::max<int64_t>(cols, 1)) {
+    return false;
+  }
+  *out = Matrices{&t, row_stride, t.sizes[0] == 1 ? 0 : t.strides[0], t.sizes[1] == 1 ? 0 : t.strides[1]};
+  return true;
+}
+
+[[maybe_unused]] AOTITorchError readable(const Tensor& t, std::unique_ptr<Tensor>* copy, Matrices* out) {
+  if (as_matrices(t, out)) {
+    return AOTI_SHIM_OK;
+  }
+  AOTISHIM_TRY(new_tensor(t.sizes, contiguous_strides(t.sizes), t.dtype, kCUDA, t.device_index(), false, copy));
+  AOTISHIM_TRY(copy_tensor(**copy, t, true));
+  as_matrices(**copy, out);
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError new_cuda(std::vector<int64_t> sizes, std::vector<int64_t> strides, int32_t dtype, int32_t device,
+                        std::unique_ptr<Tensor>* out) {
+  return new_tensor(std::move(sizes), std::move(strides), dtype, kCUDA, device, false, out);
+}
+
+// The attention itself into `out` (and `lse` with its [b, h, l] strides, when not null).
+AOTITorchError run(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides) {
+#if AOTI_SHIM_WITH_CUDA
+  const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
+  int32_t device = q.device_index();
+  int64_t batch = q.sizes[0], heads = q.sizes[1], lq = q.sizes[2], e = q.sizes[3];
+  int64_t kv_heads = k.sizes[1], lk = k.sizes[2], ev = v.sizes[3];
+  int64_t group = heads / kv_heads;
+  std::unique_ptr<Tensor> q_copy, k_copy, v_copy;
+  Matrices Q, K, V, O;
+  AOTISHIM_TRY(readable(q, &q_copy, &Q));
+  AOTISHIM_TRY(readable(k, &k_copy, &K));
+  AOTISHIM_TRY(readable(v, &v_copy, &V));
+  // The output is ours, made in a layout with a unit-stride last dim: written in place.
+  if (!as_matrices(out, &O)) {
+    return fail_format(AOTI_SHIM_E_FAILURE, "%s: output layout without a unit-stride last dim", kind_name(r.kind));
+  }
+  cuda::DeviceScope scope;
+  AOTISHIM_TRY(scope.enter(device));
+  void* stream = current_stream(device);
+  int64_t rows = batch * heads * lq;
+  std::unique_ptr<Tensor> scores, probs;
+  AOTISHIM_TRY(new_cuda({rows, lk}, {lk, 1}, 6, device, &scores));
+  if (q.dtype != 6) {
+    AOTISHIM_TRY(new_cuda({rows, lk}, {lk, 1}, q.dtype, device, &probs));
+  }
+  const Tensor& p = probs ? *probs : *scores;  // float32: probabilities over the scores in place
+  double softmax_scale = r.scale != nullptr ? *r.scale : 1.0 / std::sqrt(static_cast<double>(e));
+  size_t qe = q.element_size();
+
+  // Launches: one per (b, j) where j is a query head's place in its group; each batches the
+  // key/value heads g (query head g * group + j). Folding b into the batch needs every
+  // operand's batch stride to continue its head stride.
+  auto folds = [&](const Matrices& m, int64_t head_step) { return batch == 1 || m.b_stride == kv_heads * head_step; };
+  bool fold_b = folds(Q, group * Q.h_stride) && folds(K, K.h_stride) && folds(V, V.h_stride) &&
+                folds(O, group * O.h_stride);
+  int64_t outer = fold_b ? 1 : batch;
+  int64_t count = fold_b ? batch * kv_heads : kv_heads;
+  int64_t scores_step = group * lq * lk;  // elements between heads g and g + 1 of one j
+  auto at = [](const Matrices& m, int64_t b, int64_t h) {
+    return m.t->data() + (b * m.b_stride + h * m.h_stride) * static_cast<int64_t>(m.t->element_size());
+  };
+  for (int64_t b = 0; b < outer; ++b) {
+    for (int64_t j = 0; j < group; ++j) {
+      // scores[b, h] (lq x lk) = Q[b, h] (lq x e) @ K[b, g]^T; column-major: (lk x lq) = K^T' ... as
+      // cuBLAS sees it: op(A) = K read transposed (lda = K's row stride), B = Q^T (ldb = Q's row stride).
+      char* s_ptr = scores->data() + ((b * heads + j) * lq * lk) * 4;
+      AOTISHIM_TRY(blas::gemm_strided_batched(
+          device, stream, true, false, lk, lq, e, static_cast<float>(softmax_scale), at(K, b, 0), k.dtype, K.row_stride,
+          K.h_stride, at(Q, b, j), q.dtype, Q.row_stride, group * Q.h_stride, 0.0f, s_ptr, 6, lk, scores_step, count));
+    }
+  }
+  kernels::SoftmaxPlan plan;
+  plan.scores = reinterpret_cast<const float*>(scores->data());
+  plan.probs = p.data();
+  plan.probs_dtype = p.dtype;
+  plan.batch = batch, plan.heads = heads, plan.q_len = lq, plan.k_len = lk;
+  plan.causal = r.causal;
+  if (r.mask != nullptr) {
+    const Tensor& m = *r.mask;
+    int64_t lead = 4 - m.dim();
+    for (int64_t d = lead; d < 4; ++d) {
+      plan.mask_strides[d] = m.sizes[d - lead] == 1 ? 0 : m.strides[d - lead];
+    }
+    plan.mask = m.data();
+    plan.mask_dtype = m.dtype;
+  }
+  if (lse != nullptr) {
+    plan.lse = lse;
+    std::copy(lse_strides, lse_strides + 3, plan.lse_strides);
+  }
+  AOTISHIM_TRY(cuda::check_status(kernels::attention_softmax(plan, stream), "attention softmax kernel"));
+  for (int64_t b = 0; b < outer; ++b) {
+    for (int64_t j = 0; j < group; ++j) {
+      // out[b, h] (lq x ev) = P[b, h] (lq x lk) @ V[b, g] (lk x ev); cuBLAS: A = V^T (lda = V's
+      // row stride), B = P^T (ldb = lk), C = out^T (ldc = the output's row stride).
+      const char* p_ptr = p.data() + ((b * heads + j) * lq * lk) * static_cast<int64_t>(qe);
+      AOTISHIM_TRY(blas::gemm_strided_batched(
+          device, stream, false, false, ev, lq, lk, 1.0f, at(V, b, 0), v.dtype, V.row_stride, V.h_stride, p_ptr, p.dtype,
+          lk, scores_step, 0.0f, const_cast<char*>(at(O, b, j)), out.dtype, O.row_stride, group * O.h_stride, count));
+    }
+  }
+  // Scratch and copies are freed on this stream (stream-ordered) after the kernels above.
+  return AOTI_SHIM_OK;
+#else
+  (void)r, (void)out, (void)lse, (void)lse_strides;
+  return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "attention: the shims were built without CUDA");
+#endif
+}
+
+struct Outputs {
+  std::unique_ptr<Tensor> out, lse, seed, offset, debug;
+};
+
+// Makes the outputs torch 2.11's kernel of this kind returns (sizes, strides, dtypes,
+// devices) and runs the attention into them.
+AOTITorchError attention(const Request& r, Outputs* o) {
+  AOTISHIM_TRY(check_arguments(r));
+  const char* where = kind_name(r.kind);
+  AOTISHIM_TRY(blas::available());
+  const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
+  int32_t device = q.device_index();
+  for (const Tensor* t : {&q, &k, &v, r.mask}) {
+    if (t != nullptr && (t->device_type() != kCUDA || t->device_index() != device)) {
+      return fail_format(AOTI_SHIM_E_DEVICE_MISMATCH, "%s: every operand must be on one CUDA device", where);
+    }
+  }
+  int64_t batch = q.sizes[0], heads = q.sizes[1], lq = q.sizes[2], lk = k.sizes[2], ev = v.sizes[3];
+  std::vector<int64_t> out_sizes = {batch, heads, lq, ev};
+  std::vector<int64_t> lse_strides;
+  switch (r.kind) {
+    case Kind::Efficient: {
+      // [B, L, H, Ev] transposed to [B, H, L, Ev]; logsumexp [B, H, L rounded up to 32] (or 0).
+      AOTISHIM_TRY(new_cuda(out_sizes, {lq * heads * ev, ev, heads * ev, 1}, q.dtype, device, &o->out));
+      int64_t padded = r.want_lse ? (lq + 31) / 32 * 32 : 0;
+      AOTISHIM_TRY(new_cuda({batch, heads, padded}, contiguous_strides({batch, heads, padded}), 6, device, &o->lse));
+      AOTISHIM_TRY(new_tensor({}, {}, 4, kCPU, -1, false, &o->seed));
+      AOTISHIM_TRY(new_tensor({}, {}, 4, kCPU, -1, false, &o->offset));
+      lse_strides = {heads * padded, padded, 1};
+      break;
+    }
+    case Kind::Cudnn: {
+      AOTISHIM_TRY(new_cuda(out_sizes, matching_layout(q, out_sizes), q.dtype, device, &o->out));
+      AOTISHIM_TRY(new_cuda({batch, heads, lq, 1}, {heads * lq, lq, 1, 1}, 6, device, &o->lse));
+      AOTISHIM_TRY(new_cuda({}, {}, 4, device, &o->seed));
+      AOTISHIM_TRY(new_cuda({}, {}, 4, device, &o->offset));
+      lse_strides = {heads * lq, lq, 1};
+      break;
+    }
+    case Kind::Flash: {
+      AOTISHIM_TRY(new_cuda(out_sizes, matching_layout(q, out_sizes), q.dtype, device, &o->out));
+      AOTISHIM_TRY(new_cuda({batch, heads, lq}, contiguous_strides({batch, heads, lq}), 6, device, &o->lse));
+      AOTISHIM_TRY(new_cuda({2}, {1}, 29, device, &o->seed));  // uint64 rng state
+      AOTISHIM_TRY(new_cuda({}, {}, 29, device, &o->offset));
+      AOTISHIM_TRY(new_cuda({0}, {1}, q.dtype, device, &o->debug));
+      lse_strides = {heads * lq, lq, 1};
+      break;
+    }
+  }
+  // The seed and offset tensors mean nothing without dropout; zeros, not garbage.
+  for (Tensor* t : {o->seed.get(), o->offset.get()}) {
+    if (t->device_type() == kCUDA) {
+      AOTISHIM_TRY(cuda::memset_async(t->data(), 0, t->element_size() * t->numel(), current_stream(device)));
+    } else {
+      std::fill_n(t->data(), t->element_size() * t->numel(), 0);
+    }
+  }
+  if (batch * heads * lq == 0 || ev == 0) {
+    return AOTI_SHIM_OK;
+  }
+  if (lk == 0) {
+    return fail_format(AOTI_SHIM_E_UNSUPPORTED, "%s: an empty key sequence", where);
+  }
+  bool lse_wanted = r.kind != Kind::Efficient || r.want_lse;
+  return run(r, *o->out, lse_wanted ? reinterpret_cast<float*>(o->lse->data()) : nullptr, lse_strides.data());
+}
+
+AOTITorchError unwrap_qkv(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias, Request* r,
+    Tensor** q, Tensor** k, Tensor** v, Tensor** m) {
+  AOTISHIM_TRY(unwrap(query, q, "query"));
+  AOTISHIM_TRY(unwrap(key, k, "key"));
+  AOTISHIM_TRY(unwrap(value, v, "value"));
+  if (attn_bias != nullptr && *attn_bias != nullptr) {
+    AOTISHIM_TRY(unwrap(*attn_bias, m, "attn_bias"));
+  }
+  r->q = *q, r->k = *k, r->v = *v, r->mask = *m;
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError require(std::initializer_list<const void*> outputs) {
+  int i = 0;
+  for (const void* p : outputs) {
+    if (p == nullptr) {
+      return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "output ret%d is null", i);
+    }
+    ++i;
+  }
+  return AOTI_SHIM_OK;
+}
+
+}  // namespace
+}  // namespace aotishim
+
+using namespace aotishim;
+
+extern "C" {
+
+AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, double* scale, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
+  return guarded("aoti_torch_cuda__scaled_dot_product_efficient_attention", [&]() -> AOTITorchError {
+    AOTISHIM_TRY(require({ret0, ret1, ret2, ret3}));
+    Request r;
+    r.kind = Kind::Efficient;
+    Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
+    AOTISHIM_TRY(unwrap_qkv(query, key, value, attn_bias, &r, &q, &k, &v, &m));
+    r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = compute_log_sumexp != 0, r.scale = scale;
+    Outputs o;
+    AOTISHIM_TRY(attention(r, &o));
+    *ret0 = to_handle(o.out.release());
+    *ret1 = to_handle(o.lse.release());
+    *ret2 = to_handle(o.seed.release());
+    *ret3 = to_handle(o.offset.release());
+    return AOTI_SHIM_OK;
+  });
+}
+
+AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, int32_t return_debug_mask, double* scale,
+    AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
+    int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
+  return guarded("aoti_torch_cuda__scaled_dot_product_cudnn_attention", [&]() -> AOTITorchError {
+    AOTISHIM_TRY(require({ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8}));
+    if (return_debug_mask != 0) {
+      return fail_format(AOTI_SHIM_E_UNSUPPORTED, "_scaled_dot_product_cudnn_attention: return_debug_mask is unsupported");
+    }
+    Request r;
+    r.kind = Kind::Cudnn;
+    Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
+    AOTISHIM_TRY(unwrap_qkv(query, key, value, attn_bias, &r, &q, &k, &v, &m));
+    r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = compute_log_sumexp != 0, r.scale = scale;
+    Outputs o;
+    AOTISHIM_TRY(attention(r, &o));
+    // torch 2.11 returns the logsumexp whether or not it was asked for; cum_seq_q/k and
+    // the debug mask are None.
+    *ret0 = to_handle(o.out.release());
+    *ret1 = to_handle(o.lse.release());
+    *ret2 = nullptr;
+    *ret3 = nullptr;
+    *ret4 = q->sizes[2];
+    *ret5 = k->sizes[2];
+    *ret6 = to_handle(o.seed.release());
+    *ret7 = to_handle(o.offset.release());
+    *ret8 = nullptr;
+    return AOTI_SHIM_OK;
+  });
+}
+
+AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
+    int32_t return_debug_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7,
+    AtenTensorHandle* ret8) {
+  return guarded("aoti_torch_cuda__scaled_dot_product_flash_attention", [&]() -> AOTITorchError {
+    AOTISHIM_TRY(require({ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8}));
+    if (return_debug_mask != 0) {
+      return fail_format(AOTI_SHIM_E_UNSUPPORTED, "_scaled_dot_product_flash_attention: return_debug_mask is unsupported");
+    }
+    Request r;
+    r.kind = Kind::Flash;
+    Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
+    AOTISHIM_TRY(unwrap_qkv(query, key, value, nullptr, &r, &q, &k, &v, &m));
+    r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = true, r.scale = scale;
+    Outputs o;
+    AOTISHIM_TRY(attention(r, &o));
+    *ret0 = to_handle(o.out.release());
+    *ret1 = to_handle(o.lse.release());
+    *ret2 = nullptr;
+    *ret3 = nullptr;
+    *ret4 = q->sizes[2];
+    *ret5 = k->sizes[2];
+    *ret6 = to_handle(o.seed.release());
+    *ret7 = to_handle(o.offset.release());
+    *ret8 = to_handle(o.debug.release());
+    return AOTI_SHIM_OK;
+  });
+}
+
+}  // extern "C"

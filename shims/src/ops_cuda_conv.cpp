@@ -1,0 +1,615 @@
+// CUDA convolution through cuDNN: aoti_torch_cuda_convolution, the fallback a compile
+// without autotuning leaves for every convolution (ATen's). 1 to 3 spatial dims, stride,
+// padding, dilation, groups (depthwise included), bias, transposed with output padding;
+// NCHW or channels-last; float32, float64, float16, bfloat16.
+//
+// cuDNN is loaded at the first call with dlopen, as cuBLAS is (ops_cuda_blas.cpp):
+// libcudnn.so.9 from the nvidia-cudnn-cu13 wheel that torch's CUDA wheels install (found
+// through this library's RUNPATH, or the copy torch already loaded); AOTI_SHIM_CUDNN names
+// another file. Building the shims needs no cuDNN: the few declarations used are below,
+// with cuDNN 9's values. The legacy convolution API (cudnnConvolutionForward, and
+// cudnnConvolutionBackwardData for a transposed convolution) is all a forward pass needs.
+//
+// Precision as torch's cuDNN convolutions in a float32 compile: no TF32 (the smoke's
+// compile and run switch torch's cudnn.allow_tf32 off, and a blob's float32 should compute
+// in float32) unless TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, torch's one TF32 override, which
+// the shims read for their GEMMs and their convolutions alike; half types sum in float32.
+//
+// The output's layout is the one torch's FakeTensor reports for a CUDA convolution (and
+// Inductor indexes it so): channels-last (2-D) or channels-last-3d (3-D) when the input or
+// the weight has channels-last strides and the dtype is not float64; contiguous otherwise,
+// 1-D convolutions included.
+#include "cuda_api.h"
+#include "kernels_nn.h"
+#include "ops.h"
+#include "tensor.h"
+
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#if AOTI_SHIM_WITH_CUDA
+#include <dlfcn.h>
+
+#include <mutex>
+#include <unordered_map>
+#endif
+
+namespace aotishim {
+namespace {
+
+constexpr const char* kWhere = "cuda_convolution";
+constexpr int kMaxSpatial = 3;
+
+#if AOTI_SHIM_WITH_CUDA
+
+// cuDNN 9 declarations (cudnn_graph.h, cudnn_ops.h, cudnn_cnn.h), by value.
+using Handle = void*;
+using Desc = void*;
+using Status = int;
+constexpr int kDataFloat = 0;         // CUDNN_DATA_FLOAT
+constexpr int kDataDouble = 1;        // CUDNN_DATA_DOUBLE
+constexpr int kDataHalf = 2;          // CUDNN_DATA_HALF
+constexpr int kDataBfloat16 = 9;      // CUDNN_DATA_BFLOAT16
+constexpr int kFormatNchw = 0;        // CUDNN_TENSOR_NCHW
+constexpr int kFormatNhwc = 1;        // CUDNN_TENSOR_NHWC
+constexpr int kCrossCorrelation = 1;  // CUDNN_CROSS_CORRELATION: torch's convolution
+constexpr int kTensorOpMath = 1;      // CUDNN_TENSOR_OP_MATH
+constexpr int kTensorOpAllowConversion = 2;  // CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+constexpr int kFmaMath = 3;           // CUDNN_FMA_MATH: no TF32
+constexpr int kMaxAlgos = 16;         // above CUDNN_CONVOLUTION_{FWD,BWD_DATA}_ALGO_COUNT
+// A workspace past this is passed over for an algorithm that needs less.
+constexpr size_t kMaxWorkspace = size_t(1) << 30;
+
+// cudnnConvolutionFwdAlgoPerf_t and cudnnConvolutionBwdDataAlgoPerf_t share this layout.
+struct AlgoPerf {
+  int algo;
+  Status status;
+  float time;
+  size_t memory;
+  int determinism;
+  int math_type;
+  int reserved[3];
+};
+
+struct Cudnn {
+  size_t (*get_version)() = nullptr;
+  Status (*create)(Handle*) = nullptr;
+  Status (*set_stream)(Handle, void*) = nullptr;
+  const char* (*error_string)(Status) = nullptr;
+  Status (*create_tensor)(Desc*) = nullptr;
+  Status (*destroy_tensor)(Desc) = nullptr;
+  Status (*set_tensor)(Desc, int, int, const int*, const int*) = nullptr;
+  Status (*create_filter)(Desc*) = nullptr;
+  Status (*destroy_filter)(Desc) = nullptr;
+  Status (*set_filter)(Desc, int, int, int, const int*) = nullptr;
+  Status (*create_conv)(Desc*) = nullptr;
+  Status (*destroy_conv)(Desc) = nullptr;
+  Status (*set_conv)(Desc, int, const int*, const int*, const int*, int, int) = nullptr;
+  Status (*set_groups)(Desc, int) = nullptr;
+  Status (*set_math)(Desc, int) = nullptr;
+  Status (*forward_algos)(Handle, Desc, Desc, Desc, Desc, int, int*, AlgoPerf*) = nullptr;
+  Status (*forward_workspace)(Handle, Desc, Desc, Desc, Desc, int, size_t*) = nullptr;
+  Status (*forward)(Handle, const void*, Desc, const void*, Desc, const void*, Desc, int, void*, size_t, const void*,
+                    Desc, void*) = nullptr;
+  Status (*backward_algos)(Handle, Desc, Desc, Desc, Desc, int, int*, AlgoPerf*) = nullptr;
+  Status (*backward_workspace)(Handle, Desc, Desc, Desc, Desc, int, size_t*) = nullptr;
+  Status (*backward_data)(Handle, const void*, Desc, const void*, Desc, const void*, Desc, int, void*, size_t,
+                          const void*, Desc, void*) = nullptr;
+  std::string error;  // why loading failed; empty when loaded
+};
+
+// Loaded once per process; the library stays loaded.
+const Cudnn& cudnn() {
+  static const Cudnn loaded = [] {
+    Cudnn api;
+    const char* named = std::getenv("AOTI_SHIM_CUDNN");
+    const char* name = (named != nullptr && *named != '\0') ? named : "libcudnn.so.9";
+    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      const char* why = dlerror();
+      api.error = std::string("cuDNN could not be loaded (") + (why ? why : name) +
+                  "): install it with `pip install nvidia-cudnn-cu13` (torch's CUDA wheels bring it), set "
+                  "AOTI_SHIM_CUDNN to libcudnn.so.9, or compile with autotuning on (Triton convolutions, no ATen "
+                  "convolution fallback)";
+      return api;
+    }
+    auto sym = [&](const char* symbol) {
+      void* p = dlsym(lib, symbol);
+      if (p == nullptr && api.error.empty()) {
+        api.error = std::string("cuDNN (") + name + ") lacks " + symbol + ": the shims need cuDNN 9";
+      }
+      return p;
+    };
+#define AOTISHIM_CUDNN_SYM(field, symbol) api.field = reinterpret_cast<decltype(api.field)>(sym(symbol))
+    AOTISHIM_CUDNN_SYM(get_version, "cudnnGetVersion");
+    AOTISHIM_CUDNN_SYM(create, "cudnnCreate");
+    AOTISHIM_CUDNN_SYM(set_stream, "cudnnSetStream");
+    AOTISHIM_CUDNN_SYM(error_string, "cudnnGetErrorString");
+    AOTISHIM_CUDNN_SYM(create_tensor, "cudnnCreateTensorDescriptor");
+    AOTISHIM_CUDNN_SYM(destroy_tensor, "cudnnDestroyTensorDescriptor");
+    AOTISHIM_CUDNN_SYM(set_tensor, "cudnnSetTensorNdDescriptor");
+    AOTISHIM_CUDNN_SYM(create_filter, "cudnnCreateFilterDescriptor");
+    AOTISHIM_CUDNN_SYM(destroy_filter, "cudnnDestroyFilterDescriptor");
+    AOTISHIM_CUDNN_SYM(set_filter, "cudnnSetFilterNdDescriptor");
+    AOTISHIM_CUDNN_SYM(create_conv, "cudnnCreateConvolutionDescriptor");
+    AOTISHIM_CUDNN_SYM(destroy_conv, "cudnnDestroyConvolutionDescriptor");
+    AOTISHIM_CUDNN_SYM(set_conv, "cudnnSetConvolutionNdDescriptor");
+    AOTISHIM_CUDNN_SYM(set_groups, "cudnnSetConvolutionGroupCount");
+    AOTISHIM_CUDNN_SYM(set_math, "cudnnSetConvolutionMathType");
+    AOTISHIM_CUDNN_SYM(forward_algos, "cudnnGetConvolutionForwardAlgorithm_v7");
+    AOTISHIM_CUDNN_SYM(forward_workspace, "cudnnGetConvolutionForwardWorkspaceSize");
+    AOTISHIM_CUDNN_SYM(forward, "cudnnConvolutionForward");
+    AOTISHIM_CUDNN_SYM(backward_algos, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    AOTISHIM_CUDNN_SYM(backward_workspace, "cudnnGetConvolutionBackwardDataWorkspaceSize");
+    AOTISHIM_CUDNN_SYM(backward_data, "cudnnConvolutionBackwardData");
+#undef AOTISHIM_CUDNN_SYM
+    if (api.error.empty()) {
+      size_t version = api.get_version();
+      if (version < 90000 || version >= 100000) {
+        api.error = std::string("cuDNN (") + name + ") is version " + std::to_string(version) +
+                    ": the shims need cuDNN 9 (pip install nvidia-cudnn-cu13)";
+      }
+    }
+    return api;
+  }();
+  return loaded;
+}
+
+AOTITorchError check(Status status, const char* call) {
+  if (status == 0) {
+    return AOTI_SHIM_OK;
+  }
+  const char* text = cudnn().error_string ? cudnn().error_string(status) : "unknown status";
+  return fail_format(AOTI_SHIM_E_CUDA_ERROR, "%s: %s failed (%d: %s)", kWhere, call, status, text);
+}
+
+// One handle per thread and device, as for cuBLAS; kept until the process ends.
+AOTITorchError handle_for(int32_t device, void* stream, Handle* out) {
+  thread_local std::unordered_map<int32_t, Handle> handles;
+  auto found = handles.find(device);
+  if (found == handles.end()) {
+    Handle h = nullptr;
+    AOTISHIM_TRY(check(cudnn().create(&h), "cudnnCreate"));
+    found = handles.emplace(device, h).first;
+  }
+  AOTISHIM_TRY(check(cudnn().set_stream(found->second, stream), "cudnnSetStream"));
+  *out = found->second;
+  return AOTI_SHIM_OK;
+}
+
+bool allow_tf32() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  return allowed;
+}
+
+// The descriptors of one call, destroyed with it.
+struct Descriptors {
+  Desc x = nullptr, y = nullptr, w = nullptr, conv = nullptr;
+  ~Descriptors() {
+    const Cudnn& api = cudnn();
+    if (x) (void)api.destroy_tensor(x);
+    if (y) (void)api.destroy_tensor(y);
+    if (w) (void)api.destroy_filter(w);
+    if (conv) (void)api.destroy_conv(conv);
+  }
+};
+
+struct Choice {
+  int algo = 0;
+  int math = 0;
+  size_t workspace = 0;
+};
+
+// Chosen algorithms by the call's shapes, layouts and dtype: the heuristic query costs more
+// than the descriptors, and a model calls the same convolution on every inference.
+std::mutex choice_mutex;
+std::unordered_map<std::string, Choice>& choices() {
+  static auto* map = new std::unordered_map<std::string, Choice>();  // never destroyed: calls may run at exit
+  return *map;
+}
+
+#endif  // AOTI_SHIM_WITH_CUDA
+
+AOTITorchError read_param(
+    const int64_t* values, int64_t length, int spatial, const char* name, int64_t minimum, int64_t* out) {
+  if (length != 1 && length != spatial) {
+    return fail_format(
+        AOTI_SHIM_E_INVALID_ARGUMENT, "%s: %s has %lld values for %d spatial dims", kWhere, name,
+        static_cast<long long>(length), spatial);
+  }
+  if (values == nullptr) {
+    return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "%s: %s is null", kWhere, name);
+  }
+  for (int d = 0; d < spatial; ++d) {
+    int64_t v = values[length == 1 ? 0 : d];
+    if (v < minimum || v > std::numeric_limits<int32_t>::max()) {
+      return fail_format(
+          AOTI_SHIM_E_INVALID_ARGUMENT, "%s: %s %lld is out of range (at least %lld)", kWhere, name,
+          static_cast<long long>(v), static_cast<long long>(minimum));
+    }
+    out[d] = v;
+  }
+  return AOTI_SHIM_OK;
+}
+
+// Whether t's memory is already packed in the layout `packed` describes (dims of size 1 may
+// have any stride), so cuDNN can read it in place.
+[[maybe_unused]] bool packed_as(const Tensor& t, const std::vector<int64_t>& packed) {
+  for (size_t d = 0; d < t.sizes.size(); ++d) {
+    if (t.sizes[d] != 1 && t.strides[d] != packed[d]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+struct Params {
+  int spatial = 0;
+  int64_t stride[kMaxSpatial] = {}, padding[kMaxSpatial] = {}, dilation[kMaxSpatial] = {};
+  int64_t output_padding[kMaxSpatial] = {};
+  bool transposed = false;
+  int64_t groups = 1;
+};
+
+// Checks everything that needs no device and works out the output's sizes.
+AOTITorchError check_arguments(
+    const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, std::vector<int64_t>* out_sizes) {
+  int64_t ndim = x.dim();
+  if (ndim < 3 || ndim > 5) {
+    return fail_format(
+        AOTI_SHIM_E_RANK_MISMATCH, "%s: input has %lld dims: it must be [N, C, 1 to 3 spatial dims] (unbatched "
+        "inputs are unsupported)", kWhere, static_cast<long long>(ndim));
+  }
+  if (w.dim() != ndim) {
+    return fail_format(
+        AOTI_SHIM_E_RANK_MISMATCH, "%s: weight has %lld dims, input has %lld", kWhere, static_cast<long long>(w.dim()),
+        static_cast<long long>(ndim));
+  }
+  if (x.dtype != 6 && x.dtype != 7 && x.dtype != 5 && x.dtype != 15) {
+    return fail_format(
+        AOTI_SHIM_E_DTYPE_MISMATCH, "%s: %s is not supported (float32, float64, float16, bfloat16)", kWhere,
+        dtype_name(x.dtype));
+  }
+  for (const Tensor* t : {&w, bias}) {
+    if (t != nullptr && t->dtype != x.dtype) {
+      return fail_format(
+          AOTI_SHIM_E_DTYPE_MISMATCH, "%s: input is %s, weight or bias %s", kWhere, dtype_name(x.dtype),
+          dtype_name(t->dtype));
+    }
+  }
+  if (p.groups < 1 || p.groups > std::numeric_limits<int32_t>::max()) {
+    return fail_format(AOTI_SHIM_E_INVALID_ARGUMENT, "%s: groups %lld is out of range", kWhere, static_cast<long long>(p.groups));
+  }
+  int64_t in_channels = x.sizes[1];
+  int64_t out_channels = 0;
+  if (!p.transposed) {
+    out_channels = w.sizes[0];
+    if (w.sizes[1] * p.groups != in_channels || out_channels % p.groups != 0) {
+      return fail_format(
+          AOTI_SHIM_E_SHAPE_MISMATCH, "%s: weight [%lld, %lld, ...] with groups %lld does not fit %lld input channels",
+          kWhere, static_cast<long long>(w.sizes[0]), static_cast<long long>(w.sizes[1]),
+          static_cast<long long>(p.groups), static_cast<long long>(in_channels));
+    }
+  } else {
+    out_channels = w.sizes[1] * p.groups;
+    if (w.sizes[0] != in_channels || in_channels % p.groups != 0) {
+      return fail_format(
+          AOTI_SHIM_E_SHAPE_MISMATCH,
+          "%s: transposed weight [%lld, %lld, ...] with groups %lld does not fit %lld input channels", kWhere,
+          static_cast<long long>(w.sizes[0]), static_cast<long long>(w.sizes[1]), static_cast<long long>(p.groups),
+          static_cast<long long>(in_channels));
+    }
+  }
+  if (bias != nullptr && (bias->dim() != 1 || bias->sizes[0] != out_channels)) {
+    return fail_format(
+        AOTI_SHIM_E_SHAPE_MISMATCH, "%s: bias must be 1-dim of size %lld", kWhere, static_cast<long long>(out_channels));
+  }
+  out_sizes->assign({x.sizes[0], out_channels});
+  for (int d = 0; d < p.spatial; ++d) {
+    int64_t in = x.sizes[2 + d], k = w.sizes[2 + d];
+    int64_t extent = p.dilation[d] * (k - 1) + 1;
+    int64_t size = 0;
+    if (!p.transposed) {
+      size = (in + 2 * p.padding[d] - extent) / p.stride[d] + 1;
+      if (in + 2 * p.padding[d] < extent) {
+        size = 0;
+      }
+    } else {
+      if (p.output_padding[d] >= std::max(p.stride[d], p.dilation[d])) {
+        return fail_format(
+            AOTI_SHIM_E_INVALID_ARGUMENT, "%s: output_padding %lld must be smaller than stride or dilation", kWhere,
+            static_cast<long long>(p.output_padding[d]));
+      }
+      size = (in - 1) * p.stride[d] - 2 * p.padding[d] + extent + p.output_padding[d];
+    }
+    if (size <= 0) {
+      return fail_format(
+          AOTI_SHIM_E_SHAPE_MISMATCH, "%s: spatial dim %d of the output would be %lld (input %lld, kernel %lld)",
+          kWhere, d, static_cast<long long>(size), static_cast<long long>(in), static_cast<long long>(k));
+    }
+    out_sizes->push_back(size);
+  }
+  return AOTI_SHIM_OK;
+}
+
+#if AOTI_SHIM_WITH_CUDA
+
+int cudnn_type(int32_t dtype) {
+  switch (dtype) {
+    case 7:
+      return kDataDouble;
+    case 5:
+      return kDataHalf;
+    case 15:
+      return kDataBfloat16;
+    default:
+      return kDataFloat;
+  }
+}
+
+// Sizes and strides as cuDNN's ints.
+AOTITorchError as_ints(const std::vector<int64_t>& values, std::vector<int>* out) {
+  out->clear();
+  for (int64_t v : values) {
+    if (v > std::numeric_limits<int32_t>::max()) {
+      return fail_format(AOTI_SHIM_E_UNSUPPORTED, "%s: a size or stride of %lld does not fit cuDNN's int", kWhere,
+                         static_cast<long long>(v));
+    }
+    out->push_back(static_cast<int>(v));
+  }
+  return AOTI_SHIM_OK;
+}
+
+// The 4-dim view cuDNN gets of a 1-D convolution's operand: a unit dim before the length.
+std::vector<int64_t> widened(const std::vector<int64_t>& v, int64_t unit) {
+  std::vector<int64_t> out = v;
+  if (out.size() == 3) {
+    out.insert(out.begin() + 2, unit);
+  }
+  return out;
+}
+
+AOTITorchError packed_operand(const Tensor& t, bool channels_last, std::unique_ptr<Tensor>* copy, const Tensor** use) {
+  std::vector<int64_t> packed = channels_last ? channels_last_strides(t.sizes) : contiguous_strides(t.sizes);
+  *use = &t;
+  if (!packed_as(t, packed)) {
+    AOTISHIM_TRY(new_tensor(t.sizes, packed, t.dtype, kCUDA, t.device_index(), false, copy));
+    AOTISHIM_TRY(copy_tensor(**copy, t, true));
+    *use = copy->get();
+  }
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError run_cudnn(
+    const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, bool channels_last, const Tensor& out) {
+  int32_t device = out.device_index();
+  std::unique_ptr<Tensor> x_copy, w_copy;
+  const Tensor *xs = nullptr, *ws = nullptr;
+  AOTISHIM_TRY(packed_operand(x, channels_last, &x_copy, &xs));
+  AOTISHIM_TRY(packed_operand(w, channels_last, &w_copy, &ws));
+  const Cudnn& api = cudnn();
+  // cuDNN's operands: the forward convolution's x (input), w, y (output); for a transposed
+  // convolution the forward one whose data gradient it is (x = our output, y = our input).
+  std::vector<int64_t> x_sizes = widened(x.sizes, 1), out_sizes = widened(out.sizes, 1), w_sizes = widened(w.sizes, 1);
+  auto packed = [&](const std::vector<int64_t>& sizes) {
+    return channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);
+  };
+  std::vector<int> x_dims, x_strides, out_dims, out_strides, w_dims;
+  AOTISHIM_TRY(as_ints(x_sizes, &x_dims));
+  AOTISHIM_TRY(as_ints(packed(x_sizes), &x_strides));
+  AOTISHIM_TRY(as_ints(out_sizes, &out_dims));
+  AOTISHIM_TRY(as_ints(packed(out_sizes), &out_strides));
+  AOTISHIM_TRY(as_ints(w_sizes, &w_dims));
+  int spatial = static_cast<int>(x_dims.size()) - 2;
+  std::vector<int> pad, stride, dilation;
+  if (p.spatial == 1) {
+    pad.push_back(0), stride.push_back(1), dilation.push_back(1);
+  }
+  for (int d = 0; d < p.spatial; ++d) {
+    pad.push_back(static_cast<int>(p.padding[d]));
+    stride.push_back(static_cast<int>(p.stride[d]));
+    dilation.push_back(static_cast<int>(p.dilation[d]));
+  }
+  int type = cudnn_type(x.dtype);
+  bool fp32_strict = x.dtype == 6 && !allow_tf32();
+  Descriptors desc;
+  AOTISHIM_TRY(check(api.create_tensor(&desc.x), "cudnnCreateTensorDescriptor"));
+  AOTISHIM_TRY(check(api.create_tensor(&desc.y), "cudnnCreateTensorDescriptor"));
+  AOTISHIM_TRY(check(api.create_filter(&desc.w), "cudnnCreateFilterDescriptor"));
+  AOTISHIM_TRY(check(api.create_conv(&desc.conv), "cudnnCreateConvolutionDescriptor"));
+  Desc in_desc = p.transposed ? desc.y : desc.x;    // our input
+  Desc out_desc = p.transposed ? desc.x : desc.y;   // our output
+  int nb = static_cast<int>(x_dims.size());
+  AOTISHIM_TRY(check(api.set_tensor(in_desc, type, nb, x_dims.data(), x_strides.data()), "cudnnSetTensorNdDescriptor"));
+  AOTISHIM_TRY(check(api.set_tensor(out_desc, type, nb, out_dims.data(), out_strides.data()), "cudnnSetTensorNdDescriptor"));
+  AOTISHIM_TRY(check(api.set_filter(desc.w, type, channels_last ? kFormatNhwc : kFormatNchw, nb, w_dims.data()),
+                     "cudnnSetFilterNdDescriptor"));
+  AOTISHIM_TRY(check(api.set_conv(desc.conv, spatial, pad.data(), stride.data(), dilation.data(), kCrossCorrelation,
+                                  x.dtype == 7 ? kDataDouble : kDataFloat),
+                     "cudnnSetConvolutionNdDescriptor"));
+  AOTISHIM_TRY(check(api.set_groups(desc.conv, static_cast<int>(p.groups)), "cudnnSetConvolutionGroupCount"));
+
+  cuda::DeviceScope scope;
+  AOTISHIM_TRY(scope.enter(device));
+  void* stream = current_stream(device);
+  Handle handle = nullptr;
+  AOTISHIM_TRY(handle_for(device, stream, &handle));
+
+  std::string key = std::to_string(device) + (p.transposed ? "T" : "F") + (channels_last ? "L" : "C") +
+                    std::to_string(x.dtype) + (fp32_strict ? "s" : "t") + "g" + std::to_string(p.groups);
+  for (const auto* v : {&x_dims, &out_dims, &w_dims, &pad, &stride, &dilation}) {
+    key += '|';
+    for (int i : *v) {
+      key += std::to_string(i) + ',';
+    }
+  }
+  Choice choice;
+  bool known = false;
+  {
+    std::lock_guard<std::mutex> lock(choice_mutex);
+    auto found = choices().find(key);
+    if (found != choices().end()) {
+      choice = found->second;
+      known = true;
+    }
+  }
+  if (!known) {
+    AlgoPerf perf[kMaxAlgos] = {};
+    int count = 0;
+    AOTISHIM_TRY(check(api.set_math(desc.conv, fp32_strict ? kFmaMath : kTensorOpMath), "cudnnSetConvolutionMathType"));
+    if (!p.transposed) {
+      AOTISHIM_TRY(check(api.forward_algos(handle, desc.x, desc.w, desc.conv, desc.y, kMaxAlgos, &count, perf),
+                         "cudnnGetConvolutionForwardAlgorithm_v7"));
+    } else {
+      AOTISHIM_TRY(check(api.backward_algos(handle, desc.w, desc.y, desc.conv, desc.x, kMaxAlgos, &count, perf),
+                         "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    }
+    bool found = false;
+    for (int i = 0; i < count && !found; ++i) {
+      const AlgoPerf& c = perf[i];
+      if (c.status != 0 || (fp32_strict && (c.math_type == kTensorOpMath || c.math_type == kTensorOpAllowConversion))) {
+        continue;
+      }
+      int math = fp32_strict ? kFmaMath : c.math_type;
+      if (api.set_math(desc.conv, math) != 0) {
+        continue;
+      }
+      size_t bytes = 0;
+      Status sized = p.transposed
+                         ? api.backward_workspace(handle, desc.w, desc.y, desc.conv, desc.x, c.algo, &bytes)
+                         : api.forward_workspace(handle, desc.x, desc.w, desc.conv, desc.y, c.algo, &bytes);
+      if (sized != 0 || bytes > kMaxWorkspace) {
+        continue;
+      }
+      choice = Choice{c.algo, math, bytes};
+      found = true;
+    }
+    if (!found) {
+      return fail_format(
+          AOTI_SHIM_E_UNSUPPORTED, "%s: cuDNN offers no %s algorithm for this convolution (%s, %s, %lld groups)",
+          kWhere, p.transposed ? "transposed (backward-data)" : "forward", dtype_name(x.dtype),
+          channels_last ? "channels-last" : "contiguous", static_cast<long long>(p.groups));
+    }
+    std::lock_guard<std::mutex> lock(choice_mutex);
+    choices().emplace(key, choice);
+  }
+  AOTISHIM_TRY(check(api.set_math(desc.conv, choice.math), "cudnnSetConvolutionMathType"));
+  // The workspace comes from the shims' allocator on this stream: freed (stream-ordered)
+  // when it goes out of scope, after cuDNN's kernels on the same stream.
+  std::unique_ptr<Tensor> workspace;
+  if (choice.workspace > 0) {
+    AOTISHIM_TRY(new_tensor({static_cast<int64_t>(choice.workspace)}, {1}, 0, kCUDA, device, false, &workspace));
+  }
+  void* ws_data = workspace ? workspace->data() : nullptr;
+  double one64 = 1.0, zero64 = 0.0;
+  float one32 = 1.0f, zero32 = 0.0f;
+  const void* alpha = x.dtype == 7 ? static_cast<const void*>(&one64) : &one32;
+  const void* beta = x.dtype == 7 ? static_cast<const void*>(&zero64) : &zero32;
+  if (!p.transposed) {
+    AOTISHIM_TRY(check(api.forward(handle, alpha, desc.x, xs->data(), desc.w, ws->data(), desc.conv, choice.algo,
+                                   ws_data, choice.workspace, beta, desc.y, out.data()),
+                       "cudnnConvolutionForward"));
+  } else {
+    AOTISHIM_TRY(check(api.backward_data(handle, alpha, desc.w, ws->data(), desc.y, xs->data(), desc.conv, choice.algo,
+                                         ws_data, choice.workspace, beta, desc.x, out.data()),
+                       "cudnnConvolutionBackwardData"));
+  }
+  if (bias != nullptr) {
+    int64_t inner = 1;
+    if (!channels_last) {
+      for (size_t d = 2; d < out.sizes.size(); ++d) {
+        inner *= out.sizes[d];
+      }
+    }
+    AOTISHIM_TRY(cuda::check_status(
+        kernels::add_channel_bias(out.data(), out.dtype, bias->data(), bias->strides[0], out.numel(), out.sizes[1], inner,
+                                  stream),
+        "cuda_convolution bias kernel"));
+  }
+  return AOTI_SHIM_OK;
+}
+
+#endif  // AOTI_SHIM_WITH_CUDA
+
+AOTITorchError convolution(const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, AtenTensorHandle* ret) {
+  AOTISHIM_TRY(require_output(ret, "ret0"));
+  std::vector<int64_t> out_sizes;
+  AOTISHIM_TRY(check_arguments(x, w, bias, p, &out_sizes));
+#if AOTI_SHIM_WITH_CUDA
+  // The library before the devices: a process without cuDNN learns that first, with its fix.
+  if (!cudnn().error.empty()) {
+    return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "%s: %s", kWhere, cudnn().error.c_str());
+  }
+  int32_t device = x.device_index();
+  for (const Tensor* t : {&x, &w, bias}) {
+    if (t != nullptr && (t->device_type() != kCUDA || t->device_index() != device)) {
+      return fail_format(AOTI_SHIM_E_DEVICE_MISMATCH, "%s: input, weight and bias must be on one CUDA device", kWhere);
+    }
+  }
+  int64_t ndim = x.dim();
+  bool channels_last = x.dtype != 7 && (ndim == 4 || ndim == 5) &&
+                       (strides_like_channels_last(x) || strides_like_channels_last(w));
+  std::vector<int64_t> out_strides = channels_last ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
+  std::unique_ptr<Tensor> out;
+  AOTISHIM_TRY(new_tensor(out_sizes, out_strides, x.dtype, kCUDA, device, false, &out));
+  if (out->numel() > 0) {
+    if (x.numel() == 0 || w.numel() == 0) {
+      return fail_format(AOTI_SHIM_E_UNSUPPORTED, "%s: an empty input or weight with a non-empty output", kWhere);
+    }
+    AOTISHIM_TRY(run_cudnn(x, w, bias, p, channels_last, *out));
+  }
+  *ret = to_handle(out.release());
+  return AOTI_SHIM_OK;
+#else
+  (void)out_sizes;
+  return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "%s: the shims were built without CUDA", kWhere);
+#endif
+}
+
+}  // namespace
+}  // namespace aotishim
+
+using namespace aotishim;
+
+extern "C" AOTITorchError aoti_torch_cuda_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation, int64_t dilation_len_,
+    int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_, int64_t groups,
+    AtenTensorHandle* ret0) {
+  return guarded("aoti_torch_cuda_convolution", [&]() -> AOTITorchError {
+    Tensor *x = nullptr, *w = nullptr, *b = nullptr;
+    AOTISHIM_TRY(unwrap(input, &x, "input"));
+    AOTISHIM_TRY(unwrap(weight, &w, "weight"));
+    if (bias != nullptr && *bias != nullptr) {
+      AOTISHIM_TRY(unwrap(*bias, &b, "bias"));
+    }
+    Params p;
+    p.spatial = static_cast<int>(x->dim()) - 2;
+    if (p.spatial < 1 || p.spatial > kMaxSpatial) {
+      return fail_format(
+          AOTI_SHIM_E_RANK_MISMATCH, "%s: input has %lld dims: it must be [N, C, 1 to 3 spatial dims]", kWhere,
+          static_cast<long long>(x->dim()));
+    }
+    p.transposed = transposed != 0;
+    p.groups = groups;
+    AOTISHIM_TRY(read_param(stride, stride_len_, p.spatial, "stride", 1, p.stride));
+    AOTISHIM_TRY(read_param(padding, padding_len_, p.spatial, "padding", 0, p.padding));
+    AOTISHIM_TRY(read_param(dilation, dilation_len_, p.spatial, "dilation", 1, p.dilation));
+    if (p.transposed) {
+      AOTISHIM_TRY(read_param(output_padding, output_padding_len_, p.spatial, "output_padding", 0, p.output_padding));
+    } else {
+      // Ignored by torch for a plain convolution, whatever it holds.
+      std::fill(std::begin(p.output_padding), std::end(p.output_padding), 0);
+    }
+    return convolution(*x, *w, b, p, ret0);
+  });
+}

@@ -1,0 +1,420 @@
+"""The reference shims' CUDA convolution (cuDNN, loaded at run time) and attention
+fallbacks (cuBLAS GEMMs and a softmax kernel) against torch on the same tensors: values,
+and every output's sizes, strides, dtype and device as torch's own CUDA kernels return
+them (what a compiled blob indexes). The zoo's convolution shapes, then random ones
+(hypothesis, derandomized). With -s, each group prints its worst errors and a speed
+comparison against torch's own kernels."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import os
+import time
+
+import pytest
+from gpu_support import require_gpu
+
+require_gpu()
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from test_shims_symbols import built_prefix, shim_library  # noqa: E402
+
+P, I64, I32, F64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
+CODES = {torch.float32: 6, torch.float64: 7, torch.float16: 5, torch.bfloat16: 15, torch.bool: 11, torch.int64: 4,
+         torch.uint64: 29, torch.uint8: 0}  # fmt: skip
+DTYPES = {v: k for k, v in CODES.items()}
+# |ours - torch| <= factor * max|torch|: another algorithm (cuDNN) or summation order (attention).
+CONV_TOL = {torch.float32: 2e-5, torch.float64: 1e-12, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+ATTN_TOL = {torch.float32: 2e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+WORST: dict[str, float] = {}
+
+
+class Shims:
+    def __init__(self) -> None:
+        torch.backends.cuda.matmul.allow_tf32 = False  # the shims' float32 default: no TF32
+        torch.backends.cudnn.allow_tf32 = False
+        self.lib = ctypes.CDLL(str(shim_library()), mode=os.RTLD_GLOBAL)
+        self.prefix = built_prefix()
+
+    def fn(self, name: str, *argtypes: object):
+        f = getattr(self.lib, self.prefix + name)
+        f.restype, f.argtypes = I32, list(argtypes)
+        return f
+
+    def error(self) -> str:
+        last = getattr(self.lib, self.prefix + "aoti_shim_last_error")
+        last.restype = ctypes.c_char_p
+        return last().decode()
+
+    def check(self, code: int) -> None:
+        if code != 0:
+            raise AssertionError(f"shim error {code}: {self.error()}")
+
+    def handle(self, t: torch.Tensor) -> P:
+        out = P()
+        sizes, strides = (I64 * t.dim())(*t.shape), (I64 * t.dim())(*t.stride())
+        base = t.data_ptr() - t.storage_offset() * t.element_size()
+        f = self.fn("aoti_torch_create_tensor_from_blob", P, I64, P, P, I64, I32, I32, I32, P)
+        device = (1, t.device.index or 0) if t.is_cuda else (0, 0)
+        self.check(f(base, t.dim(), sizes, strides, t.storage_offset(), CODES[t.dtype], *device, ctypes.byref(out)))
+        return out
+
+    def torch_view(self, h: P) -> torch.Tensor:
+        """A torch copy of a shim tensor, read through its sizes, strides, dtype and device."""
+        dim, dtype, dev = I64(), I32(), I32()
+        data, sizes, strides = P(), ctypes.POINTER(I64)(), ctypes.POINTER(I64)()
+        self.check(self.fn("aoti_torch_get_dim", P, P)(h, ctypes.byref(dim)))
+        self.check(self.fn("aoti_torch_get_sizes", P, P)(h, ctypes.byref(sizes)))
+        self.check(self.fn("aoti_torch_get_strides", P, P)(h, ctypes.byref(strides)))
+        self.check(self.fn("aoti_torch_get_dtype", P, P)(h, ctypes.byref(dtype)))
+        self.check(self.fn("aoti_torch_get_device_type", P, P)(h, ctypes.byref(dev)))
+        self.check(self.fn("aoti_torch_get_data_ptr", P, P)(h, ctypes.byref(data)))
+        shape = [sizes[i] for i in range(dim.value)]
+        stride = [strides[i] for i in range(dim.value)]
+        dt = DTYPES[dtype.value]
+        device = "cuda" if dev.value == 1 else "cpu"
+        span = 1 + sum((n - 1) * step for n, step in zip(shape, stride)) if all(shape) else 0
+        if span == 0:
+            return torch.empty_strided(shape, stride, dtype=dt, device=device)
+        nbytes = span * torch.empty((), dtype=dt).element_size()
+        if device == "cuda":
+            # The bytes through __cuda_array_interface__, cloned while the handle lives (the
+            # shims and torch both run on the legacy default stream here: ordered).
+            buf = torch.as_tensor(_DeviceBytes(data.value, nbytes), device="cuda").clone()
+        else:
+            buf = torch.frombuffer(bytearray(ctypes.string_at(data.value, nbytes)), dtype=torch.uint8)
+        return buf.view(dt).as_strided(shape, stride)
+
+    def delete(self, *handles: P) -> None:
+        d = self.fn("aoti_torch_delete_tensor_object", P)
+        for h in handles:
+            if h:
+                self.check(d(h))
+
+
+class _DeviceBytes:
+    def __init__(self, ptr: int, nbytes: int) -> None:
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1", "data": (ptr, False), "version": 3}
+
+
+@pytest.fixture(scope="module")
+def shims() -> Shims:
+    return Shims()
+
+
+def ints(values: list[int]) -> tuple[ctypes.Array, int]:
+    return (I64 * len(values))(*values), len(values)
+
+
+def conv_shim(shims: Shims, x, w, b, stride, padding, dilation, transposed, output_padding, groups) -> tuple[int, P]:
+    f = shims.fn("aoti_torch_cuda_convolution", P, P, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
+    hx, hw = shims.handle(x), shims.handle(w)
+    hb = shims.handle(b) if b is not None else None
+    out = P()
+    code = f(hx, hw, ctypes.byref(hb) if hb is not None else None, *ints(stride), *ints(padding), *ints(dilation),
+             int(transposed), *ints(output_padding), groups, ctypes.byref(out))  # fmt: skip
+    shims.delete(hx, hw, hb)
+    return code, out
+
+
+def close(name: str, got: torch.Tensor, want: torch.Tensor, tol: dict) -> None:
+    scale = float(want.double().abs().max()) or 1.0
+    err = float((got.double() - want.double()).abs().max()) if want.numel() else 0.0
+    WORST[name] = max(WORST.get(name, 0.0), err / scale)
+    assert err <= tol[want.dtype] * scale, (name, err, scale)
+
+
+def run_conv(shims: Shims, x, w, b, stride, padding, dilation, transposed, output_padding, groups, tag: str) -> None:
+    spatial = x.dim() - 2
+    fns = {1: (F.conv1d, F.conv_transpose1d), 2: (F.conv2d, F.conv_transpose2d), 3: (F.conv3d, F.conv_transpose3d)}
+    if transposed:
+        want = fns[spatial][1](x, w, b, stride, padding, output_padding, groups, dilation)
+    else:
+        want = fns[spatial][0](x, w, b, stride, padding, dilation, groups)
+    code, out = conv_shim(shims, x, w, b, stride, padding, dilation, transposed, output_padding, groups)
+    shims.check(code)
+    got = shims.torch_view(out)
+    shims.delete(out)
+    assert got.shape == want.shape and got.stride() == want.stride(), (tag, got.shape, got.stride(), want.stride())
+    assert got.dtype == want.dtype and got.is_cuda
+    close(f"conv {x.dtype}", got, want, CONV_TOL)
+
+
+# The zoo's convolutions (torchvision resnet18 and mobilenet_v3_small, timm's ViT patch
+# embedding, at the zoo's 64x64 inputs): (N, C, H, W, O, k, stride, padding, groups, bias).
+ZOO_CONVS = [
+    (2, 3, 64, 64, 64, 7, 2, 3, 1, False),    # resnet18 stem
+    (2, 64, 16, 16, 64, 3, 1, 1, 1, False),   # resnet18 basic block
+    (2, 64, 16, 16, 128, 1, 2, 0, 1, False),  # resnet18 downsample
+    (2, 3, 64, 64, 16, 3, 2, 1, 1, False),    # mobilenet stem
+    (2, 16, 32, 32, 16, 3, 2, 1, 16, False),  # mobilenet depthwise
+    (2, 72, 8, 8, 72, 5, 2, 2, 72, False),    # mobilenet depthwise 5x5
+    (2, 16, 1, 1, 8, 1, 1, 0, 1, True),       # squeeze-excite 1x1 with bias
+    (2, 3, 64, 64, 192, 16, 16, 0, 1, True),  # ViT patch embedding
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("layout", ["nchw", "channels_last"])
+def test_conv_zoo_shapes(shims: Shims, dtype: torch.dtype, layout: str) -> None:
+    torch.manual_seed(0)
+    for n, c, h, wd, o, k, s, p, g, bias in ZOO_CONVS:
+        x = torch.randn(n, c, h, wd, device="cuda", dtype=dtype)
+        w = torch.randn(o, c // g, k, k, device="cuda", dtype=dtype) / math.sqrt(c // g * k * k)
+        if layout == "channels_last":
+            x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
+        b = torch.randn(o, device="cuda", dtype=dtype) if bias else None
+        run_conv(shims, x, w, b, [s, s], [p, p], [1, 1], False, [0, 0], g, f"zoo {n, c, h, wd, o, k, s, p, g}")
+
+
+def test_conv_every_argument(shims: Shims) -> None:
+    torch.manual_seed(1)
+    d = "cuda"
+    # 1-D (also from a transposed [N, L, C] input: the output stays contiguous), dilation, bias.
+    run_conv(shims, torch.randn(2, 6, 19, device=d), torch.randn(4, 6, 3, device=d), torch.randn(4, device=d),
+             [2], [1], [2], False, [0], 1, "1d")  # fmt: skip
+    run_conv(shims, torch.randn(2, 19, 6, device=d).transpose(1, 2), torch.randn(4, 6, 3, device=d), None,
+             [1], [0], [1], False, [0], 1, "1d transposed input")  # fmt: skip
+    # 3-D, contiguous and channels-last-3d, groups.
+    x3, w3 = torch.randn(1, 4, 6, 7, 8, device=d), torch.randn(8, 2, 3, 3, 3, device=d)
+    run_conv(shims, x3, w3, torch.randn(8, device=d), [1, 2, 1], [1, 0, 1], [1, 1, 2], False, [0, 0, 0], 2, "3d")
+    run_conv(shims, x3.to(memory_format=torch.channels_last_3d), w3, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False,
+             [0, 0, 0], 2, "3d cl")  # fmt: skip
+    # Transposed, with output padding and groups, 1-D to 3-D; channels-last weight only.
+    run_conv(shims, torch.randn(2, 4, 9, device=d), torch.randn(4, 3, 4, device=d), torch.randn(3, device=d),
+             [3], [1], [1], True, [2], 1, "convT 1d")  # fmt: skip
+    x2 = torch.randn(2, 8, 7, 5, device=d)
+    run_conv(shims, x2, torch.randn(8, 3, 3, 3, device=d).to(memory_format=torch.channels_last),
+             torch.randn(6, device=d), [2, 2], [1, 0], [1, 2], True, [1, 1], 2, "convT 2d")  # fmt: skip
+    run_conv(shims, torch.randn(1, 4, 3, 4, 5, device=d), torch.randn(4, 2, 2, 3, 2, device=d), None,
+             [2, 1, 2], [0, 1, 0], [1, 1, 1], True, [1, 0, 1], 1, "convT 3d")  # fmt: skip
+    # float64 stays contiguous even from channels-last operands.
+    x64 = torch.randn(2, 4, 9, 9, device=d, dtype=torch.float64).to(memory_format=torch.channels_last)
+    run_conv(shims, x64, torch.randn(4, 4, 3, 3, device=d, dtype=torch.float64), None, [1, 1], [1, 1], [1, 1], False,
+             [0, 0], 1, "f64")  # fmt: skip
+    # A strided (sliced) input is copied to a packed layout first.
+    xs = torch.randn(2, 4, 20, 20, device=d)[:, :, ::2, 1::2]
+    run_conv(shims, xs, torch.randn(5, 4, 3, 3, device=d), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, "strided")
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    spatial=st.integers(1, 3),
+    transposed=st.booleans(),
+    groups=st.sampled_from([1, 2, 3]),
+    cin_per=st.integers(1, 4),
+    cout_per=st.integers(1, 4),
+    kernel=st.integers(1, 3),
+    stride=st.integers(1, 3),
+    padding=st.integers(0, 2),
+    dilation=st.integers(1, 2),
+    bias=st.booleans(),
+    channels_last=st.booleans(),
+    dtype=st.sampled_from([torch.float32, torch.float16, torch.bfloat16]),
+    batch=st.integers(1, 3),
+)
+def test_conv_random(shims: Shims, spatial, transposed, groups, cin_per, cout_per, kernel, stride, padding, dilation,
+                     bias, channels_last, dtype, batch) -> None:  # fmt: skip
+    cin, cout = cin_per * groups, cout_per * groups
+    size = [5 + 2 * i for i in range(spatial)]
+    x = torch.randn(batch, cin, *size, device="cuda", dtype=dtype)
+    wshape = (cin, cout_per, *[kernel] * spatial) if transposed else (cout, cin_per, *[kernel] * spatial)
+    w = torch.randn(*wshape, device="cuda", dtype=dtype)
+    if channels_last and spatial > 1:
+        fmt = torch.channels_last if spatial == 2 else torch.channels_last_3d
+        x = x.to(memory_format=fmt)
+    extent = dilation * (kernel - 1) + 1
+    if not transposed and any(s + 2 * padding < extent for s in size):
+        return
+    if transposed and padding * 2 >= (min(size) - 1) * stride + extent:
+        return
+    out_pad = [min(stride, dilation) - 1 if transposed else 0] * spatial
+    b = torch.randn(cout, device="cuda", dtype=dtype) if bias else None
+    run_conv(shims, x, w, b, [stride] * spatial, [padding] * spatial, [dilation] * spatial, transposed, out_pad, groups,
+             "random")  # fmt: skip
+
+
+def test_conv_errors(shims: Shims) -> None:
+    x, w = torch.randn(2, 4, 8, 8, device="cuda"), torch.randn(4, 4, 3, 3, device="cuda")
+    code, _ = conv_shim(shims, x, torch.randn(4, 3, 3, 3, device="cuda"), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    assert code == 9 and "does not fit 4 input channels" in shims.error()
+    code, _ = conv_shim(shims, x, w.double(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    assert code == 11
+    code, _ = conv_shim(shims, x, w.cpu(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    assert code == 15 and "one CUDA device" in shims.error()
+
+
+def sdpa_shim(shims: Shims, kind: str, q, k, v, mask, causal: bool, scale, want_lse: bool, dropout: float = 0.0):
+    hq, hk, hv = shims.handle(q), shims.handle(k), shims.handle(v)
+    hm = shims.handle(mask) if mask is not None else None
+    s = ctypes.byref(F64(scale)) if scale is not None else None
+    if kind == "efficient":
+        f = shims.fn("aoti_torch_cuda__scaled_dot_product_efficient_attention", P, P, P, P, I32, F64, I32, P, P, P, P, P)
+        rets = [P() for _ in range(4)]
+        code = f(hq, hk, hv, ctypes.byref(hm) if hm else None, int(want_lse), dropout, int(causal), s,
+                 *[ctypes.byref(r) for r in rets])  # fmt: skip
+        ints_out: list[int] = []
+    else:
+        rets = [P() for _ in range(9)]
+        i4, i5 = I64(), I64()
+        refs = [ctypes.byref(r) for r in rets[:4]] + [ctypes.byref(i4), ctypes.byref(i5)] + [ctypes.byref(r) for r in rets[6:]]
+        if kind == "cudnn":
+            f = shims.fn("aoti_torch_cuda__scaled_dot_product_cudnn_attention", P, P, P, P, I32, F64, I32, I32, P,
+                         *([P] * 9))  # fmt: skip
+            code = f(hq, hk, hv, ctypes.byref(hm) if hm else None, int(want_lse), dropout, int(causal), 0, s, *refs)
+        else:
+            f = shims.fn("aoti_torch_cuda__scaled_dot_product_flash_attention", P, P, P, F64, I32, I32, P, *([P] * 9))
+            code = f(hq, hk, hv, dropout, int(causal), 0, s, *refs)
+        ints_out = [i4.value, i5.value]
+    shims.delete(hq, hk, hv, hm)
+    return code, rets, ints_out
+
+
+def torch_op(kind: str, q, k, v, mask, causal, scale, want_lse):
+    aten = torch.ops.aten
+    if kind == "efficient":
+        return aten._scaled_dot_product_efficient_attention(q, k, v, mask, want_lse, 0.0, causal, scale=scale)
+    if kind == "cudnn":
+        return aten._scaled_dot_product_cudnn_attention(q, k, v, mask, want_lse, 0.0, causal, False, scale=scale)
+    return aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False, scale=scale)
+
+
+def run_sdpa(shims: Shims, kind: str, q, k, v, mask=None, causal=False, scale=None, want_lse=True, tag="") -> None:
+    code, rets, ints_out = sdpa_shim(shims, kind, q, k, v, mask, causal, scale, want_lse)
+    shims.check(code)
+    got = [shims.torch_view(r) if r else None for r in rets]
+    shims.delete(*rets)
+    # The reference values: torch's math on float64 copies (GQA by repeating key/value heads).
+    group = q.shape[1] // k.shape[1]
+    k64, v64 = k.double().repeat_interleave(group, 1), v.double().repeat_interleave(group, 1)
+    m64 = mask if mask is None or mask.dtype == torch.bool else mask.double()
+    want = F.scaled_dot_product_attention(q.double(), k64, v64, m64, is_causal=causal, scale=scale)
+    close(f"sdpa {kind} {q.dtype}", got[0], want.to(q.dtype), ATTN_TOL)
+    # Layouts, dtypes and devices of every output as torch's own kernel gives them, where
+    # torch's kernel takes these arguments (it may refuse some, e.g. GQA or a mask).
+    try:
+        ref = torch_op(kind, q, k, v, mask, causal, scale, want_lse)
+    except RuntimeError:
+        ref = None
+    if ref is not None:
+        ref = list(ref)
+        ours = got[:4] + ints_out + got[6:] if kind != "efficient" else got
+        assert len(ours) == len(ref)
+        for i, (a, r) in enumerate(zip(ours, ref)):
+            if isinstance(r, torch.Tensor):
+                assert a is not None, (tag, i)
+                assert (a.shape, a.stride(), a.dtype, a.device.type) == (r.shape, r.stride(), r.dtype, r.device.type), (
+                    tag, kind, i, (a.shape, a.stride(), a.dtype, a.device), (r.shape, r.stride(), r.dtype, r.device))
+            elif isinstance(r, int):
+                assert a == r, (tag, i)
+            else:
+                assert a is None, (tag, i)
+        # torch's logsumexp where it computed one (efficient pads rows to 32).
+        if kind == "flash" or want_lse:
+            lq = q.shape[2]
+            ours_lse = got[1].reshape(got[1].shape[0], got[1].shape[1], -1)[..., :lq]
+            ref_lse = ref[1].reshape(ref[1].shape[0], ref[1].shape[1], -1)[..., :lq]
+            close(f"lse {kind} {q.dtype}", ours_lse, ref_lse.float(), {torch.float32: 1e-4 if q.dtype == torch.float32 else 1e-2})
+
+
+def qkv(b, hq, hk, lq, lk, e, ev, dtype, layout):
+    def make(h, n, d):
+        if layout == "bhle":
+            return torch.randn(b, h, n, d, device="cuda", dtype=dtype)
+        return torch.randn(b, n, h, d, device="cuda", dtype=dtype).transpose(1, 2)
+
+    return make(hq, lq, e), make(hk, lk, e), make(hk, lk, ev)
+
+
+@pytest.mark.parametrize("kind,dtype", [("efficient", torch.float32), ("efficient", torch.bfloat16),
+                                        ("cudnn", torch.bfloat16), ("cudnn", torch.float16), ("cudnn", torch.float32),
+                                        ("flash", torch.bfloat16), ("flash", torch.float16)])  # fmt: skip
+@pytest.mark.parametrize("layout", ["bhle", "blhe"])
+def test_sdpa_against_torch(shims: Shims, kind: str, dtype: torch.dtype, layout: str) -> None:
+    torch.manual_seed(2)
+    # The zoo's shapes (GPT-2 and the Llama: 4 heads of 32 over 16 tokens) and larger ones.
+    for b, h, lq, lk, e in [(2, 4, 16, 16, 32), (1, 8, 77, 77, 64), (3, 2, 33, 65, 64)]:
+        q, k, v = qkv(b, h, h, lq, lk, e, e, dtype, layout)
+        for causal in (False, True):
+            run_sdpa(shims, kind, q, k, v, causal=causal, tag=f"{b, h, lq, lk, e} causal={causal}")
+        run_sdpa(shims, kind, q, k, v, scale=0.3, want_lse=False, tag="scale")
+        if kind != "flash":
+            bias = torch.randn(b, 1, lq, lk, device="cuda", dtype=dtype).expand(b, h, lq, lk)
+            run_sdpa(shims, kind, q, k, v, mask=bias, tag="additive mask")
+            keep = torch.rand(lq, lk, device="cuda") > 0.3
+            keep[:, 0] = True
+            run_sdpa(shims, kind, q, k, v, mask=keep, causal=False, tag="bool mask")
+
+
+@pytest.mark.parametrize("kind", ["efficient", "cudnn", "flash"])
+def test_sdpa_grouped_query_heads(shims: Shims, kind: str) -> None:
+    torch.manual_seed(3)
+    dtype = torch.float32 if kind == "efficient" else torch.bfloat16
+    for hq, hk, layout in [(8, 2, "bhle"), (6, 3, "blhe"), (4, 1, "bhle")]:
+        q, k, v = qkv(2, hq, hk, 20, 24, 64, 32, dtype, layout)
+        run_sdpa(shims, kind, q, k, v, causal=True, tag=f"gqa {hq}/{hk}")
+
+
+def test_sdpa_errors(shims: Shims) -> None:
+    q, k, v = qkv(1, 2, 2, 8, 8, 16, 16, torch.float32, "bhle")
+    code, _, _ = sdpa_shim(shims, "efficient", q, k, v, None, False, None, False, dropout=0.1)
+    assert code == 19 and "inference only" in shims.error()
+    code, _, _ = sdpa_shim(shims, "efficient", q, k.cpu(), v, None, False, None, False)
+    assert code == 15
+
+
+def bench_ms(fn, iters: int = 50) -> float:
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / iters * 1e3
+
+
+def test_speed_against_torch(shims: Shims) -> None:
+    """Not a pass/fail check: prints ours against torch's own kernels (median of 3 x 50 runs)."""
+    rows = []
+    for kind, dtype, shape in [("efficient", torch.float32, (2, 4, 16, 32)), ("efficient", torch.float32, (4, 16, 512, 64)),
+                               ("efficient", torch.float32, (1, 32, 2048, 128)), ("cudnn", torch.bfloat16, (2, 4, 16, 32)),
+                               ("cudnn", torch.bfloat16, (4, 16, 512, 64)), ("cudnn", torch.bfloat16, (1, 32, 2048, 128)),
+                               ("flash", torch.bfloat16, (1, 32, 2048, 128))]:  # fmt: skip
+        b, h, n, e = shape
+        q, k, v = qkv(b, h, h, n, n, e, e, dtype, "blhe")
+
+        def ours() -> None:
+            code, rets, _ = sdpa_shim(shims, kind, q, k, v, None, True, None, False)
+            assert code == 0
+            shims.delete(*rets)
+
+        def theirs() -> None:
+            torch_op(kind, q, k, v, None, True, None, False)
+
+        t_ours = sorted(bench_ms(ours) for _ in range(3))[1]
+        t_theirs = sorted(bench_ms(theirs) for _ in range(3))[1]
+        rows.append((f"sdpa {kind} {str(dtype)[6:]} causal B,H,L,E={shape}", t_ours, t_theirs))
+    for dtype in (torch.float32, torch.bfloat16):
+        x = torch.randn(32, 64, 56, 56, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
+        w = torch.randn(64, 64, 3, 3, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
+
+        def conv_ours() -> None:
+            code, out = conv_shim(shims, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+            assert code == 0
+            shims.delete(out)
+
+        def conv_theirs() -> None:
+            F.conv2d(x, w, None, 1, 1)
+
+        rows.append((f"conv2d {str(dtype)[6:]} 32x64x56x56 3x3 channels-last", sorted(bench_ms(conv_ours) for _ in range(3))[1],
+                     sorted(bench_ms(conv_theirs) for _ in range(3))[1]))  # fmt: skip
+    print("\n# speed: ours (shim call through ctypes) against torch's own op, ms per call")
+    for name, a, b in rows:
+        print(f"{name:60s} ours {a:8.3f}  torch {b:8.3f}  ours/torch {a / b:6.2f}")
+    print("# worst error / max|reference| per group:", {k: f"{v:.2e}" for k, v in sorted(WORST.items())})
