@@ -110,7 +110,7 @@ def test_the_default_compile_is_inductors_plain_one(monkeypatch: pytest.MonkeyPa
         assert not {"max_autotune_gemm_backends", "max_autotune_conv_backends", "test_configs.max_mm_configs"} & set(options)
         assert options["aot_inductor.link_libtorch"] is False and options["aot_inductor.package_constants_in_so"] is True
     assert inductor_options("cuda", "binary", policy="default")["aot_inductor.embed_kernel_binary"] is True
-    plain, tuned = CompileRequest("mlp", "cuda", "binary", "default"), CompileRequest("mlp", "cuda", "binary")
+    plain, tuned = CompileRequest("mlp", "cuda", "binary", compile="default"), CompileRequest("mlp", "cuda", "binary")
     assert cache_key(plain) != cache_key(tuned) and "-binary-default-" in cache_key(plain)
 
 
