@@ -12,7 +12,7 @@
 # two, each compiling every model and route at once (docs/gpu/zoo_run.py);
 # AOTI_SHIM_ZOO_POLICIES picks them ("default" alone, say). AOTI_SHIM_ZOO_BENCH=1 then runs
 # bench/shim_latency.py's (a)/(b) on the default compile's blobs (AOTI_SHIM_ZOO_BENCH_MODELS,
-# default: every zoo model). Installs aoti-shim into $SITE first unless it is importable
+# default: every zoo model; AOTI_SHIM_ZOO_BENCH_ARGS adds options, e.g. --no-graph). Installs aoti-shim into $SITE first unless it is importable
 # (run_h200.sh's install, for a fresh machine). What comes back in $OUT (flat):
 #   zoo_00_run.log                  header, installs, step summary
 #   zoo_<phase>.log                 the fallback ops' tests (f32), the zoo runs' progress and tables
@@ -111,7 +111,7 @@ default_bench() {
     args+=(--model "aoti_shim.smoke.zoo:$name$([ "$dtype" = bfloat16 ] && echo _bf16)")
   done
   "$PYTHON" "$REPO/bench/shim_latency.py" --device "$DEVICE" --compile default --cache-dir "$CACHE" --no-twin \
-    --rounds "${AOTI_SHIM_ZOO_BENCH_ROUNDS:-20}" --iterations 20 "${args[@]}" --json "$OUT/zoo_${phase}_bench.json"
+    --rounds "${AOTI_SHIM_ZOO_BENCH_ROUNDS:-20}" --iterations 20 ${AOTI_SHIM_ZOO_BENCH_ARGS:-} "${args[@]}" --json "$OUT/zoo_${phase}_bench.json"
 }
 
 export REPO OUT SITE WORK CACHE DEVICE PYTHON MODELS POLICIES START BUDGET_S
