@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds tests/packages/plugin_cuda (a shim project with a .cu kernel and
+# Builds fixtures/packages/plugin_cuda (a shim project with a .cu kernel and
 # [tool.aoti-shim] cuda = true) into .whl/ on the CPU machine: an isolated pip wheel
 # whose nvcc comes from NVIDIA's wheels, with every nvcc taken off PATH (no toolkit).
 # docs/gpu/run_h200.sh installs it from .whl/ and tests/gpu/test_cuda_kernels_gpu.py
@@ -31,6 +31,6 @@ add_cuda_wheels(assemble_wheelhouse(Path(sys.argv[1])))
 " "$WHEELS"
 start=$(date +%s)
 PATH=${NO_NVCC%:} PIP_NO_INDEX=1 PIP_FIND_LINKS=$WHEELS "$PYTHON" -m pip wheel -v --no-deps -w "$REPO/.whl" \
-  "$REPO/tests/packages/plugin_cuda" 2>&1 | grep -E "aoti-shim:|CUDA compiler identification|plugin_cuda:|OK:|Successfully|ERROR|error" || true
+  "$REPO/fixtures/packages/plugin_cuda" 2>&1 | grep -E "aoti-shim:|CUDA compiler identification|plugin_cuda:|OK:|Successfully|ERROR|error" || true
 ls -l "$REPO"/.whl/plugin_cuda-*.whl
 echo "built in $(($(date +%s) - start)) s"

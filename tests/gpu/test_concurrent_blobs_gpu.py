@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpu_support import PREFIX, compile_cache, installed_shims, prefixed_model, require_gpu
+from gpu_support import PREFIX, compile_cache, installed_shims, needs_gpu, prefixed_model
 
-require_gpu()
+pytestmark = needs_gpu()
 
 CHILD = Path(__file__).resolve().parent / "concurrent_blobs_child.py"
 ROUNDS, ITERATIONS = 4, 50

@@ -7,9 +7,9 @@ import ctypes
 import os
 
 import pytest
-from gpu_support import require_gpu
+from gpu_support import needs_gpu
 
-require_gpu()
+pytestmark = needs_gpu()
 
 import torch  # noqa: E402
 

@@ -22,16 +22,16 @@ from gpu_support import (
     coalesced_host,
     compile_cache,
     destroy_stream,
+    needs_gpu,
     new_stream,
     prefixed_model,
     read_outputs,
-    require_gpu,
     run_on_current_stream,
     stream_idle,
     stream_sync,
 )
 
-require_gpu()
+pytestmark = needs_gpu()
 
 import torch  # noqa: E402
 

@@ -20,14 +20,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from gpu_support import PREFIX, compile_cache, coalesced_host, installed_shims, prefixed_model, require_gpu, spin_cycles
+from gpu_support import PREFIX, coalesced_host, compile_cache, installed_shims, needs_gpu, prefixed_model, spin_cycles
 
-require_gpu()
+pytestmark = needs_gpu(2)
 
 import torch  # noqa: E402
-
-if torch.cuda.device_count() < 2:
-    pytest.skip("needs two CUDA GPUs", allow_module_level=True)
 
 from aoti_shim.smoke.compare import compare  # noqa: E402
 from aoti_shim.smoke.loader import load_private_copy  # noqa: E402
