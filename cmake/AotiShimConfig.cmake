@@ -9,6 +9,7 @@
 #   aoti_shim_link_whole(<target> <static-lib>)
 #   aoti_shim_add_model(<name> PACKAGE <dir|file.pt2> [MODEL <m>] [PREFIX <p>])
 #   aoti_shim_check(<target> [AGAINST torch|<paths>...] [MODELS <targets>...] [PREFIX <p>])
+#   aoti_shim_find_cudart(<target>)   (AotiShimCuda.cmake: CUDA 13 headers and libcudart, toolkit or wheels)
 include_guard(GLOBAL)
 
 if(CMAKE_VERSION VERSION_LESS 3.21)
@@ -26,6 +27,9 @@ set(AOTI_SHIM_RENAME_HEADER "${AOTI_SHIM_INCLUDE_DIR}/aoti_shim_rename.h")
 if(NOT EXISTS "${AOTI_SHIM_RENAME_HEADER}")
   message(FATAL_ERROR "AotiShim: ${AOTI_SHIM_RENAME_HEADER} is missing: reinstall aoti-shim")
 endif()
+
+# aoti_shim_find_cudart: CUDA headers and libcudart from a CUDA 13 toolkit or NVIDIA's wheels.
+include("${CMAKE_CURRENT_LIST_DIR}/AotiShimCuda.cmake")
 
 # The single source of truth for the prefix; scikit-build-core's plugin sets it.
 set(AOTI_SHIM_SYMBOL_PREFIX "" CACHE STRING "Private prefix for aoti_torch_* shim symbols (e.g. myrt_)")
@@ -688,19 +692,50 @@ function(_aoti_shim_model_link_flags fn name dir device)
   endforeach()
 endfunction()
 
+# An empty library named libcuda.so.1, to link a blob against where no driver library is in
+# sight (no toolkit and its stubs, no driver: a CPU build machine with NVIDIA's wheels only).
+# The blob then records NEEDED libcuda.so.1 and leaves its cu* calls undefined, as linking
+# the real one would; at load time the machine's driver provides them. The stub is passed
+# as a link option, not a library, so that CMake puts no RPATH to it into the blob.
+function(_aoti_shim_driver_stub out)
+  set(stub aoti_shim_cuda_driver_stub)
+  if(NOT TARGET ${stub})
+    set(source "${CMAKE_BINARY_DIR}/aoti_shim_cuda_driver_stub/stub.cpp")
+    file(CONFIGURE OUTPUT "${source}" CONTENT "/* Link-time stand-in for libcuda.so.1: see aoti_shim_add_model. */\n" @ONLY)
+    add_library(${stub} SHARED "${source}")
+    set_target_properties(${stub} PROPERTIES OUTPUT_NAME cuda SOVERSION 1 EXCLUDE_FROM_ALL TRUE
+      LIBRARY_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/aoti_shim_cuda_driver_stub")
+  endif()
+  set(${out} ${stub} PARENT_SCOPE)
+endfunction()
+
 # A CUDA model: the host provides the CUDA runtime at load time; the driver comes from libcuda.
+# Headers from a CUDA 13 toolkit, else from NVIDIA's wheels (nvidia-cuda-runtime, nvidia-cuda-crt:
+# aoti_shim_find_cudart's search); nothing of the runtime is linked. The driver library is the
+# toolkit's (CUDA::cuda_driver, its stubs included), CUDA_cuda_driver_LIBRARY, or a stub.
 function(_aoti_shim_model_cuda fn name)
   target_compile_definitions("${name}" PRIVATE USE_CUDA)
-  find_package(CUDAToolkit QUIET)
-  if(NOT CUDAToolkit_FOUND)
-    message(FATAL_ERROR "${fn}: '${name}' is a CUDA model and no CUDA toolkit was found (set CUDAToolkit_ROOT)")
+  if(NOT TARGET aoti_shim_model_cudart)
+    aoti_shim_find_cudart(aoti_shim_model_cudart)
+    if(NOT AOTI_SHIM_CUDA_FOUND)
+      message(FATAL_ERROR "${fn}: '${name}' is a CUDA model and no CUDA 13 headers were found: install "
+                          "nvidia-cuda-runtime==13.0.* and nvidia-cuda-crt==13.0.* into the build's Python, "
+                          "set AOTI_SHIM_CUDA_ROOT, or install a CUDA 13 toolkit")
+    endif()
+    message(STATUS "AotiShim: CUDA models compile against the headers of the CUDA ${AOTI_SHIM_CUDA_ORIGIN}")
   endif()
-  if(NOT TARGET CUDA::cuda_driver)
-    message(FATAL_ERROR "${fn}: '${name}' is a CUDA model and the CUDA driver library was not found: "
-                        "set CUDA_cuda_driver_LIBRARY to libcuda.so (or the toolkit's stubs/libcuda.so)")
+  get_target_property(include_dirs aoti_shim_model_cudart INTERFACE_INCLUDE_DIRECTORIES)
+  target_include_directories("${name}" SYSTEM PRIVATE ${include_dirs})
+  if(TARGET CUDA::cuda_driver)
+    target_link_libraries("${name}" PRIVATE CUDA::cuda_driver)
+  elseif(CUDA_cuda_driver_LIBRARY)
+    target_link_libraries("${name}" PRIVATE "${CUDA_cuda_driver_LIBRARY}")
+  else()
+    _aoti_shim_driver_stub(stub)
+    add_dependencies("${name}" ${stub})
+    target_link_options("${name}" PRIVATE "LINKER:--push-state,--no-as-needed" "$<TARGET_FILE:${stub}>" "LINKER:--pop-state")
+    set_property(TARGET "${name}" APPEND PROPERTY LINK_DEPENDS "$<TARGET_FILE:${stub}>")
   endif()
-  target_include_directories("${name}" SYSTEM PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
-  target_link_libraries("${name}" PRIVATE CUDA::cuda_driver)
 endfunction()
 
 # aoti_shim_add_model(<name> PACKAGE <dir|file.pt2> [MODEL <m>] [PREFIX <p>])

@@ -31,12 +31,15 @@ def get_requires(hook: str, config_settings: dict[str, Any] | None) -> list[str]
     from scikit_build_core import build as skbuild
 
     from aoti_shim.plugin.config_settings import prepare
-    from aoti_shim.plugin.cuda import CUDA_WHEELS
+    from aoti_shim.plugin.cuda import CUDA_LIBRARY_WHEELS, CUDA_WHEELS
 
     with pep517_boundary():
         prepared = prepare(load_pyproject(), config_settings)
-    # cuda = true: an isolated build gets nvcc from NVIDIA's wheels (not for an sdist).
-    extra = list(CUDA_WHEELS) if prepared.gate.cuda and hook != "get_requires_for_build_sdist" else []
+    # cuda = true: an isolated build gets nvcc from NVIDIA's wheels (not for an sdist), and
+    # the library wheels that cuda-libraries names.
+    extra: list[str] = []
+    if prepared.gate.cuda and hook != "get_requires_for_build_sdist":
+        extra = list(CUDA_WHEELS) + [CUDA_LIBRARY_WHEELS[name] for name in prepared.gate.cuda_libraries]
     return getattr(skbuild, hook)(prepared.skbuild_settings) + extra
 
 

@@ -99,6 +99,16 @@ def _bool_text(value: str, where: str) -> bool:
     raise UsageError(f"{where} must be true or false, not {value!r}")
 
 
+def _cuda_libraries(value: object, where: str) -> tuple[str, ...]:
+    from aoti_shim.plugin.cuda import CUDA_LIBRARY_WHEELS
+
+    names = _string_list(value, where, empty_ok=True)
+    unknown = [n for n in names if n not in CUDA_LIBRARY_WHEELS]
+    if unknown:
+        raise UsageError(f"{where}: unknown {', '.join(repr(n) for n in unknown)}; known: {', '.join(sorted(CUDA_LIBRARY_WHEELS))}")
+    return names
+
+
 EXPORT_CHOICES = ("all", "shims")
 
 
@@ -119,6 +129,7 @@ PATH = Kind("string (a path)", _path)
 TABLES = Kind("array of tables", _tables)
 FAIL_ON = Kind("string", _fail_on, _fail_on)
 BOOL = Kind("boolean", _bool, _bool_text)
+CUDA_LIBRARIES = Kind('list of `"curand"`, `"cublas"`', _cuda_libraries)
 FOLDERS = Kind("string or list of strings (folders)", lambda v, w: _string_list(v, w, empty_ok=True))
 NAMES = Kind("string or list of strings", lambda v, w: _string_list(v, w, empty_ok=True))
 EXPORTS = Kind('string (`"all"` or `"shims"`)', _exports, _exports)
@@ -181,6 +192,13 @@ class GateSettings:
     )
 
 
+    cuda_libraries: tuple[str, ...] = setting(
+        (),
+        kind=CUDA_LIBRARIES,
+        doc="with `cuda = true`: NVIDIA's library wheels of the same CUDA 13.0 line join the build requirements, "
+        "for sources that include their headers: `curand` (`nvidia-curand==10.4.0.*`: `curand_kernel.h`), "
+        "`cublas` (`nvidia-cublas==13.0.*`: `cublas_v2.h`); their headers land in the include folder nvcc already uses",
+    )
     force_include: bool = setting(
         False,
         kind=BOOL,

@@ -34,6 +34,8 @@ def _folders(given: tuple[str, ...], project: Path) -> list[str]:
 
 def cmake_defines(gate: GateSettings, project: Path) -> dict[str, str]:
     """The ``cmake.define.*`` entries for scikit-build-core."""
+    if gate.cuda_libraries and not gate.cuda:
+        raise UsageError(f"{TABLE} cuda-libraries is given but cuda is false: set cuda = true")
     if gate.export_names and gate.exports != "shims":
         raise UsageError(f'{TABLE} export-names is given but exports is "{gate.exports}": set exports = "shims"')
     for name in gate.export_names:

@@ -276,3 +276,25 @@ def test_plain_cmake_a_wheel_nvcc_given_by_hand_gets_the_wheel_fixes(tmp_path: P
     assert f"AotiShimCudaWheels: CUDA from the wheels in {root}" in out
     assert f"flags=[-L{root}/lib]" in out
     assert _cache_value(tmp_path / "build", "CUDA_CUDART") == str(root / "lib" / "libcudart.so.13")
+
+
+def test_cuda_libraries_name_the_library_wheels(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import aoti_shim.build as backend
+
+    project = copy_fixture("plugin_cuda", tmp_path)
+    monkeypatch.chdir(project)
+    pyproject = project / "pyproject.toml"
+    base = pyproject.read_text()
+    pyproject.write_text(base + 'cuda-libraries = ["curand", "cublas"]\n')
+    requires = backend.get_requires_for_build_wheel()
+    assert {"nvidia-curand==10.4.0.*", "nvidia-cublas==13.0.*"} <= set(requires)
+    assert set(plugin_cuda.CUDA_WHEELS) <= set(requires)
+    for bad, needle in (('cuda-libraries = ["cudnn"]\n', "cuda-libraries: unknown 'cudnn'; known: cublas, curand"),
+                        ('cuda-libraries = ["curand"]\n', "cuda-libraries is given but cuda is false")):  # fmt: skip
+        text = base + bad
+        if "curand" in bad:
+            text = text.replace("cuda = true", "cuda = false")
+        pyproject.write_text(text)
+        with pytest.raises(SystemExit) as done:
+            backend.get_requires_for_build_wheel()
+        assert done.value.code == EXIT_USAGE, needle

@@ -86,7 +86,7 @@ def test_one_precedence_for_every_setting(table, given, environ, name, value, so
     ("pyproject", "given", "message"),
     [
         ({"tool": {"aoti-shim": {"failon": "any"}}}, {}, "[tool.aoti-shim] key: unknown 'failon' ('failon': did you mean 'fail-on'?)"),
-        ({"tool": {"aoti-shim": {"zzz": 1}}}, {}, "[tool.aoti-shim] key: unknown 'zzz'; known: against, cuda, export-names, exports, fail-on"),
+        ({"tool": {"aoti-shim": {"zzz": 1}}}, {}, "[tool.aoti-shim] key: unknown 'zzz'; known: against, cuda, cuda-libraries, export-names"),
         ({}, {"aoti-shim.agaimst": "torch"}, "config-setting: unknown 'aoti-shim.agaimst' ('aoti-shim.agaimst': did you mean 'aoti-shim.against'?)"),
         ({"tool": {"aoti-shim": "x"}}, {}, "[tool.aoti-shim] must be a table"),
         ({"tool": {"aoti-shim": {"shims": []}}}, {}, "[tool.aoti-shim] shims must be a non-empty string or a list of non-empty strings"),

@@ -166,7 +166,8 @@ def cuda_runtime_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
     """The fixture with its CUB sort, nvcc and libcudart from the wheels, exports limited or not."""
     return {
         "all": _cuda_build(tmp_path_factory.mktemp("rt-cuda-all"), RT_CALL="cmake"),
-        "limited": _cuda_build(tmp_path_factory.mktemp("rt-cuda-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON"),
+        # With the cuRAND fill too: curand_kernel.h from the nvidia-curand wheel (the test extra has it).
+        "limited": _cuda_build(tmp_path_factory.mktemp("rt-cuda-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON", RT_WITH_CURAND="ON"),
     }
 
 
@@ -189,4 +190,5 @@ def test_cub_sort_collides_with_libtorch_cuda_unless_exports_are_limited(cuda_ru
     assert len(collisions) >= 10 and all(s.startswith(("_ZN4cuda", "_ZTIN4cuda", "_ZTSN4cuda", "_ZTVN4cuda", "_ZN3cub", "_ZNSt", "_ZSt", "_ZN6thrust")) for s in collisions), collisions
     assert any(s.startswith("_ZN4cuda3__410cuda_error") for s in collisions), collisions
     assert _collisions(cuda_runtime_build["limited"]) == []
-    assert nm_exports(cuda_runtime_build["limited"]) == {PREFIX + n for n in TORCH_NAMES | OWN_NAMES | {"aoti_torch_rt_sort_u32"}} | {"rt_runtime_version"}
+    cuda_names = {"aoti_torch_rt_sort_u32", "aoti_torch_rt_rand_fill"}
+    assert nm_exports(cuda_runtime_build["limited"]) == {PREFIX + n for n in TORCH_NAMES | OWN_NAMES | cuda_names} | {"rt_runtime_version"}

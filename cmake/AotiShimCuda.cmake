@@ -10,7 +10,7 @@ include_guard(GLOBAL)
 
 function(_aoti_shim_wheel_cuda_root out_var)
   set(python "")
-  foreach(candidate IN ITEMS Python_EXECUTABLE Python3_EXECUTABLE)
+  foreach(candidate IN ITEMS AOTI_SHIM_PYTHON Python_EXECUTABLE Python3_EXECUTABLE)
     if(${candidate})
       set(python "${${candidate}}")
       break()
