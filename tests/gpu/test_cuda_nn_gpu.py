@@ -13,9 +13,9 @@ import os
 import time
 
 import pytest
-from gpu_support import require_gpu
+from gpu_support import needs_gpu
 
-require_gpu()
+pytestmark = needs_gpu()
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
