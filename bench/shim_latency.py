@@ -813,6 +813,11 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
     report = BenchReport(header=header(settings))
     # The coalesced host: libtorch global first, then our shims global.
     libtorch = promote_libtorch(settings.device)
+    # No TF32, as in the smoke's run child: libtorch's cuDNN convolutions would use it by
+    # default (torch.backends.cudnn.allow_tf32), the shims' compute in float32, and a (b)
+    # in TF32 would time other arithmetic than (a).
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
     shims = ctypes.CDLL(str(settings.shim_library), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
     ours_api, torch_api = ShimApi(shims, settings.prefix), ShimApi(libtorch, "")
     profile = ProfileApi(shims, settings.prefix)

@@ -328,7 +328,7 @@ AOTITorchError attention(const Request& r, Outputs* o) {
   if (lk == 0) {
     return fail_format(AOTI_SHIM_E_UNSUPPORTED, "%s: an empty key sequence", where);
   }
-  bool lse_wanted = r.kind != Kind::Efficient || r.want_lse;
+  bool lse_wanted = r.kind == Kind::Flash || r.want_lse;
   return run(r, *o->out, lse_wanted ? reinterpret_cast<float*>(o->lse->data()) : nullptr, lse_strides.data());
 }
 
@@ -401,10 +401,10 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = compute_log_sumexp != 0, r.scale = scale;
     Outputs o;
     AOTISHIM_TRY(attention(r, &o));
-    // torch 2.11 returns the logsumexp whether or not it was asked for; cum_seq_q/k and
-    // the debug mask are None.
+    // As torch 2.11's kernel: the logsumexp only when asked for (else None, as are
+    // cum_seq_q/k and the debug mask), though its meta function always describes one.
     *ret0 = to_handle(o.out.release());
-    *ret1 = to_handle(o.lse.release());
+    *ret1 = r.want_lse ? to_handle(o.lse.release()) : nullptr;
     *ret2 = nullptr;
     *ret3 = nullptr;
     *ret4 = q->sizes[2];

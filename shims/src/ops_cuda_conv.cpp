@@ -209,11 +209,17 @@ struct Choice {
   size_t workspace = 0;
 };
 
-// Chosen algorithms by the call's shapes, layouts and dtype: the heuristic query costs more
-// than the descriptors, and a model calls the same convolution on every inference.
-std::mutex choice_mutex;
-std::unordered_map<std::string, Choice>& choices() {
-  static auto* map = new std::unordered_map<std::string, Choice>();  // never destroyed: calls may run at exit
+// One convolution's descriptors and chosen algorithm, kept per thread by the call's shapes,
+// layouts and dtype: a model calls the same convolutions on every inference, and cuDNN 9's
+// legacy entry points cost far more with descriptors made afresh for each call.
+struct Prepared {
+  Descriptors desc;
+  Choice choice;
+};
+
+std::unordered_map<std::string, Prepared*>& prepared() {
+  // Never destroyed (the descriptors may outlive a thread's exit handlers safely unfreed).
+  thread_local auto* map = new std::unordered_map<std::string, Prepared*>();
   return *map;
 }
 
@@ -421,23 +427,6 @@ AOTITorchError run_cudnn(
   }
   int type = cudnn_type(x.dtype);
   bool fp32_strict = x.dtype == 6 && !allow_tf32();
-  Descriptors desc;
-  AOTISHIM_TRY(check(api.create_tensor(&desc.x), "cudnnCreateTensorDescriptor"));
-  AOTISHIM_TRY(check(api.create_tensor(&desc.y), "cudnnCreateTensorDescriptor"));
-  AOTISHIM_TRY(check(api.create_filter(&desc.w), "cudnnCreateFilterDescriptor"));
-  AOTISHIM_TRY(check(api.create_conv(&desc.conv), "cudnnCreateConvolutionDescriptor"));
-  Desc in_desc = p.transposed ? desc.y : desc.x;    // our input
-  Desc out_desc = p.transposed ? desc.x : desc.y;   // our output
-  int nb = static_cast<int>(x_dims.size());
-  AOTISHIM_TRY(check(api.set_tensor(in_desc, type, nb, x_dims.data(), x_strides.data()), "cudnnSetTensorNdDescriptor"));
-  AOTISHIM_TRY(check(api.set_tensor(out_desc, type, nb, out_dims.data(), out_strides.data()), "cudnnSetTensorNdDescriptor"));
-  AOTISHIM_TRY(check(api.set_filter(desc.w, type, channels_last ? kFormatNhwc : kFormatNchw, nb, w_dims.data()),
-                     "cudnnSetFilterNdDescriptor"));
-  AOTISHIM_TRY(check(api.set_conv(desc.conv, spatial, pad.data(), stride.data(), dilation.data(), kCrossCorrelation,
-                                  x.dtype == 7 ? kDataDouble : kDataFloat),
-                     "cudnnSetConvolutionNdDescriptor"));
-  AOTISHIM_TRY(check(api.set_groups(desc.conv, static_cast<int>(p.groups)), "cudnnSetConvolutionGroupCount"));
-
   cuda::DeviceScope scope;
   AOTISHIM_TRY(scope.enter(device));
   void* stream = current_stream(device);
@@ -452,17 +441,26 @@ AOTITorchError run_cudnn(
       key += std::to_string(i) + ',';
     }
   }
-  Choice choice;
-  bool known = false;
-  {
-    std::lock_guard<std::mutex> lock(choice_mutex);
-    auto found = choices().find(key);
-    if (found != choices().end()) {
-      choice = found->second;
-      known = true;
-    }
-  }
-  if (!known) {
+  auto known = prepared().find(key);
+  if (known == prepared().end()) {
+    auto fresh = std::make_unique<Prepared>();
+    Descriptors& desc = fresh->desc;
+    AOTISHIM_TRY(check(api.create_tensor(&desc.x), "cudnnCreateTensorDescriptor"));
+    AOTISHIM_TRY(check(api.create_tensor(&desc.y), "cudnnCreateTensorDescriptor"));
+    AOTISHIM_TRY(check(api.create_filter(&desc.w), "cudnnCreateFilterDescriptor"));
+    AOTISHIM_TRY(check(api.create_conv(&desc.conv), "cudnnCreateConvolutionDescriptor"));
+    Desc in_desc = p.transposed ? desc.y : desc.x;   // our input
+    Desc out_desc = p.transposed ? desc.x : desc.y;  // our output
+    int nb = static_cast<int>(x_dims.size());
+    AOTISHIM_TRY(check(api.set_tensor(in_desc, type, nb, x_dims.data(), x_strides.data()), "cudnnSetTensorNdDescriptor"));
+    AOTISHIM_TRY(
+        check(api.set_tensor(out_desc, type, nb, out_dims.data(), out_strides.data()), "cudnnSetTensorNdDescriptor"));
+    AOTISHIM_TRY(check(api.set_filter(desc.w, type, channels_last ? kFormatNhwc : kFormatNchw, nb, w_dims.data()),
+                       "cudnnSetFilterNdDescriptor"));
+    AOTISHIM_TRY(check(api.set_conv(desc.conv, spatial, pad.data(), stride.data(), dilation.data(), kCrossCorrelation,
+                                    x.dtype == 7 ? kDataDouble : kDataFloat),
+                       "cudnnSetConvolutionNdDescriptor"));
+    AOTISHIM_TRY(check(api.set_groups(desc.conv, static_cast<int>(p.groups)), "cudnnSetConvolutionGroupCount"));
     AlgoPerf perf[kMaxAlgos] = {};
     int count = 0;
     AOTISHIM_TRY(check(api.set_math(desc.conv, fp32_strict ? kFmaMath : kTensorOpMath), "cudnnSetConvolutionMathType"));
@@ -490,7 +488,7 @@ AOTITorchError run_cudnn(
       if (sized != 0 || bytes > kMaxWorkspace) {
         continue;
       }
-      choice = Choice{c.algo, math, bytes};
+      fresh->choice = Choice{c.algo, math, bytes};
       found = true;
     }
     if (!found) {
@@ -499,10 +497,11 @@ AOTITorchError run_cudnn(
           kWhere, p.transposed ? "transposed (backward-data)" : "forward", dtype_name(x.dtype),
           channels_last ? "channels-last" : "contiguous", static_cast<long long>(p.groups));
     }
-    std::lock_guard<std::mutex> lock(choice_mutex);
-    choices().emplace(key, choice);
+    AOTISHIM_TRY(check(api.set_math(desc.conv, fresh->choice.math), "cudnnSetConvolutionMathType"));
+    known = prepared().emplace(key, fresh.release()).first;
   }
-  AOTISHIM_TRY(check(api.set_math(desc.conv, choice.math), "cudnnSetConvolutionMathType"));
+  const Descriptors& desc = known->second->desc;
+  const Choice& choice = known->second->choice;
   // The workspace comes from the shims' allocator on this stream: freed (stream-ordered)
   // when it goes out of scope, after cuDNN's kernels on the same stream.
   std::unique_ptr<Tensor> workspace;
