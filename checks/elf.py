@@ -43,6 +43,7 @@ SHN_UNDEF = 0
 SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 3, 6, 7, 8, 11
 SHT_GNU_HASH, SHT_GNU_VERSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED = 0x6FFFFFF6, 0x6FFFFFFF, 0x6FFFFFFD, 0x6FFFFFFE
 DT_NULL, DT_NEEDED, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_SONAME = 0, 1, 4, 5, 6, 10, 11, 14
+DT_RPATH, DT_RUNPATH = 15, 29
 DT_SYMBOLIC, DT_FLAGS = 16, 30
 DT_GNU_HASH, DT_VERSYM, DT_FLAGS_1 = 0x6FFFFEF5, 0x6FFFFFF0, 0x6FFFFFFB
 DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
@@ -1216,6 +1217,11 @@ class ElfImage:
     @property
     def needed(self) -> list[str]:
         return self._dynamic_strings(DT_NEEDED)
+
+    @property
+    def runpath(self) -> list[str]:
+        """DT_RUNPATH's strings, else DT_RPATH's (the loader ignores RPATH when RUNPATH is there)."""
+        return self._dynamic_strings(DT_RUNPATH) or self._dynamic_strings(DT_RPATH)
 
     @property
     def soname(self) -> str | None:

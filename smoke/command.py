@@ -19,7 +19,7 @@ from aoti_shim.paths import shim_library
 from aoti_shim.smoke.compile import default_cache_dir
 from aoti_shim.smoke.models import BUNDLED, user_case
 from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
-from aoti_shim.smoke.report import StepLog, render_table, summary_line, write_json
+from aoti_shim.smoke.report import STREAM_LABELS, STREAM_NEW, STREAM_NONE, StepLog, render_table, summary_line, write_json
 from aoti_shim.smoke.unsupported import workaround
 from aoti_shim.torch_location import from_environment
 
@@ -50,6 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="zero-fallback (default): autotuned GEMM/convolution templates and attention as math, "
                              "no fallback op in the blob; default: Inductor's plain compile (faster), whose blobs "
                              "call the shims' cuBLAS, cuDNN and attention fallbacks")  # fmt: skip
+    parser.add_argument("--stream", choices=("new", "default"),
+                        help="the CUDA stream each run passes: new (a stream of its own, made current: the default on "
+                        "CUDA, what real runtimes expect) or default (the legacy default stream, a null pointer)")  # fmt: skip
     parser.add_argument("--no-control", action="store_true", help="skip the unprefixed control run")
     parser.add_argument("--json", type=path, metavar="FILE", help="also write the table as JSON")
     parser.add_argument("--cache-dir", type=path, help="compiled models are kept here (default: ~/.cache/aoti-shim/smoke)")
@@ -134,10 +137,11 @@ def run(args: argparse.Namespace) -> int:
         cache_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise UsageError(f"--cache-dir {cache_dir}: cannot create it: {e.strerror}") from None
+    device = _resolve_device(args.device)
     work_dir = Path(tempfile.mkdtemp(prefix="aoti-shim-smoke-"))
     try:
         settings = SmokeSettings(
-            device=_resolve_device(args.device),
+            device=device,
             models=tuple(args.model) or tuple(BUNDLED),
             prefix=_prefix_of(library, args.prefix, user_library=args.shims is not None),
             shim_library=library,
@@ -148,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
             iterations=args.iterations,
             threads=args.threads,
             compile=args.compile,
+            stream=_resolve_stream(args.stream, device),
         )
         emit = (lambda _m: None) if args.quiet else (lambda m: print(f"smoke {m}", file=sys.stderr, flush=True))
         try:
@@ -165,8 +170,12 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BLOCKING
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-    print(f"device {report.device}, torch {report.torch_version}, prefix {report.prefix}, shims {report.shim_library}")
+    print(f"device {report.device}, torch {report.torch_version}, prefix {report.prefix}, shims {report.shim_library}, "
+          f"stream {STREAM_LABELS[report.stream]}")  # fmt: skip
     print(render_table(report))
+    for row in report.rows:
+        for note in row.notes:
+            print(f"note: {row.model} ({row.route_label}): {note}")
     if args.json is not None:
         write_json(report, args.json)  # an unwritable file is a one-line AotiShimError
     if not report.ok:
@@ -174,6 +183,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BLOCKING
     print(summary_line(report))
     return EXIT_OK
+
+
+def _resolve_stream(choice: str | None, device: str) -> str:
+    """The stream the runs pass: a stream of their own on CUDA unless asked; none on the CPU."""
+    if device != "cuda":
+        return STREAM_NONE
+    return choice or STREAM_NEW
 
 
 def planned_steps(settings: SmokeSettings) -> int:

@@ -17,7 +17,8 @@ from aoti_shim.children import python_argv
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError
 from aoti_shim.smoke import bindings
 from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is_cached, torch_has_native_prefix, torch_version
-from aoti_shim.smoke.report import ROUTE_BINARY, ROUTE_CONTROL, ROUTE_SOURCE, Row, SmokeReport
+from aoti_shim.smoke.evidence import first_error_line, runtime_copies
+from aoti_shim.smoke.report import ROUTE_BINARY, ROUTE_CONTROL, ROUTE_SOURCE, STREAM_NONE, Row, SmokeReport
 from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
 from aoti_shim.smoke.source_route import SourceBuild, build_source_blob, built_blob, cmake_package_digest
 
@@ -40,6 +41,7 @@ class SmokeSettings:
     jobs: int = 2
     threads: int | None = None  # OMP_NUM_THREADS for the runs
     compile: str = "zero-fallback"  # how the models are compiled (compile.COMPILES)
+    stream: str = STREAM_NONE  # the CUDA stream the runs pass (report.STREAM_*)
 
 
 class MissingShims(AotiShimError):
@@ -191,6 +193,7 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
             "prefix": "" if control else settings.prefix,
             "kernel_dir": _kernel_dir(candidate, settings.device),
             "iterations": settings.iterations,
+            "stream": settings.stream,
         }
         outputs = _control_outputs(settings, candidate)
         if control:
@@ -212,19 +215,23 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
                 return replace(row, status=f"FAIL: the run took longer than {RUN_TIMEOUT_S} s")
         result_file = scratch / "result.json"
         result = json.loads(result_file.read_text()) if result_file.is_file() else {}
+        # The loader's bindings are evidence whether or not the run then succeeded.
+        made = list(bindings.parse_bindings(bindings.read_debug_output(debug_dir)))
+        if not control:
+            row = replace(row, notes=tuple(runtime_copies(made, settings.shim_library)))
+        if "dlopen_path" in result:
+            report = bindings.classify(
+                made, blob_path=result["dlopen_path"], shim_library=None if control else str(settings.shim_library)
+            )
+            row = replace(row, binding=report.summary, bound={k: len(v) for k, v in report.by_place.items()})
         if "error" in result or proc.returncode != 0:
             why = result.get("error") or _exit_text(proc.returncode)
-            _show_child_tail(scratch / "child.log", f"{row.model} ({row.route_label})")
-            return replace(row, status=f"FAIL: {why}")
-        report = bindings.classify(
-            bindings.parse_bindings(bindings.read_debug_output(debug_dir)),
-            blob_path=result["dlopen_path"],
-            shim_library=None if control else str(settings.shim_library),
-        )
+            first = first_error_line(scratch / "child.log")
+            _show_child_tail(scratch / "child.log", f"{row.model} ({row.route_label})", first)
+            shown = f"; first error: {first}" if first and first not in why else ""
+            return replace(row, first_error=first, status=f"FAIL: {why}{shown}")
         row = replace(
             row,
-            binding=report.summary,
-            bound={k: len(v) for k, v in report.by_place.items()},
             max_abs=result["max_abs"],
             max_rel=result["max_rel"],
             median_us=result["median_us"],
@@ -277,13 +284,15 @@ def _kernel_dir(candidate: Candidate, device: str) -> str | None:
     return str(candidate.artefact.directory / kernel_dir) if kernel_dir else None
 
 
-def _show_child_tail(log: Path, what: str, lines: int = 15) -> None:
-    """A failed run's last words (an abort message, a CUDA error) go to stderr:
-    the table cell only has room for the verdict."""
+def _show_child_tail(log: Path, what: str, first: str | None = None, lines: int = 15) -> None:
+    """A failed run's first error line and last words (an abort message, a CUDA error) go to
+    stderr: the table cell only has room for the verdict."""
     try:
         tail = log.read_text(errors="replace").strip().splitlines()[-lines:]
     except OSError:
         return
+    if first is not None:
+        print(f"smoke: {what} failed; the first error it printed: {first}", file=sys.stderr)
     if tail:
         print(f"smoke: {what} failed; the run's last output:", file=sys.stderr)
         for line in tail:
@@ -315,4 +324,5 @@ def run_smoke(settings: SmokeSettings, progress: Progress) -> SmokeReport:
         prefix=settings.prefix,
         shim_library=str(settings.shim_library),
         rows=tuple(rows),
+        stream=settings.stream,
     )

@@ -16,7 +16,19 @@ ROUTE_BINARY = "binary"
 ROUTE_CONTROL = "control"
 
 # 2: the control and eager checks (control_*, eager_* fields).
-SCHEMA_VERSION = 2
+# 3: the stream the runs used (report.stream), a failed row's first error line and the
+#    runtime-library copies a shim library bound to (first_error, notes).
+SCHEMA_VERSION = 3
+
+# The CUDA stream the runs pass to AOTInductorModelContainerRun.
+STREAM_NEW = "new"  # a stream of its own, made torch's current stream: what real runtimes pass
+STREAM_DEFAULT = "default"  # the legacy default stream, a null pointer (some runtimes' guards refuse it)
+STREAM_NONE = "none"  # a CPU run
+STREAM_LABELS = {
+    STREAM_NEW: "new (a stream of its own, made current)",
+    STREAM_DEFAULT: "default (the legacy default stream: a null pointer)",
+    STREAM_NONE: "none (cpu)",
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,10 @@ class Row:
     eager_ok: bool | None = None
     median_us: float | None = None
     checker: str = "-"  # what the checker said about this blob
+    # A failed run's first error line (the shims' or the container's, not the traceback's last).
+    first_error: str | None = None
+    # Facts of the run worth a line: a runtime library (libcudart) bound to another copy in the process.
+    notes: tuple[str, ...] = ()
     ok: bool = False
     status: str = "not run"
 
@@ -58,6 +74,7 @@ class SmokeReport:
     prefix: str
     shim_library: str
     rows: tuple[Row, ...]
+    stream: str = STREAM_NONE
 
     @property
     def ok(self) -> bool:
@@ -70,6 +87,7 @@ class SmokeReport:
             "torch_version": self.torch_version,
             "prefix": self.prefix,
             "shim_library": self.shim_library,
+            "stream": self.stream,
             "ok": self.ok,
             "rows": [_finite(asdict(r)) for r in self.rows],
         }

@@ -52,6 +52,11 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     else:
         # The control run: the blob binds to libtorch, so tensors must be libtorch's.
         api = ShimApi(libtorch, "")
+    stream = request.get("stream", "none")
+    if device == "cuda" and stream == "new":
+        # A stream of its own, made current before the container exists: what real runtimes
+        # pass (a runtime's stream guard may refuse the legacy default stream, a null pointer).
+        torch.cuda.set_stream(torch.cuda.Stream())
     io = torch.load(request["io"])
     inputs = [t.to(device).contiguous() for t in io["inputs"]]
     with load_private_copy(Path(request["blob"]), LoadSettings()) as blob:
@@ -60,7 +65,8 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
         try:
             with torch.no_grad():
                 outcome = run_container(
-                    api, container, inputs, RunSettings(device=device, iterations=request.get("iterations", 30))
+                    api, container, inputs,
+                    RunSettings(device=device, iterations=request.get("iterations", 30), stream=stream),
                 )
         finally:
             container.close()

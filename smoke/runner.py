@@ -206,6 +206,9 @@ class RunSettings:
     iterations: int = 30
     # Stop timing early once this many seconds were spent (big user models).
     time_budget_s: float = 2.0
+    # "new": torch's current stream (the run child made a stream of its own current);
+    # "default": the legacy default stream, a null pointer; "none": a CPU run.
+    stream: str = "none"
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,7 @@ def run_container(
     """Run the blob; the first run's outputs are returned, later runs are timed."""
     import torch
 
-    stream = torch.cuda.current_stream().cuda_stream if settings.device == "cuda" else None
+    stream = torch.cuda.current_stream().cuda_stream if settings.device == "cuda" and settings.stream == "new" else None
 
     def once() -> tuple[list[ctypes.c_void_p], float]:
         handles = [api.wrap(t) for t in inputs]

@@ -267,7 +267,7 @@ def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: P
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "aoti-shim"), "smoke", "--device", "cpu", "--model", "user_model:make",
          "--route", "binary", "--iterations", "3", "--cache-dir", str(smoke_cache),
-         "--json", str(out)],
+         "--json", str(out), "--stream", "default"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
@@ -284,6 +284,9 @@ def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: P
     assert [(r["model"], r["route"], r["binding"]) for r in rows] == [
         ("user_model:make", "binary", "shims"), ("user_model:make", "control", "libtorch"),
     ]  # fmt: skip
+    # A CPU run passes no stream, whatever --stream says (the CPU rehearsal of the CUDA choice), and says so.
+    assert json.loads(out.read_text())["stream"] == "none"
+    assert proc.stdout.splitlines()[0].endswith(", stream none (cpu)"), proc.stdout
 
 
 def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
@@ -355,6 +358,14 @@ def test_smoke_on_cuda(smoke_cache: Path, tmp_path: Path) -> None:
     rows = {r["route"]: r for r in json.loads(out.read_text())["rows"]}
     assert rows["binary"]["binding"] == rows["source"]["binding"] == "shims"
     assert rows["control"]["binding"] == "libtorch"
+    # On CUDA the runs pass a stream of their own, made current (what real runtimes expect), and say so.
+    assert json.loads(out.read_text())["stream"] == "new"
+    assert proc.stdout.splitlines()[0].endswith(", stream new (a stream of its own, made current)"), proc.stdout
+    legacy = aoti_shim("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5", "--stream", "default",
+                       "--no-control", "--route", "binary", "--cache-dir", str(smoke_cache), "--json", str(out))  # fmt: skip
+    # The reference shims take the legacy default stream (a null pointer) too.
+    assert legacy.returncode == 0, legacy.stdout + legacy.stderr[-3000:]
+    assert json.loads(out.read_text())["stream"] == "default"
 
 
 @pytest.mark.skipif("_cuda()", reason="a GPU is visible")

@@ -164,7 +164,7 @@ def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Pat
     proc = aoti_shim(*args, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     report = json.loads(out.read_text())
-    assert report["schema_version"] == 2 and report["prefix"] == PREFIX
+    assert report["schema_version"] == 3 and report["prefix"] == PREFIX
     rows = {(r["model"], r["route"]): r for r in report["rows"]}
     assert set(rows) == {(m, r) for m in models for r in ("binary", "control")}
     for model in models:
