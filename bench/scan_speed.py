@@ -7,8 +7,9 @@ alternately so that both meet the same machine load:
 
 - scan: the whole ``aoti-shim scan VENV`` process (reading every distribution's RECORD,
   walking the site folder, reading every library and judging them);
-- nm: ``nm -D`` over exactly the library files the scan read, as one process (the strict
-  anchor) and once per file, summed (the anchor bench/check_speed.py uses).
+- nm: ``nm -D`` over exactly the ELF files the scan read (its libraries, and the programs it
+  read and found no shim ABI in), as one process (the strict anchor) and once per file,
+  summed (the anchor bench/check_speed.py uses).
 
 Each is the median wall time of ``--repeat`` warm runs, with CPU seconds beside it (on a
 shared machine the wall clock also counts waiting for a core) and the peak resident memory
@@ -70,6 +71,12 @@ def library_files(venv: Path, work: Path) -> tuple[list[str], dict]:
         for lib in dist["libraries"]:
             files.append(os.path.normpath(os.path.join(dist["location"], lib["path"])))
     files += [lib["path"] for lib in doc["unowned"]]
+    # The programs it read too (and found no shim ABI in): the same files, all of them.
+    sites = doc["environment"]["site_folders"]
+    for entry in doc["ignored"]:
+        if entry["kind"] == "program":
+            found = [os.path.normpath(os.path.join(site, entry["path"])) for site in sites]
+            files += [f for f in found if os.path.isfile(f)][:1]
     return files, doc
 
 

@@ -28,6 +28,7 @@ import struct
 import sys
 from array import array
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import Iterator, Mapping
 
 from aoti_shim.errors import InputError
@@ -1025,13 +1026,19 @@ class ElfImage:
         # Filter on the raw ints first; names are cut only for the survivors.
         export_idx = [i for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
         import_idx = [i for i, w in enumerate(infos) if w <= 0xFFFF and w & 0xFF in imp_ok]
-        strings = self._strings(strtab)
+        self._tables = self._tables_of(strtab.size, self._strings(strtab), names, infos, export_idx, import_idx)
+        return self._tables
+
+    def _tables_of(
+        self, size: int, strings: bytes | str, names: array[int], infos: array[int], export_idx: list[int], import_idx: list[int]
+    ) -> tuple[SymbolTable, SymbolTable]:
+        """The export and import tables of the symbols at ``export_idx`` and ``import_idx``."""
         tables = []
         names_bytes = 0
         for idx, defined in ((export_idx, _DEFINED_BIT), (import_idx, 0)):
             offsets = [names[i] for i in idx]
-            if offsets and max(offsets) >= strtab.size:
-                raise self._fail(f"a symbol name offset is past .dynstr (size {strtab.size})")
+            if offsets and max(offsets) >= size:
+                raise self._fail(f"a symbol name offset is past .dynstr (size {size})")
             cut, names_bytes = self._cut_names(strings, offsets, names_bytes)
             # The symbol index rides along so .gnu.version is read only for symbols asked about.
             packed = [(infos[i] & 0x3FF) | defined | (i + 1) << _INDEX_SHIFT for i in idx]
@@ -1044,8 +1051,38 @@ class ElfImage:
                     if name and table[name] != p:
                         more.setdefault(name, []).append(p)
             tables.append(SymbolTable(table, self._versym(), more))
-        self._tables = (tables[0], tables[1])
-        return self._tables
+        return tables[0], tables[1]
+
+    def tables_holding(self, contains: tuple[str, ...] = (), starts: tuple[str, ...] = ()) -> tuple[SymbolTable, SymbolTable]:
+        """:meth:`exports` and :meth:`imports` limited to the names that hold one of
+        ``contains`` or start with one of ``starts`` (ASCII, no NUL). The string table is
+        searched for each ``contains`` needle and each name's start compared (C loops); only
+        the symbols picked are cut: an environment's scan asks about a few names of each of
+        hundreds of libraries, and cutting every name of every one costs more than ``nm -D``."""
+        _, strtab = self._dynsym()
+        names, infos = self._columns()
+        size = strtab.size
+        if names and max(names) >= size:
+            raise self._fail(f"a symbol name offset is past .dynstr (size {size})")
+        strings = self._strings(strtab)
+        text = strings if isinstance(strings, str) else strings.decode("latin-1")  # one character per byte
+        # 1 at every offset where a name holding a needle may start: from the start of the
+        # string holding it up to the needle (a tail-merged name starts inside a longer string).
+        mask = bytearray(size)
+        find, rfind = text.find, text.rfind
+        for needle in contains:
+            at = find(needle)
+            while at >= 0:
+                start = rfind("\0", 0, at) + 1
+                mask[start : at + 1] = b"\1" * (at + 1 - start)
+                at = find(needle, at + 1)
+        picked = set(compress(range(len(names)), map(mask.__getitem__, names)))
+        if starts:
+            picked.update(compress(range(len(names)), map(text.startswith, repeat(starts), names)))
+        exp_ok, imp_ok = _EXPORT_WORDS, _IMPORT_WORDS
+        export_idx = [i for i in sorted(picked) if infos[i] > 0xFFFF and infos[i] & 0x3FF in exp_ok]
+        import_idx = [i for i in sorted(picked) if infos[i] <= 0xFFFF and infos[i] & 0xFF in imp_ok]
+        return self._tables_of(size, strings, names, infos, export_idx, import_idx)
 
     def export_name_chunks(self, chunk: int = 4096) -> Iterator[list[str]]:
         """The exported names, a list at a time, without keeping a table: a caller that

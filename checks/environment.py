@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import ast
 import csv
+import importlib.metadata as metadata
 import json
 import os
 import stat
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
@@ -111,8 +113,6 @@ def _site_entries(path: list[object], stdlib: list[object]) -> tuple[str, ...]:
 
 
 def running_interpreter() -> InterpreterPaths:
-    import sysconfig
-
     paths = sysconfig.get_paths()
     stdlib: list[object] = [paths.get("stdlib", ""), paths.get("platstdlib", "")]
     stdlib += [os.path.join(p, "lib-dynload") for p in list(stdlib) if isinstance(p, str) and p]
@@ -421,8 +421,6 @@ def _normalized(name: str) -> str:
 def read_site_folders(folders: tuple[str, ...], description: str) -> Environment:
     """Every distribution in ``folders`` (the first of a name wins, as imports do), and
     every ELF library under them that none lists."""
-    import importlib.metadata as metadata
-
     collector = _Collector()
     seen: set[str] = set()
     distributions: list[Distribution] = []

@@ -19,15 +19,14 @@ from typing import Callable, Iterable, Iterator, Mapping, Sequence
 from aoti_shim.checks import bindings
 from aoti_shim.checks import prefix as prefixes
 from aoti_shim.checks.elf import ElfImage, SymbolTable
-from aoti_shim.checks.environment import Distribution, Environment, LibraryFile
+from aoti_shim.checks.environment import Environment, LibraryFile
 from aoti_shim.checks.report import BLOCKING, WARNING, Finding, FindingBatch
-from aoti_shim.checks.rules import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, LINKER_DEFINED, MODEL_ENTRY_PREFIX
+from aoti_shim.checks.rules import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, MODEL_ENTRY_PREFIX
+from aoti_shim.checks.torch_libraries import import_closure
+from aoti_shim.torch_names import shipped_names
 
 # The distributions whose unprefixed shim names are the reference ones: libtorch's.
 TORCH_DISTRIBUTIONS = frozenset({"torch"})
-# What every program exports without meaning to (the C start files): a program that
-# exports nothing else is no library to anyone.
-_PROGRAM_TRIVIA = LINKER_DEFINED | frozenset({"_IO_stdin_used", "__data_start", "data_start", "__dso_handle", "_start"})
 NOBODY = "(no distribution)"
 
 # Roles, in the order the text lists them.
@@ -49,8 +48,7 @@ class LibraryFacts:
     runtime_exports: tuple[str, ...]  # the C++ runtime's core (__cxa_*, _Unwind_*, new/delete), re-exported
     cuda_exports: tuple[str, ...]  # CUDA runtime API names
     is_model: bool
-    export_count: int
-    import_count: int
+    symbols: int  # entries of its dynamic symbol table
     needed: tuple[str, ...] = ()
     # The library as the binding model sees it, for its shim-ABI names only (what the
     # model is asked about): its tables are let go, these few entries kept.
@@ -110,6 +108,10 @@ def _normalized(name: str) -> str:
 _CORE_STARTS = ("__cxa_", "__gxx_", "_Unwind_", "__gcc_personality", "_Znw", "_Zna", "_Zdl", "_Zda",
                 "_ZTVN10__cxxabiv1", "_ZTIN10__cxxabiv1", "_ZTSN10__cxxabiv1", "_ZN10__cxxabiv1")  # fmt: skip
 _RUNTIME_STARTS = (*_CORE_STARTS, "cuda")
+# Every name the judgement reads holds "aoti_" (every shim-ABI name, prefixed or not) or
+# starts with one of the others (a blob's entry points, the runtimes' names).
+_ASKED_CONTAINS = ("aoti_",)
+_ASKED_STARTS = (MODEL_ENTRY_PREFIX, *_RUNTIME_STARTS)
 
 
 def _shim_names(names: Iterable[str]) -> tuple[str, ...]:
@@ -119,7 +121,7 @@ def _shim_names(names: Iterable[str]) -> tuple[str, ...]:
 
 def _facts_of(
     display: str, kind: str, owner: str, distribution: str | None, exports: Mapping[str, object], imports: Mapping[str, object],
-    needed: tuple[str, ...],
+    needed: tuple[str, ...], symbols: int,
 ) -> LibraryFacts:
     # A program's exports of the runtime are its copy relocations: it is the process, the
     # one definer by design, not a second copy of the runtime.
@@ -139,8 +141,7 @@ def _facts_of(
         runtime_exports=tuple(sorted(n for n in runtime if not n.startswith("cuda") and ALWAYS_RUNTIME_NAME.match(n))),
         cuda_exports=tuple(sorted(n for n in runtime if n.startswith("cuda") and CUDA_RUNTIME_NAME.fullmatch(n))),
         is_model=any(n.startswith(MODEL_ENTRY_PREFIX) for n in exports if "AOTInductor" in n),
-        export_count=len(exports),
-        import_count=len(imports),
+        symbols=symbols,
         needed=needed,
     )
 
@@ -165,16 +166,20 @@ def _linked(image: ElfImage, display: str, role: str, exports: SymbolTable, impo
 
 
 def read_library(file: LibraryFile, owner: str, distribution: str | None) -> LibraryFacts | None:
-    """The facts of one library (None for a program that exports nothing of its own)."""
+    """The facts of one library (None for a program that neither exports nor imports shim ABI)."""
     member = file.member
     image: ElfImage = member.open() if member is not None else ElfImage(file.path, display=file.display)  # type: ignore[attr-defined]
     with image:
         if not image.has_dynsym:
-            return None if file.kind == "executable" else _facts_of(file.display, file.kind, owner, distribution, {}, {}, ())
-        exports, imports = image.exports(), image.imports()
-        if file.kind == "executable" and not set(exports) - _PROGRAM_TRIVIA:
+            return None if file.kind == "executable" else _facts_of(file.display, file.kind, owner, distribution, {}, {}, (), 0)
+        # Only the names the judgement reads are cut (shim ABI, blob entry points, the
+        # runtimes' names): cutting all of them would cost more than nm -D does.
+        exports, imports = image.tables_holding(_ASKED_CONTAINS, _ASKED_STARTS)
+        if file.kind == "executable" and not any(map(prefixes.is_shim_name, (*exports, *imports))):
+            # A program is a process of its own: it matters to the environment only as a
+            # runner that exports or imports shim ABI (linked -rdynamic, say).
             return None
-        facts = _facts_of(file.display, file.kind, owner, distribution, exports, imports, tuple(image.needed))
+        facts = _facts_of(file.display, file.kind, owner, distribution, exports, imports, tuple(image.needed), image.symbol_count())
         if not facts.shim_exports and not facts.shim_imports:
             return facts  # nothing the model is asked about
         role = bindings.PROGRAM if file.kind == "executable" else bindings.DEPENDENCY
@@ -207,7 +212,7 @@ class Scanned:
     distributions: tuple[ScannedDistribution, ...]
     unowned: tuple[LibraryFacts, ...]
     ignored: tuple[tuple[str, str], ...] = ()
-    # Programs read that export nothing of their own (not libraries to anyone).
+    # Programs read that neither export nor import shim ABI (a process of their own: nobody binds to them).
     programs: tuple[str, ...] = field(default=())
 
     @property
@@ -259,8 +264,6 @@ def _who(lib: LibraryFacts) -> str:
 
 def torch_abi(scanned: Scanned) -> frozenset[str]:
     """libtorch's shim names: what torch's headers declare and what torch's libraries export."""
-    from aoti_shim.torch_names import shipped_names
-
     names = set(shipped_names().names)
     for lib in scanned.libraries:
         if lib.is_torch:
@@ -434,8 +437,6 @@ class _Context:
     def torch_references(self) -> list[bindings.Linked]:
         """torch's libraries that ``import torch`` loads, in load order, as the model's
         references (those that define shim names: the others bind nothing it is asked)."""
-        from aoti_shim.checks.references import import_closure
-
         by_file = {os.path.basename(lib.display): lib for lib in self.libraries if lib.is_torch and lib.kind == "shared"}
         order = import_closure(by_file, lambda name: by_file[name].needed) or sorted(by_file)
         return [lib.linked for lib in map(by_file.__getitem__, order) if lib.linked is not None and lib.shim_exports]

@@ -7,9 +7,13 @@ import os
 import sys
 
 from aoti_shim.arguments import path_text
+from aoti_shim.atomic import destination, write_text_atomically
 from aoti_shim.checks.command import COLOR_HELP, FAIL_ON_HELP, FORMAT_HELP, _append_step_summary, _choices_help
 from aoti_shim.checks.report import FAIL_ON_CHOICES
+from aoti_shim.checks.scan_formats import markdown_summary, render_annotations, render_scan
+from aoti_shim.checks.scan_report import ScanSettings, run_scan
 from aoti_shim.color import wants_color
+from aoti_shim.errors import AotiShimError
 
 SCAN_FORMAT_HELP = {**FORMAT_HELP, "json": "versioned JSON (schema in aoti_shim/checks/schemas/scan-v1.schema.json)"}
 
@@ -48,8 +52,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _outside_environment(output: str, folders: tuple[str, ...]) -> None:
     """Nothing is written into the scanned environment (a report in site-packages would be
     a file no RECORD lists, and the next scan's)."""
-    from aoti_shim.errors import AotiShimError
-
     real = os.path.realpath(output)
     for folder in folders:
         inside = os.path.realpath(folder)
@@ -58,10 +60,6 @@ def _outside_environment(output: str, folders: tuple[str, ...]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aoti_shim.atomic import destination, write_text_atomically
-    from aoti_shim.checks.scan_formats import markdown_summary, render_annotations, render_scan
-    from aoti_shim.checks.scan_report import ScanSettings, run_scan
-
     inputs = (*args.paths, *([args.python] if args.python else []), *([args.suppressions] if args.suppressions else []))
     if args.output:
         destination(args.output, what="--output", inputs=inputs)  # refuse before the scan runs

@@ -81,7 +81,7 @@ def render_text(report: ScanReport, *, color: bool = False, verbose: bool = Fals
         for name, kind in s.ignored:
             lines.append(f"  not a library ({kind}): {f(name)}")
         for name in s.programs:
-            lines.append(f"  not a library (a program exporting nothing of its own): {f(name)}")
+            lines.append(f"  not a library (a program with no shim-ABI symbol): {f(name)}")
     rows = report.providers
     if rows:
         lines.append("shim providers:")
@@ -145,8 +145,7 @@ def _library_dict(lib: LibraryFacts, f: Escape) -> dict[str, Any]:
         "unprefixed_shim_imports": len(lib.unprefixed_imports),
         "runtime_exports": len(lib.runtime_exports),
         "cuda_runtime_exports": len(lib.cuda_exports),
-        "exports": lib.export_count,
-        "imports": lib.import_count,
+        "symbols": lib.symbols,
     }
 
 

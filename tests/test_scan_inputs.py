@@ -122,7 +122,7 @@ def test_what_is_no_library_is_no_error(tmp_path: Path, consumer: Path) -> None:
     })  # fmt: skip
     done = _scan(str(site), "-v")
     assert done.returncode == 0, done.stderr
-    assert "not a library (a program exporting nothing of its own): pkg/bin/tool" in done.stdout
+    assert "not a library (a program with no shim-ABI symbol): pkg/bin/tool" in done.stdout
 
 
 def test_bad_arguments(tmp_path: Path) -> None:
@@ -140,3 +140,37 @@ def test_bad_arguments(tmp_path: Path) -> None:
     broken = tmp_path / "broken.whl"
     broken.write_bytes(b"PK\x03\x04 not really")
     assert "not a readable wheel" in one_line_error(_scan(str(broken)), 1)
+
+
+def _holding(names, contains: tuple[str, ...], starts: tuple[str, ...]) -> set[str]:
+    return {n for n in names if any(c in n for c in contains) or n.startswith(starts)}
+
+
+def test_tables_holding_are_the_tables_filtered(tmp_path: Path, torch_lib: Path) -> None:
+    """The scan's reader cuts only the names it asks about; what it answers is the whole
+    tables' answer, tail-merged names (aoti_torch_x inside rta_aoti_torch_x) included."""
+    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.scan import _ASKED_CONTAINS, _ASKED_STARTS
+
+    source = tmp_path / "merged.c"
+    source.write_text(
+        "int rta_aoti_torch_get_data_ptr(void) { return 1; }\nint aoti_torch_get_data_ptr(void) { return 2; }\n"
+        "int torch_get_data_ptr(void) { return 3; }\nextern int aoti_torch_get_numel(void);\n"
+        "int cudaMalloc(void) { return aoti_torch_get_numel(); }\nint cudamalloc_not_cuda_api(void) { return 0; }\n"
+    )  # fmt: skip
+    merged = tmp_path / "libmerged.so"
+    compile_shared(source, merged)
+    cases = [merged, torch_lib / "libtorch_cpu.so", torch_lib / "libc10.so", torch_lib / "libtorch_python.so"]
+    for path in cases:
+        with ElfImage(path) as image:
+            exports, imports = image.exports(), image.imports()
+            want_e, want_i = _holding(exports, _ASKED_CONTAINS, _ASKED_STARTS), _holding(imports, _ASKED_CONTAINS, _ASKED_STARTS)
+        with ElfImage(path) as image:
+            got_e, got_i = image.tables_holding(_ASKED_CONTAINS, _ASKED_STARTS)
+            assert _holding(got_e, _ASKED_CONTAINS, _ASKED_STARTS) == want_e, path
+            assert _holding(got_i, _ASKED_CONTAINS, _ASKED_STARTS) == want_i, path
+            assert all(got_e[n] == exports[n] for n in got_e) and all(got_i[n] == imports[n] for n in got_i), path
+    with ElfImage(merged) as image:
+        got_e, got_i = image.tables_holding(("aoti_",), ("cuda",))
+    assert {"rta_aoti_torch_get_data_ptr", "aoti_torch_get_data_ptr", "cudaMalloc", "cudamalloc_not_cuda_api"} <= set(got_e)
+    assert "torch_get_data_ptr" not in got_e and set(got_i) == {"aoti_torch_get_numel"}
