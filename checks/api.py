@@ -67,6 +67,7 @@ def _read(art: Artifact, role: str) -> Library:
             header=(image.elf_class, image.big_endian, image.machine),
             versions=image.versions(),
             import_filter=prefix_rules.is_shim_name,
+            lazy=image.lazy_symbol_indexes(),
         )
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
@@ -95,6 +96,12 @@ class CheckRun:
         self._ctx = ctx
         self._suppressions = suppressions
         self._used = False
+
+    @property
+    def context(self) -> Context:
+        """What the rules read: the libraries, the references and the binding model
+        (``context.process``, ``context.bindings``)."""
+        return self._ctx
 
     def batches(self) -> Iterator[FindingBatch]:
         if self._used:

@@ -88,6 +88,8 @@ class Linked:
     has_versym: bool = False
     versions: Versions = NO_VERSIONS
     imports: tuple[DynamicEntry, ...] = ()
+    # The .dynsym indexes only PLT relocations refer to: bound at first call, not at load.
+    lazy: frozenset[int] = frozenset()
     lookup: Callable[[str], list[DynamicEntry]] = field(default=lambda name: [], repr=False)
 
     def definitions(self, name: str) -> list[DynamicEntry]:
@@ -112,6 +114,7 @@ class Linked:
             has_versym=image._versym() is not None,
             versions=image.versions(),
             imports=tuple(e for e in image.dynamic_entries() if e.symbol.is_import) if imports else (),
+            lazy=image.lazy_symbol_indexes() if imports else frozenset(),
             lookup=image.find_definitions,
         )
 
@@ -129,6 +132,7 @@ class Linked:
         header: tuple[int, bool, int] | None = None,
         versions: Versions = NO_VERSIONS,
         import_filter: Callable[[str], bool] | None = None,
+        lazy: frozenset[int] = frozenset(),
     ) -> Linked:
         """A library from the checker's packed tables; ``import_filter`` keeps the imports
         whose names are asked about (all by default)."""
@@ -144,6 +148,7 @@ class Linked:
             has_versym=exports.has_versym or imports.has_versym,
             versions=versions,
             imports=entries,
+            lazy=lazy,
             lookup=lambda name: exports.entries(name, versions),
         )
 
@@ -200,6 +205,9 @@ class LoadFailure:
 
     library: Linked
     reason: str
+    # An import bound to nothing (the import rules say which); else the library itself
+    # cannot load (its class or machine, a missing version).
+    undefined: bool = False
 
 
 def shim_abi_imports(entry: DynamicEntry) -> bool:
@@ -298,52 +306,104 @@ class Process:
 
     @cached_property
     def _loaded(self) -> tuple[list[Linked], dict[int, list[Linked]], list[LoadFailure]]:
-        """The global scope in order, each blob's local scope, and what failed to load."""
-        failures: list[LoadFailure] = []
-        global_scope: list[Linked] = []
-        in_global: set[int] = set()
-        loaded: set[int] = set()
+        """The global scope in order, each library's local scope, and what failed to load.
 
-        def refused(lib: Linked) -> bool:
-            why = self._mismatch(lib)
-            if why is not None:
-                failures.append(LoadFailure(lib, why))
-            return why is not None
-
-        def load_global(root: Linked) -> None:
-            closure = self._closure(root)
-            if any(self._mismatch(lib) for lib in closure):
-                for lib in closure:
-                    refused(lib)
-                return
-            for lib in closure:
-                loaded.add(id(lib))
-                if id(lib) not in in_global:
-                    in_global.add(id(lib))
-                    global_scope.append(lib)
-
-        for lib in (*self.programs, *self.references, *self.shims):
-            load_global(lib)
-        local: dict[int, list[Linked]] = {}
+        dlopen relocates a new library before it joins the global scope: its lookups see
+        the global libraries loaded before it, then its own search list (itself and its
+        DT_NEEDED closure, which its dependencies share). A blob's imports (RTLD_NOW) and a
+        global library's data and TLS imports bind when it loads: a non-weak one that binds
+        to nothing fails the whole dlopen, which loads nothing then. A global library's
+        function imports bind lazily, at their first call, when every global library is
+        loaded: one bound to nothing fails that call, not the load."""
+        self._global: list[Linked] = []
+        self._before: dict[int, int] = {}
+        self._local: dict[int, list[Linked]] = {}
+        self._failures: list[LoadFailure] = []
+        # Libraries of a dlopen that was rolled back for an undefined symbol: the scopes it
+        # saw, so their bindings can still be told (the import rules report them).
+        self._tried: dict[int, tuple[list[Linked], int | None]] = {}
+        self._opening = True
+        for root in (*self.programs, *self.references, *self.shims):
+            self._open(root, glob=True)
         for blob in self.models:
-            closure = self._closure(blob)
-            if any(self._mismatch(lib) for lib in closure):
-                for lib in closure:
-                    refused(lib)
-                continue
-            local[id(blob)] = closure
-        # A version a library needs from a loaded dependency that defines none by that name.
-        for lib in [*global_scope, *(lib for c in local.values() for lib in c[:1])]:
-            for index, (version, file) in sorted(lib.versions.needed.items()):
-                dep = self._by_name.get(file)
-                if dep is None or dep.header is None or not dep.has_versym and not dep.versions.defined:
-                    continue
-                if version not in dep.defined_versions:
-                    failures.append(LoadFailure(lib, f"needs version '{version}' of {file}, which defines no such version"))
-        return global_scope, local, failures
+            if id(blob) not in self._local:  # not a shim's dependency, loaded global with it
+                self._open(blob, glob=False)
+        self._opening = False
+        return self._global, self._local, self._failures
 
-    def load_failures(self) -> list[LoadFailure]:
-        return list(self._loaded[2])
+    def _open(self, root: Linked, *, glob: bool) -> None:
+        """dlopen ``root``: map its closure, check it, bind it, keep it or roll it back."""
+        closure = self._closure(root)
+        mismatched = [lib for lib in closure if self._mismatch(lib)]
+        if mismatched:
+            for lib in closure:
+                why = self._mismatch(lib)
+                if why is not None:
+                    self._failures.append(LoadFailure(lib, why))
+            if root not in mismatched:
+                self._failures.append(LoadFailure(root, f"needs {mismatched[0].display}, which cannot load"))
+            return
+        new = [lib for lib in closure if id(lib) not in self._local]
+        seen = len(self._global)
+        for lib in new:
+            self._local[id(lib)] = closure
+            if glob:
+                self._before[id(lib)] = seen
+        if glob:
+            self._global.extend(new)
+        # A version the new libraries need from a loaded library that defines none by that name.
+        for lib in new:
+            for _, (version, file) in sorted(lib.versions.needed.items()):
+                dep = self._by_name.get(file)
+                if dep is None or dep.header is None or not dep.versions.defined:
+                    continue  # a file without version definitions: glibc only warns
+                if version not in dep.defined_versions:
+                    self._failures.append(
+                        LoadFailure(lib, f"needs version '{version}' of {file}, which defines no such version")
+                    )
+                    self._roll_back(new, glob)
+                    return
+        if root.role == REFERENCE:
+            return  # libtorch's own imports are not asked about
+        for lib in reversed(new):  # ld.so relocates the dependencies first
+            # .rela.dyn (data, TLS) before .rela.plt (functions): the first failure is the one said.
+            for entry in sorted(lib.imports, key=lambda e: (e.index in lib.lazy, e.index)):
+                if glob and entry.index in lib.lazy:
+                    continue  # bound lazily, at its first call (see bind)
+                b = self.bind(lib, entry)
+                if b.definer is None and entry.symbol.bind != STB_WEAK:
+                    self._failures.append(LoadFailure(root, f"undefined symbol: {entry.symbol.name}", undefined=True))
+                    self._roll_back(new, glob)
+                    return
+                if (
+                    b.definer is not None
+                    and entry.version is not None
+                    and not b.definer.has_versym
+                    and entry.version_file in b.definer.names
+                ):
+                    # glibc asserts that the file a version is needed from has versions:
+                    # ld.so ends the whole process ("Inconsistency detected by ld.so").
+                    self._failures.append(
+                        LoadFailure(
+                            lib,
+                            f"needs '{entry.symbol.name}@{entry.version}' from {entry.version_file}, which has no "
+                            "symbol versions: ld.so stops the process",
+                        )
+                    )
+                    self._roll_back(new, glob)
+                    return
+
+    def _roll_back(self, new: list[Linked], glob: bool) -> None:
+        for lib in new:
+            self._tried.setdefault(id(lib), (self._local[id(lib)], self._before.get(id(lib))))
+            self._local.pop(id(lib), None)
+            self._before.pop(id(lib), None)
+        if glob:
+            del self._global[len(self._global) - len(new) :]
+
+    def load_failures(self, *, undefined: bool = True) -> list[LoadFailure]:
+        """What dlopen refuses; ``undefined=False`` leaves out the imports bound to nothing."""
+        return [f for f in self._loaded[2] if undefined or not f.undefined]
 
     @cached_property
     def global_scope(self) -> list[Linked]:
@@ -352,23 +412,36 @@ class Process:
     def scope_of(self, lib: Linked) -> list[Linked] | None:
         """The libraries ``lib``'s lookups search after the global scope (its local scope);
         None when it did not load."""
-        global_scope, local, failures = self._loaded
-        if any(f.library is lib for f in failures):
-            return None
-        if id(lib) in local:
-            return local[id(lib)]
-        return self._closure(lib) if any(g is lib for g in global_scope) else None
+        self._ensure()
+        return self._local.get(id(lib))
+
+    def _ensure(self) -> None:
+        if not hasattr(self, "_failures"):
+            self._loaded  # noqa: B018 - computes the scopes once
+
+    def visible_global(self, lib: Linked, entry: DynamicEntry | None = None) -> list[Linked]:
+        """The part of the global scope ``lib``'s lookups see: what was loaded before it
+        (all of it for a global library's function import, bound at its first call)."""
+        self._ensure()
+        if entry is not None and entry.index in lib.lazy and id(lib) in self._before and not self._opening:
+            return self._global
+        if id(lib) in self._before:
+            return self._global[: self._before[id(lib)]]
+        if id(lib) in self._tried:
+            seen = self._tried[id(lib)][1]
+            return self._global if seen is None else self._global[:seen]
+        return self._global
 
     # -- binding ------------------------------------------------------------------------
 
     def bind(self, lib: Linked, entry: DynamicEntry) -> Binding:
         """Where ``lib``'s import ``entry`` binds."""
-        local = self.scope_of(lib) or [lib]
+        local = self.scope_of(lib) or (self._tried[id(lib)][0] if id(lib) in self._tried else [lib])
         name = entry.symbol.name
         searched: list[tuple[Linked, str]] = []
         if lib.symbolic:
             searched.append((lib, "self"))
-        searched.extend((g, "global") for g in self.global_scope)
+        searched.extend((g, "global") for g in self.visible_global(lib, entry))
         searched.extend((g, "local") for g in local)
         seen: set[int] = set()
         for definer, scope in searched:
@@ -387,7 +460,7 @@ class Process:
 
     def _unique_owner(self, name: str, entry: DynamicEntry) -> tuple[Linked, DynamicEntry] | None:
         """The first loaded library defining ``name`` GNU_UNIQUE: its copy is the process's."""
-        order = [*self.global_scope, *(lib for blob in self.models for lib in (self.scope_of(blob) or []))]
+        order = [*self._global, *(lib for blob in self.models for lib in (self._local.get(id(blob)) or []))]
         seen: set[int] = set()
         for lib in order:
             if id(lib) in seen:
@@ -413,7 +486,7 @@ class Process:
         """The binding of every import ``which`` selects, library by library (those that
         failed to load are left out: :meth:`load_failures` says why)."""
         for lib in self.libraries():
-            if self.scope_of(lib) is None:
+            if self.scope_of(lib) is None and id(lib) not in self._tried:
                 continue
             for entry in lib.imports:
                 if which(entry):

@@ -48,7 +48,8 @@ DT_RPATH, DT_RUNPATH = 15, 29
 DT_SYMBOLIC, DT_FLAGS = 16, 30
 DT_GNU_HASH, DT_VERSYM, DT_FLAGS_1 = 0x6FFFFEF5, 0x6FFFFFF0, 0x6FFFFFFB
 DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
-DF_SYMBOLIC = 0x2
+DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_REL, DT_RELSZ, DT_PLTREL, DT_JMPREL, DT_BIND_NOW = 2, 7, 8, 17, 18, 20, 23, 24
+DF_SYMBOLIC, DF_BIND_NOW, DF_1_NOW = 0x2, 0x8, 0x1
 DF_1_PIE = 0x08000000
 # A .gnu.version entry: the version index in the low 15 bits, "hidden" (a non-default
 # version, name@V rather than name@@V) in the top one. Index 0 is local, 1 global (no version).
@@ -1434,3 +1435,38 @@ class ElfImage:
         tags = self.dynamic_tags()
         return DT_SYMBOLIC in tags or bool(tags.get(DT_FLAGS, 0) & DF_SYMBOLIC)
 
+
+    def lazy_symbol_indexes(self) -> frozenset[int]:
+        """The .dynsym indexes that only PLT relocations (DT_JMPREL) refer to: imports the
+        loader binds at their first call, not when the library loads (unless it was linked
+        -z now). Empty when the relocation tables cannot be read (every import then binds
+        at load, the stricter answer)."""
+        tags = self.dynamic_tags()
+        if DT_BIND_NOW in tags or tags.get(DT_FLAGS, 0) & DF_BIND_NOW or tags.get(DT_FLAGS_1, 0) & DF_1_NOW:
+            return frozenset()
+        if DT_JMPREL not in tags:
+            return frozenset()
+        rela = tags.get(DT_PLTREL, DT_RELA) == DT_RELA
+        is64 = self._lay.sym.size == 24
+        entsize = (24 if rela else 16) if is64 else (12 if rela else 8)
+        shift = 32 if is64 else 8
+        word = struct.Struct(self._lay.endian + ("Q" if is64 else "I"))
+        try:
+            hdr = self._elf_header()
+            segment = self._dynamic_segment(hdr[5], hdr[9], hdr[10])
+            if segment is None:
+                return frozenset()
+
+            def indexes(tag: int, size_tag: int) -> set[int]:
+                if tag not in tags:
+                    return set()
+                at = self._file_offset(segment, "a relocation table", tags[tag])
+                size = tags.get(size_tag, 0)
+                data = self._bytes(at, size - size % entsize, "a relocation table")
+                return {word.unpack_from(data, i + word.size)[0] >> shift for i in range(0, len(data), entsize)}
+
+            plt = indexes(DT_JMPREL, DT_PLTRELSZ)
+            eager = indexes(DT_RELA, DT_RELASZ) | indexes(DT_REL, DT_RELSZ)
+        except InputError:
+            return frozenset()
+        return frozenset(plt - eager)

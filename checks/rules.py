@@ -350,7 +350,7 @@ def _mangled_shim(ctx: Context) -> Iterator[Found]:
 
 
 def _load_failure(ctx: Context) -> Iterator[Found]:
-    for failure in ctx.process.load_failures():
+    for failure in ctx.process.load_failures(undefined=False):
         yield failure.library.display, "", f"cannot be loaded next to the others: {failure.reason}"
 
 
@@ -449,7 +449,7 @@ def _is_shims_prefix(ctx: Context, p: str | None) -> bool:
 
 
 def _failed(ctx: Context) -> set[str]:
-    return {f.library.display for f in ctx.process.load_failures()}
+    return {f.library.display for f in ctx.process.load_failures(undefined=False)}
 
 
 def _unsatisfied_import(ctx: Context) -> Iterator[Found]:

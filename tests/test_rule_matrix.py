@@ -245,11 +245,25 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
                 "BARE": Why("it imports no prefixed name"),
                 "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)"),
             },
-            ("shim", "model", "both"),
+            ("model",),
+        ),
+        **_per_kind(
+            {
+                "GLOBAL": (IM,),
+                "WEAK": EXPORTS_NO_PROBE,
+                "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                "TLS": EXPORTS_NO_PROBE,
+                # As a shim it loads before the provider: its address-taken (GLOB_DAT) WEAK reference
+                # to IP binds then, to nothing, and stays NULL. (GLOBAL's IP is a PLT call: bound later.)
+                "UNDEF_WEAK": (IM, IP),
+                "BARE": Why("it imports no prefixed name"),
+                "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)"),
+            },
+            ("shim", "both"),
         ),
         **_per_kind(
             _twice({"GLOBAL": (IM,), "WEAK": EXPORTS_NO_PROBE, "GNU_UNIQUE": EXPORTS_NO_PROBE, "TLS": EXPORTS_NO_PROBE,
-                    "UNDEF_WEAK": (IM,), "BARE": Why("it imports no prefixed name"),
+                    "UNDEF_WEAK": (IM, IP), "BARE": Why("it imports no prefixed name"),
                     "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)")}),
             ("twice",),
         ),  # fmt: skip

@@ -1,0 +1,455 @@
+"""The checker against the real loader, on generated processes (issue 23 §2).
+
+A hypothesis generator builds random coalesced processes in C: libtorch stand-ins,
+shim libraries and blobs with random names drawn from the shim-ABI list (what torch's
+shim headers declare), prefixes right, missing, wrong or partial, symbol kinds GLOBAL,
+WEAK, GNU_UNIQUE, IFUNC, protected and TLS, version scripts (a hidden old version too),
+-Bsymbolic, DT_NEEDED chains (a blob linked against a shim, or against a link-time stub
+of it that has another version, or needing a dependency of its own), and a shim of a
+foreign machine (an e_machine patched copy: this machine has no 32-bit toolchain).
+
+Every library of a batch of cases is compiled in one ``gcc -c`` call and linked with
+``ld``; one child process forks once per case and loads it the way the process under
+test would (references and shims ``RTLD_GLOBAL`` in order, then each blob
+``RTLD_LOCAL | RTLD_NOW``) under ``LD_DEBUG=bindings``, and calls each shim's functions
+once (their PLT imports bind lazily, at the first call). Then:
+
+- a shim-ABI import bound to a reference, or a library that fails to load, must be a
+  blocking finding;
+- a clean load whose every shim-ABI import bound to a shim library must give no
+  blocking finding of the rules that judge bindings (the spelling rules, such as an
+  unprefixed export nobody imports, may still block by policy);
+- for every shim-ABI import of every library that loaded, the binding model names the
+  library the loader bound it to (or none, for a weak import left unresolved).
+
+``AOTI_SHIM_DIFF_BATCHES`` sets the number of batches (of ``CASES_PER_BATCH`` cases);
+CI runs a derandomized set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from aoti_shim.checks import CheckSettings
+from aoti_shim.checks.api import checking
+from aoti_shim.checks.prefix import is_shim_name
+from aoti_shim.checks.report import BLOCKING
+from aoti_shim.torch_names import shipped_names
+
+PREFIX = "myrt_"
+SPELLINGS = {"right": PREFIX, "missing": "", "wrong": "zz_", "partial": "myrt"}
+CASES_PER_BATCH = 8
+BATCHES = int(os.environ.get("AOTI_SHIM_DIFF_BATCHES", "30"))
+# The rules that judge bindings; the others judge spelling and state by policy.
+BINDING_RULES = frozenset({"UNPREFIXED_IMPORT", "UNSATISFIED_IMPORT", "PREFIX_MISMATCH", "BINDS_OUTSIDE_SHIMS", "LOAD_FAILURE"})
+# Kinds of definitions, per class of symbol (an import and its definers agree on the class).
+KINDS = {
+    "func": ("global", "weak", "ifunc", "protected"),
+    "data": ("global", "weak", "unique", "protected"),
+    "tls": ("global", "weak"),
+}
+EM_AARCH64 = 183
+_BINDING = re.compile(r"^\s*(\d+):\s+binding file (.+?) \[\d+\] to (.+?) \[\d+\]: normal symbol `([^']+)'")
+SHIM_NAMES = sorted(n for n in shipped_names().names if re.fullmatch(r"[A-Za-z0-9_]+", n))
+counted = {"cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0}
+
+
+@dataclass
+class Def:
+    base: str
+    spelling: str
+    kind: str
+    version: str | None = None  # its node in the library's version script
+    old: bool = False  # also a hidden old version, name@MYRT_0
+
+
+@dataclass
+class Imp:
+    base: str
+    spelling: str
+    weak: bool
+
+
+@dataclass
+class Lib:
+    key: str
+    role: str  # ref, shim, blob, dep, stub
+    defs: list[Def] = field(default_factory=list)
+    imps: list[Imp] = field(default_factory=list)
+    needed: list[str] = field(default_factory=list)
+    versioned: bool = False
+    symbolic: bool = False
+    foreign: bool = False
+
+
+@dataclass
+class Case:
+    classes: dict[str, str]  # base name -> func / data / tls
+    libs: list[Lib]
+
+
+def name_of(base: str, spelling: str) -> str:
+    return SPELLINGS[spelling] + base
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> Case:
+    bases = draw(st.lists(st.sampled_from(SHIM_NAMES), min_size=1, max_size=4, unique=True))
+    classes = {b: draw(st.sampled_from(("func", "func", "data", "tls"))) for b in bases}
+    spelling = st.sampled_from(("right",) * 7 + ("missing", "wrong", "partial"))
+    libs: list[Lib] = []
+    # libtorch stand-ins: the first exports every unprefixed name, as libtorch does; a second
+    # may export a prefixed one (a reference that is another runtime's build).
+    libs.append(Lib("ref0", "ref", [Def(b, "missing", "global") for b in bases]))
+    if draw(st.integers(0, 3)) == 0:
+        some = draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))
+        libs.append(Lib("ref1", "ref", [Def(b, draw(st.sampled_from(("right", "missing"))), "global") for b in some]))
+    n_shims = draw(st.integers(1, 2))
+    for i in range(n_shims):
+        # Half the time the first shim defines every name (a complete runtime), else some.
+        complete = i == 0 and draw(st.booleans())
+        some = bases if complete else draw(st.lists(st.sampled_from(bases), min_size=0, max_size=len(bases), unique=True))
+        versioned = draw(st.booleans())
+        defs = [
+            Def(b, draw(spelling), draw(st.sampled_from(KINDS[classes[b]])), "MYRT_1" if versioned else None)
+            for b in some
+        ]
+        if versioned and defs and classes[defs[0].base] == "func" and draw(st.booleans()):
+            defs[0].old = True
+            defs[0].kind = "global"
+        imps = [Imp(b, draw(spelling), draw(st.integers(0, 3)) == 0) for b in draw(st.lists(st.sampled_from(bases), max_size=2, unique=True))]
+        # A shim does not import a name it defines in the same spelling (that is a definition).
+        imps = [m for m in imps if (m.base, m.spelling) not in {(d.base, d.spelling) for d in defs}]
+        libs.append(Lib(f"shim{i}", "shim", defs, imps, versioned=versioned, symbolic=draw(st.booleans())))
+    if draw(st.integers(0, 3)) == 0:
+        some = draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))
+        libs.append(Lib("dep0", "dep", [Def(b, draw(st.sampled_from(("right", "missing"))), "global") for b in some]))
+    has_dep = any(lib.role == "dep" for lib in libs)
+    if has_dep and draw(st.integers(0, 2)) == 0:
+        libs[[lib.key for lib in libs].index("shim0")].needed.append("dep0")
+    n_blobs = draw(st.integers(1, 2))
+    for i in range(n_blobs):
+        imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=4, unique=True))]
+        needed = []
+        link = draw(st.sampled_from(("none", "none", "shim0", "stub", "dep0")))
+        if link == "dep0" and not has_dep:
+            link = "none"
+        if link != "none":
+            needed.append(link)
+        libs.append(Lib(f"blob{i}", "blob", [], imps, needed, symbolic=draw(st.integers(0, 3)) == 0))
+    if any("stub" in lib.needed for lib in libs):
+        # Linked against a stub of shim0 (its soname) that has every name, in version MYRT_2:
+        # the blob asks for a version the loaded shim0 may lack.
+        libs.append(Lib("stub", "stub", [Def(b, sp, "global", "MYRT_2") for b in bases for sp in SPELLINGS], versioned=True))
+    if draw(st.integers(0, 7)) == 0:
+        shims = [lib for lib in libs if lib.role == "shim"]
+        draw(st.sampled_from(shims)).foreign = True
+    return Case(classes, libs)
+
+
+# -- C sources --------------------------------------------------------------------------
+
+_EXPORT = '__attribute__((visibility("default")))'
+
+
+def _define(d: Def, cls: str, n: int) -> str:
+    name = name_of(d.base, d.spelling)
+    vis = '__attribute__((visibility("protected")))' if d.kind == "protected" else _EXPORT
+    weak = " __attribute__((weak))" if d.kind == "weak" else ""
+    if d.old:
+        # name@MYRT_0 (hidden, an old version) beside name@@MYRT_1 (the default).
+        return (
+            f"{_EXPORT} int impl_old_{n}(void) {{ return 10; }}\n{_EXPORT} int impl_new_{n}(void) {{ return 11; }}\n"
+            f'__asm__(".symver impl_old_{n}, {name}@MYRT_0");\n__asm__(".symver impl_new_{n}, {name}@@MYRT_1");\n'
+        )
+    if cls == "func":
+        if d.kind == "ifunc":
+            return f"static int impl_{n}(void) {{ return 3; }}\nstatic void *resolve_{n}(void) {{ return (void *)impl_{n}; }}\n{_EXPORT} int {name}(void) __attribute__((ifunc(\"resolve_{n}\")));\n"
+        return f"{vis}{weak} int {name}(void) {{ return 1; }}\n"
+    if cls == "tls":
+        return f"{vis}{weak} __thread int {name} = 2;\n"
+    if d.kind == "unique":
+        return (
+            f'__asm__(".pushsection .data\\n.globl {name}\\n.type {name}, @gnu_unique_object\\n'
+            f'.size {name}, 4\\n{name}:\\n.long 4\\n.popsection\\n");\n'
+        )
+    return f"{vis}{weak} int {name} = 5;\n"
+
+
+def _refer(m: Imp, cls: str, n: int) -> str:
+    name = name_of(m.base, m.spelling)
+    weak = " __attribute__((weak))" if m.weak else ""
+    if cls == "func":
+        use = f"({name} ? {name}() : 0)" if m.weak else f"{name}()"
+        return f"extern int {name}(void){weak};\n{_EXPORT} int use_{n}(void) {{ return {use}; }}\n"
+    tls = "__thread " if cls == "tls" else ""
+    use = f"(&{name} ? {name} : 0)" if m.weak else name
+    return f"extern {tls}int {name}{weak};\n{_EXPORT} int use_{n}(void) {{ return {use}; }}\n"
+
+
+def source(case: Case, lib: Lib) -> str:
+    parts = []
+    for n, d in enumerate(lib.defs):
+        parts.append(_define(d, case.classes[d.base], n))
+    for n, m in enumerate(lib.imps):
+        parts.append(_refer(m, case.classes[m.base], n))
+    if lib.role == "blob":
+        parts.append(f"{_EXPORT} int AOTInductorModelContainerRun(void) {{ return 0; }}\n")
+    if not parts:
+        parts.append(f"{_EXPORT} int {lib.key}_placeholder(void) {{ return 0; }}\n")
+    return "".join(parts)
+
+
+def version_script(case: Case, lib: Lib) -> str:
+    names = sorted({name_of(d.base, d.spelling) for d in lib.defs})
+    olds = sorted({name_of(d.base, d.spelling) for d in lib.defs if d.old})
+    node = "MYRT_2" if lib.role == "stub" else "MYRT_1"
+    text = ""
+    if olds:
+        text += "MYRT_0 { global: " + " ".join(f"{n};" for n in olds) + " };\n"
+    return text + f"{node} {{ global: " + " ".join(f"{n};" for n in names) + " use_*; local: *; };\n"
+
+
+# -- building ---------------------------------------------------------------------------
+
+
+@dataclass
+class Built:
+    case: Case
+    paths: dict[str, Path]  # key -> the library file (the stub's is link-time only)
+
+
+def build_batch(batch: list[Case], out: Path) -> list[Built]:
+    out.mkdir(parents=True, exist_ok=True)
+    sources: list[tuple[int, Lib, Path]] = []
+    for c, case in enumerate(batch):
+        for lib in case.libs:
+            src = out / f"c{c}_{lib.key}.c"
+            src.write_text(source(case, lib))
+            sources.append((c, lib, src))
+    # One gcc call compiles every library of the batch; ld links each.
+    subprocess.run(["gcc", "-c", "-fPIC", "-O1", *[s.name for _, _, s in sources]], cwd=out, check=True, capture_output=True)
+    built = [Built(case, {}) for case in batch]
+    order = {"stub": 0, "dep": 1, "ref": 2, "shim": 3, "blob": 4}
+    for c, lib, src in sorted(sources, key=lambda t: (t[0], order[t[1].role])):
+        case = batch[c]
+        soname = f"libc{c}_{'shim0' if lib.role == 'stub' else lib.key}.so"
+        target = out / ("stub" if lib.role == "stub" else "") / soname
+        target.parent.mkdir(exist_ok=True)
+        args = ["ld", "-shared", "-soname", soname, "-o", str(target), str(src.with_suffix(".o")), "-rpath", "$ORIGIN"]
+        if lib.versioned:
+            script = src.with_suffix(".map")
+            script.write_text(version_script(case, lib))
+            args += ["--version-script", str(script)]
+        if lib.symbolic:
+            args.append("-Bsymbolic")
+        for dep in lib.needed:
+            args.append(str(built[c].paths["stub" if dep == "stub" else dep]))
+        done = subprocess.run(args, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, (args, done.stderr, src.read_text())
+        built[c].paths[lib.key] = target
+    # The foreign machine last: what links against the library links before the patch.
+    for c, lib, _ in sources:
+        if lib.foreign:
+            target = built[c].paths[lib.key]
+            data = bytearray(target.read_bytes())
+            data[18:20] = EM_AARCH64.to_bytes(2, "little")
+            target.write_bytes(bytes(data))
+    return built
+
+
+# -- loading ------------------------------------------------------------------------------
+
+CHILD = r"""
+import ctypes, json, os, sys
+# libc's dlopen, not ctypes.CDLL's (which adds RTLD_NOW): global libraries bind their
+# function imports lazily, as a C host's dlopen(RTLD_GLOBAL) does.
+libc = ctypes.CDLL(None)
+libc.dlopen.restype, libc.dlopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_int]
+libc.dlsym.restype, libc.dlsym.argtypes = ctypes.c_void_p, [ctypes.c_void_p, ctypes.c_char_p]
+libc.dlerror.restype = ctypes.c_char_p
+cases = json.load(sys.stdin)
+out = {}
+for case in cases:
+    pid = os.fork()
+    if pid == 0:
+        failed = {}
+        handles = {}
+        steps = [(p, os.RTLD_GLOBAL | os.RTLD_LAZY) for p in case["global"]] + [(p, os.RTLD_LOCAL | os.RTLD_NOW) for p in case["local"]]
+        for path, mode in steps:
+            # Said before it is tried: ld.so may end the process (an inconsistency it asserts on).
+            with open(case["result"] + ".trying", "w") as f:
+                f.write(path)
+            handle = libc.dlopen(path.encode(), mode)
+            if handle:
+                handles[path] = handle
+            else:
+                failed[path] = libc.dlerror().decode(errors="replace")
+        # Call each use_<n> of the global libraries once, everything loaded, as the runtime
+        # would: their lazy imports bind then (an unbound one ends the process).
+        for path in case["global"]:
+            for n in range(case["uses"].get(path, 0)):
+                if path in handles:
+                    with open(case["result"] + ".trying", "w") as f:
+                        f.write("call:" + path)
+                    ctypes.CFUNCTYPE(ctypes.c_int)(libc.dlsym(handles[path], f"use_{n}".encode()))()
+        with open(case["result"], "w") as f:
+            json.dump(failed, f)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    out[case["result"]] = [pid, status]
+print(json.dumps(out))
+"""
+
+
+def roles(b: Built, role: str) -> list[str]:
+    return [str(b.paths[lib.key]) for lib in b.case.libs if lib.role == role]
+
+
+def load_batch(built: list[Built], out: Path) -> list[tuple[dict[str, str], list[tuple[str, str, str]]]]:
+    """Per case: the libraries that failed to load (path -> error) and the bindings (importer, definer, symbol)."""
+    jobs = []
+    for i, b in enumerate(built):
+        uses = {str(b.paths[lib.key]): len(lib.imps) for lib in b.case.libs if lib.role == "shim"}
+        jobs.append({"global": roles(b, "ref") + roles(b, "shim"), "local": roles(b, "blob") + roles(b, "dep"),
+                     "result": str(out / f"result{i}.json"), "uses": uses})  # fmt: skip
+    debug = out / "ld"
+    env = dict(os.environ, LD_DEBUG="bindings", LD_DEBUG_OUTPUT=str(debug))
+    env.pop("LD_BIND_NOW", None)
+    done = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(jobs), capture_output=True, text=True, env=env, check=True)
+    pids = json.loads(done.stdout)
+    lines: dict[int, list[tuple[str, str, str]]] = {}
+    for log in out.glob("ld.*"):
+        for line in log.read_text(errors="replace").splitlines():
+            m = _BINDING.match(line)
+            if m:
+                importer, definer = os.path.realpath(m.group(2)), os.path.realpath(m.group(3))
+                lines.setdefault(int(m.group(1)), []).append((importer, definer, m.group(4)))
+        log.unlink()
+    results = []
+    for job, b in zip(jobs, built):
+        pid, status = pids[job["result"]]
+        if status != 0:
+            # ld.so ended the process while loading this library, or calling it: an import
+            # that binds to nothing when first called, or an inconsistency ld.so asserts on.
+            trying = Path(job["result"] + ".trying").read_text()
+            if trying.startswith("call:"):
+                failed = {trying[5:]: f"ld.so ended the process calling it (wait status {status}): undefined symbol"}
+            else:
+                failed = {trying: f"ld.so ended the process (wait status {status})"}
+        else:
+            failed = json.loads(Path(job["result"]).read_text())
+        results.append((failed, lines.get(pid, [])))
+    return results
+
+
+# -- judging ------------------------------------------------------------------------------
+
+
+def judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]]) -> None:
+    try:
+        _judge(b, failed, bindings)
+    except AssertionError:
+        counted["disagreements"] += 1
+        raise
+
+
+def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]]) -> None:
+    case = b.case
+    by_path = {str(p): lib for lib in case.libs if lib.role != "stub" for k, p in b.paths.items() if k == lib.key}
+    refs = set(roles(b, "ref"))
+    shims = set(roles(b, "shim"))
+    checked = [str(b.paths[lib.key]) for lib in case.libs if lib.role in ("shim", "blob", "dep")]
+    # What the loader bound, for the shim-ABI imports of the generated libraries.
+    imports = {(str(b.paths[lib.key]), name_of(m.base, m.spelling)) for lib in case.libs if lib.role in ("shim", "blob", "dep") for m in lib.imps}
+    loader: dict[tuple[str, str], str] = {}
+    for importer, definer, symbol in bindings:
+        if (importer, symbol) in imports:
+            loader[(importer, symbol)] = definer
+    # A library that failed: and every one whose load it was part of (a blob needing it).
+    failures = {p for p in failed if p in by_path}
+    bad = bool(failures) or any(d in refs for (i, s), d in loader.items() if is_shim_name(s))
+    loaded = [p for p in checked if p not in failures and not _failed_by_need(b, p, failures)]
+    clean = not failures and all(loader.get(key) in shims for key in imports if is_shim_name(key[1]))
+
+    settings_ = CheckSettings(shims=tuple(roles(b, "shim")), models=tuple(roles(b, "blob") + roles(b, "dep")), against=tuple(roles(b, "ref")), prefix=PREFIX)
+    with checking(settings_) as run:
+        ctx = run.context
+        findings = list(run.findings())
+        model = {(bd.importer.display, bd.name): (bd.definer.display if bd.definer else None) for lib in ctx.bindings.values() for bd in lib}
+        model_failed = {f.library.display for f in ctx.process.load_failures()}
+    blocking = [f for f in findings if f.severity == BLOCKING]
+    story = f"case: {case}\nfailed: {failed}\nloader: {loader}\nmodel: {model}\nfindings: {[(f.rule, f.artifact, f.symbol) for f in findings]}"
+    if bad:
+        assert blocking, "the loader bound a shim-ABI import to a reference or failed a load; the check blocked nothing\n" + story
+    if clean:
+        # (The given prefix carried by no shim is a PREFIX_MISMATCH about the prefix, not a binding.)
+        judged = [f for f in blocking if f.rule in BINDING_RULES and not f.symbol.endswith("*")]
+        assert not judged, "a clean load, but a binding rule blocked\n" + story
+    # The model's load failures are the loader's, but for undefined symbols under RTLD_NOW:
+    # those are imports bound to nothing (UNSATISFIED_IMPORT, PREFIX_MISMATCH), compared below.
+    structural = {p for p in failures if "undefined symbol" not in failed[p]}
+    if any("calling it" in why for why in failed.values()):
+        pass  # a lazy import bound to nothing: the import rules must say so (below); it loaded
+    elif any("ended the process" in why for why in failed.values()):
+        # Nothing after it was tried: the model must fail that one (what follows is moot).
+        assert structural <= model_failed, "ld.so ended the process; the model loads the library\n" + story
+    else:
+        assert model_failed == failures, "the model and the loader disagree on what loads\n" + story
+    for p in failures - structural:
+        culprit = p if "calling it" in failed[p] else failed[p].split(": undefined symbol")[0]  # p, or what p needs
+        assert any(f.artifact == culprit and f.rule in ("UNSATISFIED_IMPORT", "PREFIX_MISMATCH") for f in blocking), (
+            "a library failed on an undefined symbol and no import rule says so\n" + story
+        )
+    died = any("ended the process" in why for why in failed.values())
+    for importer, name in sorted(imports):
+        if died or importer not in loaded or not is_shim_name(name):
+            continue
+        counted["bindings"] += 1
+        assert model.get((importer, name), "(not asked)") == loader.get((importer, name)), (
+            f"{importer}: {name}: the model binds it to {model.get((importer, name))}, the loader to {loader.get((importer, name))}\n" + story
+        )
+    counted["cases"] += 1
+    counted["blocking"] += bool(blocking)
+    counted["clean"] += clean
+
+
+def _failed_by_need(b: Built, path: str, failures: set[str]) -> bool:
+    lib = next(lib for lib in b.case.libs if str(b.paths.get(lib.key)) == path)
+    return any(str(b.paths[n]) in failures for n in lib.needed if n in b.paths and n != "stub") or (
+        "stub" in lib.needed and str(b.paths["shim0"]) in failures
+    )
+
+
+@pytest.fixture(scope="module")
+def report_count(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    yield
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    line = (
+        f"binding differential: {counted['cases']} cases, {counted['bindings']} shim-ABI bindings compared with ld.so, "
+        f"{counted['blocking']} blocked, {counted['clean']} clean loads, {counted['disagreements']} disagreements"
+    )
+    if reporter is not None:
+        reporter.write_line(line)
+    print(line)
+
+
+# No shrinking: a batch is seconds of gcc, and the failure message names the case whole.
+@settings(max_examples=BATCHES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck), database=None,
+          phases=[Phase.explicit, Phase.generate])
+@given(batch=st.lists(cases(), min_size=CASES_PER_BATCH, max_size=CASES_PER_BATCH))
+def test_the_check_agrees_with_the_loader(batch: list[Case], tmp_path_factory: pytest.TempPathFactory, report_count: None) -> None:
+    out = tmp_path_factory.mktemp("diff")
+    built = build_batch(batch, out)
+    for b, (failed, bindings) in zip(built, load_batch(built, out)):
+        judge(b, failed, bindings)
