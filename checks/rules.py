@@ -471,6 +471,28 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Found]:
                 yield lib.display, name, message
 
 
+def _given_prefix_mismatch(ctx: Context) -> Iterator[Found]:
+    """``check --model BLOB --prefix P`` with no shim library: P stands for the shims' prefix
+    (the README's CMake quickstart), so a blob built with another one cannot bind to them."""
+    if ctx.prefix_source != "given" or not ctx.prefix:
+        return
+    for model in ctx.distinct_libraries:
+        foreign: dict[str, list[str]] = {}
+        for name in model.shim_imports:
+            if prefixes.is_unprefixed(name) or prefixes.is_mangled(name):
+                continue  # UNPREFIXED_IMPORT's and MANGLED_SHIM's
+            p = prefixes.prefix_of(name)
+            if p != ctx.prefix:
+                foreign.setdefault(p or "", []).append(name)
+        for p, names in sorted(foreign.items()):
+            yield (
+                model.display,
+                names[0],
+                f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'), but the given prefix "
+                f"is {ctx.prefix!r}: blob and shims were built with different prefixes, so it cannot load",
+            )
+
+
 def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
     """Blobs and shims built with different prefixes, or a given prefix the shims lack.
 
@@ -478,6 +500,7 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
     repeat one cause hundreds of times.
     """
     if not ctx.shims:
+        yield from _given_prefix_mismatch(ctx)
         return
     if ctx.prefix_source == "given" and ctx.prefix and ctx.prefix not in ctx.shim_prefixes:
         # Else the check would prove nothing about the shims that were really built.
@@ -610,7 +633,7 @@ RULES: tuple[Rule, ...] = (
     Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
     Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model, a shim library's own code or a consumer of the prefixed names imports a shim-ABI name without the prefix: it binds to libtorch when libtorch is global.", BLOCKING),
     Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines: it binds to nothing.", BLOCKING),
-    Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry, or the given prefix is one no shim exports.", BLOCKING),
+    Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
     Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency).", BLOCKING),
     Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, or a symbol version its dependency lacks.", BLOCKING),
     Rule("MANGLED_SHIM", _mangled_shim, "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".", BLOCKING),

@@ -787,6 +787,12 @@ function(aoti_shim_check target)
   endif()
   set(args --shim "$<TARGET_FILE:${target}>")
   foreach(model IN LISTS ARG_MODELS)
+    if(NOT TARGET "${model}")
+      # The usual cause: aoti_shim_check() written above the model's definition.
+      message(FATAL_ERROR "${fn}: MODELS '${model}' is not a target (yet): define it first "
+                          "(aoti_shim_add_model(${model} ...) or add_library(${model} SHARED ...) above this "
+                          "aoti_shim_check())")
+    endif()
     _aoti_shim_require_target(${fn} "${model}")
     get_target_property(model_type "${model}" TYPE)
     if(NOT model_type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY)$")
@@ -798,7 +804,23 @@ function(aoti_shim_check target)
     endif()
     list(APPEND args --model "$<TARGET_FILE:${model}>")
   endforeach()
-  foreach(against IN LISTS ARG_AGAINST)
+  # No AGAINST: what the build backend checks against. Under pip that is its `against`
+  # setting (it passes its references in $AOTI_SHIM_AGAINST; empty for against = []), else
+  # torch, the backend's default: a check with no reference finds no collision.
+  set(checked_against "${ARG_AGAINST}")
+  if(NOT ARG_AGAINST)
+    if(DEFINED ENV{AOTI_SHIM_AGAINST})
+      set(checked_against "$ENV{AOTI_SHIM_AGAINST}")
+    else()
+      set(checked_against torch)
+    endif()
+  endif()
+  foreach(against IN LISTS checked_against)
+    # The backend's references are already resolved (a shipped snapshot's name is one).
+    if(NOT ARG_AGAINST)
+      list(APPEND args --against "${against}")
+      continue()
+    endif()
     if(NOT against STREQUAL "torch" AND NOT EXISTS "${against}")
       message(FATAL_ERROR "${fn}: AGAINST '${against}' is neither 'torch' nor an existing path")
     endif()
@@ -820,6 +842,11 @@ function(aoti_shim_check target)
   _aoti_shim_cli(${fn} cli)
   if(ARG_MODELS)
     add_dependencies("${target}" ${ARG_MODELS})
+    # The check runs after the shim library's link: a rebuilt model relinks it, so the check
+    # runs again (it did only when the shim itself changed, and a regressed blob built green).
+    foreach(model IN LISTS ARG_MODELS)
+      set_property(TARGET "${target}" APPEND PROPERTY LINK_DEPENDS "$<TARGET_FILE:${model}>")
+    endforeach()
   endif()
   add_custom_command(TARGET "${target}" POST_BUILD
     COMMAND ${cli} check ${args} --format text --fail-on blocking

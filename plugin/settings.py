@@ -61,9 +61,27 @@ def _string_list(value: object, where: str, *, empty_ok: bool) -> tuple[str, ...
     raise UsageError(f"{where} must be a non-empty string or a list of non-empty strings")
 
 
+def _empty_references(where: str) -> UsageError:
+    # An empty string is an unset variable (-C aoti-shim.against=$REF), never a choice: it
+    # turned COLLISION off and published the wheel. Not checking collisions is said as a list.
+    return UsageError(
+        f"{where} is empty: name a reference (\"torch\", a shipped snapshot such as "
+        f"\"torch-2.14.1+cu130\", or a path); against = [] in {TABLE} checks prefixes only"
+    )
+
+
+def _references_toml(value: object, where: str) -> tuple[str, ...]:
+    if value == "" or (isinstance(value, list) and any(isinstance(v, str) and not v.strip() for v in value)):
+        raise _empty_references(where)
+    return _string_list(value, where, empty_ok=True)
+
+
 def _semicolon_list(value: str, where: str) -> tuple[str, ...]:
     # ';' separates items, as scikit-build-core does for lists given as one -C string.
-    return tuple(item.strip() for item in value.split(";") if item.strip())
+    items = tuple(item.strip() for item in value.split(";") if item.strip())
+    if not items:
+        raise _empty_references(where)
+    return items
 
 
 def _fail_on(value: object, where: str) -> str:
@@ -119,11 +137,7 @@ def _exports(value: object, where: str) -> str:
 
 
 PREFIX = Kind("string (a C identifier prefix)", _prefix, _prefix)
-REFERENCES = Kind(
-    "string or list of strings",
-    lambda v, w: _string_list(v, w, empty_ok=True),
-    _semicolon_list,
-)
+REFERENCES = Kind("string or list of strings", _references_toml, _semicolon_list)
 GLOBS = Kind("string or list of strings", lambda v, w: _string_list(v, w, empty_ok=False))
 PATH = Kind("string (a path)", _path)
 TABLES = Kind("array of tables", _tables)

@@ -75,27 +75,42 @@ def _report_prefix(effective: EffectivePrefix) -> None:
 
 
 # How aoti_shim_check()'s POST_BUILD step appears in the generated build files.
-_CHECK_COMMAND = re.compile(r"(?:-m aoti_shim|aoti-shim)\S*\s+check\s")
+_CHECK_COMMAND = re.compile(r"(?:-m aoti_shim|aoti-shim)\S*\s+check\s[^\n]*")
+BuildCheck = Literal["none", "prefixes only", "against references"]
 
 
-def build_runs_check(build_dir: Path) -> bool:
-    """Whether the configured build (Ninja or Makefiles) runs the checker after linking."""
+def build_runs_check(build_dir: Path) -> BuildCheck:
+    """Whether the configured build (Ninja or Makefiles) runs the checker after linking, and
+    whether that check has a reference to find collisions in (an ``--against``)."""
     files = [build_dir / "build.ninja", *sorted(build_dir.glob("CMakeFiles/*.dir/build.make"))]
+    found: BuildCheck = "none"
     for path in files:
         try:
-            if _CHECK_COMMAND.search(path.read_text(encoding="utf-8", errors="replace")):
-                return True
+            commands = _CHECK_COMMAND.findall(path.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
-    return False
+        if any(" --against " in command for command in commands):
+            return "against references"
+        if commands:
+            found = "prefixes only"
+    return found
 
 
 def note_inplace(build_dir: Path) -> None:
     """Say what gates an inplace editable build (whose wheel carries no binaries)."""
-    if build_runs_check(build_dir):
+    runs = build_runs_check(build_dir)
+    if runs == "against references":
         console.info(
             "editable.mode = inplace: the editable wheel carries no binaries; this build runs "
             "aoti_shim_check() in CMake after linking, and that gates it"
+        )
+        return
+    if runs == "prefixes only":
+        # A check with no reference finds no collision: that is no gate against libtorch.
+        console.info("editable.mode = inplace: the editable wheel carries no binaries, so this backend checks nothing")
+        console.warn(
+            "this inplace build runs aoti_shim_check() with no reference (AGAINST, or [tool.aoti-shim] against = []): "
+            "it checks prefixes only, not collisions with libtorch; give it a reference or use editable.mode = redirect"
         )
         return
     console.info(
@@ -108,22 +123,32 @@ def note_inplace(build_dir: Path) -> None:
     )
 
 
+AGAINST_ENV_VAR = "AOTI_SHIM_AGAINST"
+
+
+def children_against(against: tuple[str, ...], project_dir: Path) -> str:
+    """The backend's references as aoti_shim_check() without AGAINST takes them (a CMake list):
+    a project-relative path made absolute (CMake checks in the build folder), a snapshot's
+    name and ``torch`` as they are (``$AOTI_SHIM_TORCH`` says which torch)."""
+    return ";".join(str(project_dir / item) if (project_dir / item).exists() else item for item in against)
+
+
 @contextlib.contextmanager
-def _torch_for_children(where: TorchLocation | None) -> Iterator[None]:
-    """Tell CMake-side checks (aoti_shim_check) where the target env's torch is, for this build only."""
-    if where is None:
-        yield
-        return
+def _for_children(where: TorchLocation | None, against: str) -> Iterator[None]:
+    """Tell CMake-side checks (aoti_shim_check) what this build checks against and where the
+    target env's torch is, for this build only."""
     # Absolute even when the user's value was relative: CMake runs its checks in the build folder.
-    before = os.environ.get(TORCH_ENV_VAR)
-    os.environ[TORCH_ENV_VAR] = str(where.site)
+    values = {AGAINST_ENV_VAR: against, **({TORCH_ENV_VAR: str(where.site)} if where is not None else {})}
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(TORCH_ENV_VAR, None)
-        else:
-            os.environ[TORCH_ENV_VAR] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _locate_torch(prepared: Prepared, required: bool) -> TorchLocation | None:
@@ -216,7 +241,7 @@ def build(
         hook = skbuild.build_editable if state == "editable" else skbuild.build_wheel
         with private_folder() as private:
             # scikit-build-core reports its own failures (CMake errors) and exits.
-            with _torch_for_children(torch):
+            with _for_children(torch, children_against(prepared.gate.against, Path.cwd())):
                 try:
                     name = hook(str(private), prepared.skbuild_settings, metadata_directory)
                 except SystemExit as e:

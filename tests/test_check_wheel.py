@@ -65,3 +65,14 @@ def test_a_wheel_with_nothing_to_check_is_a_usage_error(tmp_path: Path) -> None:
         zf.writestr("empty/__init__.py", "")
     line = one_line_error(aoti_shim("check", "--wheel", str(path)), 2)
     assert line == f"aoti-shim: error: --wheel {path}: no ELF member exports or imports shim names: nothing to check"
+
+
+def test_a_given_prefix_holds_a_blob_checked_without_shims(checker_libs: dict[str, Path]) -> None:
+    # The README's CMake quickstart checks its blob with the shims' prefix: a blob built with
+    # another prefix fails (at f562a93 a given prefix held no blob when no --shim was given).
+    model = str(checker_libs["good_model"])
+    same = aoti_shim("check", "--model", model, "--prefix", "myrt_")
+    assert same.returncode == 0, same.stdout
+    other = aoti_shim("check", "--model", model, "--prefix", "other_")
+    assert other.returncode == 8, other.stdout
+    assert "PREFIX_MISMATCH" in other.stdout and "but the given prefix is 'other_'" in other.stdout

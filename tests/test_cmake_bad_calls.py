@@ -32,7 +32,7 @@ CASES = {
     "check_not_shared": "aoti_shim_check: 'static_lib' is a STATIC_LIBRARY",
     "check_bad_against": "aoti_shim_check: AGAINST '/no/such/libtorch.so' is neither 'torch' nor an existing path",
     "check_unknown_argument": "aoti_shim_check: unknown arguments: AGAINTS",
-    "check_model_not_target": "aoti_shim_check: 'no_such_blob' is not a target",
+    "check_model_not_target": "aoti_shim_check: MODELS 'no_such_blob' is not a target (yet): define it first",
     "check_prefix_mismatch": "aoti_shim_check: model 'blob' is built with prefix 'other_', 'shared_lib' with 'myrt_'",
 }
 

@@ -255,7 +255,7 @@ def test_backend_deletes_a_built_wheel_with_an_unsafe_member_name(
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     with pytest.raises(SystemExit) as done:
-        backend.build_wheel(str(out_dir), {"aoti-shim.against": ""})
+        backend.build_wheel(str(out_dir), {"aoti-shim.against": "torch-2.13.0+cpu"})
     assert done.value.code == 1 and list(out_dir.iterdir()) == []
     errors = [line for line in capsys.readouterr().err.splitlines() if "aoti-shim: error:" in line]
     assert errors == ["aoti-shim: error: plugin_clean-0.1.0-py3-none-any.whl: unsafe member name '../libescape.so' in wheel; it is not installed"]
@@ -426,6 +426,13 @@ def test_inplace_build_without_cmake_check_is_warned_about(tmp_path: Path, monke
     wheel.note_inplace(tmp_path)
     out = capsys.readouterr().out
     assert "this build runs aoti_shim_check() in CMake" in out and "warning" not in out
+    # A check with no reference finds no collision: the build is not said to be gated
+    # (at f562a93 any check command was "that gates it").
+    (tmp_path / "build.ninja").write_text("  COMMAND = cd /p && /venv/bin/python -m aoti_shim check --shim /p/libx.so --format text\n")
+    wheel.note_inplace(tmp_path)
+    out = capsys.readouterr().out
+    assert "gates it" not in out
+    assert "warning: this inplace build runs aoti_shim_check() with no reference" in out
 
 
 def test_the_backend_without_scikit_build_core_is_one_line_naming_the_fix() -> None:
@@ -450,3 +457,14 @@ def test_scikit_build_core_is_a_dependency_of_aoti_shim() -> None:
     from importlib.metadata import requires
 
     assert "scikit-build-core<2,>=1.1" in (requires("aoti-shim") or [])
+
+
+def test_cmake_checks_get_the_backends_references(tmp_path: Path) -> None:
+    # aoti_shim_check() without AGAINST takes these from $AOTI_SHIM_AGAINST under pip.
+    from aoti_shim.plugin import wheel
+
+    (tmp_path / "refs").mkdir()
+    (tmp_path / "refs" / "libold.so").write_bytes(b"")
+    got = wheel.children_against(("torch", "torch-2.14.1+cu130", "refs/libold.so"), tmp_path)
+    assert got == f"torch;torch-2.14.1+cu130;{tmp_path / 'refs' / 'libold.so'}"
+    assert wheel.children_against((), tmp_path) == ""  # against = []: the CMake check has no reference either

@@ -50,7 +50,7 @@ def test_cmake_given_another_prefix_fails_the_build(
     out_dir.mkdir()
     monkeypatch.chdir(project)
     with pytest.raises(SystemExit) as done:
-        backend.build_wheel(str(out_dir), {"aoti-shim.against": ""})
+        backend.build_wheel(str(out_dir), {"aoti-shim.against": "torch-2.13.0+cpu"})
     captured = capsys.readouterr()
     assert done.value.code == EXIT_BLOCKING, captured.out + captured.err
     assert "aoti-shim: prefix: pclean_ (from [tool.aoti-shim] prefix)" in captured.out
@@ -71,14 +71,14 @@ def test_prefix_left_to_cmake_is_read_from_the_shims(plugin_project, tmp_path: P
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     monkeypatch.chdir(project)
-    name = backend.build_wheel(str(out_dir), {"aoti-shim.against": ""})
+    name = backend.build_wheel(str(out_dir), {"aoti-shim.against": "torch-2.13.0+cpu"})
     assert "aoti-shim: prefix: mine_ (read from the built shims)" in capsys.readouterr().out
     assert [p.name for p in out_dir.iterdir()] == [name]
 
 
 # --- killed at each stage -------------------------------------------------------------------
 
-_BACKEND = "import sys, aoti_shim.build as b; print('PUBLISHED:', b.build_wheel(sys.argv[1], {'aoti-shim.against': ''}), flush=True)"
+_BACKEND = "import sys, aoti_shim.build as b; print('PUBLISHED:', b.build_wheel(sys.argv[1], {'aoti-shim.against': 'torch-2.13.0+cpu'}), flush=True)"
 
 
 def _session_processes(sid: int) -> list[str]:

@@ -96,6 +96,12 @@ def test_one_precedence_for_every_setting(table, given, environ, name, value, so
         ({}, {"aoti-shim.prefix": ["a_", "b_"]}, "-C aoti-shim.prefix was given 2 times; give it once"),
         ({}, {"aoti-shim.fail-on": "a\0"}, "-C aoti-shim.fail-on must not contain a NUL character"),
         ({"tool": {"scikit-build": "x", "aoti-shim": {"prefix": "ok_"}}}, {3: "x"}, "config-setting name 3 is not a string"),
+        # An empty reference is refused in every channel (at f562a93 the empty -C turned
+        # COLLISION off and the wheel was published); against = [] stays the explicit opt-out.
+        ({}, {"aoti-shim.against": ""}, '-C aoti-shim.against is empty: name a reference ("torch", a shipped snapshot'),
+        ({}, {"aoti-shim.against": " ; "}, "-C aoti-shim.against is empty: name a reference"),
+        ({"tool": {"aoti-shim": {"against": ""}}}, {}, "[tool.aoti-shim] against is empty: name a reference"),
+        ({"tool": {"aoti-shim": {"against": ["torch", ""]}}}, {}, "[tool.aoti-shim] against is empty: name a reference"),
     ],
 )
 def test_bad_settings_are_one_line_usage_errors(pyproject, given, message) -> None:

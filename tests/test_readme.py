@@ -290,3 +290,27 @@ def _run_repair_command(block: Block, workspace: Workspace) -> None:
     assert proc.returncode == 0, _shown(proc)
     (repaired,) = dest.glob("*.whl")
     assert "manylinux" in repaired.name
+
+
+@pytest.mark.slow
+def test_the_cmake_quickstart_fails_a_model_built_with_another_prefix(workspace: Workspace) -> None:
+    # The CMake quickstart as written, but the model built with another prefix than the shims
+    # (the recorded package stands in for make_model.py's). At f562a93 its checks both said OK:
+    # `check --model` read the prefix from the blob itself.
+    blocks = [b for b in BLOCKS if b.file == "README.md" and b.tag.endswith(" in cmake-demo")]
+    project = workspace.root / "projects" / "cmake-other-prefix"
+    project.mkdir(parents=True)
+    package = REPO / "fixtures" / "aoti_packages" / "mlp_cpu"
+    for block in blocks:
+        if block.tag.startswith("file "):
+            name = block.tag.split()[1]
+            body = block.body.replace("aoti_shim_add_model(mlp PACKAGE mlp.pt2 PREFIX myrt_)", f'aoti_shim_add_model(mlp PACKAGE "{package}" PREFIX other_)')
+            if name == "CMakeLists.txt":
+                assert body != block.body, "the quickstart's aoti_shim_add_model line changed"
+            (project / name).write_text(body)
+    (run,) = [b for b in blocks if b.tag.startswith("run in ")]
+    script = run.body.replace("python make_model.py\n", "")
+    assert script.rstrip().splitlines()[-1].startswith("aoti-shim check --model build/libmlp.so")
+    proc = workspace.bash(script, project)
+    assert proc.returncode == 8, _shown(proc)
+    assert "other_aoti_torch_" in proc.stdout, _shown(proc)
