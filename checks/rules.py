@@ -530,9 +530,12 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
     """A prefixed shim-ABI import that the loader binds to a library that is no shim: a
     reference exporting the name, a blob's own dependency, a model."""
     for lib in ctx.distinct_libraries:
+        global_ids = {id(g) for g in ctx.process.global_scope if g.role != REFERENCE}
         for b in ctx.bindings.get(lib.display, ()):
             if b.definer is None or prefixes.is_unprefixed(b.name) or b.definer.role in (SHIM, PROGRAM):
                 continue
+            if id(b.definer) in global_ids:
+                continue  # a shim's own dependency, loaded global with it: the shims' side
             if b.definer.display == lib.display:
                 continue  # its own definition (MODEL_DEFINES_SHIM's)
             what = {REFERENCE: "a reference library", MODEL: "a model", DEPENDENCY: "a dependency"}.get(b.definer.role, b.definer.role)
