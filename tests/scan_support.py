@@ -17,12 +17,12 @@ import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from cli_support import CLI
 
 from compile_support import compile_shared
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "fixtures" / "scan"
-CLI = [sys.executable, "-m", "aoti_shim"]
 EXT_SUFFIX = ".cpython-311-x86_64-linux-gnu.so"
 
 

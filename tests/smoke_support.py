@@ -4,7 +4,6 @@ real C compiler, the installed CLI, and one compiled MLP reused by every test.""
 from __future__ import annotations
 
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,14 +38,6 @@ def build_fake_libs(root: Path) -> FakeLibs:
         torch=build_c("fake_shims.c", root / "libtorch_stand_in.so", "-DOWNER=2"),
         counter=build_c("counter.c", root / "libcounter.so"),
     )
-
-
-def aoti_shim(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """The installed command line, in a child process."""
-    return subprocess.run(
-        [sys.executable, "-m", "aoti_shim", *args],
-        capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout, check=False,
-    )  # fmt: skip
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], exit_code: int) -> str:

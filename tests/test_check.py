@@ -8,12 +8,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import zipfile
 from importlib import resources
 from pathlib import Path
 
 import pytest
+from cli_support import CLI, cli
 from compile_support import compile_shared
 from elf_fixtures import nm_exports
 
@@ -24,7 +24,6 @@ from aoti_shim.cli import main
 from aoti_shim.errors import AotiShimError
 
 # -P: never import the source tree that sits in the current folder instead of the installed package.
-CLI = [sys.executable, "-P", "-m", "aoti_shim"]
 
 
 def findings(report) -> set[tuple[str, str, str]]:
@@ -235,7 +234,7 @@ def test_bad_suppressions_are_usage_errors(checker_libs, tmp_path, content, mess
 def test_non_utf8_suppressions_file_is_a_usage_error(checker_libs, tmp_path):
     sup = tmp_path / "sup.toml"
     sup.write_bytes(b'[[suppress]]\nrule = "COLLISION"\nreason = "caf\xe9"\n')
-    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--suppressions", str(sup))
+    result = cli("check", "--shim", str(checker_libs["clean_shim"]), "--suppressions", str(sup))
     assert result.returncode == 2 and "not UTF-8" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -276,8 +275,8 @@ def test_github_and_junit_formats(checker_libs, tmp_path, monkeypatch):
     assert out.startswith("::error file=") and "title=UNPREFIXED_EXPORT" in out
     # Rendering is pure: the summary comes inline; only the command writes the step summary.
     assert "| blocking | UNPREFIXED_EXPORT |" in out and not summary.exists()
-    cli = run_cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "github")
-    assert cli.returncode == 8 and cli.stdout.startswith("::error file=") and "| blocking |" not in cli.stdout
+    ran = cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "github")
+    assert ran.returncode == 8 and ran.stdout.startswith("::error file=") and "| blocking |" not in ran.stdout
     assert "| blocking | UNPREFIXED_EXPORT |" in summary.read_text()
     import xml.etree.ElementTree as ET
 
@@ -288,7 +287,7 @@ def test_github_and_junit_formats(checker_libs, tmp_path, monkeypatch):
 
 def test_unwritable_github_step_summary_is_one_line(checker_libs, tmp_path, monkeypatch):
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path))  # a folder
-    result = run_cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "github")
+    result = cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "github")
     assert result.returncode == 1 and f"$GITHUB_STEP_SUMMARY {tmp_path}: cannot write" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
@@ -317,22 +316,18 @@ def test_libtorch_cpu_exports_its_shims_global_and_unversioned(torch_lib):
 # -- the command line -------------------------------------------------------------------
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120)
-
-
 def test_cli_exit_codes(checker_libs, tmp_path):
-    clean = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
+    clean = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
     assert clean.returncode == 0, clean.stderr
     assert "prefix: myrt_ (inferred from the shims' exports)" in clean.stdout
-    bad = run_cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--against", "torch", "--prefix", "myrt_")
+    bad = cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--against", "torch", "--prefix", "myrt_")
     assert bad.returncode == 8
     assert "aoti_torch_empty_strided" in bad.stdout and "FAILED: 5 blocking" in bad.stdout
-    warn = run_cli("check", "--shim", str(checker_libs["runtime_reexport"]), "--fail-on", "any")
+    warn = cli("check", "--shim", str(checker_libs["runtime_reexport"]), "--fail-on", "any")
     assert warn.returncode == 4
     assert warn.stdout.splitlines()[-1] == "WARNINGS: 0 blocking, 1 warning(s), 0 suppressed"
     out = tmp_path / "report.json"
-    wrote = run_cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "json", "-o", str(out))
+    wrote = cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "json", "-o", str(out))
     assert wrote.returncode == 8 and wrote.stdout == ""
     assert json.loads(out.read_text())["findings"][0]["rule"] == "UNPREFIXED_EXPORT"
 
@@ -350,7 +345,7 @@ def test_cli_exit_codes(checker_libs, tmp_path):
 )
 def test_cli_bad_input_is_one_line_and_a_distinct_exit(checker_libs, args, code, message):
     args = tuple(str(checker_libs["clean_shim"]) if a == "LIB" else a for a in args)
-    result = run_cli(*args)
+    result = cli(*args)
     assert result.returncode == code
     assert message in result.stderr
     assert "Traceback" not in result.stderr
@@ -421,7 +416,7 @@ def test_repeated_options_add_up(checker_libs, capsys):
 def test_wheel_that_is_not_a_zip(tmp_path):
     fake = tmp_path / "broken-1.0-py3-none-any.whl"
     fake.write_bytes(b"PK\x03\x04 this is not really a zip")
-    result = run_cli("check", "--shim", str(fake))
+    result = cli("check", "--shim", str(fake))
     assert result.returncode == 1 and "not a readable wheel" in result.stderr
 
 
@@ -429,7 +424,7 @@ def test_wheel_member_with_parent_path_is_rejected(checker_libs, tmp_path):
     evil = tmp_path / "evil-1.0-py3-none-any.whl"
     with zipfile.ZipFile(evil, "w") as zf:
         zf.write(checker_libs["clean_shim"], "../../escape.so")
-    result = run_cli("check", "--shim", str(evil))
+    result = cli("check", "--shim", str(evil))
     assert result.returncode == 1 and "unsafe member name" in result.stderr
     assert not (tmp_path.parent / "escape.so").exists()
 
@@ -442,7 +437,7 @@ def test_against_torch_follows_the_aoti_shim_torch_variable(checker_libs, tmp_pa
         monkeypatch.setenv("AOTI_SHIM_TORCH", str(form))
         assert find_torch().lib == real
     monkeypatch.setenv("AOTI_SHIM_TORCH", str(tmp_path))
-    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
+    result = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
     assert result.returncode == 1 and "AOTI_SHIM_TORCH" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -483,6 +478,6 @@ def test_reference_documents_every_check_option_and_shipped_snapshot():
 
 
 def test_output_never_replaces_a_device_node(checker_libs):
-    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "-o", "/dev/null")
+    result = cli("check", "--shim", str(checker_libs["clean_shim"]), "-o", "/dev/null")
     assert result.returncode == 1 and "not a regular file" in result.stderr
     assert not os.path.isfile("/dev/null")

@@ -16,16 +16,11 @@ from pathlib import Path
 
 import pytest
 from checker_fixtures import one_line_error
+from cli_support import cli
 
 from aoti_shim.checks import CheckSettings, inputs, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
 from aoti_shim.errors import InputError
-
-CLI = [sys.executable, "-P", "-m", "aoti_shim"]
-
-
-def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, check=False, timeout=timeout)
 
 
 def _gate_extract(wheel: Path, dest: Path) -> list[str]:

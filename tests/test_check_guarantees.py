@@ -7,11 +7,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import urllib.parse
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import cli_support
 import pytest
 from checker_fixtures import one_line_error
 
@@ -19,14 +19,12 @@ from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.references import find_torch
 from aoti_shim.errors import InputError
 
-CLI = [sys.executable, "-P", "-m", "aoti_shim"]
 FORMATS = ("text", "json", "sarif", "github", "junit")
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    full = {**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "0", **(env or {})}
-    full.pop("GITHUB_STEP_SUMMARY", None)
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, errors="surrogateescape", env=full, check=False)
+    # A UTF-8 locale without Python's UTF-8 mode: names that are not UTF-8 reach the child as they are.
+    return cli_support.cli(*args, env={**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "0", **(env or {})}, errors="surrogateescape")
 
 
 # -- 12.4: no silent empty reference set -------------------------------------------

@@ -6,18 +6,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from cli_support import CLI
 from compile_support import compile_object, compile_program
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.elf import ElfImage, file_kind
 from aoti_shim.checks.inputs import Workspace, collect
-
-CLI = [sys.executable, "-P", "-m", "aoti_shim"]
 
 
 @pytest.fixture(scope="module")

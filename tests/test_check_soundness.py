@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import CLI
 from compile_support import compile_shared
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.prefix import validate
 from aoti_shim.errors import UsageError
 
-CLI = [sys.executable, "-P", "-m", "aoti_shim"]
 NAMES = ("dtype_float32", "device_type_cpu")
 
 

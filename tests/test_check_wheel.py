@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
 from checker_fixtures import one_line_error
+from cli_support import cli
 from compile_support import compile_shared
 
 # A blob that calls libtorch's unprefixed name and exports none: a model, not a shim.
@@ -16,10 +15,6 @@ UNPREFIXED_BLOB = """
 extern int aoti_torch_get_data_ptr(void);
 __attribute__((visibility("default"))) int AOTInductorModelContainerRun(void) { return aoti_torch_get_data_ptr(); }
 """
-
-
-def aoti_shim(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "aoti_shim", *args], capture_output=True, text=True, cwd=cwd, check=False)
 
 
 @pytest.fixture
@@ -40,7 +35,7 @@ def wheel(tmp_path: Path, checker_libs: dict[str, Path]) -> Path:
 def test_a_blob_in_the_wheel_is_checked_as_a_model(wheel: Path) -> None:
     # At f562a93 the README's gate (check --shim WHEEL) took the blob for a shim: NOT_A_SHIM, a
     # warning, exit 0. The build gate calls it a model, whose unprefixed import is blocking.
-    proc = aoti_shim("check", "--wheel", str(wheel))
+    proc = cli("check", "--wheel", str(wheel))
     assert proc.returncode == 8, proc.stdout + proc.stderr
     assert "UNPREFIXED_IMPORT" in proc.stdout and "NOT_A_SHIM" not in proc.stdout
     # Findings name the wheel and the member, never the temp folder they were read from.
@@ -53,7 +48,7 @@ def test_a_clean_wheel_passes_with_its_roles_listed(tmp_path: Path, checker_libs
     with zipfile.ZipFile(path, "w") as zf:
         zf.write(checker_libs["clean_shim"], "pkg/libshim.so")
         zf.write(checker_libs["good_model"], "pkg/model.so")
-    proc = aoti_shim("check", "--wheel", str(path), "-v")
+    proc = cli("check", "--wheel", str(path), "-v")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "pkg-1.0-py3-none-any.whl/pkg/libshim.so" in proc.stdout
     assert "pkg-1.0-py3-none-any.whl/pkg/model.so" in proc.stdout
@@ -63,7 +58,7 @@ def test_a_wheel_with_nothing_to_check_is_a_usage_error(tmp_path: Path) -> None:
     path = tmp_path / "empty-1.0-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("empty/__init__.py", "")
-    line = one_line_error(aoti_shim("check", "--wheel", str(path)), 2)
+    line = one_line_error(cli("check", "--wheel", str(path)), 2)
     assert line == f"aoti-shim: error: --wheel {path}: no ELF member exports or imports shim names: nothing to check"
 
 

@@ -6,7 +6,8 @@ import io
 import os
 
 import pytest
-from smoke_support import aoti_shim, assert_one_line_error
+from cli_support import cli
+from smoke_support import assert_one_line_error
 
 from aoti_shim.color import wants_color
 
@@ -36,8 +37,8 @@ def test_check_and_backend_agree_on_force_color(checker_libs, monkeypatch: pytes
     from aoti_shim.plugin import console
 
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
-    forced = aoti_shim("check", "--shim", str(checker_libs["unprefixed_shim"]), env={**env, "FORCE_COLOR": "1"})
-    plain = aoti_shim("check", "--shim", str(checker_libs["unprefixed_shim"]), env=env)
+    forced = cli("check", "--shim", str(checker_libs["unprefixed_shim"]), env={**env, "FORCE_COLOR": "1"})
+    plain = cli("check", "--shim", str(checker_libs["unprefixed_shim"]), env=env)
     assert "\x1b[" in forced.stdout and "\x1b[" not in plain.stdout
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("FORCE_COLOR", "1")
@@ -53,5 +54,5 @@ def test_check_and_backend_agree_on_force_color(checker_libs, monkeypatch: pytes
     ],
 )
 def test_abbreviated_options_are_refused(args: list[str], unknown: str) -> None:
-    line = assert_one_line_error(aoti_shim(*args), 2)
+    line = assert_one_line_error(cli(*args), 2)
     assert f"unrecognized arguments: {unknown}" in line or f"the following arguments are required" in line

@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import CLI, cli
 
 REPO = Path(__file__).resolve().parents[1]
 # -P: the installed package, never the clone's folders.
-CLI = [sys.executable, "-P", "-m", "aoti_shim"]
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120, cwd=cwd, check=False)
 
 
 # --- snapshots by name ----------------------------------------------------------------
@@ -24,23 +19,23 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 @pytest.mark.parametrize("name", ["torch-2.14.1+cu130", "torch-2.14.1+cu130.json.gz"])
 def test_check_against_a_shipped_snapshot_by_name(checker_libs, tmp_path: Path, name: str) -> None:
     # From a folder with no such file: the name alone finds the shipped snapshot.
-    bad = run_cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--prefix", "myrt_", "--against", name, cwd=tmp_path)
+    bad = cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--prefix", "myrt_", "--against", name, cwd=tmp_path)
     assert bad.returncode == 8, bad.stderr
     assert "COLLISION" in bad.stdout and "aoti_torch_empty_strided" in bad.stdout and "libtorch_cpu.so" in bad.stdout
-    clean = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", name, cwd=tmp_path)
+    clean = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", name, cwd=tmp_path)
     assert clean.returncode == 0, clean.stdout + clean.stderr
 
 
 def test_a_file_of_that_name_beats_the_shipped_snapshot(checker_libs, tmp_path: Path) -> None:
     # A user's own library that happens to carry a snapshot's name is read as that file.
     (tmp_path / "torch-2.14.1+cu130").mkdir()
-    result = run_cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--prefix", "myrt_",
+    result = cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--prefix", "myrt_",
                      "--against", "torch-2.14.1+cu130", cwd=tmp_path)  # fmt: skip
     assert "libtorch_cpu.so" not in result.stdout
 
 
 def test_an_unknown_snapshot_name_lists_the_shipped_ones(checker_libs, tmp_path: Path) -> None:
-    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch-9.9.9+cpu", cwd=tmp_path)
+    result = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch-9.9.9+cpu", cwd=tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert "torch-9.9.9+cpu: no such file, nor a shipped snapshot" in line and "torch-2.14.1+cu130" in line
@@ -63,17 +58,17 @@ def test_the_command_and_the_plugin_share_one_resolver() -> None:
 def test_snapshot_list_shows_the_shipped_files() -> None:
     from aoti_shim.checks.snapshot import shipped, shipped_dir
 
-    result = run_cli("snapshot", "--list")
+    result = cli("snapshot", "--list")
     assert result.returncode == 0, result.stderr
     assert str(shipped_dir()) in result.stdout
     listed = [line.split()[0] for line in result.stdout.splitlines()[1:]]
     assert listed == [p.name[: -len(".json.gz")] for p in shipped()]
-    wrong = run_cli("snapshot", "--list", "-o", "x.json.gz")
+    wrong = cli("snapshot", "--list", "-o", "x.json.gz")
     assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1
 
 
 def test_snapshot_without_source_says_what_it_needs() -> None:
-    result = run_cli("snapshot")
+    result = cli("snapshot")
     assert result.returncode == 2 and "--list" in result.stderr and "Traceback" not in result.stderr
 
 
@@ -81,7 +76,7 @@ def test_snapshot_without_source_says_what_it_needs() -> None:
 
 
 def test_a_prefix_inferred_from_the_models_says_so(checker_libs) -> None:
-    result = run_cli("check", "--model", str(checker_libs["good_model"]))
+    result = cli("check", "--model", str(checker_libs["good_model"]))
     lines = result.stdout.splitlines()
     assert lines[0] == "prefix: myrt_ (inferred from the models' imports)", result.stdout
     assert lines[1].startswith("checked: 0 shim libraries, 1 model(s)")
@@ -93,7 +88,7 @@ def test_check_help_describes_every_choice() -> None:
     from aoti_shim.checks.report import FAIL_ON_CHOICES
 
     assert set(FORMAT_HELP) == set(FORMATS) and set(FAIL_ON_HELP) == set(FAIL_ON_CHOICES)
-    result = run_cli("check", "--help")
+    result = cli("check", "--help")
     text = " ".join(result.stdout.split())  # argparse wraps lines
     for described in (FORMAT_HELP, FAIL_ON_HELP, COLOR_HELP):
         for choice, what in described.items():
@@ -102,7 +97,7 @@ def test_check_help_describes_every_choice() -> None:
 
 @pytest.mark.parametrize("command", ["check", "snapshot", "rename-header", "smoke", "rewrite-imports"])
 def test_help_shows_no_docstring_markup(command: str) -> None:
-    result = run_cli(command, "--help")
+    result = cli(command, "--help")
     assert result.returncode == 0
     assert "``" not in result.stdout and ":func:" not in result.stdout, result.stdout
 
@@ -137,7 +132,7 @@ def test_an_empty_path_to_check_is_a_usage_error(checker_libs, tmp_path: Path) -
         (("--shim", shim, "--model", ""), "--model"),
         (("--shim", shim, "--suppressions", ""), "--suppressions"),
     ):
-        done = run_cli("check", *args, cwd=tmp_path)
+        done = cli("check", *args, cwd=tmp_path)
         assert (done.returncode, done.stdout) == (2, ""), (args, done.stdout)
         assert done.stderr == f"aoti-shim: error: check: argument {option}: an empty path\n", args
 
@@ -160,7 +155,7 @@ def test_an_empty_path_to_check_is_a_usage_error(checker_libs, tmp_path: Path) -
 )
 def test_an_empty_path_to_any_command_is_a_usage_error(command: str, args: tuple[str, ...], option: str, tmp_path: Path) -> None:
     # As for check: an unset variable ("$OUT") must not mean the current folder or a file named ''.
-    done = run_cli(command, *args, cwd=tmp_path)
+    done = cli(command, *args, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (2, ""), (args, done.stdout, done.stderr)
     assert done.stderr == f"aoti-shim: error: {command}: argument {option}: an empty path\n", args
     assert list(tmp_path.iterdir()) == []

@@ -6,19 +6,17 @@ import gzip
 import json
 import re
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from cli_support import CLI
 from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, synth_elf
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
 from aoti_shim.checks.elf import STB_GLOBAL, STT_FUNC, ElfImage
 from aoti_shim.errors import InputError
-
-CLI = [sys.executable, "-m", "aoti_shim"]
 
 
 @pytest.fixture(scope="module")

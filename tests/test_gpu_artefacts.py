@@ -15,10 +15,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import CLI
 from cmake_support import PACKAGES, REPO, CMakeProject, log, reference_shims
 from compile_support import compile_shared
 
@@ -26,7 +26,6 @@ from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
 from aoti_shim.checks.elf import STB_GLOBAL, STT_FUNC, ElfImage
 
-CLI = [sys.executable, "-m", "aoti_shim"]
 CUDA_PACKAGE = REPO / "fixtures" / "aoti_packages" / "mlp_cuda"
 MODEL_DIR = CUDA_PACKAGE / "model" / "data" / "aotinductor" / "model"
 VERSION = "2.11.0+cu130"

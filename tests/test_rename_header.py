@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_support import CLI
 from cmake_support import REPO, clean_env
 from compile_support import compile_object
 
@@ -20,7 +20,6 @@ SHIM_INCLUDE = REPO / "shims" / "include"
 # The repository's own name sources, for runs that write elsewhere than the repository.
 OURS = ("--manifest", str(MANIFEST), "--shim-include", str(SHIM_INCLUDE))
 # -P: the installed package, never the clone's folders.
-CLI = [sys.executable, "-P", "-m", "aoti_shim"]
 
 
 def _run(*argv: str) -> int:

@@ -10,7 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from smoke_support import PREFIX, aoti_shim, assert_one_line_error, build_fake_libs, compiled_mlp
+from cli_support import cli
+from smoke_support import PREFIX, assert_one_line_error, build_fake_libs, compiled_mlp
 
 from aoti_shim.checks.elf import ElfImage
 
@@ -52,7 +53,7 @@ def test_rewrite_renames_imports_and_keeps_the_mode(fake, tmp_path: Path, mode: 
     blob.write_bytes(fake.blob.read_bytes())
     blob.chmod(mode)
     out = tmp_path / "model.prefixed.so"
-    proc = aoti_shim("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out))
+    proc = cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "renamed 2 imports" in proc.stdout
     assert _shim_imports(out) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
@@ -63,7 +64,7 @@ def test_rewrite_renames_imports_and_keeps_the_mode(fake, tmp_path: Path, mode: 
 
 def test_rewritten_blob_binds_to_the_shims_not_to_a_global_libtorch(fake, tmp_path: Path) -> None:
     out = tmp_path / "model.prefixed.so"
-    assert aoti_shim("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(out)).returncode == 0
+    assert cli("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(out)).returncode == 0
     # libtorch stand-in (answers 2) global first, then the shims (answer 1): the collision set-up.
     assert _load_and_call(fake.blob, fake.torch, fake.shims) == 2 * 100 + 6  # unprefixed: libtorch wins
     assert _load_and_call(out, fake.torch, fake.shims) == 1 * 100 + 6  # prefixed: the shims
@@ -74,7 +75,7 @@ def test_rewrite_in_place_replaces_the_file(fake, tmp_path: Path) -> None:
     blob.write_bytes(fake.blob.read_bytes())
     blob.chmod(0o700)
     inode = blob.stat().st_ino
-    proc = aoti_shim("rewrite-imports", str(blob), "--prefix", "myrt_")
+    proc = cli("rewrite-imports", str(blob), "--prefix", "myrt_")
     assert proc.returncode == 0, proc.stderr
     assert _shim_imports(blob) == {"myrt_aoti_torch_get_dim", "myrt_aoti_torch_dtype_float32"}
     assert blob.stat().st_ino != inode  # renamed into place, never rewritten in place
@@ -84,9 +85,9 @@ def test_rewrite_in_place_replaces_the_file(fake, tmp_path: Path) -> None:
 
 def test_already_prefixed_blob_is_refused_and_nothing_is_written(fake, tmp_path: Path) -> None:
     once = tmp_path / "once.so"
-    assert aoti_shim("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(once)).returncode == 0
+    assert cli("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(once)).returncode == 0
     twice = tmp_path / "twice.so"
-    line = assert_one_line_error(aoti_shim("rewrite-imports", str(once), "--prefix", PREFIX, "-o", str(twice)), 1)
+    line = assert_one_line_error(cli("rewrite-imports", str(once), "--prefix", PREFIX, "-o", str(twice)), 1)
     assert "nothing to rename" in line
     assert not twice.exists() and _leftovers(tmp_path) == []
 
@@ -123,7 +124,7 @@ def test_bad_input_is_one_line_and_writes_nothing(fake, tmp_path: Path, case: st
     elif case == "out-dir-missing":
         out = tmp_path / "nowhere" / "out.so"
         args[-1] = str(out)
-    line = assert_one_line_error(aoti_shim(*args), exit_code)
+    line = assert_one_line_error(cli(*args), exit_code)
     assert needle in line
     assert not out.exists()
     assert _leftovers(tmp_path) == []
@@ -131,7 +132,7 @@ def test_bad_input_is_one_line_and_writes_nothing(fake, tmp_path: Path, case: st
 
 def test_unwritable_output_folder_is_one_line(fake, tmp_path: Path) -> None:
     # /proc takes no new files, even from root: mkstemp fails there.
-    line = assert_one_line_error(aoti_shim("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", "/proc/aoti-shim-out.so"), 1)
+    line = assert_one_line_error(cli("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", "/proc/aoti-shim-out.so"), 1)
     assert "-o /proc/aoti-shim-out.so: cannot write: " in line and "(in /proc)" in line
 
 
@@ -145,7 +146,7 @@ def test_worker_that_answers_nothing_is_one_line(fake, tmp_path: Path) -> None:
     blob.write_bytes(fake.blob.read_bytes())
     out = tmp_path / "out.so"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))}
-    line = assert_one_line_error(aoti_shim("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out), env=env), 1)
+    line = assert_one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out), env=env), 1)
     assert "the LIEF worker reported no result (exit status 0)" in line
     assert not out.exists() and _leftovers(tmp_path) == []
 
@@ -156,13 +157,13 @@ def test_rewritten_compiled_model_passes_the_checker(smoke_cache: Path, tmp_path
     before = _shim_imports(artefact.blob)
     assert len(before) >= 15 and all(n.startswith("aoti_torch_") for n in before)
     out = tmp_path / "mlp.so"
-    proc = aoti_shim("rewrite-imports", str(artefact.blob), "--prefix", PREFIX, "-o", str(out))
+    proc = cli("rewrite-imports", str(artefact.blob), "--prefix", PREFIX, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert _shim_imports(out) == {PREFIX + n for n in before}
-    check = aoti_shim("check", "--model", str(out), "--against", "torch", "--prefix", PREFIX)
+    check = cli("check", "--model", str(out), "--against", "torch", "--prefix", PREFIX)
     assert "UNPREFIXED_IMPORT" not in check.stdout
     assert check.returncode & 8 == 0, check.stdout
-    unchecked = aoti_shim("check", "--model", str(artefact.blob), "--against", "torch", "--prefix", PREFIX)
+    unchecked = cli("check", "--model", str(artefact.blob), "--against", "torch", "--prefix", PREFIX)
     assert "UNPREFIXED_IMPORT" in unchecked.stdout and unchecked.returncode & 8
     # Still the model: its entry points are exported as before.
     with ElfImage(out) as image:

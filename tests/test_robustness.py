@@ -8,7 +8,6 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 import zipfile
@@ -16,6 +15,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from cli_support import CLI, cli
 from elf_fixtures import SYNTH_SYMBOLS, SynthSymbol, compile_fixtures, regions, synth_elf
 
 from aoti_shim.checks import CheckSettings, run_check
@@ -23,7 +23,6 @@ from aoti_shim.checks import snapshot as snapshot_mod
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.errors import InputError
 
-CLI = [sys.executable, "-m", "aoti_shim"]
 SHT_DYNSYM, SHT_GNU_HASH = 11, 0x6FFFFFF6
 
 
@@ -31,12 +30,6 @@ SHT_DYNSYM, SHT_GNU_HASH = 11, 0x6FFFFFF6
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> bytes:
     libs = compile_fixtures(tmp_path_factory.mktemp("robust-fixtures"))
     return libs["shim"].read_bytes()
-
-
-def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
-    assert "Traceback" not in done.stderr, done.stderr
-    return done
 
 
 def assert_tool_error(done: subprocess.CompletedProcess[str], fragment: str = "") -> None:
@@ -141,7 +134,7 @@ def test_malformed_elf_through_the_cli(tiny: bytes, tmp_path: Path) -> None:
     for case in ("truncated_tables", "shoff_past_end", "dynsym_link_missing", "strtab_unterminated", "bad_class"):
         path = tmp_path / f"lib{case}.so"
         path.write_bytes(cases[case][0])
-        assert_tool_error(run_cli("check", "--shim", str(path)), str(path))
+        assert_tool_error(cli("check", "--shim", str(path)), str(path))
 
 
 def test_malformed_reference_is_a_tool_error_not_a_pass(tiny: bytes, tmp_path: Path) -> None:
@@ -149,13 +142,13 @@ def test_malformed_reference_is_a_tool_error_not_a_pass(tiny: bytes, tmp_path: P
     good.write_bytes(tiny)
     bad = tmp_path / "libref.so"
     bad.write_bytes(malformed(tiny, tmp_path)["gnu_hash_symoffset_huge"][0])
-    assert_tool_error(run_cli("check", "--shim", str(good), "--against", str(bad)), "gnu.hash")
+    assert_tool_error(cli("check", "--shim", str(good), "--against", str(bad)), "gnu.hash")
 
 
 def test_not_elf_file_named_so(tmp_path: Path) -> None:
     path = tmp_path / "libfake.so"
     path.write_text("#!/bin/sh\necho not a library\n")
-    assert_tool_error(run_cli("check", "--shim", str(path)), "not an ELF")
+    assert_tool_error(cli("check", "--shim", str(path)), "not an ELF")
 
 
 def test_32_bit_and_big_endian_libraries_are_checked(tmp_path: Path) -> None:
@@ -174,13 +167,13 @@ def test_32_bit_and_big_endian_libraries_are_checked(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    assert_tool_error(run_cli("check", "--shim", str(tmp_path / "nope.so")), "nope.so")
+    assert_tool_error(cli("check", "--shim", str(tmp_path / "nope.so")), "nope.so")
 
 
 def test_symlink_loop(tmp_path: Path) -> None:
     loop = tmp_path / "loop.so"
     loop.symlink_to(loop)
-    assert_tool_error(run_cli("check", "--shim", str(loop)), "loop.so")
+    assert_tool_error(cli("check", "--shim", str(loop)), "loop.so")
     with pytest.raises(InputError):
         ElfImage(loop)
 
@@ -201,7 +194,7 @@ def test_folder_with_symlink_cycles_terminates(tiny: bytes, tmp_path: Path) -> N
 def test_fifo_and_device_are_refused_without_hanging(tmp_path: Path) -> None:
     fifo = tmp_path / "pipe.so"
     os.mkfifo(fifo)
-    assert_tool_error(run_cli("check", "--shim", str(fifo)), "pipe.so")
+    assert_tool_error(cli("check", "--shim", str(fifo)), "pipe.so")
     with pytest.raises(InputError, match="not a regular file"):
         ElfImage(fifo)
     with pytest.raises(InputError, match="not a regular file"):
@@ -240,9 +233,9 @@ def test_unreadable_file(tiny: bytes) -> None:
 def test_wheel_that_is_not_a_zip(tmp_path: Path) -> None:
     wheel = tmp_path / "pkg-1.0-py3-none-any.whl"
     wheel.write_bytes(b"PK\x03\x04 this is no zip at all")
-    assert_tool_error(run_cli("check", "--shim", str(wheel)), "pkg-1.0-py3-none-any.whl")
+    assert_tool_error(cli("check", "--shim", str(wheel)), "pkg-1.0-py3-none-any.whl")
     wheel.write_text("plain text")
-    assert_tool_error(run_cli("check", "--shim", str(wheel)))
+    assert_tool_error(cli("check", "--shim", str(wheel)))
 
 
 @pytest.mark.parametrize(
@@ -254,7 +247,7 @@ def test_wheel_member_names_cannot_escape(tiny: bytes, tmp_path: Path, member: s
     wheel = work / "evil-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.writestr(member, tiny)
-    assert_tool_error(run_cli("check", "--shim", str(wheel), cwd=work), "unsafe member name")
+    assert_tool_error(cli("check", "--shim", str(wheel), cwd=work), "unsafe member name")
     assert not (tmp_path / "escape.so").exists() and not (work / "escape.so").exists()
     assert not Path("/tmp/aoti-shim-absolute-escape.so").exists()
 
@@ -283,7 +276,7 @@ def test_snapshot_refuses_a_wheel_with_an_unsafe_member_name(tiny: bytes, tmp_pa
         zf.writestr("torch/lib/libok.so", tiny)
         zf.writestr(member, tiny)
     out = tmp_path / "s.json.gz"
-    assert_tool_error(run_cli("snapshot", str(wheel), "-o", str(out), "--torch-version", "1"), "unsafe member name")
+    assert_tool_error(cli("snapshot", str(wheel), "-o", str(out), "--torch-version", "1"), "unsafe member name")
     assert not out.exists() and not (tmp_path.parent / "escape.so").exists()
 
 
@@ -308,7 +301,7 @@ def test_member_that_inflates_past_its_declared_size(tiny: bytes, tmp_path: Path
     central = data.rfind(b"PK\x01\x02")
     struct.pack_into("<I", data, central + 24, 4096)
     wheel.write_bytes(bytes(data))
-    assert_tool_error(run_cli("check", "--shim", str(wheel)), "liar")
+    assert_tool_error(cli("check", "--shim", str(wheel)), "liar")
 
 
 def test_corrupt_member_data(tiny: bytes, tmp_path: Path) -> None:
@@ -319,7 +312,7 @@ def test_corrupt_member_data(tiny: bytes, tmp_path: Path) -> None:
     for i in range(200, 260):
         data[i] ^= 0x5A
     wheel.write_bytes(bytes(data))
-    assert_tool_error(run_cli("check", "--shim", str(wheel)), "rot")
+    assert_tool_error(cli("check", "--shim", str(wheel)), "rot")
 
 
 # -- snapshots ---------------------------------------------------------------------------
@@ -383,25 +376,25 @@ def test_broken_snapshot_is_one_line(tmp_path: Path, tiny: bytes, case: str) -> 
     shim = tmp_path / "libshim.so"
     shim.write_bytes(tiny)
     # The fixture shim exports aoti_torch_empty_strided, so every lookup path is taken.
-    assert_tool_error(run_cli("check", "--shim", str(shim), "--against", str(snap)), fragment)
+    assert_tool_error(cli("check", "--shim", str(shim), "--against", str(snap)), fragment)
 
 
 def test_snapshot_command_errors(tmp_path: Path) -> None:
-    assert_tool_error(run_cli("snapshot", str(tmp_path / "missing"), "-o", str(tmp_path / "s.json.gz")), "missing")
+    assert_tool_error(cli("snapshot", str(tmp_path / "missing"), "-o", str(tmp_path / "s.json.gz")), "missing")
     (tmp_path / "empty").mkdir()
     assert_tool_error(
-        run_cli("snapshot", str(tmp_path / "empty"), "-o", str(tmp_path / "s.json.gz"), "--torch-version", "1"),
+        cli("snapshot", str(tmp_path / "empty"), "-o", str(tmp_path / "s.json.gz"), "--torch-version", "1"),
         "no ELF",
     )
     assert not (tmp_path / "s.json.gz").exists()
     notzip = tmp_path / "torch.whl"
     notzip.write_text("nope")
-    assert_tool_error(run_cli("snapshot", str(notzip), "-o", str(tmp_path / "s.json.gz")), "not a folder or a wheel")
+    assert_tool_error(cli("snapshot", str(notzip), "-o", str(tmp_path / "s.json.gz")), "not a folder or a wheel")
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "libone.so").write_bytes(synth_elf(SYNTH_SYMBOLS))
     out = tmp_path / "no" / "such" / "dir" / "s.json.gz"
     assert_tool_error(
-        run_cli("snapshot", str(tmp_path / "lib"), "-o", str(out), "--torch-version", "1"), "cannot write"
+        cli("snapshot", str(tmp_path / "lib"), "-o", str(out), "--torch-version", "1"), "cannot write"
     )
 
 
@@ -449,7 +442,7 @@ def test_exports_hidden_from_the_section_view_fail_closed(tiny: bytes, tmp_path:
     with pytest.raises(InputError, match="dynamic segment|hash tables reach") as caught:
         ElfImage(path)
     assert "\n" not in str(caught.value)
-    done = run_cli("check", "--shim", str(path), "--prefix", "myrt_")
+    done = cli("check", "--shim", str(path), "--prefix", "myrt_")
     assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
 
 

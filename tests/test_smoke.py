@@ -12,10 +12,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_support import cli
 from smoke_support import (
     FIXTURES,
     PREFIX,
-    aoti_shim,
     assert_one_line_error,
     build_fake_libs,
     compiled_mlp,
@@ -64,7 +64,7 @@ def test_linker_record_shows_the_collision_and_the_fix(fake, tmp_path: Path) -> 
     assert report.summary == bindings.LIBTORCH and answer == 206
     assert report.by_place[bindings.LIBTORCH] == ("aoti_torch_dtype_float32", "aoti_torch_get_dim")
     prefixed = tmp_path / "prefixed.so"
-    assert aoti_shim("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(prefixed)).returncode == 0
+    assert cli("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(prefixed)).returncode == 0
     report, answer = _bound(prefixed, fake.shims, fake.torch, fake.shims, tmp_path=tmp_path / "b")
     assert report.summary == bindings.SHIMS and answer == 106
     assert report.count == 2  # the address-taken import is in the record too
@@ -196,7 +196,7 @@ def test_smoke_runs_the_chain_and_shows_the_collision(smoke_cache: Path, tmp_pat
     cache = smoke_cache
     compiled_mlp(cache)
     out = tmp_path / "smoke.json"
-    proc = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--cache-dir", str(cache),
+    proc = cli("smoke", "--device", "cpu", "--model", "mlp", "--cache-dir", str(cache),
                      "--iterations", "3", "--json", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
@@ -219,7 +219,7 @@ def test_smoke_runs_the_chain_and_shows_the_collision(smoke_cache: Path, tmp_pat
     assert "collision reproduced" in proc.stdout
     assert "2 prefixed blobs of 1 model bound every aoti_torch import" in table[-1]
     # Again: the compile and the aoti_shim_add_model build are both reused, and say so.
-    again = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--route", "source", "--no-control",
+    again = cli("smoke", "--device", "cpu", "--model", "mlp", "--route", "source", "--no-control",
                       "--cache-dir", str(cache), "--iterations", "1")  # fmt: skip
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     steps = [line.split("] ", 1)[1] for line in again.stderr.splitlines() if line.startswith("smoke [")]
@@ -247,7 +247,7 @@ def test_missing_shims_are_listed_before_anything_runs(
 
     with ElfImage(artefact.blob) as image:
         wanted = {PREFIX + n for n in image.imports() if n.startswith("aoti_torch_")}
-    proc = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--route", "binary", "--cache-dir", str(cache),
+    proc = cli("smoke", "--device", "cpu", "--model", "mlp", "--route", "binary", "--cache-dir", str(cache),
                      "--shims", str(fake.shims), "--prefix", PREFIX, "--json", str(tmp_path / "r.json"))  # fmt: skip
     assert proc.returncode == 8, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
@@ -291,7 +291,7 @@ def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: P
 
 def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
     shutil.copy(FIXTURES / "user_model.py", tmp_path / "user_model.py")
-    proc = aoti_shim("smoke", "--device", "cpu", "--model", "user_model:wrong_shape", "--route", "binary", "--no-control",
+    proc = cli("smoke", "--device", "cpu", "--model", "user_model:wrong_shape", "--route", "binary", "--no-control",
                      "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
     assert proc.returncode == 8
     assert "Traceback" not in proc.stderr + proc.stdout
@@ -315,7 +315,7 @@ def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_facto
     ],
 )
 def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
-    line = assert_one_line_error(aoti_shim("smoke", *args), 2)
+    line = assert_one_line_error(cli("smoke", *args), 2)
     assert needle in line
 
 
@@ -332,13 +332,13 @@ def test_smoke_without_torch_says_how_to_install_it() -> None:
 
 def test_users_module_that_fails_at_import_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "broken_at_import.py").write_text('raise RuntimeError("no GPU here\\nsecond line")\n')
-    line = assert_one_line_error(aoti_shim("smoke", "--device", "cpu", "--model", "broken_at_import:make", cwd=tmp_path), 2)
+    line = assert_one_line_error(cli("smoke", "--device", "cpu", "--model", "broken_at_import:make", cwd=tmp_path), 2)
     assert "--model broken_at_import:make: cannot import 'broken_at_import': RuntimeError: no GPU here" in line
 
 
 def test_shims_without_a_prefix_need_an_explicit_prefix(checker_libs, tmp_path: Path) -> None:
     lib = checker_libs["unprefixed_shim"]
-    proc = aoti_shim("smoke", "--device", "cpu", "--model", "mlp", "--shims", str(lib), "--cache-dir", str(tmp_path / "cache"))
+    proc = cli("smoke", "--device", "cpu", "--model", "mlp", "--shims", str(lib), "--cache-dir", str(tmp_path / "cache"))
     line = assert_one_line_error(proc, 2)
     assert f"--shims {lib} exports no prefixed aoti_torch names; pass --prefix" in line
 
@@ -352,7 +352,7 @@ def _cuda() -> bool:
 @pytest.mark.skipif("not _cuda()", reason="needs a CUDA GPU")
 def test_smoke_on_cuda(smoke_cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
-    proc = aoti_shim("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5",
+    proc = cli("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5",
                      "--cache-dir", str(smoke_cache), "--json", str(out))  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = {r["route"]: r for r in json.loads(out.read_text())["rows"]}
@@ -370,7 +370,7 @@ def test_smoke_on_cuda(smoke_cache: Path, tmp_path: Path) -> None:
 
 @pytest.mark.skipif("_cuda()", reason="a GPU is visible")
 def test_cuda_without_a_gpu_is_a_usage_error() -> None:
-    line = assert_one_line_error(aoti_shim("smoke", "--device", "cuda", "--model", "mlp"), 2)
+    line = assert_one_line_error(cli("smoke", "--device", "cuda", "--model", "mlp"), 2)
     assert "no CUDA device" in line
 
 

@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_support import cli
 from cmake_support import REPO, log
 from elf_fixtures import find_torch_lib
 
 from aoti_shim.errors import InputError, UsageError
 from aoti_shim.torch_location import SHIM_HEADER, TORCH_ENV_VAR, TorchLocation, locate
 
-CLI = [sys.executable, "-m", "aoti_shim"]
 FAKE_VERSION = "9.9.9+fake"
 FAKE_NAME = "aoti_torch_only_the_fake_torch_declares"
 MLP_CPU = REPO / "fixtures" / "aoti_packages" / "mlp_cpu"
@@ -43,7 +43,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _cli(*args: str, cwd: Path, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, cwd=cwd, env=_env(**extra), timeout=120, check=False)
+    return cli(*args, cwd=cwd, env=_env(**extra), timeout=120)
 
 
 def _rename_header_sees(tmp_path: Path, **extra: str) -> str:

@@ -9,9 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from aoti_shim.torch_location import SHIM_HEADER, TORCH_ENV_VAR
+from cli_support import cli
 
-CLI = [sys.executable, "-m", "aoti_shim"]
+from aoti_shim.torch_location import SHIM_HEADER, TORCH_ENV_VAR
 
 
 def _site(root: Path, version: bytes | None = b"__version__ = '9.9.9'\n") -> Path:
@@ -31,7 +31,7 @@ def _env(**extra: str | bytes) -> dict[str | bytes, str | bytes]:
 
 
 def _cli(*args: str, cwd: Path, **extra: str | bytes) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([*CLI, *args], capture_output=True, cwd=cwd, env=_env(**extra), timeout=60, check=False)
+    return cli(*args, cwd=cwd, env=_env(**extra), timeout=60, text=False)
 
 
 def test_a_fifo_for_version_py_does_not_hang_the_lookup(tmp_path: Path) -> None:
@@ -113,8 +113,7 @@ def test_a_folder_that_cannot_be_searched_is_one_line_everywhere(tmp_path: Path)
         locked.chmod(0)
         try:
             for args in commands if locked.name != "include" else commands[2:]:
-                done = subprocess.run([*prefix, *CLI, *args], capture_output=True, text=True, cwd=tmp_path,
-                                      env=_env(**{TORCH_ENV_VAR: str(site)}), timeout=60, check=False)  # fmt: skip
+                done = cli(*args, prefix=prefix, cwd=tmp_path, env=_env(**{TORCH_ENV_VAR: str(site)}), timeout=60)
                 # Before: a PermissionError traceback from Path.is_dir (Python < 3.14).
                 assert done.returncode == 1 and done.stdout == "", (locked, args, done.stderr)
                 assert done.stderr.count("\n") == 1 and says in done.stderr, (locked, args, done.stderr)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import torch  # in the test extra: its absence fails, it does not skip
-from smoke_support import PREFIX, aoti_shim
+from cli_support import cli
+from smoke_support import PREFIX
 
 
 # --- the two checks ------------------------------------------------------------------
@@ -161,7 +162,7 @@ def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Pat
     args = ["smoke", "--device", "cpu", "--route", "binary", "--iterations", "2", "--cache-dir", str(cache), "--json", str(out)]
     for model in models:
         args += ["--model", model]
-    proc = aoti_shim(*args, timeout=900)
+    proc = cli(*args, timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     report = json.loads(out.read_text())
     assert report["schema_version"] == 3 and report["prefix"] == PREFIX
