@@ -66,8 +66,8 @@ def test_a_given_prefix_holds_a_blob_checked_without_shims(checker_libs: dict[st
     # The README's CMake quickstart checks its blob with the shims' prefix: a blob built with
     # another prefix fails (at f562a93 a given prefix held no blob when no --shim was given).
     model = str(checker_libs["good_model"])
-    same = aoti_shim("check", "--model", model, "--prefix", "myrt_")
+    same = cli("check", "--model", model, "--prefix", "myrt_")
     assert same.returncode == 0, same.stdout
-    other = aoti_shim("check", "--model", model, "--prefix", "other_")
+    other = cli("check", "--model", model, "--prefix", "other_")
     assert other.returncode == 8, other.stdout
     assert "PREFIX_MISMATCH" in other.stdout and "but the given prefix is 'other_'" in other.stdout

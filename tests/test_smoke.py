@@ -361,7 +361,7 @@ def test_smoke_on_cuda(smoke_cache: Path, tmp_path: Path) -> None:
     # On CUDA the runs pass a stream of their own, made current (what real runtimes expect), and say so.
     assert json.loads(out.read_text())["stream"] == "new"
     assert proc.stdout.splitlines()[0].endswith(", stream new (a stream of its own, made current)"), proc.stdout
-    legacy = aoti_shim("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5", "--stream", "default",
+    legacy = cli("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5", "--stream", "default",
                        "--no-control", "--route", "binary", "--cache-dir", str(smoke_cache), "--json", str(out))  # fmt: skip
     # The reference shims take the legacy default stream (a null pointer) too.
     assert legacy.returncode == 0, legacy.stdout + legacy.stderr[-3000:]
