@@ -7,7 +7,7 @@ its ``.pth`` files or finder module point at. Every ELF file under a site folder
 distribution lists is kept too, as nobody's.
 
 Nothing is written into the environment and nothing of it is imported or run (``.pth``
-``import`` lines are skipped, never executed). A file that a RECORD lists but that cannot
+``import`` lines are skipped, never executed; an interpreter is asked with site.py off). A file that a RECORD lists but that cannot
 be read, a RECORD that cannot be parsed, a folder that cannot be listed, a looping link or
 a file named like a shared library that is not ELF is an :class:`InputError` (one line):
 skipping it would judge less than the environment holds and still say OK.
@@ -40,13 +40,23 @@ _FIRST_BYTES = 4096
 # What a linker script named libX.so starts with (GNU ld's INPUT/GROUP files).
 _LINKER_SCRIPT_STARTS = (b"/* GNU ld script", b"INPUT(", b"GROUP(", b"OUTPUT_FORMAT(")
 # The interpreter's answer about its paths: the same code runs in a child (--python) and here.
+# Asked with -S: the interpreter's site folders (its venv's, found the way site.py finds
+# pyvenv.cfg), without site.py running a single .pth file (their import lines run anyone's
+# code, and may write bytecode into the environment: site.venv() itself reads them); the .pth
+# folders are then read here, as for a site folder.
 _ASK_PATHS = (
-    "import json, os, sys, sysconfig\n"
-    "paths = sysconfig.get_paths()\n"
-    "stdlib = [paths.get('stdlib', ''), paths.get('platstdlib', '')]\n"
-    "stdlib += [os.path.join(p, 'lib-dynload') for p in stdlib if p]\n"
+    "import json, os, site, sys\n"
+    "prefixes = [sys.prefix, sys.exec_prefix]\n"
+    "here = os.path.dirname(sys.executable)\n"
+    "for conf in (os.path.join(here, 'pyvenv.cfg'), os.path.join(os.path.dirname(here), 'pyvenv.cfg')):\n"
+    "    if os.path.isfile(conf):\n"
+    "        with open(conf, encoding='utf-8', errors='replace') as f:\n"
+    "            keys = dict((k.strip().lower(), v.strip().lower()) for k, _, v in (l.partition('=') for l in f) if _)\n"
+    "        own = [os.path.dirname(conf)]\n"
+    "        prefixes = own + prefixes if keys.get('include-system-site-packages') == 'true' else own\n"
+    "        break\n"
     "print(json.dumps({'executable': sys.executable, 'version': '%d.%d.%d' % sys.version_info[:3],\n"
-    "                  'path': sys.path, 'stdlib': stdlib}))\n"
+    "                  'path': site.getsitepackages(prefixes), 'stdlib': []}))\n"
 )
 CHILD_TIMEOUT = 60
 
@@ -123,12 +133,15 @@ def running_interpreter() -> InterpreterPaths:
 
 
 def ask_interpreter(python: str) -> InterpreterPaths:
-    """``python``'s paths, asked in a child in isolated mode (no current folder, no
-    ``PYTHON*`` variables, no user site): what a job running that interpreter imports from."""
+    """``python``'s site folders and the folders their ``.pth`` files add, asked in a child in
+    isolated mode (no current folder, no ``PYTHON*`` variables, no user site), without site.py
+    (``-S``) and writing no bytecode (``-B``): what a job running that interpreter imports from,
+    and nothing of the environment run."""
     try:
         done = subprocess.run(
-            [python, "-I", "-c", _ASK_PATHS], capture_output=True, timeout=CHILD_TIMEOUT, check=False, stdin=subprocess.DEVNULL
-        )
+            [python, "-I", "-S", "-B", "-c", _ASK_PATHS],
+            capture_output=True, timeout=CHILD_TIMEOUT, check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise InputError(f"--python {python}: no answer within {CHILD_TIMEOUT} s") from None
     except OSError as e:
@@ -144,7 +157,8 @@ def ask_interpreter(python: str) -> InterpreterPaths:
             raise TypeError("not lists")
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         raise InputError(f"--python {python}: not a Python interpreter (its answer about its paths is not JSON)") from None
-    return InterpreterPaths(executable, version, _site_entries(path, stdlib))
+    sites = _site_entries(path, stdlib)
+    return InterpreterPaths(executable, version, tuple(dict.fromkeys([*sites, *(f for site in sites for f in pth_folders(site))])))
 
 
 def venv_site_folders(folder: str) -> tuple[str, ...] | None:

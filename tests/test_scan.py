@@ -301,3 +301,20 @@ def test_the_default_is_the_running_interpreter(tmp_path: Path) -> None:
 def test_help_lists_scan() -> None:
     done = subprocess.run([*CLI, "--help"], capture_output=True, text=True, check=True)
     assert re.search(r"^\s+scan\s+check that a Python environment", done.stdout, re.M), done.stdout
+
+
+def test_an_interpreter_is_asked_without_running_its_pth_files(scan_envs: ScanEnvs, tmp_path: Path) -> None:
+    """A .pth import line is anyone's code (and may write bytecode into the environment):
+    --python asks the interpreter for its site folders with site.py off, and reads the .pth
+    files itself."""
+    marker = tmp_path / "ran"
+    pth = scan_envs.dirty.site / "zz_hostile.pth"
+    pth.write_text(f"import pathlib; pathlib.Path({str(marker)!r}).write_text('ran')\n")
+    try:
+        before = tree_state(scan_envs.dirty.root)
+        doc = _json("--python", str(scan_envs.dirty.python))
+        assert not marker.exists()
+        assert tree_state(scan_envs.dirty.root) == before
+        assert {d["name"] for d in doc["distributions"]} == {"edit-z", "ext-y", "rt-a", "rt-b", "vendor-x"}
+    finally:
+        pth.unlink()
