@@ -179,3 +179,23 @@ def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Pat
             fallbacks = sorted(n for n in image.imports() if n.startswith("aoti_torch_cpu_"))
         assert fallbacks == [], f"{model} calls fallback ops: {fallbacks}"
     assert "bitwise" in proc.stdout
+
+
+def test_the_default_compile_runs_through_the_shims_fallbacks(smoke_cache: Path, tmp_path: Path) -> None:
+    """smoke --compile default on CPU: no autotuning leaves the bundled block's GEMMs to ATen,
+    fallback ops the reference shims serve (cpu_addmm_out, cpu_bmm_out), equal to the control."""
+    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.smoke.compile import CompileRequest, compile_cached
+
+    out = tmp_path / "default.json"
+    proc = aoti_shim("smoke", "--device", "cpu", "--compile", "default", "--model", "block", "--route", "binary",
+                     "--iterations", "2", "--cache-dir", str(smoke_cache), "--json", str(out), timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
+    rows = {r["route"]: r for r in json.loads(out.read_text())["rows"]}
+    assert rows["binary"]["ok"] and rows["binary"]["control_ok"] and rows["control"]["ok"]
+    with ElfImage(compile_cached(CompileRequest("block", "cpu", "binary", compile="default"), smoke_cache).blob) as image:
+        fallbacks = {n for n in image.imports() if n.startswith("aoti_torch_cpu_")}
+    assert {"aoti_torch_cpu_addmm_out", "aoti_torch_cpu_bmm_out"} <= fallbacks, fallbacks
+    # The zero-fallback compile of the same model (the smoke's default) imports none.
+    with ElfImage(compile_cached(CompileRequest("block", "cpu", "binary"), smoke_cache).blob) as image:
+        assert not [n for n in image.imports() if n.startswith("aoti_torch_cpu_")]
