@@ -17,7 +17,6 @@ import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from cli_support import CLI
 
 from compile_support import compile_shared
 

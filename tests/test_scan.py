@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from checker_fixtures import one_line_error
-from scan_support import CLI, ScanEnvs, tree_state, torch_site_packages
+from cli_support import cli
+from scan_support import ScanEnvs, tree_state, torch_site_packages
 
 from aoti_shim.checks.prefix import is_shim_name
 from aoti_shim.checks.scan import Scanned, captures
@@ -26,9 +27,7 @@ from aoti_shim.checks.scan_report import ScanReport, ScanSettings, run_scan
 
 
 def _scan(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    full = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    full.update(env or {})
-    return subprocess.run([*CLI, "scan", *args], capture_output=True, text=True, env=full, cwd=cwd, timeout=300, check=False)
+    return cli("scan", *args, env={**os.environ, **(env or {})}, cwd=cwd, timeout=300)
 
 
 def _json(*args: str) -> dict:
@@ -299,7 +298,7 @@ def test_the_default_is_the_running_interpreter(tmp_path: Path) -> None:
 
 
 def test_help_lists_scan() -> None:
-    done = subprocess.run([*CLI, "--help"], capture_output=True, text=True, check=True)
+    done = cli("--help")
     assert re.search(r"^\s+scan\s+check that a Python environment", done.stdout, re.M), done.stdout
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from checker_fixtures import one_line_error
 from compile_support import compile_shared
-from scan_support import CLI, SOURCES, make_wheel, tree_state
+from cli_support import cli
+from scan_support import SOURCES, make_wheel, tree_state
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,7 @@ def _site(root: Path, files: dict[str, bytes], *, record: str | None = None, nam
 
 
 def _scan(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
-    return subprocess.run([*prefix, *CLI, "scan", *args], capture_output=True, text=True, timeout=120, env=env, check=False)
+    return cli("scan", *args, prefix=prefix, timeout=120)
 
 
 def _fails(site: Path, says: str, *, prefix: tuple[str, ...] = ()) -> str:
