@@ -5,7 +5,8 @@
  * compiled against torch's headers links against this library. The list of
  * implemented names is shims/manifest.txt.
  *
- * Names: "aoti_shim_rename.h" is included before any declaration. When the
+ * Names: "aoti_shim_rename.h" is included before any declaration (force-included
+ * when the library itself is built: AOTI_SHIM_RENAME_FORCE_INCLUDED). When the
  * translation unit is compiled with -DAOTI_SHIM_SYMBOL_PREFIX=p (the CMake
  * function aoti_shim_prefix() adds it), every aoti_torch_X declared, defined or
  * called becomes p##aoti_torch_X; this library's own functions (aoti_shim_*)
@@ -30,7 +31,13 @@
 #define AOTI_SHIM_SYMBOL_PREFIX AOTI_SHIM_BUILT_PREFIX
 #endif
 
+#ifndef AOTI_SHIM_RENAME_FORCE_INCLUDED
+/* For the installed header's consumers: after the built prefix above is known. */
 #include "aoti_shim_rename.h"
+#elif defined(AOTI_SHIM_SYMBOL_PREFIX) && !defined(AOTI_SHIM_RENAME_H)
+/* The library itself is built as a runtime's shims are: the header is force-included. */
+#error "aoti_shim: AOTI_SHIM_RENAME_FORCE_INCLUDED is defined, but aoti_shim_rename.h was not force-included"
+#endif
 
 /* Our own C ABI gets the same prefix as the torch names. */
 #ifdef AOTI_SHIM_SYMBOL_PREFIX
