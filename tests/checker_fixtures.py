@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import zipfile
 from pathlib import Path
 
@@ -45,12 +44,3 @@ def build_fixtures(out: Path) -> dict[str, Path]:
         zf.writestr("fixture_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: fixture-pkg\nVersion: 1.0\n")
     built["wheel"] = wheel
     return built
-
-
-def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
-    """The one line a failed command printed on standard error, its exit status ``code``."""
-    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
-    assert "Traceback" not in done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]

@@ -45,3 +45,13 @@ def cli(
     stderr = done.stderr if text else done.stderr.decode("utf-8", "replace")
     assert "Traceback (most recent call last)" not in stderr, stderr
     return done
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int) -> str:
+    """The one line a failed command printed on standard error, its exit status ``code``;
+    no traceback on either stream."""
+    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr + done.stdout
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]

@@ -3,7 +3,6 @@ real C compiler, the installed CLI, and one compiled MLP reused by every test.""
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,14 +37,6 @@ def build_fake_libs(root: Path) -> FakeLibs:
         torch=build_c("fake_shims.c", root / "libtorch_stand_in.so", "-DOWNER=2"),
         counter=build_c("counter.c", root / "libcounter.so"),
     )
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess[str], exit_code: int) -> str:
-    assert proc.returncode == exit_code, (proc.returncode, proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 def installed_shim_library() -> Path:

@@ -15,8 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from checker_fixtures import one_line_error
-from cli_support import cli
+from cli_support import cli, one_line_error
 
 from aoti_shim.checks import CheckSettings, inputs, run_check
 from aoti_shim.checks import snapshot as snapshot_mod

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import cli_support
 import pytest
-from checker_fixtures import one_line_error
+from cli_support import one_line_error
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.references import find_torch

@@ -6,8 +6,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from checker_fixtures import one_line_error
-from cli_support import cli
+from cli_support import cli, one_line_error
 from compile_support import compile_shared
 
 # A blob that calls libtorch's unprefixed name and exports none: a model, not a shim.

@@ -6,8 +6,7 @@ import io
 import os
 
 import pytest
-from cli_support import cli
-from smoke_support import assert_one_line_error
+from cli_support import cli, one_line_error
 
 from aoti_shim.color import wants_color
 
@@ -54,5 +53,5 @@ def test_check_and_backend_agree_on_force_color(checker_libs, monkeypatch: pytes
     ],
 )
 def test_abbreviated_options_are_refused(args: list[str], unknown: str) -> None:
-    line = assert_one_line_error(cli(*args), 2)
+    line = one_line_error(cli(*args), 2)
     assert f"unrecognized arguments: {unknown}" in line or f"the following arguments are required" in line

@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_support import cli
-from smoke_support import PREFIX, assert_one_line_error, build_fake_libs
+from cli_support import cli, one_line_error
+from smoke_support import PREFIX, build_fake_libs
 
 from aoti_shim.checks.elf import ElfImage
 
@@ -54,12 +54,12 @@ def test_check_output_never_replaces_an_input(fake, tmp_path: Path) -> None:
     shim = tmp_path / "libshims.so"
     shim.write_bytes(fake.shims.read_bytes())
     before = shim.read_bytes()
-    line = assert_one_line_error(cli("check", "--shim", str(shim), "-o", str(shim)), 1)
+    line = one_line_error(cli("check", "--shim", str(shim), "-o", str(shim)), 1)
     assert f"--output {shim}: is also an input ({shim})" in line
     folder = tmp_path / "libs"
     folder.mkdir()
     (folder / "libshims.so").write_bytes(before)
-    line = assert_one_line_error(cli("check", "--shim", str(folder), "-o", str(folder / "libshims.so")), 1)
+    line = one_line_error(cli("check", "--shim", str(folder), "-o", str(folder / "libshims.so")), 1)
     assert "lies in the input folder" in line
     assert shim.read_bytes() == before and (folder / "libshims.so").read_bytes() == before
 
@@ -67,7 +67,7 @@ def test_check_output_never_replaces_an_input(fake, tmp_path: Path) -> None:
 def test_snapshot_output_never_replaces_its_input(tmp_path: Path) -> None:
     wheel = tmp_path / "torch-2.13.0-cp311-cp311-linux_x86_64.whl"
     wheel.write_bytes(b"PK\x05\x06" + b"\0" * 18)
-    line = assert_one_line_error(cli("snapshot", str(wheel), "-o", str(wheel)), 1)
+    line = one_line_error(cli("snapshot", str(wheel), "-o", str(wheel)), 1)
     assert f"snapshot {wheel}: is also an input" in line
     assert wheel.read_bytes() == b"PK\x05\x06" + b"\0" * 18
 
@@ -82,10 +82,10 @@ def test_rewrite_output_to_a_fifo_or_device_is_refused(fake, tmp_path: Path) -> 
     blob = _copy_blob(fake, tmp_path)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    line = assert_one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(fifo)), 1)
+    line = one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(fifo)), 1)
     assert f"-o {fifo}: not a regular file" in line
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
-    line = assert_one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", "/dev/null"), 1)
+    line = one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", "/dev/null"), 1)
     assert "-o /dev/null: not a regular file" in line
     assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
     assert _hidden(tmp_path) == []
@@ -124,11 +124,11 @@ def test_rewrite_writes_through_links(fake, tmp_path: Path) -> None:
     # -o a link to the blob itself would replace the input: refused.
     to_blob = tmp_path / "to-blob.so"
     to_blob.symlink_to(blob)
-    line = assert_one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(to_blob)), 1)
+    line = one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(to_blob)), 1)
     assert "is also an input" in line
     dangling = tmp_path / "dangling.so"
     dangling.symlink_to(tmp_path / "nowhere.so")
-    line = assert_one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(dangling)), 1)
+    line = one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(dangling)), 1)
     assert "a dangling symbolic link" in line and not (tmp_path / "nowhere.so").exists()
     assert _hidden(tmp_path) == []
 

@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from checker_fixtures import one_line_error
+from cli_support import one_line_error
 
 
 def test_the_wheel_holds_what_pip_installed_and_nothing_of_the_installation(own_wheelhouse: Path, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_support import cli
-from smoke_support import PREFIX, assert_one_line_error, build_fake_libs, compiled_mlp
+from cli_support import cli, one_line_error
+from smoke_support import PREFIX, build_fake_libs, compiled_mlp
 
 from aoti_shim.checks.elf import ElfImage
 
@@ -87,7 +87,7 @@ def test_already_prefixed_blob_is_refused_and_nothing_is_written(fake, tmp_path:
     once = tmp_path / "once.so"
     assert cli("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(once)).returncode == 0
     twice = tmp_path / "twice.so"
-    line = assert_one_line_error(cli("rewrite-imports", str(once), "--prefix", PREFIX, "-o", str(twice)), 1)
+    line = one_line_error(cli("rewrite-imports", str(once), "--prefix", PREFIX, "-o", str(twice)), 1)
     assert "nothing to rename" in line
     assert not twice.exists() and _leftovers(tmp_path) == []
 
@@ -124,7 +124,7 @@ def test_bad_input_is_one_line_and_writes_nothing(fake, tmp_path: Path, case: st
     elif case == "out-dir-missing":
         out = tmp_path / "nowhere" / "out.so"
         args[-1] = str(out)
-    line = assert_one_line_error(cli(*args), exit_code)
+    line = one_line_error(cli(*args), exit_code)
     assert needle in line
     assert not out.exists()
     assert _leftovers(tmp_path) == []
@@ -132,7 +132,7 @@ def test_bad_input_is_one_line_and_writes_nothing(fake, tmp_path: Path, case: st
 
 def test_unwritable_output_folder_is_one_line(fake, tmp_path: Path) -> None:
     # /proc takes no new files, even from root: mkstemp fails there.
-    line = assert_one_line_error(cli("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", "/proc/aoti-shim-out.so"), 1)
+    line = one_line_error(cli("rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", "/proc/aoti-shim-out.so"), 1)
     assert "-o /proc/aoti-shim-out.so: cannot write: " in line and "(in /proc)" in line
 
 
@@ -146,7 +146,7 @@ def test_worker_that_answers_nothing_is_one_line(fake, tmp_path: Path) -> None:
     blob.write_bytes(fake.blob.read_bytes())
     out = tmp_path / "out.so"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")]))}
-    line = assert_one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out), env=env), 1)
+    line = one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out), env=env), 1)
     assert "the LIEF worker reported no result (exit status 0)" in line
     assert not out.exists() and _leftovers(tmp_path) == []
 

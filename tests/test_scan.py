@@ -16,8 +16,7 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from checker_fixtures import one_line_error
-from cli_support import cli
+from cli_support import cli, one_line_error
 from scan_support import ScanEnvs, tree_state, torch_site_packages
 
 from aoti_shim.checks.prefix import is_shim_name

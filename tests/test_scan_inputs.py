@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from checker_fixtures import one_line_error
+from cli_support import one_line_error
 from compile_support import compile_shared
 from cli_support import cli
 from scan_support import SOURCES, make_wheel, tree_state

@@ -12,11 +12,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from cli_support import cli
+from cli_support import cli, one_line_error
 from smoke_support import (
     FIXTURES,
     PREFIX,
-    assert_one_line_error,
     build_fake_libs,
     compiled_mlp,
     installed_shim_library,
@@ -315,7 +314,7 @@ def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_facto
     ],
 )
 def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
-    line = assert_one_line_error(cli("smoke", *args), 2)
+    line = one_line_error(cli("smoke", *args), 2)
     assert needle in line
 
 
@@ -323,7 +322,7 @@ def test_smoke_without_torch_says_how_to_install_it() -> None:
     # torch made unimportable in this one process, as in an environment without the [torch] extra.
     script = "import sys; sys.modules['torch'] = None; from aoti_shim.cli import main; sys.exit(main(['smoke']))"
     proc = subprocess.run([sys.executable, "-P", "-c", script], capture_output=True, text=True, check=False)
-    line = assert_one_line_error(proc, 2)
+    line = one_line_error(proc, 2)
     # The [torch] extra's requirements by name: aoti-shim itself is on no index, so
     # 'pip install "aoti-shim[torch]"' would fail where this line is read.
     assert line.endswith("which is not installed: pip install torch==2.13.0 numpy 'cmake>=3.25' ninja"), line
@@ -332,14 +331,14 @@ def test_smoke_without_torch_says_how_to_install_it() -> None:
 
 def test_users_module_that_fails_at_import_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "broken_at_import.py").write_text('raise RuntimeError("no GPU here\\nsecond line")\n')
-    line = assert_one_line_error(cli("smoke", "--device", "cpu", "--model", "broken_at_import:make", cwd=tmp_path), 2)
+    line = one_line_error(cli("smoke", "--device", "cpu", "--model", "broken_at_import:make", cwd=tmp_path), 2)
     assert "--model broken_at_import:make: cannot import 'broken_at_import': RuntimeError: no GPU here" in line
 
 
 def test_shims_without_a_prefix_need_an_explicit_prefix(checker_libs, tmp_path: Path) -> None:
     lib = checker_libs["unprefixed_shim"]
     proc = cli("smoke", "--device", "cpu", "--model", "mlp", "--shims", str(lib), "--cache-dir", str(tmp_path / "cache"))
-    line = assert_one_line_error(proc, 2)
+    line = one_line_error(proc, 2)
     assert f"--shims {lib} exports no prefixed aoti_torch names; pass --prefix" in line
 
 
@@ -370,7 +369,7 @@ def test_smoke_on_cuda(smoke_cache: Path, tmp_path: Path) -> None:
 
 @pytest.mark.skipif("_cuda()", reason="a GPU is visible")
 def test_cuda_without_a_gpu_is_a_usage_error() -> None:
-    line = assert_one_line_error(cli("smoke", "--device", "cuda", "--model", "mlp"), 2)
+    line = one_line_error(cli("smoke", "--device", "cuda", "--model", "mlp"), 2)
     assert "no CUDA device" in line
 
 
