@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 import zipfile
@@ -86,13 +87,23 @@ def resolve_snapshot_name(item: str) -> Path | None:
     return shipped_snapshots().get(name)
 
 
+def snapshot_hint(item: str) -> str:
+    """``"; did you mean 'torch-2.14.1+cu130'?"`` for a name a shipped snapshot's name extends
+    (a version without its local part) or resembles; empty when none does."""
+    names = list(shipped_snapshots())
+    name = item[: -len(SNAPSHOT_SUFFIX)] if item.endswith(SNAPSHOT_SUFFIX) else item
+    extended = [n for n in names if n.startswith(name + "+")]
+    close = extended or difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+    return f"; did you mean {' or '.join(repr(n) for n in close)}?" if close else ""
+
+
 def _named_snapshot(item: str) -> Path | None:
     """The shipped snapshot that a missing bare name names (a one-line error if none);
     None for a missing path with a folder part, which the input reader reports."""
     found = resolve_snapshot_name(item)
     if found is None and os.sep not in item:
         names = ", ".join(shipped_snapshots()) or "none"
-        raise InputError(f"--against {item}: no such file, nor a shipped snapshot (shipped: {names})")
+        raise InputError(f"--against {item}: no such file, nor a shipped snapshot{snapshot_hint(item)} (shipped: {names})")
     return found
 
 

@@ -73,6 +73,11 @@ function(_aoti_shim_resolve_prefix fn target argv missing_values given out)
       set(${out} "" PARENT_SCOPE)
       return()
     endif()
+    if(DEFINED SKBUILD_PROJECT_NAME)
+      # Under pip the prefix is a setting of the build backend, not a -D the user passes.
+      message(FATAL_ERROR "${fn}: no prefix for '${target}': set prefix = \"<p>\" under [tool.aoti-shim] in "
+                          "pyproject.toml (or pip's -C aoti-shim.prefix=<p>), or pass PREFIX <p>")
+    endif()
     message(FATAL_ERROR "${fn}: no prefix for '${target}': pass PREFIX <p> or set -DAOTI_SHIM_SYMBOL_PREFIX=<p>")
   endif()
   if(NOT "${given}" MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from aoti_shim.checks import CheckSettings, inputs, render, run_check
 from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
-from aoti_shim.checks.references import resolve_snapshot_name
+from aoti_shim.checks.references import resolve_snapshot_name, snapshot_hint
 from aoti_shim.checks.roles import Roles, classify_by_symbols
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 from aoti_shim.plugin import console
@@ -88,7 +88,7 @@ def _references(
             against.append(str(shipped))
             continue
         if not path.exists():
-            raise UsageError(f"{against_source}: reference {item!r} does not exist ({path})")
+            raise UsageError(f"{against_source}: reference {item!r} does not exist ({path}){snapshot_hint(item)}")
         console.info(f"against: {path}")
         against.append(str(path))
     return tuple(against)
@@ -150,6 +150,14 @@ def check_wheel(
         if roles.unchecked:
             console.info(f"  not checked (no {SHIM_ABI_MARK}* names): {', '.join(roles.unchecked)}")
         if not roles.shims and not roles.models:
+            if roles.unchecked and not roles.extensions:
+                # A project built by this backend builds shims: libraries with no shim name at all
+                # are most often a shim library whose exports were hidden (it built green before).
+                raise BuildRejected(
+                    f"no ELF member of {wheel.name} exports a shim name ({', '.join(roles.unchecked)}): a shim library "
+                    "compiled with -fvisibility=hidden (or limited by a version script) exports nothing; mark each shim "
+                    "function __attribute__((visibility(\"default\"))); the wheel was deleted; nothing is installed"
+                )
             console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
             return
         checked_prefix = _settled_prefix(prefix, carried_prefix(roles.shims, root), wheel)

@@ -14,6 +14,7 @@ import json
 import stat
 import subprocess
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,10 +43,27 @@ class RewriteResult:
     renamed: tuple[str, ...]
 
 
+def _package_hint(package: Path) -> str:
+    """What to do with a .pt2 package (a zip) given where a blob is expected: name its blobs."""
+    try:
+        with zipfile.ZipFile(package) as zf:
+            blobs = [n for n in zf.namelist() if n.endswith(".so")]
+    except (OSError, zipfile.BadZipFile):
+        blobs = []
+    inside = f" (it holds {', '.join(blobs[:3])}{', ...' if len(blobs) > 3 else ''})" if blobs else ""
+    return (
+        f"{package}: a zip archive (an AOTInductor .pt2 package?), not a blob{inside}: rewrite the blob inside it, "
+        f"extracted with python -m zipfile -e {package} DIR, or build the package's sources with the prefix "
+        "(aoti_shim_add_model(<name> PACKAGE <pt2> PREFIX <p>))"
+    )
+
+
 def _check_input(blob: Path) -> None:
     if not blob.is_file():
         raise InputError(f"{blob}: no such file")
     if not is_elf(blob):
+        if zipfile.is_zipfile(blob):
+            raise InputError(_package_hint(blob))
         raise InputError(f"{blob}: not an ELF file")
     with ElfImage(blob) as image:
         if not image.has_dynsym:

@@ -182,3 +182,42 @@ def test_a_standard_output_that_cannot_be_written_is_one_line_and_exit_1(checker
                     args, name, done.stderr)  # fmt: skip
     finally:
         os.close(broken)
+
+
+def test_a_snapshot_named_without_its_local_version_suggests_the_shipped_one(checker_libs, tmp_path: Path) -> None:
+    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch-2.14.1", cwd=tmp_path)
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(
+        "aoti-shim: error: --against torch-2.14.1: no such file, nor a shipped snapshot; did you mean 'torch-2.14.1+cu130'? (shipped: "
+    ), line
+    # The backend's against says the same.
+    from aoti_shim.errors import AotiShimError
+    from aoti_shim.plugin import gate
+    from aoti_shim.plugin.settings import GateSettings
+
+    with pytest.raises(AotiShimError) as err:
+        gate._references(GateSettings(against=("torch-2.14.1",)), tmp_path, None, "[tool.aoti-shim] against")
+    assert str(err.value) == (
+        f"[tool.aoti-shim] against: reference 'torch-2.14.1' does not exist ({tmp_path / 'torch-2.14.1'}); "
+        "did you mean 'torch-2.14.1+cu130'?"
+    )
+
+
+def test_rewrite_imports_of_a_pt2_package_says_how_to_get_the_blob_out(tmp_path: Path) -> None:
+    import zipfile
+
+    package = tmp_path / "mlp.pt2"
+    with zipfile.ZipFile(package, "w") as zf:
+        zf.writestr("mlp/data/aotinductor/model/model.so", b"\x7fELF not really")
+        zf.writestr("mlp/data/aotinductor/model/model.cpp", "")
+    result = run_cli("rewrite-imports", str(package), "--prefix", "myrt_", "-o", str(tmp_path / "out.so"), cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line == (
+        f"aoti-shim: error: {package}: a zip archive (an AOTInductor .pt2 package?), not a blob (it holds "
+        "mlp/data/aotinductor/model/model.so): rewrite the blob inside it, extracted with "
+        f"python -m zipfile -e {package} DIR, or build the package's sources with the prefix "
+        "(aoti_shim_add_model(<name> PACKAGE <pt2> PREFIX <p>))"
+    )
+    assert not (tmp_path / "out.so").exists()

@@ -10,6 +10,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from compile_support import compile_shared
 from compile_support import compile_object, compile_shared
 
 from aoti_shim.errors import InputError, UsageError
@@ -184,10 +185,28 @@ def test_check_wheel_rejects_warnings_only_under_fail_on_any(libs: dict[str, Pat
     assert err.value.exit_code == 4
 
 
-def test_check_wheel_with_nothing_to_check_warns(libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/plain.so": libs["plain"]})
+def test_check_wheel_with_nothing_to_check_warns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/__init__.py": b""})
     _check(wheel, tmp_path)
     assert "no ELF member of pkg-1.0-py3-none-any.whl exports or imports aoti_torch_* names: nothing to check" in capsys.readouterr().out
+
+
+def test_a_shim_library_that_exports_nothing_fails_the_build(tmp_path: Path) -> None:
+    # -fvisibility=hidden: the library exports no shim name. At f562a93 the build passed, with a
+    # warning shown only under pip -v.
+    source = tmp_path / "hidden.c"
+    source.write_text("int myrt_aoti_torch_device_type_cpu(void) { return 0; }\n")
+    lib = tmp_path / "libhidden.so"
+    compile_shared(source, lib, ("-fvisibility=hidden",))
+    wheel = make_wheel(tmp_path / "myrt-0.1.0-py3-none-any.whl", {"myrt/libmyrt_shims.so": lib})
+    with pytest.raises(BuildRejected) as err:
+        _check(wheel, tmp_path)
+    assert str(err.value) == (
+        "no ELF member of myrt-0.1.0-py3-none-any.whl exports a shim name (myrt/libmyrt_shims.so): a shim library "
+        "compiled with -fvisibility=hidden (or limited by a version script) exports nothing; mark each shim function "
+        '__attribute__((visibility("default"))); the wheel was deleted; nothing is installed'
+    )
+    assert err.value.exit_code == 8
 
 
 def test_references(libs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

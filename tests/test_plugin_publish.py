@@ -146,3 +146,27 @@ def test_killed_backend_leaves_no_unchecked_wheel(plugin_project, tmp_path: Path
         while _session_processes(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _session_processes(proc.pid) == [], log
+
+
+def test_no_prefix_under_pip_names_the_pyproject_setting(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+    # Under pip the fix is a [tool.aoti-shim] key; CMake's message named -DAOTI_SHIM_SYMBOL_PREFIX,
+    # which a pip user does not pass.
+    import aoti_shim.build as backend
+
+    project = plugin_project("plugin_clean")
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('prefix = "pclean_"', ""))
+    out_dir = tmp_path / "dist"
+    out_dir.mkdir()
+    monkeypatch.chdir(project)
+    with pytest.raises(SystemExit) as done:
+        backend.build_wheel(str(out_dir), {"aoti-shim.against": "torch-2.13.0+cpu"})
+    assert done.value.code not in (0, None)
+    captured = capfd.readouterr()
+    printed = " ".join((captured.out + captured.err).split())
+    assert (
+        "aoti_shim_prefix: no prefix for 'pclean_shims': set prefix = \"<p>\" under [tool.aoti-shim] in pyproject.toml "
+        "(or pip's -C aoti-shim.prefix=<p>), or pass PREFIX <p>"
+    ) in printed, printed
+    assert "-DAOTI_SHIM_SYMBOL_PREFIX" not in printed
+    assert list(out_dir.iterdir()) == []

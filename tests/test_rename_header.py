@@ -335,3 +335,14 @@ def test_every_shim_include_folder_counts_and_hpp_and_cuh_are_read(tmp_path: Pat
     assert {"aoti_torch_rt_from_first", "aoti_torch_rt_from_hpp", "aoti_torch_rt_from_cuh"} <= names
     assert "aoti_torch_rt_not_a_header" not in names
     assert "3 more listed in the runtime's shim manifest or declared in its shim headers" in out.read_text()
+
+
+def test_check_gives_one_answer_from_any_folder(tmp_path: Path) -> None:
+    # At f562a93 --check run from the source tree read the tree's header and manifest (821
+    # names), and from anywhere else the installed header (734): two answers to one question.
+    answers = []
+    for folder in (REPO, tmp_path):
+        proc = subprocess.run([*CLI, "rename-header", "--check"], capture_output=True, text=True, cwd=folder, check=False)
+        answers.append((proc.returncode, proc.stdout, proc.stderr))
+    assert answers[0] == answers[1]
+    assert "aoti_shim/cmake/include/aoti_shim_rename.h renames every name" in answers[0][2]

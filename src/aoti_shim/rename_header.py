@@ -244,7 +244,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--torch-include", type=path, metavar="DIR",
         help="torch's include folder (default: $AOTI_SHIM_TORCH's, else the installed torch's, found without importing it)",
     )  # fmt: skip
-    parser.add_argument("--root", type=path, default=Path("."), help="the aoti-shim source tree (default: .)")
+    parser.add_argument(
+        "--root", type=path,
+        help="the aoti-shim source tree (default: . when writing; --check reads the tree only when --root names it, "
+        "so it gives one answer from any folder)",
+    )  # fmt: skip
     parser.add_argument(
         "--check", action="store_true", help="write nothing; exit 8 when the header lacks a name (or, in the tree, is stale)"
     )
@@ -269,8 +273,10 @@ def _installed_header() -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    root: Path = args.root
-    in_tree = (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
+    # --check without --root checks the installed header wherever it runs (from the source tree
+    # it read the tree's header and manifest instead: 734 or 821 names depending on the folder).
+    root: Path | None = args.root if args.root is not None or args.check else Path(".")
+    in_tree = root is not None and (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
     manifest = _given(args.manifest, "--manifest") or (root / DEFAULT_MANIFEST if in_tree else None)
     given_includes = tuple(f for f in (_given(folder, "--shim-include") for folder in args.shim_include or ()) if f is not None)
     shim_include = given_includes or ((root / DEFAULT_SHIM_INCLUDE,) if in_tree else ())
@@ -279,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
     exact = output is not None
     if output is None:
         if not args.check:
-            raise UsageError(f"{root.resolve()} is not the aoti-shim source tree: pass --output FILE")
+            raise UsageError(f"{(root or Path('.')).resolve()} is not the aoti-shim source tree: pass --output FILE")
         output = _installed_header()
         if torch_include is None:
             raise UsageError("rename-header --check: torch is not installed; pass --torch-include DIR")
