@@ -185,7 +185,7 @@ def test_a_standard_output_that_cannot_be_written_is_one_line_and_exit_1(checker
 
 
 def test_a_snapshot_named_without_its_local_version_suggests_the_shipped_one(checker_libs, tmp_path: Path) -> None:
-    result = run_cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch-2.14.1", cwd=tmp_path)
+    result = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch-2.14.1", cwd=tmp_path)
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(
@@ -211,7 +211,7 @@ def test_rewrite_imports_of_a_pt2_package_says_how_to_get_the_blob_out(tmp_path:
     with zipfile.ZipFile(package, "w") as zf:
         zf.writestr("mlp/data/aotinductor/model/model.so", b"\x7fELF not really")
         zf.writestr("mlp/data/aotinductor/model/model.cpp", "")
-    result = run_cli("rewrite-imports", str(package), "--prefix", "myrt_", "-o", str(tmp_path / "out.so"), cwd=tmp_path)
+    result = cli("rewrite-imports", str(package), "--prefix", "myrt_", "-o", str(tmp_path / "out.so"), cwd=tmp_path)
     assert result.returncode == 1 and "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
     assert line == (
