@@ -54,7 +54,10 @@ def _read(art: Artifact, role: str) -> Library:
             return Library(display=art.display, role=role, exports={}, imports={}, identity=identity, executable=executable)
         # The tables hold packed ints, not the mapping: they outlive the image.
         exports, imports = image.exports(), image.imports()
-        # The loader's view for the binding model: only shim-ABI imports are asked about.
+        # The loader's view for the binding model: only shim-ABI imports are asked about, and
+        # the relocation tables (which say which bind lazily) are read only for a library that
+        # has some (libtorch_cpu's .rela.dyn is megabytes, its shim-ABI imports none).
+        shim_imports = any(prefix_rules.is_shim_name(n) for n in imports)
         linked = Linked.of_tables(
             art.display,
             "shim" if role == "shim" else "model",
@@ -67,7 +70,7 @@ def _read(art: Artifact, role: str) -> Library:
             header=(image.elf_class, image.big_endian, image.machine),
             versions=image.versions(),
             import_filter=prefix_rules.is_shim_name,
-            lazy=image.lazy_symbol_indexes(),
+            lazy=image.lazy_symbol_indexes() if shim_imports else frozenset(),
         )
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,

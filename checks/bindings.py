@@ -322,6 +322,9 @@ class Process:
         # Libraries of a dlopen that was rolled back for an undefined symbol: the scopes it
         # saw, so their bindings can still be told (the import rules report them).
         self._tried: dict[int, tuple[list[Linked], int | None]] = {}
+        # The imports that failed a dlopen, as bound then (a later load of the same library,
+        # as someone's dependency, may bind them: the failure still stands).
+        self._failed_bindings: list[Binding] = []
         self._opening = True
         for root in (*self.programs, *self.references, *self.shims):
             self._open(root, glob=True)
@@ -373,6 +376,7 @@ class Process:
                 b = self.bind(lib, entry)
                 if b.definer is None and entry.symbol.bind != STB_WEAK:
                     self._failures.append(LoadFailure(root, f"undefined symbol: {entry.symbol.name}", undefined=True))
+                    self._failed_bindings.append(b)
                     self._roll_back(new, glob)
                     return
                 if (
@@ -427,6 +431,8 @@ class Process:
             return self._global
         if id(lib) in self._before:
             return self._global[: self._before[id(lib)]]
+        if id(lib) in self._local:
+            return self._global  # loaded local (a blob's search list), maybe after a failed try
         if id(lib) in self._tried:
             seen = self._tried[id(lib)][1]
             return self._global if seen is None else self._global[:seen]
@@ -436,7 +442,7 @@ class Process:
 
     def bind(self, lib: Linked, entry: DynamicEntry) -> Binding:
         """Where ``lib``'s import ``entry`` binds."""
-        local = self.scope_of(lib) or (self._tried[id(lib)][0] if id(lib) in self._tried else [lib])
+        local = self._local.get(id(lib)) or (self._tried[id(lib)][0] if id(lib) in self._tried else [lib])
         name = entry.symbol.name
         searched: list[tuple[Linked, str]] = []
         if lib.symbolic:
@@ -485,7 +491,10 @@ class Process:
     def resolve(self, which: Callable[[DynamicEntry], bool] = shim_abi_imports) -> Iterator[Binding]:
         """The binding of every import ``which`` selects, library by library (those that
         failed to load are left out: :meth:`load_failures` says why)."""
+        self._ensure()
         for lib in self.libraries():
+            failed = [b for b in self._failed_bindings if b.importer is lib and which(b.entry)]
+            yield from failed
             if self.scope_of(lib) is None and id(lib) not in self._tried:
                 continue
             for entry in lib.imports:
