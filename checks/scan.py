@@ -173,9 +173,11 @@ def read_library(file: LibraryFile, owner: str, distribution: str | None) -> Lib
         if not image.has_dynsym:
             return None if file.kind == "executable" else _facts_of(file.display, file.kind, owner, distribution, {}, {}, (), 0)
         # Only the names the judgement reads are cut (shim ABI, blob entry points, the
-        # runtimes' names): cutting all of them would cost more than nm -D does.
-        exports, imports = image.tables_holding(_ASKED_CONTAINS, _ASKED_STARTS)
-        if file.kind == "executable" and not any(map(prefixes.is_shim_name, (*exports, *imports))):
+        # runtimes' names; of a program, whose runtime names are its own, shim ABI only):
+        # cutting all of them would cost more than nm -D does.
+        program = file.kind == "executable"
+        exports, imports = image.tables_holding(_ASKED_CONTAINS, () if program else _ASKED_STARTS)
+        if program and not any(map(prefixes.is_shim_name, (*exports, *imports))):
             # A program is a process of its own: it matters to the environment only as a
             # runner that exports or imports shim ABI (linked -rdynamic, say).
             return None

@@ -4,6 +4,7 @@ written into the environment. Site folders laid out by hand, as pip lays them ou
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -174,3 +175,22 @@ def test_tables_holding_are_the_tables_filtered(tmp_path: Path, torch_lib: Path)
         got_e, got_i = image.tables_holding(("aoti_",), ("cuda",))
     assert {"rta_aoti_torch_get_data_ptr", "aoti_torch_get_data_ptr", "cudaMalloc", "cudamalloc_not_cuda_api"} <= set(got_e)
     assert "torch_get_data_ptr" not in got_e and set(got_i) == {"aoti_torch_get_numel"}
+
+
+def test_an_editable_finder_points_at_its_source_tree(tmp_path: Path, consumer: Path) -> None:
+    """setuptools' strict editable mode: no .pth folder, a finder module mapping packages to
+    their source folders (read as text, never imported); the libraries there are the
+    distribution's."""
+    source = tmp_path / "src" / "fancy"
+    source.mkdir(parents=True)
+    (source / "_fancy.so").write_bytes(consumer.read_bytes())
+    finder = "__editable___fancy_1_0_finder.py"
+    site = _site(tmp_path / "env", {finder: f"MAPPING = {{'fancy': {str(source)!r}}}\nraise SystemExit('never imported')\n".encode()},
+                 name="fancy", version="1.0")  # fmt: skip
+    (site / "fancy-1.0.dist-info" / "direct_url.json").write_text(
+        '{"url": "file:///src", "dir_info": {"editable": true}}'
+    )
+    done = _scan(str(site), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (dist,) = json.loads(done.stdout)["distributions"]
+    assert dist["editable"] is True and [lib["path"] for lib in dist["libraries"]] == [str(source / "_fancy.so")]
