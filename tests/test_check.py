@@ -21,7 +21,6 @@ from aoti_shim.checks import RULES, CheckSettings, render, run_check
 from aoti_shim.checks.elf import STB_GNU_UNIQUE, STT_TLS, ElfImage
 from aoti_shim.checks.rules import RULES
 from aoti_shim.cli import main
-from aoti_shim.errors import AotiShimError
 
 # -P: never import the source tree that sits in the current folder instead of the installed package.
 
@@ -200,43 +199,6 @@ def test_folder_input_finds_elf_by_magic(checker_libs, tmp_path):
     os.symlink(tmp_path / "tree", folder / "loop")
     report = run_check(CheckSettings(shims=(str(tmp_path / "tree"),)))
     assert [Path(a.display).name for a in report.artifacts] == ["not_named_like_a_library.bin"]
-
-
-def test_suppressions_apply_and_unused_ones_are_reported(checker_libs, tmp_path):
-    sup = tmp_path / "sup.toml"
-    sup.write_text(
-        '[[suppress]]\nrule = "UNPREFIXED_EXPORT"\nsymbol = "aoti_torch_delete_*"\nartifact = "libhalf_*"\n'
-        'reason = "kept for an old loader"\n\n'
-        '[[suppress]]\nrule = "COLLISION"\nsymbol = "nothing_*"\nreason = "never matches"\n'
-    )
-    report = run_check(CheckSettings(shims=(str(checker_libs["half_prefixed_shim"]),), suppressions=str(sup)))
-    assert report.findings == ()
-    assert [s.reason for s in report.suppressed] == ["kept for an old loader"]
-    assert len(report.unused_suppressions) == 1 and "nothing_*" in report.unused_suppressions[0]
-
-
-@pytest.mark.parametrize(
-    "content, message",
-    [
-        ('[[suppress]]\nrule = "COLLISION"\nsymbol = "x"\n', "reason"),
-        ('[[suppress]]\nrule = "NOPE"\nreason = "r"\n', "rule"),
-        ("not toml [", "invalid TOML"),
-    ],
-)
-def test_bad_suppressions_are_usage_errors(checker_libs, tmp_path, content, message):
-    sup = tmp_path / "sup.toml"
-    sup.write_text(content)
-    with pytest.raises(AotiShimError) as err:
-        run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]),), suppressions=str(sup)))
-    assert err.value.exit_code == 2 and message in str(err.value)
-
-
-def test_non_utf8_suppressions_file_is_a_usage_error(checker_libs, tmp_path):
-    sup = tmp_path / "sup.toml"
-    sup.write_bytes(b'[[suppress]]\nrule = "COLLISION"\nreason = "caf\xe9"\n')
-    result = cli("check", "--shim", str(checker_libs["clean_shim"]), "--suppressions", str(sup))
-    assert result.returncode == 2 and "not UTF-8" in result.stderr
-    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
 def test_json_report_validates_against_the_shipped_schema(checker_libs):

@@ -1,5 +1,5 @@
 """Bounded, unambiguous reads of every input the gate takes: wheels (check, snapshot, the
-build gate), snapshots and suppressions files."""
+build gate) and snapshots (suppressions files: test_suppressions.py)."""
 
 from __future__ import annotations
 
@@ -228,49 +228,3 @@ def test_snapshot_refuses_a_name_it_could_not_read_back(checker_libs, tmp_path):
     line = one_line_error(cli("snapshot", str(lib_dir), "-o", str(out), "--torch-version", "1"), 1)
     assert "cannot be read back" in line and "\\n" in line
     assert not out.exists()
-
-
-# -- 12.11 / 12.12: suppressions files ------------------------------------------------------
-
-
-def _check_with(checker_libs, suppressions: str) -> subprocess.CompletedProcess[str]:
-    return cli("check", "--shim", str(checker_libs["clean_shim"]), "--suppressions", suppressions, timeout=30)
-
-
-def test_a_fifo_as_suppressions_file_does_not_hang(checker_libs, tmp_path):
-    fifo = tmp_path / "sup.toml"
-    os.mkfifo(fifo)
-    assert "regular file" in one_line_error(_check_with(checker_libs, str(fifo)), 2)
-
-
-def test_dev_zero_as_suppressions_file_is_refused(checker_libs):
-    assert "regular file" in one_line_error(_check_with(checker_libs, "/dev/zero"), 2)
-
-
-def test_a_huge_suppressions_file_is_refused(checker_libs, tmp_path):
-    big = tmp_path / "sup.toml"
-    big.write_text("# padding\n" * 200_000)
-    assert "larger than" in one_line_error(_check_with(checker_libs, str(big)), 2)
-
-
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        ('[[supress]]\nrule = "COLLISION"\nreason = "x"\n', "unknown table 'supress' (did you mean 'suppress'?)"),
-        ('[[suppress]]\nrul = "COLLISION"\nreason = "x"\n', "unknown key 'rul' (did you mean 'rule'?)"),
-        ('[[suppress]]\nrule = "*"\nreason = "silence everything"\n', "needs a 'symbol' or an 'artifact' pattern"),
-        ('[[suppress]]\nrule = "*"\nsymbol = "**"\nreason = "still everything"\n', "needs a 'symbol' or an 'artifact' pattern"),
-        ("a = " + "[" * 5000 + "]" * 5000 + "\n", "invalid TOML"),
-    ],
-)
-def test_suppressions_that_would_hide_findings_are_usage_errors(checker_libs, tmp_path, content, message):
-    path = tmp_path / "sup.toml"
-    path.write_text(content)
-    assert message in one_line_error(_check_with(checker_libs, str(path)), 2)
-
-
-def test_a_wildcard_rule_with_a_pattern_is_fine(checker_libs, tmp_path):
-    path = tmp_path / "sup.toml"
-    path.write_text('[[suppress]]\nrule = "*"\nartifact = "libvendored.so"\nreason = "vendored, reviewed"\n')
-    done = _check_with(checker_libs, str(path))
-    assert done.returncode == 0, done.stderr
