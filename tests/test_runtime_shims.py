@@ -26,6 +26,7 @@ PREFIX = "rt_"
 # torch's names the fixture defines, and the runtime's own (declared in shims.h, fused.hpp).
 TORCH_NAMES = {"aoti_torch_device_type_cpu", "aoti_torch_dtype_float32", "aoti_torch_dtype_int64", "aoti_torch_get_dim"}
 OWN_NAMES = {"aoti_torch_rt_int4_plain_mm", "aoti_torch_rt_fused_gelu"}
+HELPER = "_ZN2rt12helper_countEv"  # rt::helper_count(), kept by name (a mangled C++ name)
 
 
 def nm_exports(library: Path) -> set[str]:
@@ -46,7 +47,10 @@ def runtime_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The fixture built three ways through CMake (C and C++ only: seconds each)."""
     return {
         "cmake": _build(tmp_path_factory.mktemp("rt-cmake"), RT_CALL="cmake"),
-        "limited": _build(tmp_path_factory.mktemp("rt-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON"),
+        # Limited twice, as a pip build with exports = "shims" and an explicit call in CMakeLists.txt
+        # do it: aoti_shim_prefix first (AOTI_SHIM_EXPORTS, AOTI_SHIM_EXPORT_NAMES), then the explicit NAMES.
+        "limited": _build(tmp_path_factory.mktemp("rt-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON",
+                          AOTI_SHIM_EXPORTS="shims", AOTI_SHIM_EXPORT_NAMES=HELPER),  # fmt: skip
         "plain": _build(tmp_path_factory.mktemp("rt-plain"), RT_CALL="plain"),
     }
 
@@ -69,8 +73,11 @@ def test_force_include_and_names_from_prefix_every_shim(runtime_build: dict[str,
 
 
 def test_limit_exports_keeps_the_shim_abi_and_the_listed_names(runtime_build: dict[str, Path]) -> None:
+    # One version script holding both calls' names (a shared library takes one).
     exports = nm_exports(runtime_build["limited"])
-    assert exports == {PREFIX + n for n in TORCH_NAMES | OWN_NAMES} | {"rt_runtime_version"}
+    assert exports == {PREFIX + n for n in TORCH_NAMES | OWN_NAMES} | {"rt_runtime_version", HELPER}
+    script = (runtime_build["limited"].parent / "aoti_shim_exports" / "rt_shims.map").read_text()
+    assert script.count("global:") == 1 and "rt_runtime_version;" in script and f"{HELPER};" in script
 
 
 def test_the_generated_rename_header_holds_the_own_names(runtime_build: dict[str, Path]) -> None:
