@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import csv
 import importlib.metadata as metadata
+import io
 import json
 import os
 import stat
@@ -271,7 +272,8 @@ class _Collector:
 def _record_rows(text: str, where: str) -> Iterator[str]:
     """The paths of a RECORD's rows (each row: path, hash, size)."""
     try:
-        for number, row in enumerate(csv.reader(text.splitlines()), 1):
+        # A StringIO, not splitlines(): a quoted path may hold a newline.
+        for number, row in enumerate(csv.reader(io.StringIO(text, newline="")), 1):
             if not row:
                 continue
             if len(row) != 3 or not row[0]:

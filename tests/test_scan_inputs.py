@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,24 @@ def test_an_editable_finder_points_at_its_source_tree(tmp_path: Path, consumer: 
     assert done.returncode == 0, done.stderr
     (dist,) = json.loads(done.stdout)["distributions"]
     assert dist["editable"] is True and [lib["path"] for lib in dist["libraries"]] == [str(source / "_fancy.so")]
+
+
+def test_hostile_names_are_printed_safely(tmp_path: Path, consumer: Path) -> None:
+    """A distribution's name and a library's path are anyone's bytes: escape sequences and
+    newlines are shown escaped in text and GitHub output, and JSON stays valid."""
+    import jsonschema  # in the test extra
+
+    lib = consumer.read_bytes()
+    name = "evil\x1b[31mred"
+    site = _site(tmp_path, {}, name=name, version="1.0\x1b[2J", record='"pkg/new\nline.so",,\n')
+    (site / "pkg").mkdir()
+    (site / "pkg" / "new\nline.so").write_bytes(lib)
+    done = _scan(str(site))
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "pkg/new\\x0aline.so: stable-ABI consumer" in done.stdout
+    github = _scan(str(site), "--format", "github")
+    assert "\x1b" not in github.stdout
+    doc = json.loads(_scan(str(site), "--format", "json").stdout)
+    schema = json.loads(resources.files("aoti_shim.checks").joinpath("schemas/scan-v1.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert doc["distributions"][0]["name"] == name and doc["distributions"][0]["libraries"][0]["path"] == "pkg/new\nline.so"
