@@ -95,7 +95,7 @@ def test_check_help_describes_every_choice() -> None:
             assert f"{choice}: {' '.join(what.split())}" in text
 
 
-@pytest.mark.parametrize("command", ["check", "snapshot", "rename-header", "smoke", "rewrite-imports"])
+@pytest.mark.parametrize("command", ["check", "scan", "snapshot", "rename-header", "smoke", "rewrite-imports"])
 def test_help_shows_no_docstring_markup(command: str) -> None:
     result = cli(command, "--help")
     assert result.returncode == 0
@@ -140,6 +140,10 @@ def test_an_empty_path_to_check_is_a_usage_error(checker_libs, tmp_path: Path) -
 @pytest.mark.parametrize(
     ("command", "args", "option"),
     [
+        ("scan", ("",), "PATH"),
+        ("scan", ("--python", ""), "--python"),
+        ("scan", ("-o", ""), "--output/-o"),
+        ("scan", ("--suppressions", ""), "--suppressions"),
         ("snapshot", ("",), "TORCH_LIB_DIR|WHEEL"),
         ("snapshot", (".", "-o", ""), "-o/--output"),
         ("rename-header", ("--output", ""), "--output"),
