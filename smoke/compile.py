@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.children import python_argv
-from aoti_shim.errors import AotiShimError
+from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.extras import install_line
+from aoti_shim.smoke.compile_worker import EXIT_USER_MODEL
 
 _HERE = Path(__file__).resolve().parent
 # Autotuning a big user model on a GPU takes minutes; an hour means something is stuck.
@@ -170,6 +171,14 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
                 raise AotiShimError(
                     f"compiling {request.model} ({request.device}, {request.route} route) took longer than {COMPILE_TIMEOUT_S} s"
                 ) from None
+        user_error = staging / "user_error.txt"
+        if proc.returncode == EXIT_USER_MODEL and user_error.is_file():
+            # The user's model is wrong, not the compiler: a usage error, said once for every
+            # route; the whole torch error is kept in a log beside the cache.
+            kept = cache_dir / "errors" / f"{final.name}.log"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(staging / "compile.log", kept)
+            raise UsageError(f"{user_error.read_text().strip()} (the full error: {kept})")
         if proc.returncode != 0:
             error = staging / "error.txt"
             reason = error.read_text().strip() if error.is_file() else f"the compiler exited with {proc.returncode}"

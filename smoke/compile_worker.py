@@ -16,6 +16,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from aoti_shim.errors import UsageError
+
 
 # Autotuning choices per GEMM or convolution on CUDA when AOTI_SHIM_MAX_MM_CONFIGS is unset
 # (0 lifts the cap): a real conv net compiles in a minute or two, not five.
@@ -156,6 +158,20 @@ def eager_reference(module: Any, inputs: tuple[Any, ...]) -> list[Any] | None:
     return [t.detach().cpu() for t in outputs]
 
 
+# The exit status of a compile whose failure is the user's model (it raised, returned the
+# wrong thing, or torch.export refused it), not the compiler's: a usage error, said once.
+EXIT_USER_MODEL = 3
+
+
+class UserModelError(Exception):
+    """The user's model failed before Inductor ran; the message is the one line to show."""
+
+
+def _first_line(e: BaseException) -> str:
+    lines = f"{type(e).__name__}: {e}".strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
 def compile_model(request: dict[str, Any]) -> dict[str, Any]:
     import torch
 
@@ -167,12 +183,22 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
     # The user's module comes from the folder the user ran smoke in, given explicitly:
     # this child may run isolated (no current folder, no PYTHONPATH on sys.path).
     case = user_case(model, request.get("user_dir")) if ":" in model else bundled((model,))[0]
-    module, inputs = case.build(device)
     policy = request.get("compile", "zero-fallback")
     options = inductor_options(device, request["route"], request.get("prefix", ""), policy)
-    with torch.no_grad(), attention_for(policy):
-        expected = module(*inputs)
-        program = torch.export.export(module, inputs)
+    stage = "building it"
+    try:
+        module, inputs = case.build(device)
+        with torch.no_grad(), attention_for(policy):
+            stage = "running it eagerly"
+            expected = module(*inputs)
+            stage = "torch.export.export"
+            program = torch.export.export(module, inputs)
+    except Exception as e:
+        if ":" not in model:
+            raise
+        if isinstance(e, UsageError):  # the smoke's own verdict on what the callable returned
+            raise UserModelError(str(e)) from e
+        raise UserModelError(f"--model {model}: {stage} failed: {_first_line(e)}") from e
     outputs = expected if isinstance(expected, (tuple, list)) else (expected,)
     reference = eager_reference(module, inputs)
     out_dir = Path(request["output"])
@@ -217,6 +243,10 @@ def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text())
     try:
         result = compile_model(request)
+    except UserModelError as e:
+        traceback.print_exc()  # the whole torch error, into the log the parent keeps
+        Path(request["output"], "user_error.txt").write_text(str(e))
+        return EXIT_USER_MODEL
     except Exception as e:  # noqa: BLE001 - any compiler failure becomes one reported line
         traceback.print_exc()  # into compile.log, for whoever debugs it
         message = f"{type(e).__name__}: {e}".strip().splitlines()

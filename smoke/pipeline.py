@@ -14,7 +14,7 @@ from typing import Callable
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.children import python_argv
-from aoti_shim.errors import EXIT_BLOCKING, AotiShimError
+from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, UsageError
 from aoti_shim.smoke import bindings
 from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is_cached, torch_has_native_prefix, torch_version
 from aoti_shim.smoke.evidence import first_error_line, runtime_copies
@@ -99,6 +99,8 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
                     progress, f"compile {model} ({settings.device}, {route} route){cached}",
                     lambda r=request: compile_cached(r, settings.cache_dir),
                 )  # fmt: skip
+            except UsageError:
+                raise  # the user's model itself is wrong: one line for the whole run, not a row per route
             except AotiShimError as e:
                 compiled[route] = e
         name = next((a.model_name for a in compiled.values() if isinstance(a, Artefact)), model)

@@ -288,14 +288,15 @@ def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: P
     assert proc.stdout.splitlines()[0].endswith(", stream none (cpu)"), proc.stdout
 
 
-def test_users_callable_returning_the_wrong_thing_is_a_failed_row(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+def test_users_callable_returning_the_wrong_thing_is_a_usage_error(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    # A usage error, said once (it was a failed row per route, exit 8).
     shutil.copy(FIXTURES / "user_model.py", tmp_path / "user_model.py")
-    proc = cli("smoke", "--device", "cpu", "--model", "user_model:wrong_shape", "--route", "binary", "--no-control",
+    proc = cli("smoke", "-q", "--device", "cpu", "--model", "user_model:wrong_shape", "--route", "binary", "--no-control",
                      "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
-    assert proc.returncode == 8
-    assert "Traceback" not in proc.stderr + proc.stdout
-    assert "must return (module, example_inputs)" in proc.stdout
-    assert not any((tmp_path / "cache").iterdir())  # no half-made cache entry
+    line = one_line_error(proc, 2)
+    assert "--model user_model:wrong_shape: the callable must return (module, example_inputs)" in line
+    # No half-made cache entry: only the kept log of the failure.
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["errors"]
 
 
 @pytest.mark.parametrize(
@@ -375,3 +376,51 @@ def test_cuda_without_a_gpu_is_a_usage_error() -> None:
 
 def test_installed_package_ships_the_shim_library() -> None:
     assert installed_shim_library().is_file()
+
+
+BAD_MODELS = """
+import torch
+
+
+class Raises(torch.nn.Module):
+    def forward(self, x):
+        raise RuntimeError("no GPU here\\nsecond line")
+
+
+class DataDependent(torch.nn.Module):
+    def forward(self, x):
+        return x * 2 if x.sum() > 0 else x
+
+
+def raises(device):
+    return Raises(), (torch.randn(2, 3),)
+
+
+def wrong_type(device):
+    return 42
+
+
+def unexportable(device):
+    return DataDependent(), (torch.randn(2, 3),)
+"""
+
+
+@pytest.mark.parametrize(
+    ("callable_", "message"),
+    [
+        ("raises", "--model bad_models:raises: running it eagerly failed: RuntimeError: no GPU here"),
+        ("wrong_type", "--model bad_models:wrong_type: the callable must return (module, example_inputs)"),
+        ("unexportable", "--model bad_models:unexportable: torch.export.export failed: GuardOnDataDependentSymNode"),
+    ],
+)
+def test_a_users_model_that_fails_is_one_line_once_with_the_log(tmp_path: Path, callable_: str, message: str) -> None:
+    # At f562a93 each such model was a FAIL row per route and again for the control, exit 8.
+    (tmp_path / "bad_models.py").write_text(BAD_MODELS)
+    done = cli("smoke", "-q", "--device", "cpu", "--model", f"bad_models:{callable_}", "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)
+    line = one_line_error(done, 2)
+    assert line.startswith(f"aoti-shim: error: {message}"), line
+    logged = re.fullmatch(r".* \(the full error: (\S+\.log)\)", line)
+    assert logged, line
+    log = Path(logged.group(1))
+    assert log.parent == tmp_path / "cache" / "errors" and "Traceback" in log.read_text()
+    assert done.stdout == ""  # no table of failed rows
