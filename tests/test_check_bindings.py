@@ -116,6 +116,17 @@ def test_an_unversioned_import_does_not_bind_to_a_hidden_version(tmp_path: Path)
     assert _found(report) == {("UNSATISFIED_IMPORT", "libblob.so", "myrt_aoti_torch_y")}
 
 
+def test_an_unversioned_import_binds_to_a_hidden_oldest_version(tmp_path: Path) -> None:
+    """The other half of glibc's rule, asked of the loader: a hidden definition at version
+    index 2 (the oldest version node) still serves an unversioned reference."""
+    (tmp_path / "v.map").write_text("MYRT_OLD { };\nMYRT_NEW { global: myrt_aoti_torch_x; local: *; };\n")
+    text = _define("myrt_aoti_torch_x") + f"{EXPORT} int y_old(void) {{ return 2; }}\n" + '__asm__(".symver y_old, myrt_aoti_torch_y@MYRT_OLD");\n'
+    shim = _lib(tmp_path, "shim", text, (f"-Wl,--version-script={tmp_path / 'v.map'}",))
+    blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "myrt_aoti_torch_y") + ENTRY)
+    assert _loads([shim], blob).returncode == 0
+    assert run_check(CheckSettings(shims=(str(shim),), models=(str(blob),))).findings == ()
+
+
 # -- ELF class, data encoding and machine ------------------------------------------------------
 
 
