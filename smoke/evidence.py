@@ -16,7 +16,12 @@ from pathlib import Path
 from aoti_shim.smoke.bindings import Binding
 
 # Lines a shim library or AOTInductor's container prints when something goes wrong.
-_ERROR = re.compile(r"(?i)(\berror\b|\bfailed\b|\bfailure\b|\binvalid\b|\bterminate called\b|\bwhat\(\)|\babort|\bexception\b|\bnull\b.*\bstream\b)")
+_ERROR = re.compile(
+    r"(?i)(\berror\b|\bfailed\b|\bfailure\b|\binvalid\b|\bterminate called\b|\bwhat\(\)|\babort|\bexception\b"
+    r"|\brefused\b|\bunsupported\b|\bcannot\b|\bcould not\b|\bnull\b.*\bstream\b)"
+    # A logger's error level: glog's "E1201 12:00:00", ExecuTorch's "E 00:00:01.123", "[E]", "ERROR:".
+    r"|^(E\d{4} |E [\w\d:.]|\[E\] |ERROR:)"
+)
 # Python's own traceback frames: the cause came before them.
 _TRACEBACK = re.compile(r"^(Traceback \(most recent call last\):|\s+File \"|\s{4})")
 

@@ -33,7 +33,9 @@ def promote_libtorch(device: str) -> ctypes.CDLL:
     return libtorch
 
 
-def run(request: dict[str, Any]) -> dict[str, Any]:
+def run(request: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """One run, filling ``result``; what it holds when the run fails (the path the blob was
+    loaded by) still lets the parent read the loader's bindings as evidence."""
     import torch
 
     from aoti_shim.smoke.compare import against_control, against_eager, compare
@@ -60,7 +62,7 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
     io = torch.load(request["io"])
     inputs = [t.to(device).contiguous() for t in io["inputs"]]
     with load_private_copy(Path(request["blob"]), LoadSettings()) as blob:
-        result: dict[str, Any] = {"dlopen_path": blob.path}
+        result["dlopen_path"] = blob.path
         container = Container(blob.library, device, request.get("kernel_dir"))
         try:
             with torch.no_grad():
@@ -102,13 +104,14 @@ def run(request: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[0]).read_text())
+    result: dict[str, Any] = {}
     try:
-        result = run(request)
+        run(request, result)
         status = 0
     except Exception as e:  # noqa: BLE001 - reported as the row's status, not a crash
         traceback.print_exc()
         first = (str(e).strip().splitlines() or [""])[0]
-        result = {"error": f"{type(e).__name__}: {first}" if not hasattr(e, "exit_code") else first}
+        result["error"] = f"{type(e).__name__}: {first}" if not hasattr(e, "exit_code") else first
         status = 1
     Path(argv[1]).write_text(json.dumps(result))
     return status

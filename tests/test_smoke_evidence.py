@@ -113,3 +113,54 @@ def test_a_shim_library_bound_to_another_copy_of_libcudart_is_named(tmp_path: Pa
     notes = runtime_copies(_bindings_of(tmp_path / "with-torch", torchs, shims), shims)
     assert len(notes) == 1 and notes[0].startswith(f"libcudart.so.13: the shims' calls bound to {torchs}"), notes
     assert f"not their own {own}" in notes[0]
+
+
+# --- a failed row on the CPU: a runtime's shims that refuse one call --------------------------
+
+_REFUSED = "aoti_torch_empty_strided"
+_REFUSAL = "E rt_runtime: aoti_torch_empty_strided refused: the runtime's allocator is not initialised"
+
+
+def _refusing_shims(tmp: Path, reference: Path, prefix: str) -> Path:
+    """Shims "of a runtime": every name of the reference library under the prefix myrt_ (a jump
+    through a slot that a constructor fills from the reference library, opened RTLD_LOCAL, so no
+    reference name is imported), except one that prints the runtime's own error line and fails."""
+    from aoti_shim.checks.elf import ElfImage
+
+    with ElfImage(reference) as image:
+        names = sorted(n[len(prefix) :] for n in image.exports() if n.startswith(f"{prefix}aoti_torch_") and n[len(prefix) :] != _REFUSED)
+    lines = ["#include <dlfcn.h>", "#include <stdint.h>", "#include <stdio.h>"]
+    for i, name in enumerate(names):
+        lines.append(f'__attribute__((visibility("hidden"))) void* slot_{i};')
+        lines.append(f'__asm__(".globl myrt_{name}\\n.type myrt_{name}, @function\\nmyrt_{name}:\\n  jmp *slot_{i}(%rip)\\n");')
+    lines.append(f'int32_t myrt_{_REFUSED}(void) {{ fprintf(stderr, "{_REFUSAL}\\n"); return 1; }}')
+    lines.append("__attribute__((constructor)) static void bind_slots(void) {")
+    lines.append(f'  void* h = dlopen("{reference}", RTLD_NOW | RTLD_LOCAL);')
+    lines += [f'  slot_{i} = dlsym(h, "{prefix}{name}");' for i, name in enumerate(names)]
+    lines.append("}")
+    source = tmp / "refusing_shims.c"
+    source.write_text("\n".join(lines) + "\n")
+    library = tmp / "librefusing_shims.so"
+    compile_shared(source, library, ("-ldl",))
+    return library
+
+
+def test_a_failed_row_keeps_the_bindings_and_the_first_error_line(smoke_cache: Path, tmp_path: Path) -> None:
+    import json
+
+    from smoke_support import PREFIX, installed_shim_library
+
+    shims = _refusing_shims(tmp_path, installed_shim_library(), PREFIX)
+    out = tmp_path / "r.json"
+    # The run child's traceback is part of the evidence shown (its last lines), so no traceback-free runner here.
+    proc = subprocess.run(
+        [sys.executable, "-m", "aoti_shim", "smoke", "--device", "cpu", "--model", "mlp", "--route", "binary", "--no-control",
+         "--iterations", "1", "--shims", str(shims), "--prefix", "myrt_", "--cache-dir", str(smoke_cache), "--json", str(out)],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 8, proc.stdout + proc.stderr[-3000:]
+    (row,) = json.loads(out.read_text())["rows"]
+    # The runtime's own line, not the traceback's last one; the loader's bindings are kept.
+    assert row["first_error"] == _REFUSAL and row["status"].startswith("FAIL: ")
+    assert _REFUSAL in row["status"] and row["binding"] == "shims" and row["bound"]["shims"] >= 10
+    assert f"the first error it printed: {_REFUSAL}" in proc.stderr
