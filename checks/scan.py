@@ -331,10 +331,13 @@ def captures(scanned: Scanned, ctx: _Context | None = None) -> Iterator[tuple[Li
             for lib in ctx.libraries
             if lib.linked is not None and lib.unprefixed_imports and _owner_key(lib) != _owner_key(provider)
         }
-        process = bindings.Process(
-            references=[provider.linked, *(r for r in ctx.torch_references if r is not provider.linked)],
-            models=[lib.linked for lib in consumers.values() if lib.linked is not None],
-        )
+        references = [provider.linked, *(r for r in ctx.torch_references if r is not provider.linked)]
+        models = [lib.linked for lib in consumers.values() if lib.linked is not None]
+        placed = {id(x) for x in (*references, *models)}
+        # The rest of the environment's shim-ABI libraries are there to be found through a
+        # consumer's DT_NEEDED (its own copy of a name, with the version it asks for).
+        others = [lib.linked for lib in ctx.libraries if lib.linked is not None and id(lib.linked) not in placed]
+        process = bindings.Process(references=references, models=models, dependencies=others)
         captured: dict[int, list[str]] = {}
         for b in process.resolve(bindings.shim_abi_imports):
             if b.definer is provider.linked and b.name in taken:

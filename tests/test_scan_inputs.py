@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -216,3 +218,63 @@ def test_hostile_names_are_printed_safely(tmp_path: Path, consumer: Path) -> Non
     schema = json.loads(resources.files("aoti_shim.checks").joinpath("schemas/scan-v1.schema.json").read_text())
     jsonschema.validate(doc, schema)
     assert doc["distributions"][0]["name"] == name and doc["distributions"][0]["libraries"][0]["path"] == "pkg/new\nline.so"
+
+
+_DEFINER = "int aoti_torch_get_data_ptr(void *t, void **o) { return 1; }\nint aoti_torch_get_numel(void *t, long *o) { return 1; }\n"
+_USER = (
+    "extern int aoti_torch_get_data_ptr(void *, void **);\nextern int aoti_torch_get_numel(void *, long *);\n"
+    "int user_op(void) { void *p; long n; return aoti_torch_get_data_ptr(0, &p) + aoti_torch_get_numel(0, &n); }\n"
+)
+
+
+def _loader_bindings(*order: tuple[Path, bool]) -> dict[str, str]:
+    """(library, global?) loaded in order in a child, RTLD_NOW: the last one's shim imports -> the file each bound to."""
+    code = (
+        "import ctypes, os, sys\n"
+        "for path, glob in zip(sys.argv[1::2], sys.argv[2::2]):\n"
+        "    ctypes.CDLL(path, mode=os.RTLD_NOW | (os.RTLD_GLOBAL if glob == '1' else os.RTLD_LOCAL))\n"
+    )
+    args = [a for path, glob in order for a in (str(path), "1" if glob else "0")]
+    env = {**os.environ, "LD_DEBUG": "bindings", "LD_BIND_NOW": "1"}
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    user = order[-1][0].name
+    found = re.findall(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: normal symbol `(aoti_[^']+)'", done.stderr)
+    return {name: os.path.basename(definer) for importer, definer, name in found if os.path.basename(importer) == user}
+
+
+@pytest.mark.parametrize("versioned", [False, True])
+def test_a_hijack_is_the_binding_models_answer(tmp_path: Path, versioned: bool) -> None:
+    """A vendor's unprefixed runtime whose exports carry a version node of its own, and an
+    extension that links its own copy of the names: unversioned, its imports bind to the
+    vendor loaded global first (HIJACK); asking for its copy's version (TORCH_1), they bind to
+    its copy and the vendor captures nothing, though it exports every name the extension
+    imports. The scan says what the loader does either way."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "definer.c").write_text(_DEFINER)
+    (src / "user.c").write_text(_USER)
+    (src / "vendor.map").write_text("VENDOR_1 { global: aoti_torch_*; local: *; };\n")
+    (src / "torch.map").write_text("TORCH_1 { global: aoti_torch_*; local: *; };\n")
+    site = _site(tmp_path / "env", {"vendor_v/__init__.py": b""}, name="vendor-v")
+    (site / "ext_v").mkdir()
+    vendor, own, user = site / "vendor_v" / "libvendorv.so", site / "ext_v" / "libownshims.so", site / "ext_v" / "libuser.so"
+    compile_shared(src / "definer.c", vendor, (f"-Wl,--version-script={src / 'vendor.map'}",))
+    own_flags = (f"-Wl,--version-script={src / 'torch.map'}",) if versioned else ()
+    compile_shared(src / "definer.c", own, (*own_flags, "-Wl,-soname,libownshims.so"))
+    compile_shared(src / "user.c", user, (f"-L{own.parent}", "-lownshims", "-Wl,-rpath,$ORIGIN"))
+    info = site / "ext_v-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ext-v\nVersion: 1.0\n")
+    (info / "RECORD").write_text("ext_v/libownshims.so,,\next_v/libuser.so,,\n")
+    (site / "vendor_v-1.0.dist-info" / "RECORD").write_text("vendor_v/__init__.py,,\nvendor_v/libvendorv.so,,\n")
+
+    bound = _loader_bindings((vendor, True), (user, False))
+    doc = json.loads(_scan(str(site), "--format", "json").stdout)
+    hijacked = sorted(f["symbol"] for f in doc["findings"] if f["rule"] == "HIJACK" and f["related"] == "ext_v/libuser.so")
+    if versioned:
+        assert set(bound.values()) == {own.name} and hijacked == []
+    else:
+        assert set(bound.values()) == {vendor.name} and hijacked == ["aoti_torch_get_data_ptr"]  # one finding, the first name
+        (finding,) = [f for f in doc["findings"] if f["rule"] == "HIJACK" and f["related"] == "ext_v/libuser.so"]
+        assert f"captures {len(bound)} shim import(s)" in finding["message"]
