@@ -16,6 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from aoti_shim.atomic import write_text_atomically
 from aoti_shim.checks import CheckSettings, inputs, render, run_check
 from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
 from aoti_shim.checks.references import resolve_snapshot_name, snapshot_hint
@@ -179,9 +180,26 @@ def check_wheel(
         report = run_check(settings)
         console.block(render(report, "text", color=console.use_color()))
         code = report.exit_code(gate.fail_on)
+    verdict = f"{wheel.name}: passed the check"
     if code:
         if report.blocking:
             what = f"{len(report.blocking)} blocking finding(s)"
         else:
             what = f"{len(report.warnings)} warning(s) with fail-on = {gate.fail_on}"
-        raise BuildRejected(f"{what} in {wheel.name}: the wheel was deleted; nothing is installed", exit_code=code)
+        verdict = f"{what} in {wheel.name}: the wheel was deleted; nothing is installed"
+    if gate.report:
+        _write_report(gate.report, project_dir, render(report, "text", color=False), verdict)
+    if code:
+        raise BuildRejected(verdict, exit_code=code)
+
+
+def _write_report(where: str, project_dir: Path, table: str, verdict: str) -> None:
+    """The check's table and verdict, where ``report`` says: pip hides the backend's output
+    on success (and shows it only on failure or under ``pip -v``)."""
+    path = Path(where) if os.path.isabs(where) else project_dir / where
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise AotiShimError(f"{TABLE} report {path}: cannot create its folder: {e.strerror or e}") from None
+    write_text_atomically(path, f"{table.rstrip()}\n{verdict}\n", what=f"{TABLE} report")
+    console.info(f"report: {path}")

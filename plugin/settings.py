@@ -139,7 +139,7 @@ def _exports(value: object, where: str) -> str:
 PREFIX = Kind("string (a C identifier prefix)", _prefix, _prefix)
 REFERENCES = Kind("string or list of strings", _references_toml, _semicolon_list)
 GLOBS = Kind("string or list of strings", lambda v, w: _string_list(v, w, empty_ok=False))
-PATH = Kind("string (a path)", _path)
+PATH = Kind("string (a path)", _path, _path)
 TABLES = Kind("array of tables", _tables)
 FAIL_ON = Kind("string", _fail_on, _fail_on)
 BOOL = Kind("boolean", _bool, _bool_text)
@@ -195,6 +195,13 @@ class GateSettings:
     )
     fail_on: str = setting(
         "blocking", kind=FAIL_ON, config=True, doc="what fails the build: `blocking`, `any` (warnings too) or `never`"
+    )
+    report: str | None = setting(
+        None,
+        kind=PATH,
+        config=True,
+        doc="a file, relative to the project, that the check's text report and verdict are written to, "
+        "passed or failed: pip shows the backend's output only on failure or with `pip -v`",
     )
     cuda: bool = setting(
         False,

@@ -374,3 +374,17 @@ def test_check_wheel_colours_its_table_when_asked(libs: dict[str, Path], tmp_pat
         _check(wheel, tmp_path, PrefixChoice("myrt_", "x"))
     out = capsys.readouterr()
     assert "\x1b[" not in out.out + out.err
+
+
+def test_the_report_setting_keeps_the_table_and_the_verdict(libs: dict[str, Path], tmp_path: Path) -> None:
+    # pip hides the backend's output on success: the report file is where the verdict stays.
+    good = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libshim.so": libs["clean_shim"]})
+    _check(good, tmp_path, report="out/report.txt")
+    text = (tmp_path / "out" / "report.txt").read_text()
+    assert text.endswith("OK: 0 blocking, 0 warning(s), 0 suppressed\npkg-1.0-py3-none-any.whl: passed the check\n"), text
+    bad = make_wheel(tmp_path / "bad-1.0-py3-none-any.whl", {"pkg/libhalf.so": libs["half_prefixed_shim"]})
+    with pytest.raises(BuildRejected):
+        _check(bad, tmp_path, PrefixChoice("myrt_", "x"), report=str(tmp_path / "bad.txt"))
+    text = (tmp_path / "bad.txt").read_text()
+    assert "UNPREFIXED_EXPORT" in text
+    assert text.endswith("1 blocking finding(s) in bad-1.0-py3-none-any.whl: the wheel was deleted; nothing is installed\n")

@@ -48,7 +48,8 @@ def test_every_field_is_a_documented_setting() -> None:
         assert isinstance(field.metadata.get("kind"), settings.Kind)
     assert settings.TABLE_KEYS == {f.name.replace("_", "-") for f in dataclasses.fields(settings.GateSettings)}
     assert settings.CONFIG_KEYS == {
-        "aoti-shim.prefix", "aoti-shim.against", "aoti-shim.fail-on", "aoti-shim.cuda", "aoti-shim.force-include", "aoti-shim.exports"
+        "aoti-shim.prefix", "aoti-shim.against", "aoti-shim.fail-on", "aoti-shim.report", "aoti-shim.cuda",
+        "aoti-shim.force-include", "aoti-shim.exports",
     }  # fmt: skip
 
 
