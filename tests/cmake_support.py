@@ -88,17 +88,3 @@ def one_line(text: str) -> str:
 
 def log(result: subprocess.CompletedProcess[str]) -> str:
     return f"{result.stdout}\n{result.stderr}"
-
-
-def reference_shims() -> tuple[Path, str]:
-    """The installed reference shim library and the prefix it was built with.
-
-    The wheel ships the library (test_smoke asserts it), so its absence is a failure here, not a skip.
-    """
-    from aoti_shim.checks.prefix import built_prefix
-    from aoti_shim.paths import shim_library
-
-    library = shim_library()
-    prefix = built_prefix(library)
-    assert prefix, f"{library} exports no prefixed aoti_torch_* name"
-    return library, prefix

@@ -39,16 +39,6 @@ def build_fake_libs(root: Path) -> FakeLibs:
     )
 
 
-def installed_shim_library() -> Path:
-    from aoti_shim.errors import AotiShimError
-    from aoti_shim.paths import shim_library
-
-    try:
-        return shim_library()
-    except AotiShimError as e:
-        pytest.fail(f"the installed package has no reference shim library: {e}")
-
-
 def compiled_mlp(cache_dir: Path, route: str = "binary"):
     """The bundled MLP, compiled once per test session (``cache_dir`` is the session's
     ``smoke_cache`` fixture, so every module that asks shares the one compile)."""

@@ -13,7 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cmake_support import FIXTURE_PREFIX, PACKAGES, RECORDED_PACKAGE, CMakeProject, log, reference_shims
+from cmake_support import FIXTURE_PREFIX, PACKAGES, RECORDED_PACKAGE, CMakeProject, log
+from shims_support import reference_shims
 
 
 Built = tuple[CMakeProject, subprocess.CompletedProcess[str], str]

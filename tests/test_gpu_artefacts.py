@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 from cli_support import CLI
-from cmake_support import PACKAGES, REPO, CMakeProject, log, reference_shims
+from cmake_support import PACKAGES, REPO, CMakeProject, log
 from compile_support import compile_shared
+from shims_support import reference_shims
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks import snapshot as snapshot_mod

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from compile_support import compile_shared
-from smoke_support import build_fake_libs, compiled_mlp, installed_shim_library
+from shims_support import reference_library
+from smoke_support import build_fake_libs, compiled_mlp
 
 from aoti_shim.errors import InputError
 from aoti_shim.smoke.loader import LoadSettings, load_private_copy, memfd_available
@@ -218,7 +219,7 @@ def test_threads_run_one_real_blob_concurrently(
 
         blob = tmp_path / "mlp.prefixed.so"
         rewrite_imports(RewriteSettings(blob=artefact.blob, prefix="aotishim_", output=blob))
-        shim_lib, prefix = str(installed_shim_library()), "aotishim_"
+        shim_lib, prefix = str(reference_library()), "aotishim_"
     else:
         blob, shim_lib, prefix = artefact.blob, "", ""
     scratch = tmp_path / "scratch"

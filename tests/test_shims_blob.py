@@ -82,9 +82,9 @@ fn(blob, "AOTInductorModelContainerDelete", P)(container)
 
 @pytest.fixture(scope="module")
 def prefixed_blob(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    from test_shims_symbols import built_prefix, shim_library
+    from shims_support import reference_library, reference_prefix
 
-    prefix = built_prefix()
+    prefix = reference_prefix()
     project = CMakeProject(
         PACKAGES / "cmake_model",
         tmp_path_factory.mktemp("shim-blob") / "build",
@@ -92,7 +92,7 @@ def prefixed_blob(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path,
     )
     built = project.configure_and_build()
     assert built.returncode == 0, log(built)
-    return project.build / "libmlp_blob.so", shim_library(), prefix
+    return project.build / "libmlp_blob.so", reference_library(), prefix
 
 
 def test_blob_runs_on_the_shims_beside_a_global_libtorch(prefixed_blob: tuple[Path, Path, str]) -> None:

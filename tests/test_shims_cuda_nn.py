@@ -144,9 +144,9 @@ _CHILD = textwrap.dedent(
     import torch
     sys.path.insert(0, {tests!r})
     from test_shims_ops_torch import Shims, handle
-    from test_shims_symbols import built_prefix, shim_library
+    from shims_support import reference_library, reference_prefix
     from test_shims_cuda_nn import attention, conv, last_error
-    shims = Shims(ctypes.CDLL(str(shim_library())), built_prefix())
+    shims = Shims(ctypes.CDLL(str(reference_library())), reference_prefix())
     code = conv(shims, torch.zeros(2, 4, 8, 8), torch.zeros(6, 4, 3, 3))
     print(code, last_error(shims))
     code = attention(shims, "efficient", torch.zeros(1, 2, 8, 16), torch.zeros(1, 2, 8, 16), torch.zeros(1, 2, 8, 16))

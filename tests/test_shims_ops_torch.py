@@ -52,9 +52,9 @@ class Shims:
 
 @pytest.fixture(scope="module")
 def shims(torch_module) -> Iterator[Shims]:  # torch_module: marks every test here "torch"
-    from test_shims_symbols import built_prefix, shim_library
+    from shims_support import reference_library, reference_prefix
 
-    yield Shims(ctypes.CDLL(str(shim_library())), built_prefix())
+    yield Shims(ctypes.CDLL(str(reference_library())), reference_prefix())
 
 
 def handle(shims: Shims, tensor: torch.Tensor) -> P:

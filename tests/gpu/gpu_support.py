@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from shims_support import reference_library
 
 from aoti_shim.checks.prefix import DEFAULT_PREFIX
 
@@ -72,16 +73,6 @@ def prefixed_model(model: str, cache: Path, out_dir: Path, device: str = "cuda")
     rewrite_imports(RewriteSettings(blob=art.blob, prefix=PREFIX, output=blob))
     kernel_dir = json.loads((art.directory / "result.json").read_text()).get("kernel_dir")
     return PrefixedModel(art.model_name, blob, art.io_file, str(art.directory / kernel_dir) if kernel_dir else None)
-
-
-def installed_shims() -> Path:
-    from aoti_shim.errors import AotiShimError
-    from aoti_shim.paths import shim_library
-
-    try:
-        return shim_library()
-    except AotiShimError as e:
-        pytest.fail(f"the installed package has no reference shim library: {e}")
 
 
 class StreamSelection(ctypes.Structure):
@@ -264,7 +255,7 @@ def coalesced_host() -> Host:
         from aoti_shim.smoke.runner import ShimApi
 
         promote_libtorch("cuda")
-        shims = ctypes.CDLL(str(installed_shims()), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+        shims = ctypes.CDLL(str(reference_library()), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
         _host.append(Host(ShimApi(shims, PREFIX), StreamAbi(shims, PREFIX), shims))
     return _host[0]
 

@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpu_support import PREFIX, compile_cache, installed_shims, needs_gpu, prefixed_model
+from gpu_support import PREFIX, compile_cache, needs_gpu, prefixed_model
+from shims_support import reference_library
 
 pytestmark = needs_gpu()
 
@@ -26,7 +27,7 @@ def test_two_private_copies_run_concurrently(tmp_path_factory: pytest.TempPathFa
     env = dict(os.environ, TMPDIR=str(scratch))
     proc = subprocess.run(
         [sys.executable, str(CHILD), str(built.blob), str(built.io_file), built.kernel_dir or "",
-         str(installed_shims()), PREFIX, "cuda", str(ROUNDS), str(ITERATIONS)],
+         str(reference_library()), PREFIX, "cuda", str(ROUNDS), str(ITERATIONS)],
         capture_output=True, text=True, timeout=480, env=env, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, f"the child died ({proc.returncode}):\n{proc.stderr[-4000:]}"

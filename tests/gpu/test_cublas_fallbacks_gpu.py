@@ -13,7 +13,7 @@ pytestmark = needs_gpu()
 
 import torch  # noqa: E402
 
-from test_shims_symbols import built_prefix, shim_library  # noqa: E402
+from shims_support import reference_library, reference_prefix  # noqa: E402
 
 P, I64, I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
 CODES = {torch.float32: 6, torch.float64: 7, torch.float16: 5, torch.bfloat16: 15}
@@ -24,7 +24,7 @@ TOLERANCE = {torch.float32: 1e-5, torch.float64: 1e-12, torch.float16: 2e-3, tor
 @pytest.fixture(scope="module")
 def lib() -> tuple[ctypes.CDLL, str]:
     torch.backends.cuda.matmul.allow_tf32 = False  # the shims' float32 default: no TF32
-    return ctypes.CDLL(str(shim_library()), mode=os.RTLD_GLOBAL), built_prefix()
+    return ctypes.CDLL(str(reference_library()), mode=os.RTLD_GLOBAL), reference_prefix()
 
 
 def fn(lib: tuple[ctypes.CDLL, str], name: str, *argtypes: object):

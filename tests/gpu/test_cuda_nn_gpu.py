@@ -22,7 +22,7 @@ import torch.nn.functional as F  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from test_shims_symbols import built_prefix, shim_library  # noqa: E402
+from shims_support import reference_library, reference_prefix  # noqa: E402
 
 P, I64, I32, F64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
 CODES = {torch.float32: 6, torch.float64: 7, torch.float16: 5, torch.bfloat16: 15, torch.bool: 11, torch.int64: 4,
@@ -38,8 +38,8 @@ class Shims:
     def __init__(self) -> None:
         torch.backends.cuda.matmul.allow_tf32 = False  # the shims' float32 default: no TF32
         torch.backends.cudnn.allow_tf32 = False
-        self.lib = ctypes.CDLL(str(shim_library()), mode=os.RTLD_GLOBAL)
-        self.prefix = built_prefix()
+        self.lib = ctypes.CDLL(str(reference_library()), mode=os.RTLD_GLOBAL)
+        self.prefix = reference_prefix()
 
     def fn(self, name: str, *argtypes: object):
         f = getattr(self.lib, self.prefix + name)

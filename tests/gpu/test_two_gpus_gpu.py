@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-from gpu_support import PREFIX, coalesced_host, compile_cache, installed_shims, needs_gpu, prefixed_model, spin_cycles
+from gpu_support import PREFIX, coalesced_host, compile_cache, needs_gpu, prefixed_model, spin_cycles
+from shims_support import reference_library
 
 pytestmark = needs_gpu(2)
 
@@ -307,7 +308,7 @@ def test_two_blobs_on_two_gpus_from_two_threads(tmp_path_factory: pytest.TempPat
     built = prefixed_model("mlp", compile_cache(tmp_path_factory), tmp_path)
     proc = subprocess.run(
         [sys.executable, str(CHILD), str(built.blob), str(built.io_file), built.kernel_dir or "",
-         str(installed_shims()), PREFIX, "3", "40"],
+         str(reference_library()), PREFIX, "3", "40"],
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, f"the child died ({proc.returncode}):\n{proc.stderr[-4000:]}"
