@@ -148,9 +148,10 @@ def _refusing_shims(tmp: Path, reference: Path, prefix: str) -> Path:
 def test_a_failed_row_keeps_the_bindings_and_the_first_error_line(smoke_cache: Path, tmp_path: Path) -> None:
     import json
 
-    from smoke_support import PREFIX, installed_shim_library
+    from shims_support import reference_library
+    from smoke_support import PREFIX
 
-    shims = _refusing_shims(tmp_path, installed_shim_library(), PREFIX)
+    shims = _refusing_shims(tmp_path, reference_library(), PREFIX)
     out = tmp_path / "r.json"
     # The run child's traceback is part of the evidence shown (its last lines), so no traceback-free runner here.
     proc = subprocess.run(
