@@ -6,14 +6,17 @@ Each callable takes the device and returns (module, example inputs), the smoke's
 ``--model MODULE:CALLABLE`` form. Weights are random (seeded by the smoke), nothing is
 downloaded: every model is built from its configuration. Inputs are small, so that a
 CPU compile stays in seconds; the architectures are the real ones. The libraries are
-not dependencies of aoti-shim: ``pip install "aoti-shim[zoo]"`` (or the one you need).
+not dependencies of aoti-shim: a missing one is named with the ``pip install`` that works next to
+the installed torch (:func:`install_hint`); the ``[zoo]`` extra holds the same pins.
 """
 
 from __future__ import annotations
 
+import shlex
 from typing import TYPE_CHECKING, Any
 
 from aoti_shim.errors import UsageError
+from aoti_shim.extras import requirements
 
 if TYPE_CHECKING:
     import torch
@@ -23,13 +26,42 @@ MODELS = ("resnet18", "mobilenet_v3_small", "vit_tiny", "gpt2", "bert", "llama")
 DTYPES = ("float32", "bfloat16")
 
 
+def install_hint(package: str, torch_version: str | None) -> str:
+    """A ``pip install`` of ``package`` pinned to what works next to ``torch_version``.
+
+    torchvision is released in step with torch (torch 2.N pairs with torchvision 0.(N+15)) and
+    its PyPI wheel is a CUDA build, whose ops do not load next to a CPU torch: a CPU torch gets
+    PyTorch's CPU index. The others take the pins of the [zoo] extra.
+    """
+    if package == "torchvision" and torch_version:
+        major, _, rest = torch_version.partition(".")
+        minor = rest.split(".", 1)[0]
+        if major == "2" and minor.isdigit():
+            line = f"pip install 'torchvision==0.{int(minor) + 15}.*'"
+            if torch_version.endswith("+cpu"):
+                line += " --index-url https://download.pytorch.org/whl/cpu"
+            return f"{line} (the release that loads next to torch {torch_version})"
+    pinned = [r for r in requirements("zoo") if r.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip() == package]
+    return "pip install " + " ".join(shlex.quote(r) for r in (pinned or [package]))
+
+
+def _torch_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("torch")
+    except PackageNotFoundError:
+        return None
+
+
 def _need(module: str, package: str) -> Any:
     import importlib
 
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise UsageError(f"the zoo model needs {package}, which cannot be imported ({e}): pip install {package}") from None
+        hint = install_hint(package, _torch_version())
+        raise UsageError(f"the zoo model needs {package}, which cannot be imported ({e}): {hint}") from None
 
 
 def _image(device: str, size: int = 64) -> tuple[torch.Tensor, ...]:

@@ -199,3 +199,16 @@ def test_the_default_compile_runs_through_the_shims_fallbacks(smoke_cache: Path,
     # The zero-fallback compile of the same model (the smoke's default) imports none.
     with ElfImage(compile_cached(CompileRequest("block", "cpu", "binary"), smoke_cache).blob) as image:
         assert not [n for n in image.imports() if n.startswith("aoti_torch_cpu_")]
+
+
+def test_a_missing_zoo_library_is_named_with_a_pin_that_loads_next_to_torch() -> None:
+    from aoti_shim.smoke.zoo import install_hint
+
+    assert install_hint("torchvision", "2.13.0+cpu") == (
+        "pip install 'torchvision==0.28.*' --index-url https://download.pytorch.org/whl/cpu "
+        "(the release that loads next to torch 2.13.0+cpu)"
+    )
+    assert install_hint("torchvision", "2.11.0+cu130") == "pip install 'torchvision==0.26.*' (the release that loads next to torch 2.11.0+cu130)"
+    # The others take the [zoo] extra's pins (it was a bare `pip install transformers`).
+    assert install_hint("transformers", "2.13.0") == "pip install 'transformers<6,>=5'"
+    assert install_hint("timm", None) == "pip install 'timm>=1'"
