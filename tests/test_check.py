@@ -278,6 +278,17 @@ def test_libtorch_cpu_exports_its_shims_global_and_unversioned(torch_lib):
 # -- the command line -------------------------------------------------------------------
 
 
+def test_blocking_findings_and_warnings_at_once_set_both_exit_bits(checker_libs):
+    # 8 (blocking) | 4 (warnings) = 12 with --fail-on any; the warning bit only counts there.
+    args = ("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--shim", str(checker_libs["runtime_reexport"]),
+            "--against", "torch", "--prefix", "myrt_")  # fmt: skip
+    for fail_on, code in (("any", 12), ("blocking", 8), ("never", 0)):
+        done = cli(*args, "--fail-on", fail_on)
+        assert done.returncode == code, (fail_on, done.stdout, done.stderr)
+        assert "2 blocking, 1 warning(s), 0 suppressed" in done.stdout.splitlines()[-1], done.stdout
+        assert "UNPREFIXED_EXPORT" in done.stdout and "REEXPORTED_RUNTIME" in done.stdout
+
+
 def test_cli_exit_codes(checker_libs, tmp_path):
     clean = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch")
     assert clean.returncode == 0, clean.stderr

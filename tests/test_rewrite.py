@@ -47,6 +47,36 @@ def _load_and_call(blob: Path, *globals_: Path) -> int:
     return int(proc.stdout.strip())
 
 
+# Exports a model entry point, imports one shim and one libc function, and holds a shim's
+# name as data: only the shim import may change.
+_ONLY_IMPORTS_BLOB = """
+#include <stdio.h>
+extern int aoti_torch_get_dim(void*, long*);
+const char aoti_shim_test_note[] = "calls aoti_torch_get_dim";
+__attribute__((visibility("default"))) int AOTInductorModelContainerRun(void) {
+  long d; puts(aoti_shim_test_note); return aoti_torch_get_dim(0, &d);
+}
+"""
+
+
+def test_rewrite_renames_only_the_shim_imports(tmp_path: Path) -> None:
+    from compile_support import compile_shared
+
+    source = tmp_path / "blob.c"
+    source.write_text(_ONLY_IMPORTS_BLOB)
+    blob, out = tmp_path / "libblob.so", tmp_path / "out.so"
+    compile_shared(source, blob)
+    done = cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    with ElfImage(blob) as before, ElfImage(out) as after:
+        assert dict(after.exports().items()) == dict(before.exports().items())
+        renamed = {(f"{PREFIX}{n}" if n.startswith("aoti_torch_") else n): s for n, s in before.imports().items()}
+        assert set(after.imports()) == set(renamed) and any(n.startswith("puts") for n in after.imports())
+        assert f"{PREFIX}aoti_torch_get_dim" in after.imports() and "aoti_torch_get_dim" not in after.imports()
+    # The name as data (a string the blob prints) is left as it was.
+    assert out.read_bytes().count(b"calls aoti_torch_get_dim\0") == blob.read_bytes().count(b"calls aoti_torch_get_dim\0") == 1
+
+
 @pytest.mark.parametrize("mode", [0o755, 0o640])
 def test_rewrite_renames_imports_and_keeps_the_mode(fake, tmp_path: Path, mode: int) -> None:
     blob = tmp_path / "model.so"
