@@ -25,7 +25,7 @@ set(AOTI_SHIM_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
 set(AOTI_SHIM_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/include")
 set(AOTI_SHIM_RENAME_HEADER "${AOTI_SHIM_INCLUDE_DIR}/aoti_shim_rename.h")
 if(NOT EXISTS "${AOTI_SHIM_RENAME_HEADER}")
-  message(FATAL_ERROR "AotiShim: ${AOTI_SHIM_RENAME_HEADER} is missing: reinstall aoti-shim")
+  message(FATAL_ERROR "AotiShim: ${AOTI_SHIM_RENAME_HEADER} is missing: reinstall aoti-shim (pip install --force-reinstall <the aoti-shim clone>)")
 endif()
 
 # aoti_shim_find_cudart: CUDA headers and libcudart from a CUDA 13 toolkit or NVIDIA's wheels.

@@ -225,3 +225,21 @@ def test_rewrite_imports_of_a_pt2_package_says_how_to_get_the_blob_out(tmp_path:
         "(aoti_shim_add_model(<name> PACKAGE <pt2> PREFIX <p>))"
     )
     assert not (tmp_path / "out.so").exists()
+
+
+def test_every_install_hint_names_a_route_that_works_before_aoti_shim_is_on_an_index() -> None:
+    # aoti-shim is on no index: "pip install aoti-shim", 'pip install "aoti-shim[torch]"' and a
+    # bare "reinstall aoti-shim" (f562a93's hints) send a user to a route that fails.
+    root = Path(__file__).resolve().parents[1]
+    sources = [p for folder in ("src", "checks", "plugin", "smoke", "cmake") for p in (root / folder).rglob("*") if p.suffix in (".py", ".cmake")]
+    assert len(sources) > 40
+    bad = []
+    for source in sources:
+        for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1):
+            if source.name == "extras.py":
+                continue  # where the extras' fallback line is made
+            if re.search(r"pip install [\"']?aoti-shim\b|pipx install aoti-shim", line) or (
+                "reinstall aoti-shim" in line and "<the aoti-shim clone>" not in line
+            ):
+                bad.append(f"{source.relative_to(root)}:{number}: {line.strip()}")
+    assert bad == []

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from aoti_shim.arguments import path
 from aoti_shim.errors import AotiShimError, InputError
+from aoti_shim.paths import REINSTALL
 
 DIST = "aoti-shim"
 _INSTALL_ONLY = frozenset({"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"})
@@ -110,9 +111,9 @@ def write_wheel(folder: Path) -> Path:
         try:
             data = (site / rel).read_bytes()
         except OSError as e:
-            raise InputError(f"{DIST}: {site / rel}: cannot read ({e.strerror or e}); reinstall aoti-shim") from None
+            raise InputError(f"{DIST}: {site / rel}: cannot read ({e.strerror or e}); {REINSTALL}") from None
         if entry.hash is not None and _record_hash(data) != f"{entry.hash.mode}={entry.hash.value}":
-            raise InputError(f"{DIST}: {site / rel} changed since pip installed it; reinstall aoti-shim")
+            raise InputError(f"{DIST}: {site / rel} changed since pip installed it; {REINSTALL}")
         members.append((rel.as_posix(), data))
     if dist_info is None:
         raise InputError(f"{DIST}: its installation lists no .dist-info; reinstall it with pip")

@@ -27,6 +27,7 @@ from typing import Sequence
 
 from aoti_shim.atomic import write_text_atomically
 from aoti_shim.errors import AotiShimError, InputError
+from aoti_shim.paths import REINSTALL
 from aoti_shim.torch_location import version_in
 
 SHIPPED_LIST = Path(__file__).resolve().parent / "torch_shim_names.txt"
@@ -154,7 +155,7 @@ def shipped_names(path: Path = SHIPPED_LIST) -> ShippedNames:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise AotiShimError(f"{path}: cannot read the shipped torch name list ({e.strerror or e}): reinstall aoti-shim") from None
+        raise AotiShimError(f"{path}: cannot read the shipped torch name list ({e.strerror or e}): {REINSTALL}") from None
     versions: tuple[str, ...] = ()
     names: set[str] = set()
     for line in text.splitlines():
