@@ -407,6 +407,7 @@ def unexportable(device):
 """
 
 
+@pytest.mark.slow  # a torch import and an export per case
 @pytest.mark.parametrize(
     ("callable_", "message"),
     [
