@@ -786,20 +786,11 @@ endfunction()
 # After <target> (a shim library) is linked, runs `aoti-shim check` on it and on the
 # MODELS blobs (built first), printing the checker's table into the build log; a
 # blocking finding fails the build.
-function(aoti_shim_check target)
-  set(fn aoti_shim_check)
-  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PREFIX" "AGAINST;MODELS")
-  _aoti_shim_no_extra_args(${fn} "${ARG_UNPARSED_ARGUMENTS}")
-  _aoti_shim_require_target(${fn} "${target}")
-  get_target_property(type "${target}" TYPE)
-  if(NOT type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY)$")
-    message(FATAL_ERROR "${fn}: '${target}' is a ${type}; the checker reads shared libraries")
-  endif()
-  if("AGAINST" IN_LIST ARG_KEYWORDS_MISSING_VALUES OR "MODELS" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
-    message(FATAL_ERROR "${fn}: AGAINST and MODELS need at least one value")
-  endif()
-  set(args --shim "$<TARGET_FILE:${target}>")
-  foreach(model IN LISTS ARG_MODELS)
+# The --model arguments of aoti_shim_check's MODELS (each a shared library target defined
+# above the call, not linking the shims: a blob finds its shims at load time).
+function(_aoti_shim_check_models fn target models out)
+  set(args "")
+  foreach(model IN LISTS models)
     if(NOT TARGET "${model}")
       # The usual cause: aoti_shim_check() written above the model's definition.
       message(FATAL_ERROR "${fn}: MODELS '${model}' is not a target (yet): define it first "
@@ -817,28 +808,48 @@ function(aoti_shim_check target)
     endif()
     list(APPEND args --model "$<TARGET_FILE:${model}>")
   endforeach()
-  # No AGAINST: what the build backend checks against. Under pip that is its `against`
-  # setting (it passes its references in $AOTI_SHIM_AGAINST; empty for against = []), else
-  # torch, the backend's default: a check with no reference finds no collision.
-  set(checked_against "${ARG_AGAINST}")
-  if(NOT ARG_AGAINST)
+  set(${out} "${args}" PARENT_SCOPE)
+endfunction()
+
+# The --against arguments of aoti_shim_check: its AGAINST, else what the build backend checks against.
+function(_aoti_shim_check_references fn given out)
+  # No AGAINST: under pip, the backend's `against` setting (it passes its references, already
+  # resolved, in $AOTI_SHIM_AGAINST; empty for against = []), else torch, the backend's
+  # default: a check with no reference finds no collision.
+  set(args "")
+  if(NOT given)
+    set(backend torch)
     if(DEFINED ENV{AOTI_SHIM_AGAINST})
-      set(checked_against "$ENV{AOTI_SHIM_AGAINST}")
-    else()
-      set(checked_against torch)
+      set(backend "$ENV{AOTI_SHIM_AGAINST}")
     endif()
-  endif()
-  foreach(against IN LISTS checked_against)
-    # The backend's references are already resolved (a shipped snapshot's name is one).
-    if(NOT ARG_AGAINST)
+    foreach(against IN LISTS backend)
       list(APPEND args --against "${against}")
-      continue()
-    endif()
+    endforeach()
+  endif()
+  foreach(against IN LISTS given)
     if(NOT against STREQUAL "torch" AND NOT EXISTS "${against}")
       message(FATAL_ERROR "${fn}: AGAINST '${against}' is neither 'torch' nor an existing path")
     endif()
     list(APPEND args --against "${against}")
   endforeach()
+  set(${out} "${args}" PARENT_SCOPE)
+endfunction()
+
+function(aoti_shim_check target)
+  set(fn aoti_shim_check)
+  cmake_parse_arguments(PARSE_ARGV 1 ARG "" "PREFIX" "AGAINST;MODELS")
+  _aoti_shim_no_extra_args(${fn} "${ARG_UNPARSED_ARGUMENTS}")
+  _aoti_shim_require_target(${fn} "${target}")
+  get_target_property(type "${target}" TYPE)
+  if(NOT type MATCHES "^(SHARED_LIBRARY|MODULE_LIBRARY)$")
+    message(FATAL_ERROR "${fn}: '${target}' is a ${type}; the checker reads shared libraries")
+  endif()
+  if("AGAINST" IN_LIST ARG_KEYWORDS_MISSING_VALUES OR "MODELS" IN_LIST ARG_KEYWORDS_MISSING_VALUES)
+    message(FATAL_ERROR "${fn}: AGAINST and MODELS need at least one value")
+  endif()
+  _aoti_shim_check_models(${fn} "${target}" "${ARG_MODELS}" model_args)
+  _aoti_shim_check_references(${fn} "${ARG_AGAINST}" against_args)
+  set(args --shim "$<TARGET_FILE:${target}>" ${model_args} ${against_args})
   # No prefix anywhere is no error here: the checker then infers it from the shims.
   _aoti_shim_resolve_prefix(${fn} "${target}" "${ARGV}" "${ARG_KEYWORDS_MISSING_VALUES}" "${ARG_PREFIX}" prefix
                             FROM_TARGET OPTIONAL)
