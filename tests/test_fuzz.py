@@ -71,8 +71,9 @@ def assert_report_fits(report: Report, mutant: Path, good_ref: str, baseline: Re
     """A report on a mutant says only what the mutant's own symbol table supports.
 
     As the shim (``baseline`` None): every finding is about the mutant, names one of its
-    exports, and a COLLISION's name is one good_ref exports. As the reference: every
-    finding but COLLISION is the unmutated baseline's, and a COLLISION names an export of
+    exports or imports, and a COLLISION's name is one good_ref exports. As the reference:
+    every finding but COLLISION is the unmutated baseline's (and a LOAD_FAILURE, where the
+    mutant's class, byte order or machine is another), and a COLLISION names an export of
     both. Either way the exit code is the findings' severities.
     """
     # The documented exit bits: 8 for blocking findings, 4 for warnings under --fail-on any.
@@ -87,18 +88,30 @@ def assert_report_fits(report: Report, mutant: Path, good_ref: str, baseline: Re
         with ElfImage(mutant) as image:
             # The checker reads a library without .dynsym as one exporting nothing; so does this.
             mutant_exports = set(image.exports()) if image.has_dynsym else set()
+            mutant_imports = set(image.imports()) if image.has_dynsym else set()
     except InputError:
         # A reference is only asked single names through .gnu.hash; its whole table may be broken.
         assert baseline is not None, "the checker read a shim whose symbol table is unreadable"
         mutant_exports = ref_exports
+        mutant_imports = set()
     collisions = {f.symbol for f in report.findings if f.rule == "COLLISION"}
     assert collisions <= mutant_exports & ref_exports, collisions - (mutant_exports & ref_exports)
     if baseline is None:
         assert {f.artifact for f in report.findings} <= {str(mutant)}
-        # Library-level findings (NOT_A_SHIM) name no symbol; every other names a mutant export.
-        assert {f.symbol for f in report.findings} - {""} <= mutant_exports
+        # Library-level findings (NOT_A_SHIM) name no symbol; every other names a mutant export,
+        # or one of its imports (the shims' own imports bind in the process too).
+        assert {f.symbol for f in report.findings} - {""} <= mutant_exports | mutant_imports
     else:
-        assert sorted(_key(f) for f in report.findings if f.rule != "COLLISION") == sorted(map(_key, baseline.findings))
+        # A reference of another ELF class, byte order or machine leaves the checked libraries
+        # unloadable next to it (the binding model's LOAD_FAILURE): the mutant's header says so.
+        allowed = {"COLLISION"} | ({"LOAD_FAILURE"} if _loader_identity(mutant) != _loader_identity(Path(good_ref)) else set())
+        assert sorted(_key(f) for f in report.findings if f.rule not in allowed) == sorted(map(_key, baseline.findings))
+
+
+def _loader_identity(path: Path) -> bytes:
+    """EI_CLASS, EI_DATA and e_machine as the file holds them: what dlopen compares."""
+    head = path.read_bytes()[:20]
+    return head[4:6] + head[18:20]
 
 
 def test_mutated_elf_files(corpus: list[tuple[str, Path]], tmp_path: Path) -> None:
