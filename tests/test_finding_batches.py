@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from compile_support import compile_shared
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from aoti_shim.checks import CheckSettings, render, run_check
@@ -95,6 +95,8 @@ _texts = st.lists(st.text(st.characters(blacklist_characters="\0", blacklist_cat
 
 @settings(max_examples=300, deadline=None)
 @given(texts=_texts)
+# DEL is ASCII that json escapes: the fast path's table once lacked it (hypothesis found it).
+@example(texts=["\x7f", "a"])
 def test_quote_each_is_json_quoting(texts: list[str]) -> None:
     assert list(quote_each(texts)) == [json.dumps(t) for t in texts]
 

@@ -32,8 +32,8 @@ def _finding(f: Finding) -> dict[str, Any]:
     }
 
 
-# The characters json escapes in ASCII text: control characters, quote and backslash.
-_ESCAPED = str.maketrans(dict.fromkeys([*range(0x20), ord('"'), ord("\\")]))
+# The characters json escapes in ASCII text: control characters, DEL, quote and backslash.
+_ESCAPED = str.maketrans(dict.fromkeys([*range(0x20), 0x7F, ord('"'), ord("\\")]))
 
 
 def quote_each(texts: Sequence[str]) -> Iterable[str]:
