@@ -188,7 +188,7 @@ def test_the_default_compile_runs_through_the_shims_fallbacks(smoke_cache: Path,
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
 
     out = tmp_path / "default.json"
-    proc = aoti_shim("smoke", "--device", "cpu", "--compile", "default", "--model", "block", "--route", "binary",
+    proc = cli("smoke", "--device", "cpu", "--compile", "default", "--model", "block", "--route", "binary",
                      "--iterations", "2", "--cache-dir", str(smoke_cache), "--json", str(out), timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = {r["route"]: r for r in json.loads(out.read_text())["rows"]}
