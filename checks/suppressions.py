@@ -74,11 +74,23 @@ def parse(entries: Iterable[object], source: str, known_rules: Iterable[str]) ->
         artifact = entry.get("artifact", "*")
         if not isinstance(symbol, str) or not isinstance(artifact, str):
             raise UsageError(f"{where}: 'symbol' and 'artifact' must be strings (globs)")
-        if rule == "*" and symbol.strip("*") == "" and artifact.strip("*") == "":
+        if rule == "*" and _matches_anything(symbol) and _matches_anything(artifact):
             # It would silence every rule everywhere: the gate would always say OK.
             raise UsageError(f"{where}: rule = \"*\" needs a 'symbol' or an 'artifact' pattern")
         out.append(Suppression(rule=rule, symbol=symbol, artifact=artifact, reason=reason.strip()))
     return tuple(out)
+
+
+# Names of every shape a finding can carry: one character, a shim name, a mangled C++ name,
+# a path, a wheel member, a control character. (A library-level finding's symbol is empty; a
+# pattern matching all of these but that is still "everything" for a gate.)
+_PROBES = ("a", "Z", "aoti_torch_empty_strided", "_ZNSt6vectorIiE", "/x/lib.so", "d.whl!p/lib.so", "\n")
+
+
+def _matches_anything(pattern: str) -> bool:
+    """True for a glob that matches names of every shape ('*', '**', '?*', '*[!]]*'...):
+    with rule = "*" it would silence every finding."""
+    return all(fnmatch.fnmatchcase(probe, pattern) for probe in _PROBES)
 
 
 def load(path: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:

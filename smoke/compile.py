@@ -133,6 +133,41 @@ def is_cached(request: CompileRequest, cache_dir: Path) -> bool:
     return (cache_dir / cache_key(request) / "result.json").is_file()
 
 
+def _staging_owner(folder: Path) -> int | None:
+    """The process id in a staging folder's name (``.<key>.<pid>.<random>``), if it has one."""
+    if not folder.name.startswith("."):
+        return None
+    parts = folder.name[1:].rsplit(".", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def remove_abandoned_staging(cache_dir: Path) -> list[Path]:
+    """Remove the staging folders of compiles whose process is gone (a run killed with
+    SIGKILL runs no cleanup), and say which. Folders of live processes are theirs."""
+    removed = []
+    try:
+        candidates = [p for p in cache_dir.iterdir() if p.name.startswith(".")]
+    except OSError:
+        return removed
+    for folder in candidates:
+        pid = _staging_owner(folder)
+        if pid is None or pid == os.getpid() or _alive(pid) or not folder.is_dir() or folder.is_symlink():
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
 def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None = None) -> Artefact:
     """The artefact for ``request``, compiled in a child process unless cached."""
     final = cache_dir / cache_key(request)
@@ -140,8 +175,10 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
     if done.is_file():
         return _artefact(request, final)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    # Build in a private folder and rename it into place: a crash leaves no half entry.
-    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=cache_dir))
+    remove_abandoned_staging(cache_dir)
+    # Build in a private folder and rename it into place: a crash leaves no half entry. Its
+    # name holds this process's id, so that a later run knows a killed run's folder for one.
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.{os.getpid()}.", dir=cache_dir))
     # A package_cpp_only compile gets an Inductor cache of its own, removed before the
     # entry is published. torch writes such a package's kernels to <Inductor cache>/<hash
     # of the graph's code>/<kernel name>.cubin and keeps a file that is already there, so a

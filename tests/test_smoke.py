@@ -6,9 +6,11 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -436,3 +438,32 @@ def test_the_timed_runs_use_one_thread_unless_told_otherwise() -> None:
     assert _threads(None, {}) == (1, "the default; --threads N for more")
     assert _threads(3, {"OMP_NUM_THREADS": "8"}) == (3, "--threads")
     assert _threads(None, {"OMP_NUM_THREADS": "8"}) == (None, "$OMP_NUM_THREADS=8")
+
+
+def test_a_killed_runs_staging_folder_is_removed_by_a_later_run(tmp_path: Path) -> None:
+    """A compile killed with SIGKILL (no cleanup runs) leaves its staging folder in the cache;
+    the sweep that every compile_cached runs first removes it, and leaves a live process's
+    folder alone."""
+    from aoti_shim.smoke.compile import remove_abandoned_staging
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys; from pathlib import Path; from aoti_shim.smoke.compile import CompileRequest, compile_cached; "
+         "compile_cached(CompileRequest('mlp', 'cpu', 'binary'), Path(sys.argv[1]))", str(cache)],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not [p for p in cache.iterdir() if p.name.startswith(".")] and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # the run and its compile worker, as a kill of the job does
+        child.wait()
+    left = [p for p in cache.iterdir() if p.name.startswith(".")]
+    assert left, "the killed compile left no staging folder: nothing was tested"
+    ours = cache / f".mlp-cpu-binary-x.{os.getpid()}.live"  # a compile of this (live) process
+    ours.mkdir()
+    assert sorted(remove_abandoned_staging(cache)) == sorted(left)
+    assert [p.name for p in cache.iterdir()] == [ours.name]

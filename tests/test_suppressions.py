@@ -84,6 +84,9 @@ def test_a_huge_suppressions_file_is_refused(checker_libs, tmp_path):
         ('[[suppress]]\nrul = "COLLISION"\nreason = "x"\n', "unknown key 'rul' (did you mean 'rule'?)"),
         ('[[suppress]]\nrule = "*"\nreason = "silence everything"\n', "needs a 'symbol' or an 'artifact' pattern"),
         ('[[suppress]]\nrule = "*"\nsymbol = "**"\nreason = "still everything"\n', "needs a 'symbol' or an 'artifact' pattern"),
+        # Globs other than stars that still match every name (issue 23 §4).
+        ('[[suppress]]\nrule = "*"\nsymbol = "?*"\nartifact = "*?*"\nreason = "x"\n', "needs a 'symbol' or an 'artifact' pattern"),
+        ('[[suppress]]\nrule = "*"\nsymbol = "*[!]]*"\nreason = "x"\n', "needs a 'symbol' or an 'artifact' pattern"),
         ("a = " + "[" * 5000 + "]" * 5000 + "\n", "invalid TOML"),
     ],
 )
