@@ -10,7 +10,7 @@ from typing import Iterator
 
 from aoti_shim.checks import prefix as prefix_rules
 from aoti_shim.checks import suppressions as suppression_file
-from aoti_shim.checks.bindings import Linked
+from aoti_shim.checks.bindings import DEPENDENCY, Linked
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
 from aoti_shim.checks.references import close_all, open_references
@@ -76,6 +76,42 @@ def _read(art: Artifact, role: str) -> Library:
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
             executable=executable,
         )  # fmt: skip
+
+
+def _dependencies(pairs: list[tuple[Artifact, Library]], known: set[str], checked: frozenset[str]) -> list[Linked]:
+    """The libraries the checked ones' DT_NEEDED entries name that no input provides, found
+    where their DT_RUNPATH / DT_RPATH sends the loader ($ORIGIN expanded), breadth first.
+
+    A shim's dependency joins the global scope with it, a blob's its local scope: one that
+    defines a shim name can take a blob's import ahead of the shims, so it must be in the
+    process the rules judge. Only folders the file itself names are searched (the system's
+    are the deployment's; libc and the C++ runtime define no shim names)."""
+    found: list[Linked] = []
+    seen = set(checked)
+    todo = [(a.path, a.open) for a, lib in pairs if a.image is None and lib.linked is not None]
+    while todo:
+        path, opener = todo.pop(0)
+        with opener() as image:
+            if not image.has_dynsym:
+                continue
+            origin = os.path.dirname(os.path.realpath(path))
+            folders = [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for d in image.runpath]
+            wanted = [n for n in image.needed if n not in known and "/" not in n]
+        for name in wanted:
+            for folder in folders:
+                candidate = os.path.realpath(os.path.join(folder, name))
+                if not os.path.isfile(candidate):
+                    continue
+                known.add(name)
+                if candidate not in seen:
+                    seen.add(candidate)
+                    dep = _read(Artifact(candidate, candidate), "model").linked
+                    if dep is not None:
+                        found.append(dataclasses.replace(dep, role=DEPENDENCY))
+                        known.update(dep.names)
+                        todo.append((candidate, lambda c=candidate: ElfImage(c, display=c)))
+                break
+    return found
 
 
 def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:
@@ -156,6 +192,10 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         refs = open_references(
             settings.against, ws, torch_search_paths=settings.torch_search_paths, exclude=checked, sources=sources
         )
+        known = {n for lib in (*shims, *models) if lib.linked is not None for n in lib.linked.names}
+        known.update(os.path.basename(r.display.split("!")[-1]) for r in refs)
+        known.update(n for r in refs for n in (getattr(r, "soname", None),) if n)
+        dependencies = _dependencies([*zip(shim_arts, shims), *zip(model_arts, models)], known, checked)
         try:
             ctx = Context(
                 prefix=prefix,
@@ -164,6 +204,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
                 references=refs,
                 prefix_source=source,
                 shim_prefixes=frozenset(prefix_rules.carried(shim_names)),
+                dependencies=tuple(dependencies),
             )
             skipped = []
             if not settings.against:

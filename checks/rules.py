@@ -141,6 +141,9 @@ class Context:
     prefix_source: str = "inferred"
     # Every prefix the shims' exports carry in front of aoti_torch_ (the ground truth).
     shim_prefixes: frozenset[str] = field(default=frozenset())
+    # Libraries the checked ones need, found where their run paths point (not checked
+    # themselves: they load with whoever needs them).
+    dependencies: Sequence[Linked] = ()
 
     @property
     def libraries(self) -> Sequence[Library]:
@@ -167,7 +170,9 @@ class Context:
             one = linked(lib, role)
             seen[id(lib)] = one
             (programs if role == PROGRAM else shims if role == SHIM else models).append(one)
-        return Process.of(references=self.references, programs=programs, shims=shims, models=models)
+        return Process.of(
+            references=self.references, programs=programs, shims=shims, models=models, dependencies=self.dependencies
+        )
 
     @cached_property
     def linked_of(self) -> dict[str, Linked]:
@@ -534,11 +539,23 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
         for b in ctx.bindings.get(lib.display, ()):
             if b.definer is None or prefixes.is_unprefixed(b.name) or b.definer.role in (SHIM, PROGRAM):
                 continue
-            if id(b.definer) in global_ids:
+            if id(b.definer) in global_ids and not (b.definer.role == DEPENDENCY and b.name in ctx.provided):
                 continue  # a shim's own dependency, loaded global with it: the shims' side
             if b.definer.display == lib.display:
                 continue  # its own definition (MODEL_DEFINES_SHIM's)
             what = {REFERENCE: "a reference library", MODEL: "a model", DEPENDENCY: "a dependency"}.get(b.definer.role, b.definer.role)
+            if id(b.definer) in global_ids:
+                # A shim's dependency defines the name too and loads before the shim that is
+                # meant to serve it: the blob gets the dependency's copy.
+                shim = next((s.display for s in ctx.shims if b.name in s.exports), "the shims")
+                yield (
+                    lib.display,
+                    b.name,
+                    f"imports '{b.name}', which binds to {b.definer.display} (a dependency loaded with the shims) "
+                    f"in the process, not to {shim}, which also defines it",
+                    b.definer.display,
+                )
+                continue
             yield (
                 lib.display,
                 b.name,

@@ -194,6 +194,36 @@ def test_a_shims_dependency_is_loaded_with_it(tmp_path: Path) -> None:
     assert _found(report) == {("UNSATISFIED_IMPORT", "libalone.so", "myrt_aoti_torch_state"), ("UNSATISFIED_IMPORT", "libblob.so", "myrt_aoti_torch_y")}
 
 
+def test_a_shims_dependency_found_by_its_runpath_takes_the_blobs_import(tmp_path: Path) -> None:
+    """libfirst.so needs libold.so (found by RUNPATH $ORIGIN, not given to the check), an old
+    copy defining myrt_aoti_torch_x; libsecond.so, the shim meant to serve it, loads after:
+    the loader binds the blob's import to libold.so. The check knew only the given files
+    and said OK; and a name only the dependency defines was 'unsatisfied' though it binds."""
+    old = _lib(tmp_path, "old", _define("myrt_aoti_torch_x", "myrt_aoti_torch_q"))
+    first = _lib(tmp_path, "first", _define("myrt_aoti_torch_a"), ("-Wl,--no-as-needed", str(old), "-Wl,-rpath,$ORIGIN"))
+    second = _lib(tmp_path, "second", _define("myrt_aoti_torch_x"))
+    blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "myrt_aoti_torch_a") + ENTRY)
+    code = (
+        "import ctypes, os, sys\n"
+        "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
+        "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
+    )
+    env = dict(os.environ, LD_DEBUG="bindings")
+    loaded = subprocess.run([sys.executable, "-c", code, str(first), str(second), str(blob)], capture_output=True, text=True, env=env, check=False)
+    assert loaded.returncode == 0, loaded.stderr
+    assert f"binding file {blob} [0] to {old} [0]: normal symbol `myrt_aoti_torch_x'" in loaded.stderr
+    report = run_check(CheckSettings(shims=(str(first), str(second)), models=(str(blob),)))
+    assert _found(report) == {("BINDS_OUTSIDE_SHIMS", "libblob.so", "myrt_aoti_torch_x")}
+    (finding,) = report.findings
+    assert finding.message == (
+        f"imports 'myrt_aoti_torch_x', which binds to {old} (a dependency loaded with the shims) in the process, "
+        f"not to {second}, which also defines it"
+    )
+    only_old = _lib(tmp_path, "blob_q", _use("myrt_aoti_torch_q", "myrt_aoti_torch_a") + ENTRY)
+    assert _loads([first], only_old).returncode == 0
+    assert run_check(CheckSettings(shims=(str(first),), models=(str(only_old),))).findings == ()
+
+
 # -- executables are libraries too ---------------------------------------------------------------
 
 
