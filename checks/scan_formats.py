@@ -10,12 +10,12 @@ colliding pair), so each format renders from the whole report.
 from __future__ import annotations
 
 import json
-import xml.etree.ElementTree as ET
 from typing import Any, Callable
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import printable, valid_unicode
 from aoti_shim.checks.formats.github import MAX_ANNOTATIONS, _escape, _escape_property, _md_code, _md_text
+from aoti_shim.checks.formats.junit import junit_document
 from aoti_shim.checks.formats.sarif import SARIF_SCHEMA, artifact_uri
 from aoti_shim.checks.report import BLOCKING, Finding
 from aoti_shim.checks.scan import NOBODY, SCAN_RULES, LibraryFacts
@@ -270,31 +270,15 @@ def render_annotations(report: ScanReport, *, with_summary: bool = True) -> str:
 
 
 def render_junit(report: ScanReport) -> str:
-    f = printable
-    suite = ET.Element("testsuite", name="aoti-shim scan")
-    props = ET.SubElement(suite, "properties")
-    ET.SubElement(props, "property", name="environment", value=f(report.scanned.description))
-    libraries = report.scanned.libraries
-    cases = failures = 0
-    for rule in SCAN_RULES:
-        for lib in libraries:
-            cases += 1
-            case = ET.SubElement(suite, "testcase", classname=f"aoti-shim.scan.{rule.id}", name=f(lib.display))
-            hits = [x for x in report.findings if x.rule == rule.id and x.artifact == lib.display]
-            blocking = [x for x in hits if x.severity == BLOCKING]
-            if blocking:
-                failures += 1
-                fail = ET.SubElement(case, "failure", message=f"{len(blocking)} finding(s)", type=rule.id)
-                fail.text = "\n".join(f"{f(x.symbol)}: {f(x.message)}" for x in blocking)
-            elif hits:
-                ET.SubElement(case, "system-out").text = "\n".join(f"warning: {f(x.symbol)}: {f(x.message)}" for x in hits)
-    suite.set("tests", str(cases))
-    suite.set("failures", str(failures))
-    suite.set("errors", "0")
-    root = ET.Element("testsuites")
-    root.append(suite)
-    ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    return junit_document(
+        "aoti-shim scan",
+        [("environment", printable(report.scanned.description))],
+        [rule.id for rule in SCAN_RULES],
+        [lib.display for lib in report.scanned.libraries],
+        report.findings,
+        classname="aoti-shim.scan.",
+        text=printable,
+    )
 
 
 SCAN_FORMATS: dict[str, Callable[..., str]] = {
