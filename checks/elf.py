@@ -1185,6 +1185,11 @@ class ElfImage:
         return result
 
     def _gnu_lookup(self, t: _GnuHash, name: str) -> Symbol | None:
+        return next((sym for _, sym in self._gnu_exports(t, name)), None)
+
+    def _gnu_exports(self, t: _GnuHash, name: str) -> Iterator[tuple[int, Symbol]]:
+        """(index, symbol) of each export named ``name``, walking its ``.gnu.hash`` chain
+        (the bloom filter first): the loader's lookup, one home for both of its callers."""
         sym, strtab = self._dynsym()
         count = sym.size // sym.entsize
         mm = self._map()
@@ -1195,10 +1200,10 @@ class ElfImage:
         word = lay.bloom_word.unpack_from(mm, t.bloom_off + ((h // bits) % t.bloom_size) * wsize)[0]
         mask = (1 << (h % bits)) | (1 << ((h >> t.bloom_shift) % bits))
         if word & mask != mask:
-            return None
+            return
         index = lay.word.unpack_from(mm, t.buckets_off + (h % t.nbuckets) * 4)[0]
         if index == 0:
-            return None
+            return
         if index < t.symoffset:
             raise self._fail(f".gnu.hash bucket points below its first symbol ({index})")
         while True:
@@ -1209,9 +1214,9 @@ class ElfImage:
             if (h | 1) == (h2 | 1):
                 found = self._symbol_at(sym, strtab, index)
                 if found.name == name and found.is_export:
-                    return found
+                    yield index, found
             if h2 & 1:
-                return None
+                return
             index += 1
 
     def _symbol_at(self, sym: _Section, strtab: _Section, index: int) -> Symbol:
@@ -1388,35 +1393,7 @@ class ElfImage:
         table = self._gnu_hash_table()
         if table is None:
             return [self._entry(sym, i, versym, versions) for i, sym in enumerate(self.symbols(), 1) if sym.name == name and sym.is_export]
-        sym_sec, strtab = self._dynsym()
-        count = sym_sec.size // sym_sec.entsize
-        mm = self._map()
-        h = _hashed(name)[1]
-        lay = self._lay
-        wsize = lay.bloom_word.size
-        bits = wsize * 8
-        word = lay.bloom_word.unpack_from(mm, table.bloom_off + ((h // bits) % table.bloom_size) * wsize)[0]
-        mask = (1 << (h % bits)) | (1 << ((h >> table.bloom_shift) % bits))
-        if word & mask != mask:
-            return []
-        index = lay.word.unpack_from(mm, table.buckets_off + (h % table.nbuckets) * 4)[0]
-        if index == 0:
-            return []
-        if index < table.symoffset:
-            raise self._fail(f".gnu.hash bucket points below its first symbol ({index})")
-        found = []
-        while True:
-            at = table.chain_off + (index - table.symoffset) * 4
-            if index >= count or at + 4 > table.end:
-                raise self._fail(".gnu.hash chain runs past .dynsym")
-            h2 = lay.word.unpack_from(mm, at)[0]
-            if (h | 1) == (h2 | 1):
-                sym = self._symbol_at(sym_sec, strtab, index)
-                if sym.name == name and sym.is_export:
-                    found.append(self._entry(sym, index, versym, versions))
-            if h2 & 1:
-                return found
-            index += 1
+        return [self._entry(sym, index, versym, versions) for index, sym in self._gnu_exports(table, name)]
 
     def dynamic_tags(self) -> dict[int, int]:
         """PT_DYNAMIC's tags (the first value of each), as the loader reads them."""
