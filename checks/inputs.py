@@ -225,6 +225,9 @@ def open_wheel(wheel: str, display: str | None = None) -> Wheel:
     in messages (default: its path)."""
     shown = display or wheel
     try:
+        # Opened for reading, a FIFO (or a device) blocks or never ends: a wheel is a file.
+        if not stat.S_ISREG(os.stat(wheel).st_mode):
+            raise InputError(f"{shown}: not a regular file")
         declared = _declared_member_count(wheel)
         size = os.path.getsize(wheel)
     except OSError as e:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
 from pathlib import Path
 
@@ -59,6 +60,14 @@ def test_a_wheel_with_nothing_to_check_is_a_usage_error(tmp_path: Path) -> None:
         zf.writestr("empty/__init__.py", "")
     line = one_line_error(cli("check", "--wheel", str(path)), 2)
     assert line == f"aoti-shim: error: --wheel {path}: no ELF member exports or imports shim names: nothing to check"
+
+
+def test_a_fifo_given_as_a_wheel_is_one_line_not_a_hang(tmp_path: Path) -> None:
+    """check --wheel opened a FIFO for reading and waited for a writer forever."""
+    path = tmp_path / "pkg-1.0-py3-none-any.whl"
+    os.mkfifo(path)
+    line = one_line_error(cli("check", "--wheel", str(path), timeout=60), 1)
+    assert line == f"aoti-shim: error: {path}: not a regular file"
 
 
 def test_a_given_prefix_holds_a_blob_checked_without_shims(checker_libs: dict[str, Path]) -> None:
