@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import CLI, cli
+from cli_support import CLI, cli, one_line_error
 
 REPO = Path(__file__).resolve().parents[1]
 # -P: the installed package, never the clone's folders.
@@ -186,6 +186,24 @@ def test_a_standard_output_that_cannot_be_written_is_one_line_and_exit_1(checker
                     args, name, done.stderr)  # fmt: skip
     finally:
         os.close(broken)
+
+
+def test_a_closed_standard_output_is_one_line_before_anything_is_written(checker_libs, tmp_path: Path) -> None:
+    """Started with stdout closed (sh's >&-): check and scan gave an AttributeError
+    traceback (sys.stdout is None); wheelhouse wrote its wheel and lost the path."""
+    shim = str(checker_libs["clean_shim"])
+    closed = ("sh", "-c", 'exec "$@" >&-', "sh")
+    for args, what in (
+        (("check", "--shim", shim), "the report (give --output FILE)"),
+        (("scan", str(tmp_path)), "the report (give --output FILE)"),
+        (("wheelhouse", str(tmp_path / "wh")), "the wheel's path"),
+    ):
+        line = one_line_error(cli(*args, prefix=closed), 1)
+        assert line == f"aoti-shim: error: standard output is closed: nothing to write {what} to", args
+    assert not (tmp_path / "wh").exists()
+    report = tmp_path / "report.txt"
+    assert cli("check", "--shim", shim, "--output", str(report), prefix=closed).returncode == 0
+    assert "OK" in report.read_text()
 
 
 def test_a_snapshot_named_without_its_local_version_suggests_the_shipped_one(checker_libs, tmp_path: Path) -> None:

@@ -81,6 +81,11 @@ def _print_path(path: os.PathLike[str]) -> None:
     sys.stdout.buffer.flush()
 
 
+# Commands whose result goes to standard output unless --output names a file: started with
+# it closed (sys.stdout is None), the check's writer was a traceback and wheelhouse's path lost.
+_PRINTS = {"check": "the report (give --output FILE)", "scan": "the report (give --output FILE)", "wheelhouse": "the wheel's path"}
+
+
 # Write errors of a redirected standard output, as opposed to a bug's OSError.
 _OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
@@ -118,6 +123,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_USAGE
+        what = _PRINTS.get(args.command)
+        if sys.stdout is None and what and not getattr(args, "output", None):
+            raise AotiShimError(f"standard output is closed: nothing to write {what} to")
         return int(args.run(args))
     except AotiShimError as e:
         # One line whatever a hostile file or symbol name holds (newlines, escape sequences).
