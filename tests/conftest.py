@@ -6,6 +6,7 @@ import pytest
 from checker_fixtures import build_fixtures
 from cmake_support import CMakeProject
 from elf_fixtures import find_torch_lib
+from summary_support import SUMMARY_LINES
 
 # The markers a fixture brings to every test that uses it, directly or through another
 # fixture (item.fixturenames is that closure). So `pytest -m "not slow"` leaves out the
@@ -33,6 +34,15 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
     "corpus": ("slow",),
 }
 GPU_TESTS = Path(__file__).resolve().parent / "gpu"
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+    """The lines tests gave summary_support.summary_line, at the end of the run's output."""
+    lines = config.stash.get(SUMMARY_LINES, [])
+    if lines:
+        terminalreporter.section("aoti-shim counts")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
