@@ -10,24 +10,6 @@
 namespace aotishim {
 namespace {
 
-// Whether a layout is a permutation of a contiguous one (torch's "non-overlapping and dense").
-bool dense_non_overlapping(const Tensor& t) {
-  std::vector<size_t> order(t.sizes.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.strides[a] < t.strides[b]; });
-  int64_t expected = 1;
-  for (size_t d : order) {
-    if (t.sizes[d] == 1) {
-      continue;
-    }
-    if (t.strides[d] != expected) {
-      return false;
-    }
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
 struct MaskView {
   const char* data = nullptr;
   int32_t dtype = 6;
@@ -151,7 +133,7 @@ AOTITorchError attention(
   // Layouts as torch's meta function: output like empty_like(query), logsumexp [B, L, H] transposed.
   std::vector<int64_t> out_sizes = {batch, heads, lq, ev};
   std::vector<int64_t> out_strides =
-      (ev == e && dense_non_overlapping(q)) ? q.strides : contiguous_strides(out_sizes);
+      (ev == e && non_overlapping_and_dense(q)) ? q.strides : contiguous_strides(out_sizes);
   std::unique_ptr<Tensor> out;
   std::unique_ptr<Tensor> lse;
   AOTISHIM_TRY(new_tensor(out_sizes, out_strides, q.dtype, kCPU, -1, false, &out));

@@ -56,28 +56,10 @@ struct Request {
   const double* scale = nullptr;
 };
 
-// torch's "non-overlapping and dense": a permutation of a contiguous layout.
-bool dense(const Tensor& t) {
-  std::vector<size_t> order(t.sizes.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.strides[a] < t.strides[b]; });
-  int64_t expected = 1;
-  for (size_t d : order) {
-    if (t.sizes[d] == 1) {
-      continue;
-    }
-    if (t.strides[d] != expected) {
-      return false;
-    }
-    expected *= t.sizes[d];
-  }
-  return true;
-}
-
 // Strides of `sizes` in the dim order of `like`'s strides (largest first), as torch's
 // alloc_with_matching_layout (cuDNN attention's output) and empty_like (flash's) do.
 std::vector<int64_t> matching_layout(const Tensor& like, const std::vector<int64_t>& sizes) {
-  if (like.sizes == sizes && dense(like)) {
+  if (like.sizes == sizes && non_overlapping_and_dense(like)) {
     return like.strides;
   }
   std::vector<size_t> order(sizes.size());

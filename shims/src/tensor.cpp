@@ -3,10 +3,12 @@
 
 #include "cuda_api.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <numeric>
 
 namespace aotishim {
 
@@ -108,6 +110,23 @@ const char* dtype_name(int32_t dtype) {
 }
 
 // ---- layout ----
+
+bool non_overlapping_and_dense(const Tensor& t) {
+  std::vector<size_t> order(t.sizes.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.strides[a] < t.strides[b]; });
+  int64_t expected = 1;
+  for (size_t d : order) {
+    if (t.sizes[d] == 1) {
+      continue;
+    }
+    if (t.strides[d] != expected) {
+      return false;
+    }
+    expected *= t.sizes[d];
+  }
+  return true;
+}
 
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
   std::vector<int64_t> strides(sizes.size());

@@ -93,6 +93,8 @@ AOTITorchError read_layout(
     int64_t ndim, const int64_t* sizes, const int64_t* strides, std::vector<int64_t>* out_sizes,
     std::vector<int64_t>* out_strides);
 std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+// Whether a layout is a permutation of a contiguous one (torch's "non-overlapping and dense").
+bool non_overlapping_and_dense(const Tensor& t);
 // Elements spanned by a view (0 if empty): 1 + sum (size-1)*stride.
 AOTITorchError span_elements(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t* out);
 AOTITorchError checked_bytes(int64_t elements, size_t element_size, int64_t* out);
