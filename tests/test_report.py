@@ -1,0 +1,68 @@
+"""The report every format is rendered from (checks/report.py): its exit bits, counts and
+the words for where the prefix came from."""
+
+from __future__ import annotations
+
+import pytest
+
+from aoti_shim.checks.report import (
+    BLOCKING,
+    WARNING,
+    Finding,
+    FindingBatch,
+    Report,
+    Tally,
+    exit_bits,
+    prefix_origin,
+    validate_fail_on,
+)
+from aoti_shim.errors import EXIT_BLOCKING, EXIT_WARNINGS, UsageError
+
+# (blocking, warnings) -> exit status under each --fail-on: the warning bit counts only
+# under "any", and both bits together make 12.
+_TABLE = {
+    (False, False): {"blocking": 0, "any": 0, "never": 0},
+    (True, False): {"blocking": 8, "any": 8, "never": 0},
+    (False, True): {"blocking": 0, "any": 4, "never": 0},
+    (True, True): {"blocking": 8, "any": 12, "never": 0},
+}
+
+
+@pytest.mark.parametrize(("found", "fail_on"), [(found, fail_on) for found in _TABLE for fail_on in ("blocking", "any", "never")])
+def test_exit_bits_for_every_mix_of_findings(found: tuple[bool, bool], fail_on: str) -> None:
+    blocking, warnings = found
+    code = _TABLE[found][fail_on]
+    assert exit_bits(blocking, warnings, fail_on) == code
+    findings = (Finding("COLLISION", BLOCKING, "a.so", "x", "m"),) * blocking + (Finding("NOT_A_SHIM", WARNING, "b.so", "", "m"),) * warnings
+    report = Report(findings=findings, prefix=None, prefix_source="none", artifacts=(), references=())
+    assert report.exit_code(fail_on) == code
+    assert Tally.of(report).exit_code(fail_on) == code
+    assert (EXIT_BLOCKING, EXIT_WARNINGS) == (8, 4)
+
+
+def test_a_tally_counts_batches_by_their_size() -> None:
+    tally = Tally()
+    tally.count(FindingBatch("COLLISION", BLOCKING, "a.so", ("x", "y", "z"), ("m",) * 3, (None,) * 3))
+    tally.count(Finding("NOT_A_SHIM", WARNING, "b.so", "", "m"))
+    tally.count(FindingBatch("REEXPORTED_RUNTIME", WARNING, "b.so", ("u", "v"), ("m",) * 2, (None,) * 2))
+    assert (tally.blocking, tally.warnings) == (3, 3)
+    assert tally.exit_code() == 8 and tally.exit_code("any") == 12
+
+
+def test_default_fail_on_is_blocking_and_others_are_refused() -> None:
+    assert Tally().exit_code() == 0
+    for good in ("blocking", "any", "never"):
+        assert validate_fail_on(good) == good
+    for bad in ("all", "", None, 1):
+        with pytest.raises(UsageError, match=r"^--fail-on must be one of blocking, any, never, not "):
+            validate_fail_on(bad)
+    with pytest.raises(UsageError, match=r"^fail-on in pyproject.toml must be one of"):
+        validate_fail_on("Any", "fail-on in pyproject.toml")
+
+
+def test_prefix_origin_in_words() -> None:
+    assert prefix_origin("inferred", "models") == "inferred from the models' imports"
+    assert prefix_origin("inferred", "shims") == "inferred from the shims' exports"
+    assert prefix_origin("inferred", "") == "inferred from the shims' exports"
+    assert prefix_origin("given", "") == "given" and prefix_origin("none", "") == "none found"
+    assert prefix_origin("CMAKE_ARGS", "") == "CMAKE_ARGS"
