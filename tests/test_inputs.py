@@ -1,0 +1,412 @@
+"""The wheel reader's bounds (checks/inputs.py), each at several shapes: the limit one below,
+at and one above; crossed at the first, a middle and the last member, and at a member's
+last byte. The wheels are real zips of ELF libraries gcc builds here from small sources."""
+
+from __future__ import annotations
+
+import io
+import struct
+import warnings
+import zipfile
+from pathlib import Path
+
+import pytest
+from compile_support import compile_shared
+
+from aoti_shim.checks import inputs
+from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.inputs import Workspace, collect, copy_elf_member, extract_elf_members, open_wheel, read_member
+from aoti_shim.errors import InputError
+
+# Three libraries of different sizes: a padding array makes the big one big.
+_SOURCE = """
+__attribute__((visibility("default"))) int myrt_aoti_torch_{name}(void) {{ return {n}; }}
+__attribute__((used)) static const char pad[{pad}] = {{1}};
+"""
+
+
+@pytest.fixture(scope="module")
+def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    folder = tmp_path_factory.mktemp("inputs-libs")
+    out: dict[str, bytes] = {}
+    for n, (name, pad) in enumerate((("small", 16), ("other", 9000), ("big", 40_000))):
+        source = folder / f"{name}.c"
+        source.write_text(_SOURCE.format(name=name, n=n, pad=pad))
+        compile_shared(source, folder / f"lib{name}.so")
+        out[name] = (folder / f"lib{name}.so").read_bytes()
+    assert len(out["small"]) < len(out["other"]) < len(out["big"])
+    return out
+
+
+def _zip(path: Path, members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> Path:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns about a duplicate name it writes
+        with zipfile.ZipFile(path, "w", method) as zf:
+            for name, data in members:
+                zf.writestr(name, data)
+    return path
+
+
+def _check_reader(wheel: Path, member_limit: int = inputs.DEFAULT_MEMBER_LIMIT) -> list[str]:
+    with Workspace() as ws:
+        return [a.display.split("!", 1)[1] for a in collect([str(wheel)], ws, member_limit=member_limit)]
+
+
+def _gate_reader(wheel: Path, dest: Path) -> list[str]:
+    return extract_elf_members(wheel, dest)
+
+
+# -- the inflated-bytes budget ---------------------------------------------------------------
+
+
+def test_the_budget_is_the_larger_of_the_floor_and_the_ratio_under_the_cap(libs, tmp_path, monkeypatch) -> None:
+    wheel = _zip(tmp_path / "w.whl", [("a/libsmall.so", libs["small"])], zipfile.ZIP_STORED)
+    size = wheel.stat().st_size
+
+    def budget() -> tuple[int, int]:
+        with open_wheel(str(wheel)) as zf:
+            return zf.inflate_budget, zf.inflate_left
+
+    assert budget() == (inputs.MIN_WHEEL_INFLATE,) * 2  # a small wheel: the floor
+    monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", 16 * size - 1)
+    assert budget() == (16 * size,) * 2  # the ratio, one above the floor
+    monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", 16 * size + 1)
+    assert budget() == (16 * size + 1,) * 2
+    monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", 0)
+    monkeypatch.setattr(inputs, "WHEEL_INFLATE_RATIO", 3)
+    assert budget() == (3 * size,) * 2
+    monkeypatch.setattr(inputs, "MAX_WHEEL_INFLATE", 3 * size - 1)
+    assert budget() == (3 * size - 1,) * 2  # the cap, one below the ratio
+    monkeypatch.setattr(inputs, "MAX_WHEEL_INFLATE", 3 * size)
+    assert budget() == (3 * size,) * 2
+    assert inputs.Wheel.inflate_budget == inputs.Wheel.inflate_left  # a Wheel not from open_wheel
+
+
+def test_charging_the_budget_to_zero_is_allowed_one_byte_more_is_not() -> None:
+    zf = inputs.Wheel(io.BytesIO(_empty_zip()))
+    zf.inflate_budget = zf.inflate_left = 3 << 20
+    zf.charge(1 << 20, "w!a")
+    zf.charge((2 << 20) - 1, "w!a")
+    zf.charge(1, "w!a")
+    assert zf.inflate_left == 0
+    with pytest.raises(InputError) as refused:
+        zf.charge(1, "w!b.so")
+    assert str(refused.value) == (
+        f"w!b.so: the wheel inflates past its budget of 3 MiB (the larger of {inputs.MIN_WHEEL_INFLATE >> 20} MiB "
+        f"and {inputs.WHEEL_INFLATE_RATIO}x its size; a zip bomb?)"
+    )
+
+
+def _empty_zip() -> bytes:
+    buf = io.BytesIO()
+    zipfile.ZipFile(buf, "w").close()
+    return buf.getvalue()
+
+
+_THREE = ("a/libsmall.so", "b/libbig.so", "c/libother.so")
+
+
+def _three(libs: dict[str, bytes], tmp_path: Path, note: bytes = b"") -> tuple[Path, list[int]]:
+    members = [(name, libs[name.split("/lib")[1][:-3]]) for name in _THREE]
+    if note:
+        members.insert(1, ("a/NOTES.txt", note))  # not ELF: between the libraries
+    wheel = _zip(tmp_path / "w.whl", members)
+    return wheel, [len(data) for _, data in members if data[:4] == b"\x7fELF"]
+
+
+# (budget less the bytes of all members before it, the member named on refusal): one byte
+# short of the first, second and last member's last byte; exactly each member's last byte;
+# into the next member by one byte.
+@pytest.mark.parametrize(
+    ("members_before", "extra", "refused"),
+    [
+        (0, -1, _THREE[0]),  # the first member's last byte
+        (1, -1, _THREE[1]),  # the middle one's
+        (2, -1, _THREE[2]),  # the last one's
+        (1, 0, _THREE[2]),  # both first members fit exactly: the last one's first byte is over
+        (3, 0, None),  # the whole wheel, to the last byte
+        (3, 1, None),
+    ],
+)
+@pytest.mark.parametrize("reader", ["check", "gate"])
+def test_the_budget_holds_at_every_member_and_byte(libs, tmp_path, monkeypatch, members_before, extra, refused, reader) -> None:
+    note = b"not a library\n" * 10
+    wheel, sizes = _three(libs, tmp_path, note)
+    # The checker's reader charges a member's first bytes before it knows it is no ELF file;
+    # the gate's copy charges ELF members only.
+    before = sum(sizes[: members_before + (refused is not None)]) + (len(note) if reader == "check" and members_before >= 1 else 0)
+    if refused is None:
+        before = sum(sizes) + (len(note) if reader == "check" else 0)
+    monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", before + extra)
+    monkeypatch.setattr(inputs, "WHEEL_INFLATE_RATIO", 0)
+    run = (lambda: _check_reader(wheel)) if reader == "check" else (lambda: _gate_reader(wheel, tmp_path / "out"))
+    if refused is None:
+        assert run() == list(_THREE)
+        return
+    with pytest.raises(InputError, match=r"inflates past its budget") as raised:
+        run()
+    assert str(raised.value).startswith(f"{wheel}!{refused}: ")
+
+
+def test_every_byte_a_streamed_member_inflates_is_charged(libs, tmp_path, monkeypatch) -> None:
+    """Kept whole, kept up to PT_DYNAMIC then read on, or skipped to PT_DYNAMIC: the charge
+    is the bytes inflated, which is the member's size when its PT_DYNAMIC ends it."""
+    data = _dynamic_at(libs["big"], len(libs["big"]) + 4096)
+    wheel = _zip(tmp_path / "w.whl", [("lib/libbig.so", data)])
+    with _disk(tmp_path, data) as on_disk:
+        want = dict(on_disk.exports().items())
+    for small, head in ((len(data), inputs.STREAM_HEAD), (1024, inputs.STREAM_HEAD), (1024, 16384)):
+        monkeypatch.setattr(inputs, "SMALL_MEMBER", small)
+        monkeypatch.setattr(inputs, "STREAM_HEAD", head)
+        with open_wheel(str(wheel)) as zf, Workspace() as ws:
+            (info,) = zf.infolist()
+            kind, art = read_member(zf, info, "w!lib/libbig.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
+            assert kind == "shared" and art is not None and art.image is not None
+            assert dict(art.image.exports().items()) == want, (small, head)
+            assert zf.inflate_budget - zf.inflate_left == len(data), (small, head)
+            assert ws._dir is None  # nothing went to disk
+
+
+def _disk(tmp_path: Path, data: bytes) -> ElfImage:
+    path = tmp_path / "on-disk.so"
+    path.write_bytes(data)
+    return ElfImage(str(path))
+
+
+# -- member extents: PT_DYNAMIC inside the member -------------------------------------------
+
+
+def _phdr_dynamic(data: bytearray) -> int:
+    """The offset of the PT_DYNAMIC program header of a 64-bit little-endian ELF file."""
+    assert data[4] == 2 and data[5] == 1
+    (phoff,) = struct.unpack_from("<Q", data, 0x20)
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for i in range(phnum):
+        if struct.unpack_from("<I", data, phoff + i * phentsize)[0] == 2:
+            return phoff + i * phentsize
+    raise AssertionError("no PT_DYNAMIC")
+
+
+def _dynamic_at(library: bytes, at: int, *, size_extra: int = 0, length: int | None = None) -> bytes:
+    """``library`` with a copy of its dynamic section at offset ``at`` (zeros before it),
+    PT_DYNAMIC pointing there (its file size ``size_extra`` larger); cut to ``length``."""
+    data = bytearray(library)
+    ph = _phdr_dynamic(data)
+    (offset,) = struct.unpack_from("<Q", data, ph + 8)
+    (filesz,) = struct.unpack_from("<Q", data, ph + 32)
+    dynamic = bytes(data[offset : offset + filesz])
+    struct.pack_into("<Q", data, ph + 8, at)
+    struct.pack_into("<Q", data, ph + 32, filesz + size_extra)
+    out = bytes(data) + bytes(at - len(data)) + dynamic
+    return out if length is None else out[:length]
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_a_pt_dynamic_that_ends_at_the_members_last_byte_is_read(libs, tmp_path, monkeypatch, small) -> None:
+    if not small:
+        monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)  # streamed: kept up to PT_DYNAMIC
+    data = _dynamic_at(libs["small"], len(libs["small"]) + 8)
+    wheel = _zip(tmp_path / "w.whl", [("lib/libsmall.so", data)])
+    with Workspace() as ws:
+        (art,) = collect([str(wheel)], ws)
+        assert "myrt_aoti_torch_small" in art.open().exports()
+
+
+@pytest.mark.parametrize(
+    "shape",
+    ["one byte past the end", "starts past the end", "cut one byte short"],
+)
+@pytest.mark.parametrize("small", [True, False])
+def test_a_pt_dynamic_past_the_member_is_refused(libs, tmp_path, monkeypatch, shape, small) -> None:
+    if not small:
+        monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)
+    end = len(libs["small"]) + 8
+    data = {
+        "one byte past the end": lambda: _dynamic_at(libs["small"], end, size_extra=1),
+        "starts past the end": lambda: _dynamic_at(libs["small"], end + 4096, length=end + 64),
+        "cut one byte short": lambda: _dynamic_at(libs["small"], end)[:-1],
+    }[shape]()
+    # The member with the bad extent sits between two good ones; the error names it.
+    wheel = _zip(tmp_path / "w.whl", [("a/libother.so", libs["other"]), ("b/libbad.so", data), ("c/libbig.so", libs["big"])])
+    with Workspace() as ws, pytest.raises(InputError) as raised:
+        collect([str(wheel)], ws)
+    assert str(raised.value) == f"{wheel}!b/libbad.so: PT_DYNAMIC lies outside the member"
+
+
+# -- the member size limit -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("position", [0, 1, 2])
+@pytest.mark.parametrize("reader", ["check", "copy"])
+def test_the_member_limit_at_one_below_at_and_one_above_the_largest_member(libs, tmp_path, position, reader) -> None:
+    names = ["libsmall.so", "libother.so"]
+    names.insert(position, "libbig.so")
+    members = [(f"lib/{n}", libs[n[3:-3]]) for n in names]
+    wheel = _zip(tmp_path / "w.whl", members)
+    big = len(libs["big"])
+
+    def read(limit: int) -> list[str]:
+        if reader == "check":
+            return _check_reader(wheel, limit)
+        out: list[str] = []
+        with open_wheel(str(wheel)) as zf:
+            for info in zf.infolist():
+                sink = io.BytesIO()
+                got = copy_elf_member(zf, info, f"w!{info.filename}", lambda: _Keep(sink), limit)
+                assert got == info.file_size and sink.getvalue() == dict(members)[info.filename]
+                out.append(info.filename)
+        return out
+
+    assert read(big + 1) == read(big) == [name for name, _ in members]
+    with pytest.raises(InputError) as raised:
+        read(big - 1)
+    shown = str(wheel) if reader == "check" else "w"
+    assert str(raised.value) == f"{shown}!lib/libbig.so: member inflates to {big} bytes, over the limit"
+
+
+class _Keep(io.BytesIO):
+    """A target that keeps what was written after it is closed (BytesIO drops it)."""
+
+    def __init__(self, sink: io.BytesIO) -> None:
+        super().__init__()
+        self._sink = sink
+
+    def close(self) -> None:
+        self._sink.write(self.getvalue())
+        super().close()
+
+
+def test_members_too_short_for_the_magic_or_not_elf_are_skipped_without_a_target(tmp_path) -> None:
+    wheel = _zip(tmp_path / "w.whl", [("a", b""), ("b", b"\x7fEL"), ("c", b"\x7fELG rest"), ("d/", b"")])
+    with zipfile.ZipFile(wheel) as zf:
+        for info in zf.infolist():
+            assert copy_elf_member(zf, info, "w", lambda: pytest.fail("opened a target"), 1) is None
+            assert read_member(zf, info, "w", Workspace(), 1) == ("not-elf", None)
+
+
+# -- two members of one name -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("names", "second"),
+    [
+        (["x/lib.so", "x/lib.so", "y/a.so", "z/b.so"], "x/lib.so"),  # the first two
+        (["x/lib.so", "y/a.so", "z/b.so", "x/lib.so"], "x/lib.so"),  # the first and the last
+        (["y/a.so", "x/lib.so", "x/lib.so", "z/b.so"], "x/lib.so"),  # two in the middle
+        (["y/a.so", "z/b.so", "x/lib.so", "x/lib.so"], "x/lib.so"),  # the last two
+        (["x/lib.so", "y/a.so", "x\\lib.so"], "x\\lib.so"),  # a Windows separator
+        (["x/lib.so", "x//lib.so"], "x//lib.so"),  # an empty part
+        (["x/lib.so", "./x/lib.so"], "./x/lib.so"),  # a '.' part
+        (["x/", "x"], "x"),  # a folder entry and a file
+    ],
+)
+def test_two_members_of_one_name_are_refused_wherever_they_are(libs, tmp_path, names, second) -> None:
+    wheel = _zip(tmp_path / "w.whl", [(n, b"" if n.endswith("/") else libs["small"]) for n in names])
+    with pytest.raises(InputError) as raised:
+        open_wheel(str(wheel), "the wheel").close()
+    assert str(raised.value) == f"the wheel: two members named {second!r} in wheel (a reader sees the first, pip installs the second)"
+
+
+def test_names_that_only_look_alike_are_two_members(libs, tmp_path) -> None:
+    names = ["x/lib.so", "x/Lib.so", "x/lib.so.1", "y/lib.so", "x/lib.s", "lib.so"]
+    wheel = _zip(tmp_path / "w.whl", [(n, libs["small"]) for n in names])
+    with open_wheel(str(wheel)) as zf:
+        assert [i.filename for i in zf.infolist()] == names
+
+
+@pytest.mark.parametrize(
+    ("name", "safe"),
+    [
+        ("torch/lib/libtorch.so", True),
+        ("a", True),
+        ("a..b/c..so", True),  # '..' inside a name is no parent folder
+        ("a:b/c.so", False),  # a drive
+        ("x/a:b.so", True),  # a colon past the first part
+        ("C:\\w\\lib.so", False),
+        ("/abs/lib.so", False),
+        ("\\abs\\lib.so", False),
+        ("a/../../lib.so", False),
+        ("a\\..\\lib.so", False),
+        ("..", False),
+        ("", False),
+    ],
+)
+def test_safe_member_names(name: str, safe: bool) -> None:
+    assert inputs.safe_member_name(name) is safe
+
+
+# -- the member count ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("count", [9, 10, 11])
+def test_the_member_count_one_below_at_and_one_above_the_limit(tmp_path, monkeypatch, count) -> None:
+    monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
+    wheel = _zip(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(count)])
+    if count <= 10:
+        with open_wheel(str(wheel)) as zf:
+            assert len(zf.infolist()) == count
+        return
+    with pytest.raises(InputError) as raised:
+        open_wheel(str(wheel))
+    assert str(raised.value) == f"{wheel}: wheel has 11 members, more than 10"
+
+
+def _set_declared(wheel: Path, count: int) -> None:
+    """Write ``count`` into the end-of-central-directory record (both of its count fields)."""
+    data = bytearray(wheel.read_bytes())
+    at = data.rfind(b"PK\x05\x06")
+    struct.pack_into("<HH", data, at + 8, count, count)
+    wheel.write_bytes(bytes(data))
+
+
+def test_a_declared_count_over_the_limit_is_refused_before_the_members_are_listed(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
+    wheel = _zip(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(3)])
+    assert inputs._declared_member_count(str(wheel)) == 3
+    _set_declared(wheel, 11)
+    assert inputs._declared_member_count(str(wheel)) == 11
+    with pytest.raises(InputError, match=r": wheel has 11 members, more than 10$"):
+        open_wheel(str(wheel))
+    _set_declared(wheel, 10)
+    open_wheel(str(wheel)).close()
+
+
+def test_an_understated_count_is_caught_by_the_listing(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
+    wheel = _zip(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(12)])
+    _set_declared(wheel, 1)
+    with pytest.raises(InputError, match=r": wheel has 12 members, more than 10$"):
+        open_wheel(str(wheel))
+
+
+def test_a_zip64_count_is_read_from_the_zip64_record(tmp_path, monkeypatch) -> None:
+    # zipfile writes the zip64 end records once the count passes its limit.
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)
+    wheel = _zip(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(5)])
+    monkeypatch.undo()
+    data = bytearray(wheel.read_bytes())
+    record = data.rfind(b"PK\x06\x06")
+    assert record >= 0 and data.rfind(b"PK\x06\x07") > record
+    assert inputs._declared_member_count(str(wheel)) == 5
+    _set_declared(wheel, 0xFFFF)  # the end record says "see the zip64 record"
+    assert inputs._declared_member_count(str(wheel)) == 5
+    data = bytearray(wheel.read_bytes())
+    struct.pack_into("<QQ", data, record + 24, 99, 99)  # this disk's and the total count
+    wheel.write_bytes(bytes(data))
+    assert inputs._declared_member_count(str(wheel)) == 99
+    monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 98)
+    with pytest.raises(InputError, match=r": wheel has 99 members, more than 98$"):
+        open_wheel(str(wheel))
+    monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 99)
+    open_wheel(str(wheel)).close()
+
+
+def test_no_end_record_is_no_declared_count(tmp_path) -> None:
+    plain = tmp_path / "not.zip"
+    plain.write_bytes(b"PK\x03\x04" + bytes(100))
+    assert inputs._declared_member_count(str(plain)) == -1
+    cut = tmp_path / "cut.zip"
+    cut.write_bytes(b"PK\x03\x04" + bytes(10) + b"PK\x05\x06" + bytes(17))  # a record one byte short
+    assert inputs._declared_member_count(str(cut)) == -1
+    with pytest.raises(InputError, match=r"not a readable wheel \(zip\)"):
+        open_wheel(str(plain))
