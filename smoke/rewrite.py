@@ -70,9 +70,10 @@ def _check_input(blob: Path) -> None:
             raise InputError(f"{blob}: has no dynamic symbol table (not a shared library)")
 
 
-def _recheck(path: Path, display: str) -> None:
-    """The checker must see only prefixed shim imports in the rewritten blob."""
-    report = run_check(CheckSettings(models=(str(path),)))
+def _recheck(path: Path, display: str, prefix: str) -> None:
+    """The checker must see only prefixed shim imports in the rewritten blob. It is told the
+    prefix: inferred, an import such as my_aoti_torch_x (another prefix's) made it ask for one."""
+    report = run_check(CheckSettings(models=(str(path),), prefix=prefix))
     bad = [f for f in report.findings if f.rule in _IMPORT_RULES]
     if bad:
         raise AotiShimError(f"{display}: still {bad[0].rule} after the rewrite: {bad[0].symbol}")
@@ -102,7 +103,7 @@ def rewrite_imports(settings: RewriteSettings) -> RewriteResult:
         renamed = tuple(answer["renamed"])
         if not renamed:
             raise InputError(f"{settings.blob}: imports no unprefixed aoti_torch_* symbol; nothing to rename")
-        _recheck(Path(tmp), str(out))
+        _recheck(Path(tmp), str(out), prefix)
     return RewriteResult(output=out, renamed=renamed)
 
 

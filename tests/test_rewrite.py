@@ -198,3 +198,136 @@ def test_rewritten_compiled_model_passes_the_checker(smoke_cache: Path, tmp_path
     # Still the model: its entry points are exported as before.
     with ElfImage(out) as image:
         assert image.find_export("AOTInductorModelContainerCreateWithDevice") is not None
+
+
+# -- what the rename touches: imports of libtorch's shim names, nothing else ------------------
+
+# A shim library whose aoti_torch_get_dim is versioned (a blob linked to it needs SHIM_1).
+_VERSIONED_SHIM = "int aoti_torch_get_dim(void* t, long* d) { (void)t; *d = 2; return 0; }\n"
+_VERSION_SCRIPT = "SHIM_1 { global: aoti_torch_get_dim; local: *; };\n"
+
+# Imports of every shape: versioned, weak, libtorch's other shim name, names that only
+# contain the marker or start like it, one already prefixed, a mangled one; exports a model
+# entry point.
+_SHAPES_BLOB = """
+extern int aoti_torch_get_dim(void*, long*);
+extern int aoti_record_function_start(void);
+__attribute__((weak)) extern int aoti_torch_weak_one(void);
+extern int my_aoti_torch_helper(void);
+extern int aoti_torchx_other(void);
+extern int aoti_torc_h(void);
+extern int myrt_aoti_torch_clone(void);
+extern int _ZN3foo14aoti_torch_barEv(void);
+__attribute__((visibility("default"))) int AOTInductorModelContainerRun(void) {
+  long d;
+  return aoti_torch_get_dim(0, &d) + aoti_record_function_start() + (aoti_torch_weak_one ? aoti_torch_weak_one() : 0)
+         + my_aoti_torch_helper() + aoti_torchx_other() + aoti_torc_h() + myrt_aoti_torch_clone() + _ZN3foo14aoti_torch_barEv();
+}
+""".replace("myrt_", PREFIX)
+_RENAMED = ("aoti_record_function_start", "aoti_torch_get_dim", "aoti_torch_weak_one")
+_KEPT = ("my_aoti_torch_helper", "aoti_torchx_other", "aoti_torc_h", f"{PREFIX}aoti_torch_clone", "_ZN3foo14aoti_torch_barEv")
+
+
+@pytest.fixture(scope="module")
+def shapes_blob(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from compile_support import compile_shared
+
+    folder = tmp_path_factory.mktemp("rewrite-shapes")
+    (folder / "shim.c").write_text(_VERSIONED_SHIM)
+    (folder / "shim.map").write_text(_VERSION_SCRIPT)
+    compile_shared(folder / "shim.c", folder / "libvshim.so", (f"-Wl,--version-script={folder / 'shim.map'}",))
+    (folder / "blob.c").write_text(_SHAPES_BLOB)
+    blob = folder / "libblob.so"
+    compile_shared(folder / "blob.c", blob, (f"-L{folder}", "-lvshim"))
+    return blob
+
+
+def _import_versions(path: Path) -> dict[str, str | None]:
+    with ElfImage(path) as image:
+        versions = image.versions()
+        return {name: image.imports().entry(name, versions).version for name in image.imports()}
+
+
+def test_rewrite_renames_versioned_and_weak_imports_and_leaves_look_alikes(shapes_blob: Path, tmp_path: Path) -> None:
+    from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
+
+    before = _import_versions(shapes_blob)
+    assert before["aoti_torch_get_dim"] == "SHIM_1" and set(_RENAMED + _KEPT) <= set(before)
+    out = tmp_path / "out.so"
+    result = rewrite_imports(RewriteSettings(blob=shapes_blob, prefix=PREFIX, output=out))
+    assert result.renamed == _RENAMED and result.output == out  # sorted, each once
+    after = _import_versions(out)
+    # Each renamed import keeps the version it needs (and the file it needs it from).
+    assert after == {(PREFIX + n if n in _RENAMED else n): v for n, v in before.items()}
+    with ElfImage(shapes_blob) as b, ElfImage(out) as a:
+        assert dict(a.exports().items()) == dict(b.exports().items())
+        weak, was = a.imports()[f"{PREFIX}aoti_torch_weak_one"], b.imports()["aoti_torch_weak_one"]
+        assert (weak.bind_name, weak.type, weak.versioned) == (was.bind_name, was.type, was.versioned) == ("WEAK", was.type, False)
+        assert a.needed == b.needed
+
+
+def test_the_worker_renames_no_definition_and_writes_nothing_without_a_rename(tmp_path: Path) -> None:
+    from compile_support import compile_shared
+
+    from aoti_shim.smoke.rewrite_worker import rename_imports
+
+    (tmp_path / "m.c").write_text(
+        "extern int aoti_torch_b(void); extern int aoti_torch_a(void);\n"
+        "int aoti_torch_defined(void) { return aoti_torch_b() + aoti_torch_a(); }\n"
+    )
+    blob = tmp_path / "libm.so"
+    compile_shared(tmp_path / "m.c", blob)
+    target = tmp_path / "out.so"
+    assert rename_imports(str(blob), str(target), "p_") == ["aoti_torch_a", "aoti_torch_b"]
+    with ElfImage(target) as image:
+        assert {"p_aoti_torch_a", "p_aoti_torch_b"} <= set(image.imports()) and "aoti_torch_a" not in image.imports()
+        assert "aoti_torch_defined" in image.exports() and "p_aoti_torch_defined" not in image.exports()
+    # Nothing to rename: no file written.
+    again = tmp_path / "again.so"
+    assert rename_imports(str(target), str(again), "p_") == [] and not again.exists()
+    with pytest.raises(ValueError, match="LIEF cannot parse"):
+        (tmp_path / "junk").write_bytes(b"junk")
+        rename_imports(str(tmp_path / "junk"), str(again), "p_")
+
+
+def test_a_blob_that_defines_a_shim_name_is_refused_after_the_rename(tmp_path: Path) -> None:
+    from compile_support import compile_shared
+
+    (tmp_path / "m.c").write_text("extern int aoti_torch_b(void);\nint aoti_torch_defined(void) { return aoti_torch_b(); }\n")
+    blob = tmp_path / "libm.so"
+    compile_shared(tmp_path / "m.c", blob)
+    out = tmp_path / "out.so"
+    line = one_line_error(cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out)), 1)
+    assert line.endswith(f"{out}: still MODEL_DEFINES_SHIM after the rewrite: aoti_torch_defined"), line
+    assert not out.exists() and _leftovers(tmp_path) == []
+
+
+def test_the_workers_answer_and_exit_status_in_words() -> None:
+    from aoti_shim.smoke.rewrite import _last_json, _signal_text
+
+    assert _last_json('{"renamed": ["a"]}\nnoise\n{"renamed": ["b"]}\ntrailer\n') == {"renamed": ["b"]}
+    assert _last_json("no json here\n") is None
+    assert _last_json('{"renamed": [\n') is None
+    assert _signal_text(-11) == "LIEF crashed (signal 11)"
+    assert _signal_text(3) == "exit status 3" and _signal_text(0) == "exit status 0"
+
+
+@pytest.mark.parametrize("count", [0, 1, 3, 4])
+def test_a_pt2_package_hint_names_up_to_three_blobs(tmp_path: Path, count: int) -> None:
+    import zipfile
+
+    from aoti_shim.smoke.rewrite import _package_hint
+
+    package = tmp_path / "m.pt2"
+    with zipfile.ZipFile(package, "w") as zf:
+        zf.writestr("m/data.json", "{}")
+        for i in range(count):
+            zf.writestr(f"m/b{i}.so", b"x")
+    hint = _package_hint(package)
+    inside = {0: "", 1: " (it holds m/b0.so)", 3: " (it holds m/b0.so, m/b1.so, m/b2.so)",
+              4: " (it holds m/b0.so, m/b1.so, m/b2.so, ...)"}[count]  # fmt: skip
+    assert hint == (
+        f"{package}: a zip archive (an AOTInductor .pt2 package?), not a blob{inside}: rewrite the blob inside it, "
+        f"extracted with python -m zipfile -e {package} DIR, or build the package's sources with the prefix "
+        "(aoti_shim_add_model(<name> PACKAGE <pt2> PREFIX <p>))"
+    )
