@@ -344,7 +344,8 @@ def compile_libtorch_linked(cache_dir: Path, device: str, model: str) -> Compile
         final.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
         try:
-            request = {"model": model, "device": device, "route": "binary", "output": str(staging)}
+            request = {"model": model, "device": device, "route": "binary", "output": str(staging),
+                       "overrides": LIBTORCH_OPTIONS}  # fmt: skip
             (staging / "request.json").write_text(json.dumps(request))
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH", "")) if p)
@@ -371,12 +372,6 @@ def libtorch_compile_worker(request_file: str) -> int:
     import aoti_shim.smoke.compile_worker as worker
 
     request = json.loads(Path(request_file).read_text())
-    smoke_options = worker.inductor_options
-
-    def options(device: str, route: str) -> dict[str, Any]:
-        return {**smoke_options(device, route), **LIBTORCH_OPTIONS}
-
-    worker.inductor_options = options  # type: ignore[assignment]
     result = worker.compile_model(request)
     out = Path(request["output"])
     # compile_model keeps the unpacked package only: zip it back for torch's loader.

@@ -184,7 +184,8 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
     # this child may run isolated (no current folder, no PYTHONPATH on sys.path).
     case = user_case(model, request.get("user_dir")) if ":" in model else bundled((model,))[0]
     policy = request.get("compile", "zero-fallback")
-    options = inductor_options(device, request["route"], request.get("prefix", ""), policy)
+    # "overrides": options a caller changes on top of the smoke's (the bench's libtorch-linked twin).
+    options = {**inductor_options(device, request["route"], request.get("prefix", ""), policy), **request.get("overrides", {})}
     stage = "building it"
     try:
         module, inputs = case.build(device)

@@ -1,9 +1,11 @@
-"""The latency bench's ratio statistics: geometric mean of per-round ratios and its
-bootstrap interval over rounds (bench/shim_latency.py, loaded from the checkout)."""
+"""The latency bench (bench/shim_latency.py, loaded from the checkout): its ratio statistics
+(geometric mean of per-round ratios and its bootstrap interval over rounds), and its
+libtorch-linked twin (b'), compiled on CPU here since the GPU kit runs it only on the H200."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import sys
 from pathlib import Path
@@ -54,3 +56,21 @@ def test_round_ratios_pair_each_rounds_medians(bench: ModuleType) -> None:
     rounds = [{"a": 9.0, "b": 10.0}, {"a": 8.0, "b": 10.0, "c": 1.0}, {"a": 5.0}]
     assert bench.round_ratios(rounds, "a", "b") == [0.9, 0.8]
     assert bench.round_ratios(rounds, "a", "c") == [8.0]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_libtorch_linked_twin_compiles_and_links_libtorch(bench: ModuleType, tmp_path: Path) -> None:
+    # The twin is the smoke's own compile with link_libtorch=True alone: a change to the smoke's
+    # compile signature broke it on the H200 (run11) while every CPU test stayed green.
+    pytest.importorskip("torch")
+    from aoti_shim.checks.elf import ElfImage
+
+    twin = bench.compile_libtorch_linked(tmp_path, "cpu", "mlp")
+    options = json.loads((twin.directory / "result.json").read_text())["inductor_options"]
+    assert options["aot_inductor.link_libtorch"] == "True"
+    assert options["aot_inductor.package_constants_in_so"] == "True"  # the smoke's options, kept
+    with ElfImage(str(twin.blob)) as blob:
+        assert any(n.startswith(("libtorch", "libc10")) for n in blob.needed), blob.needed
+    # Cached: the second call compiles nothing and answers the same folder.
+    assert bench.compile_libtorch_linked(tmp_path, "cpu", "mlp").directory == twin.directory
