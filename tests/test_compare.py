@@ -114,6 +114,14 @@ def test_compare_reports_the_largest_errors_and_the_first_bad_output() -> None:
     assert not compare([torch.tensor([0.0, 1.0])], [nan]).within_tolerance
 
 
+def test_compare_of_equal_outputs_says_nothing() -> None:
+    x = torch.tensor([1.0, -2.0])
+    assert compare([x.clone(), torch.zeros(0)], [x, torch.zeros(0)]) == Comparison(0.0, 0.0, True, "")
+    # An empty output is skipped, not the end of the list: a bad output after it still fails.
+    got = compare([torch.zeros(0), x + 1], [torch.zeros(0), x])
+    assert not got.within_tolerance and got.detail == "output 1: 2 elements beyond atol=0.0001 rtol=0.001"
+
+
 def test_compare_refuses_other_counts_shapes_and_dtypes() -> None:
     x = torch.zeros(2, 3)
     inf = float("inf")
@@ -167,6 +175,38 @@ def test_a_scaled_check_reports_the_bound_of_its_worst_output() -> None:
     bad = scaled_check([ref_big + 4 * f * 1024, ref_small + 8 * f], [ref_big, ref_small], CONTROL_FACTORS)
     assert not bad.ok and bad.bound == f * 1.0 and bad.detail.startswith("output 0: 1 element(s)")
     assert bad.to_json() == {"max_abs": bad.max_abs, "bound": bad.bound, "ok": False, "bitwise": False, "detail": bad.detail}
+
+
+def test_a_scaled_check_refuses_other_counts_shapes_and_dtypes_whole() -> None:
+    from aoti_shim.smoke.compare import Check
+
+    x, inf = torch.zeros(2, 3), float("inf")
+    assert against_control([x], [x, x]) == Check(inf, 0.0, False, False, "1 outputs, expected 2")
+    assert against_eager([x, x[:1]], [x, x]) == Check(inf, 0.0, False, False, "output 1: shape [1, 3], expected [2, 3]")
+    assert against_eager([x.long()], [x]) == Check(inf, 0.0, False, False, "output 0: torch.int64, expected torch.float32")
+    # Nothing to compare (only empty outputs): no error, no bound.
+    assert against_control([torch.zeros(0)], [torch.zeros(0)]) == Check(0.0, 0.0, True, True, "")
+
+
+def test_a_scaled_check_bound_with_outputs_that_allow_nothing() -> None:
+    """Integer outputs allow no error (a bound of 0): equal ones rank below any float
+    output's use of its bound, unequal ones above it; of equal ranks the first counts."""
+    from aoti_shim.smoke.compare import Check
+
+    f = CONTROL_FACTORS["float64"]
+    floats, ints = torch.tensor([1.0], dtype=torch.float64), torch.tensor([5, 6])
+    half_used = torch.tensor([1.0 + 0.5 * f], dtype=torch.float64)
+    assert against_control([half_used, ints.clone()], [floats, ints]).bound == f
+    assert against_control([ints.clone(), half_used], [ints, floats]).bound == f
+    off = against_control([half_used, ints + 1], [floats, ints])
+    assert off == Check(1.0, 0.0, False, False, "output 1: 2 element(s) differ by more than 0.0e+00 (max 1.0e+00)")
+    # Two exact outputs of other magnitudes: the first one's bound is reported.
+    big = torch.tensor([8.0], dtype=torch.float64)
+    assert against_control([floats.clone(), big.clone()], [floats, big]) == Check(0.0, f, True, True, "")
+    assert against_control([big.clone(), floats.clone()], [big, floats]) == Check(0.0, 8 * f, True, True, "")
+    # A reference with no finite value allows nothing, whatever the dtype's factor.
+    only = torch.tensor([float("inf"), float("nan")], dtype=torch.float64)
+    assert against_eager([only.clone()], [only]) == Check(0.0, 0.0, True, True, "")
 
 
 def test_a_scaled_check_wants_other_dtypes_equal_and_matching() -> None:

@@ -331,3 +331,133 @@ def test_a_pt2_package_hint_names_up_to_three_blobs(tmp_path: Path, count: int) 
         f"extracted with python -m zipfile -e {package} DIR, or build the package's sources with the prefix "
         "(aoti_shim_add_model(<name> PACKAGE <pt2> PREFIX <p>))"
     )
+
+
+# -- in process: each refusal's exact words, the output's checks, the command's note ---------
+
+
+def _rewrite(blob: Path, out: Path, prefix: str = PREFIX):
+    from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
+
+    return rewrite_imports(RewriteSettings(blob=blob, prefix=prefix, output=out))
+
+
+def test_each_refusal_in_its_words(fake, tmp_path: Path) -> None:
+    import zipfile
+
+    from compile_support import compile_object
+
+    from aoti_shim.errors import AotiShimError, InputError
+
+    out = tmp_path / "out.so"
+    cases: list[tuple[Path, str]] = []
+    cases.append((tmp_path / "absent.so", f"{tmp_path / 'absent.so'}: no such file"))
+    (tmp_path / "text.so").write_text("hello")
+    cases.append((tmp_path / "text.so", f"{tmp_path / 'text.so'}: not an ELF file"))
+    package = tmp_path / "m.pt2"
+    with zipfile.ZipFile(package, "w") as zf:
+        zf.writestr("m/b.so", b"x")
+    cases.append((package, f"{package}: a zip archive (an AOTInductor .pt2 package?), not a blob (it holds m/b.so): "))
+    (tmp_path / "o.c").write_text("int aoti_torch_x(void); int f(void) { return aoti_torch_x(); }\n")
+    compile_object(tmp_path / "o.c", tmp_path / "o.o", ("-fPIC",))
+    cases.append((tmp_path / "o.o", f"{tmp_path / 'o.o'}: has no dynamic symbol table (not a shared library)"))
+    once = _rewrite(fake.blob, tmp_path / "once.so").output
+    cases.append((once, f"{once}: imports no unprefixed aoti_torch_* symbol; nothing to rename"))
+    for blob, words in cases:
+        with pytest.raises(InputError) as raised:
+            _rewrite(blob, out)
+        assert str(raised.value).startswith(words), (str(raised.value), words)
+    (tmp_path / "d.c").write_text("extern int aoti_torch_b(void);\nint aoti_torch_defined(void) { return aoti_torch_b(); }\n")
+    from compile_support import compile_shared
+
+    compile_shared(tmp_path / "d.c", tmp_path / "libd.so")
+    with pytest.raises(AotiShimError) as raised:
+        _rewrite(tmp_path / "libd.so", out)
+    assert str(raised.value) == f"{out}: still MODEL_DEFINES_SHIM after the rewrite: aoti_torch_defined"
+    assert not out.exists() and _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("lief", "words"),
+    [
+        ("import os\nos._exit(0)\n", "the LIEF worker reported no result (exit status 0)"),
+        ("import os\nos._exit(3)\n", "LIEF could not rewrite it: exit status 3"),
+        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "LIEF could not rewrite it: LIEF crashed (signal 9)"),
+        ("raise RuntimeError('no LIEF today')\n", "LIEF could not rewrite it: RuntimeError: no LIEF today"),
+    ],
+)
+def test_a_worker_that_fails_is_said_in_words(fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lief: str, words: str) -> None:
+    from aoti_shim.errors import InputError
+
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "lief.py").write_text(lief)
+    monkeypatch.syspath_prepend(str(hook))  # the worker runs on the caller's path
+    out = tmp_path / "out.so"
+    with pytest.raises(InputError) as raised:
+        _rewrite(fake.blob, out)
+    assert str(raised.value) == f"{fake.blob}: {words}"
+    assert not out.exists() and _leftovers(tmp_path) == []
+
+
+def test_the_output_may_be_the_blob_but_not_a_link_to_it(fake, tmp_path: Path) -> None:
+    from aoti_shim.errors import AotiShimError
+
+    blob = tmp_path / "model.so"
+    blob.write_bytes(fake.blob.read_bytes())
+    blob.chmod(0o640)
+    link = tmp_path / "link.so"
+    link.symlink_to(blob)
+    with pytest.raises(AotiShimError, match=r"^-o .*link\.so: is also an input"):
+        _rewrite(blob, link)
+    result = _rewrite(blob, blob)  # in place
+    assert result.output == blob and _shim_imports(blob) == {f"{PREFIX}{n}" for n in result.renamed}
+    assert stat.S_IMODE(blob.stat().st_mode) == 0o640
+
+
+def test_the_command_says_what_it_renamed_on_stdout_or_stderr(fake, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from aoti_shim.smoke import rewrite
+
+    parser = argparse.ArgumentParser()
+    commands = parser.add_subparsers()
+    rewrite.register(commands)
+    out = tmp_path / "out.so"
+    args = parser.parse_args(["rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(out)])
+    assert args.run(args) == 0
+    note = f"rewrite-imports: renamed {len(_shim_imports(out))} imports to {PREFIX}aoti_torch_*; wrote {out}\n"
+    assert capsys.readouterr() == (note, "")
+    blob = tmp_path / "in-place.so"
+    blob.write_bytes(fake.blob.read_bytes())
+    args = parser.parse_args(["rewrite-imports", str(blob), "--prefix", PREFIX])
+    assert args.output is None and args.run(args) == 0
+    assert capsys.readouterr().out.endswith(f"; wrote {blob}\n") and _shim_imports(blob) == _shim_imports(out)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["rewrite-imports", str(blob)])  # --prefix is required
+    assert "--prefix" in capsys.readouterr().err
+    command = commands.choices["rewrite-imports"]
+    assert command.description == (
+        "Rename a compiled AOTInductor blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*, so that they can "
+        "no longer bind to libtorch. The result is checked, then renamed into place: a failed run writes nothing and "
+        "leaves OUTPUT (or BLOB) untouched."
+    )
+    options = {a.dest: (a.option_strings, a.metavar, a.help) for a in command._actions}
+    assert options["blob"] == ([], "BLOB", "the AOTInductor model .so")
+    assert options["prefix"] == (["--prefix"], None, "the shim prefix, e.g. myrt_")
+    assert options["output"] == (["-o", "--output"], None, "where to write (default: replace BLOB)")
+    assert commands._choices_actions[0].help == "rename a compiled blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*"
+
+
+def test_the_worker_answers_in_one_line_of_json(fake, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from aoti_shim.smoke.rewrite_worker import main
+
+    out = tmp_path / "out.so"
+    assert main([str(fake.blob), str(out), PREFIX]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert answer == {"renamed": sorted(n.removeprefix(PREFIX) for n in _shim_imports(out))} and answer["renamed"]
+    (tmp_path / "junk").write_bytes(b"junk")
+    assert main([str(tmp_path / "junk"), str(tmp_path / "x.so"), PREFIX]) == 1
+    assert json.loads(capsys.readouterr().out) == {"error": f"ValueError: LIEF cannot parse {tmp_path / 'junk'}"}
