@@ -5,6 +5,7 @@ last byte. The wheels are real zips of ELF libraries gcc builds here from small 
 from __future__ import annotations
 
 import io
+import os
 import struct
 import warnings
 import zipfile
@@ -410,3 +411,129 @@ def test_no_end_record_is_no_declared_count(tmp_path) -> None:
     assert inputs._declared_member_count(str(cut)) == -1
     with pytest.raises(InputError, match=r"not a readable wheel \(zip\)"):
         open_wheel(str(plain))
+
+
+# -- what a member copy does with what it reads ----------------------------------------------
+
+
+def _bad_crc(path: Path, name: str) -> None:
+    """Break ``name``'s CRC in the central directory and its local header: a reader that
+    inflates the member to its end fails; one that reads only its first bytes does not."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(name)
+    # The local header's CRC at +14; the central record's at +16 (found by the member's name).
+    struct.pack_into("<I", data, info.header_offset + 14, info.CRC ^ 1)
+    central = data.find(b"PK\x01\x02")
+    while central >= 0:
+        (name_len,) = struct.unpack_from("<H", data, central + 28)
+        if data[central + 46 : central + 46 + name_len] == name.encode():
+            struct.pack_into("<I", data, central + 16, info.CRC ^ 1)
+        central = data.find(b"PK\x01\x02", central + 4)
+    path.write_bytes(bytes(data))
+
+
+def test_members_are_skipped_after_their_first_bytes_unverified(libs, tmp_path) -> None:
+    """Short members and members that are no ELF file are skipped without inflating them
+    to their end (their CRC is never checked); an ELF member is copied and checked whole."""
+    wheel = _zip(tmp_path / "w.whl", [("short", b"abc"), ("notes.txt", b"not ELF " * 1000), ("magic", b"\x7fELF"),
+                                      ("lib/x.so", libs["small"])], zipfile.ZIP_STORED)  # fmt: skip
+    for name in ("short", "notes.txt", "magic", "lib/x.so"):
+        _bad_crc(wheel, name)
+    with zipfile.ZipFile(wheel) as zf:
+        infos = {i.filename: i for i in zf.infolist()}
+        for name in ("short", "notes.txt"):
+            assert copy_elf_member(zf, infos[name], "w", lambda: pytest.fail("opened a target")) is None
+            assert read_member(zf, infos[name], "w", Workspace(), 1 << 20) == ("not-elf", None)
+        # Exactly the magic: an ELF member of 4 bytes, read (and its CRC checked) to its end.
+        with pytest.raises(InputError, match=r"^w!magic: cannot extract: Bad CRC-32 for file 'magic'$"):
+            copy_elf_member(zf, infos["magic"], "w!magic", io.BytesIO)
+        with pytest.raises(InputError, match=r"^w!lib/x.so: cannot extract: Bad CRC-32 for file 'lib/x.so'$"):
+            copy_elf_member(zf, infos["lib/x.so"], "w!lib/x.so", io.BytesIO)
+
+
+def test_a_copy_feeds_every_byte_to_the_digest(libs, tmp_path) -> None:
+    import hashlib
+
+    wheel = _zip(tmp_path / "w.whl", [("lib/x.so", libs["big"]), ("m", b"\x7fELF")])
+    with zipfile.ZipFile(wheel) as zf:
+        for info, data in zip(zf.infolist(), (libs["big"], b"\x7fELF")):
+            digest, sink = hashlib.sha256(), io.BytesIO()
+            assert copy_elf_member(zf, info, "w", lambda: _Keep(sink), digest=digest) == len(data)
+            assert digest.hexdigest() == hashlib.sha256(data).hexdigest() and sink.getvalue() == data
+
+
+def test_the_gate_copies_members_by_their_path(libs, tmp_path) -> None:
+    # Two libraries in one folder, one named with Windows separators, and a note.
+    wheel = _zip(tmp_path / "w.whl", [("pkg/lib/a.so", libs["small"]), ("pkg/lib/b.so", libs["other"]),
+                                      ("pkg\\bin\\c.so", libs["big"]), ("pkg/README", b"hi")])  # fmt: skip
+    dest = tmp_path / "out"
+    assert extract_elf_members(wheel, dest) == ["pkg/lib/a.so", "pkg/lib/b.so", "pkg\\bin\\c.so"]
+    assert (dest / "pkg/lib/a.so").read_bytes() == libs["small"] and (dest / "pkg/lib/b.so").read_bytes() == libs["other"]
+    assert (dest / "pkg/bin/c.so").read_bytes() == libs["big"]
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == ["pkg/bin/c.so", "pkg/lib/a.so", "pkg/lib/b.so"]
+    # A file already there is not overwritten: one line, in the OS's words.
+    with pytest.raises(InputError) as raised:
+        extract_elf_members(wheel, dest, display="the wheel")
+    assert str(raised.value) == "the wheel!pkg/lib/a.so: cannot extract: File exists"
+
+
+def test_the_gate_names_the_wheel_as_it_is_told(libs, tmp_path) -> None:
+    wheel = _zip(tmp_path / "w.whl", [("x.so", libs["small"]), ("x.so", libs["small"])])
+    with pytest.raises(InputError, match=r"^the wheel: two members named 'x.so'"):
+        extract_elf_members(wheel, tmp_path / "out", display="the wheel")
+    with pytest.raises(InputError, match=rf"^{wheel}: two members named 'x.so'"):
+        extract_elf_members(wheel, tmp_path / "out")
+
+
+# -- a member whose tables the stream passed: the one temp copy ----------------------------
+
+
+@pytest.fixture(scope="module")
+def many_exports(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A library whose .dynsym and .dynstr reach past the first 4 KiB (600 exports)."""
+    folder = tmp_path_factory.mktemp("many-exports")
+    source = folder / "many.c"
+    source.write_text("".join(f"int myrt_aoti_torch_f{i}(void) {{ return {i}; }}\n" for i in range(600)))
+    compile_shared(source, folder / "libmany.so")
+    return (folder / "libmany.so").read_bytes()
+
+
+def test_a_member_whose_tables_the_stream_skipped_is_copied_to_a_temp_file(many_exports, tmp_path, monkeypatch) -> None:
+    data = _dynamic_at(many_exports, len(many_exports) + 4096)
+    monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)
+    monkeypatch.setattr(inputs, "STREAM_HEAD", 4096)  # the tables lie between this and PT_DYNAMIC
+    wheel = _zip(tmp_path / "w.whl", [("lib/libmany.so", data)])
+    with _disk(tmp_path, data) as on_disk:
+        want = dict(on_disk.exports().items())
+    with Workspace() as ws:
+        (art,) = collect([str(wheel)], ws)
+        assert art.image is None and art.display == f"{wheel}!lib/libmany.so"
+        assert Path(art.path).parent == Path(ws._dir) and Path(art.path).name == "member-1.so"
+        assert Path(art.path).read_bytes() == data and (Path(art.path).stat().st_mode & 0o777) == 0o600
+        with art.open() as image:
+            assert dict(image.exports().items()) == want and len(want) >= 600
+        folder = ws._dir
+    assert not Path(folder).exists()  # removed on exit
+
+
+def test_workspace_files_are_numbered_and_private(tmp_path) -> None:
+    with Workspace() as ws:
+        assert ws._dir is None  # nothing made until a file is asked for
+        fd1, first = ws.new_file()
+        fd2, second = ws.new_file()
+        for fd in (fd1, fd2):
+            os.close(fd)
+        assert [Path(first).name, Path(second).name] == ["member-1.so", "member-2.so"]
+        assert Path(first).parent == Path(second).parent and Path(first).parent.name.startswith("aoti-shim-")
+        assert (os.stat(first).st_mode & 0o777) == 0o600
+        folder = Path(first).parent
+    assert not folder.exists() and ws._dir is None
+    ws.close()  # a second close is harmless
+
+
+def test_display_names_are_relative_inside_the_current_folder(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert inputs.display_name(str(tmp_path / "a" / "b.so")) == "a/b.so"
+    assert inputs.display_name("/elsewhere/b.so") == "/elsewhere/b.so"
+    assert inputs.display_name(str(tmp_path)) == "."
