@@ -6,6 +6,7 @@ import zipfile
 from pathlib import Path
 
 from compile_support import compile_shared
+from wheel_support import make_wheel
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "fixtures" / "checker"
@@ -36,11 +37,10 @@ def build_fixtures(out: Path) -> dict[str, Path]:
         target = out / f"lib{name}.so"
         compile_shared(SOURCES / source, target, flags)
         built[name] = target
-    wheel = out / "fixture_pkg-1.0-cp311-cp311-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.write(built["clean_shim"], "fixture_pkg/lib/libclean_shim.so")
-        zf.write(built["good_model"], "fixture_pkg/models/model.so")
-        zf.writestr("fixture_pkg/__init__.py", "")
-        zf.writestr("fixture_pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: fixture-pkg\nVersion: 1.0\n")
-    built["wheel"] = wheel
+    built["wheel"] = make_wheel(out / "fixture_pkg-1.0-cp311-cp311-linux_x86_64.whl", {
+        "fixture_pkg/lib/libclean_shim.so": built["clean_shim"],
+        "fixture_pkg/models/model.so": built["good_model"],
+        "fixture_pkg/__init__.py": "",
+        "fixture_pkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: fixture-pkg\nVersion: 1.0\n",
+    }, compression=zipfile.ZIP_DEFLATED)  # fmt: skip
     return built

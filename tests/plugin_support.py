@@ -10,9 +10,7 @@ pip's isolated builds hide it, as they hide any site-packages.
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import importlib.metadata as metadata
 import io
 import os
@@ -24,6 +22,8 @@ import sysconfig
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from wheel_support import record_hash
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = REPO / "fixtures" / "packages"
@@ -37,11 +37,6 @@ _SCRUBBED = {"CMAKE_ARGS", "VIRTUAL_ENV", "CONDA_PREFIX", "CMAKE_BUILD_TYPE"}
 
 def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "_", name).lower()
-
-
-def _record_hash(data: bytes) -> str:
-    digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def _wheel_tag(dist: metadata.Distribution) -> str:
@@ -97,7 +92,7 @@ def repack_installed(name: str, dest: Path, compress: bool = True) -> Path:
             info = zipfile.ZipInfo.from_file(source, arcname)
             info.compress_type = method
             zf.writestr(info, data)
-            records.append((arcname, _record_hash(data), str(len(data))))
+            records.append((arcname, record_hash(data), str(len(data))))
         if dist_info is None:
             raise RuntimeError(f"{name}: no .dist-info in its RECORD; cannot repack")
         buf = io.StringIO()

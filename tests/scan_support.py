@@ -7,8 +7,6 @@ The venvs have no pip of their own: the test environment's pip installs into the
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import shutil
 import site
@@ -19,10 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compile_support import compile_shared
+from wheel_support import make_wheel
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "fixtures" / "scan"
 EXT_SUFFIX = ".cpython-311-x86_64-linux-gnu.so"
+WHEEL_TAG = "py3-none-linux_x86_64"
 
 
 def compile_libraries(out: Path) -> dict[str, Path]:
@@ -47,41 +47,20 @@ def compile_libraries(out: Path) -> dict[str, Path]:
     return built
 
 
-def _record_line(arcname: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{arcname},sha256={digest},{len(data)}"
-
-
-def make_wheel(dest: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
-    """A platform wheel holding ``files`` (arcname -> bytes) with METADATA, WHEEL and RECORD."""
-    dist = name.replace("-", "_")
-    info = f"{dist}-{version}.dist-info"
-    files = {
-        **files,
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: aoti-shim tests\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n",
-    }
-    record = "\n".join([*(_record_line(a, d) for a, d in files.items()), f"{info}/RECORD,,"]) + "\n"
-    dest.mkdir(parents=True, exist_ok=True)
-    wheel = dest / f"{dist}-{version}-py3-none-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
-        for arcname, data in files.items():
-            zf.writestr(arcname, data)
-        zf.writestr(f"{info}/RECORD", record)
-    return wheel
-
-
 def make_wheels(libs: dict[str, Path], dest: Path) -> dict[str, Path]:
     """The fixture distributions: rt-a (prefixed runtime and its blob), rt-b (another runtime
     with rt-a's prefix), vendor-x (an unprefixed runtime), ext-y (a stable-ABI extension)."""
     read = {name: path.read_bytes() for name, path in libs.items()}
-    return {
-        "rt-a": make_wheel(dest, "rt-a", "1.0", {
-            "rt_a/__init__.py": b"", "rt_a/librta_shims.so": read["rta_shims"], "rt_a/model.so": read["rta_model"]}),
-        "rt-b": make_wheel(dest, "rt-b", "2.1", {"rt_b/librtb_shims.so": read["rtb_shims"]}),
-        "vendor-x": make_wheel(dest, "vendor-x", "0.9", {"vendor_x/libvendor_shims.so": read["vendor_shims"]}),
-        "ext-y": make_wheel(dest, "ext-y", "1.2", {"ext_y/__init__.py": b"", f"ext_y/_ops{EXT_SUFFIX}": read["ext"]}),
+    contents = {
+        ("rt-a", "1.0"): {"rt_a/__init__.py": b"", "rt_a/librta_shims.so": read["rta_shims"], "rt_a/model.so": read["rta_model"]},
+        ("rt-b", "2.1"): {"rt_b/librtb_shims.so": read["rtb_shims"]},
+        ("vendor-x", "0.9"): {"vendor_x/libvendor_shims.so": read["vendor_shims"]},
+        ("ext-y", "1.2"): {"ext_y/__init__.py": b"", f"ext_y/_ops{EXT_SUFFIX}": read["ext"]},
     }  # fmt: skip
+    return {
+        name: make_wheel(dest / f"{name.replace('-', '_')}-{version}-{WHEEL_TAG}.whl", members, name=name, compression=zipfile.ZIP_DEFLATED)
+        for (name, version), members in contents.items()
+    }
 
 
 @dataclass(frozen=True)

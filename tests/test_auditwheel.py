@@ -9,8 +9,6 @@ libtorch's shim names fails the check, and the finding names the vendored copy.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import subprocess
 import sys
@@ -19,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from compile_support import compile_shared
+from wheel_support import make_wheel
 from test_readme import repair_wheel_command
 
 pytestmark = pytest.mark.slow
@@ -27,10 +26,6 @@ SHIMS = "int helper_value(void);\nint myrt_aoti_torch_device_type_cpu(void) { re
 CLEAN_HELPER = "int helper_value(void) { return 0; }\n"
 # A helper that defines a name of libtorch's own: vendored, it would interpose libtorch's.
 BAD_HELPER = "int helper_value(void) { return 0; }\nint aoti_torch_device_type_cpu(void) { return 0; }\n"
-
-
-def _record_hash(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def _wheel_with_external_helper(root: Path, helper_source: str) -> tuple[Path, Path]:
@@ -42,20 +37,8 @@ def _wheel_with_external_helper(root: Path, helper_source: str) -> tuple[Path, P
     compile_shared(root / "helper.c", lib / "libmyrt_helper.so")
     shims = root / "libmyrt_shims.so"
     compile_shared(root / "shims.c", shims, (f"-L{lib}", "-lmyrt_helper"))
-    wheel = root / "myrt-0.1.0-py3-none-linux_x86_64.whl"
-    files = {
-        "myrt/__init__.py": b"",
-        "myrt/libmyrt_shims.so": shims.read_bytes(),
-        "myrt-0.1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: myrt\nVersion: 0.1.0\n",
-        "myrt-0.1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: py3-none-linux_x86_64\n",
-    }
-    record = "".join(f"{name},{_record_hash(data)},{len(data)}\n" for name, data in files.items())
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, data in files.items():
-            info = zipfile.ZipInfo(name)
-            info.external_attr = 0o755 << 16 if name.endswith(".so") else 0o644 << 16
-            archive.writestr(info, data)
-        archive.writestr("myrt-0.1.0.dist-info/RECORD", record + "myrt-0.1.0.dist-info/RECORD,,\n")
+    members = {"myrt/__init__.py": b"", "myrt/libmyrt_shims.so": shims.read_bytes()}
+    wheel = make_wheel(root / "myrt-0.1.0-py3-none-linux_x86_64.whl", members, name="myrt", compression=zipfile.ZIP_DEFLATED)
     return wheel, lib
 
 

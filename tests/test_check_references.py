@@ -18,6 +18,7 @@ from aoti_shim.checks import snapshot as snapshot_mod
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.torch_libraries import TORCH_TEST_LIBRARIES
 from compile_support import compile_shared
+from wheel_support import make_wheel
 
 # file name -> (DT_NEEDED libraries by -l name, the name it exports)
 MINI_TORCH = {
@@ -57,11 +58,8 @@ def mini_torch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     exports = " ".join(f"int {e}(void) {{ return 0; }}" for _, e in MINI_TORCH.values())
     (src / "shim.c").write_text(exports + " int aoti_torch_c_ext_op(void) { return 0; }\n")
     compile_shared(src / "shim.c", shim)
-    wheel = root / "torch-9.9.9-cp311-cp311-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted((site / "torch").rglob("*")):
-            if path.is_file():
-                zf.write(path, path.relative_to(site).as_posix())
+    files = {path.relative_to(site).as_posix(): path for path in sorted((site / "torch").rglob("*")) if path.is_file()}
+    wheel = make_wheel(root / "torch-9.9.9-cp311-cp311-linux_x86_64.whl", files, compression=zipfile.ZIP_DEFLATED)
     return {"site": site, "lib": lib, "shim": shim, "wheel": wheel}
 
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import zipfile
 from pathlib import Path
 
 import pytest
 from cli_support import cli, one_line_error
 from compile_support import compile_shared
+from wheel_support import make_wheel
 
 # A blob that calls libtorch's unprefixed name and exports none: a model, not a shim.
 UNPREFIXED_BLOB = """
@@ -23,13 +23,8 @@ def wheel(tmp_path: Path, checker_libs: dict[str, Path]) -> Path:
     source.write_text(UNPREFIXED_BLOB)
     blob = tmp_path / "libblob.so"
     compile_shared(source, blob, ())
-    path = tmp_path / "dist" / "myrt-0.1.0-py3-none-linux_x86_64.whl"
-    path.parent.mkdir()
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.write(checker_libs["clean_shim"], "myrt/libmyrt_shims.so")
-        zf.write(blob, "myrt/models/libblob.so")
-        zf.writestr("myrt/__init__.py", "")
-    return path
+    return make_wheel(tmp_path / "dist" / "myrt-0.1.0-py3-none-linux_x86_64.whl", {
+        "myrt/libmyrt_shims.so": checker_libs["clean_shim"], "myrt/models/libblob.so": blob, "myrt/__init__.py": ""})  # fmt: skip
 
 
 def test_a_blob_in_the_wheel_is_checked_as_a_model(wheel: Path) -> None:
@@ -44,10 +39,7 @@ def test_a_blob_in_the_wheel_is_checked_as_a_model(wheel: Path) -> None:
 
 
 def test_a_clean_wheel_passes_with_its_roles_listed(tmp_path: Path, checker_libs: dict[str, Path]) -> None:
-    path = tmp_path / "pkg-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.write(checker_libs["clean_shim"], "pkg/libshim.so")
-        zf.write(checker_libs["good_model"], "pkg/model.so")
+    path = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libshim.so": checker_libs["clean_shim"], "pkg/model.so": checker_libs["good_model"]})
     proc = cli("check", "--wheel", str(path), "-v")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "pkg-1.0-py3-none-any.whl/pkg/libshim.so" in proc.stdout
@@ -55,9 +47,7 @@ def test_a_clean_wheel_passes_with_its_roles_listed(tmp_path: Path, checker_libs
 
 
 def test_a_wheel_with_nothing_to_check_is_a_usage_error(tmp_path: Path) -> None:
-    path = tmp_path / "empty-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("empty/__init__.py", "")
+    path = make_wheel(tmp_path / "empty-1.0-py3-none-any.whl", {"empty/__init__.py": ""})
     line = one_line_error(cli("check", "--wheel", str(path)), 2)
     assert line == f"aoti-shim: error: --wheel {path}: no ELF member exports or imports shim names: nothing to check"
 

@@ -8,7 +8,6 @@ AOTI_SHIM_FUZZ_SEED / AOTI_SHIM_FUZZ_COUNT to explore further.
 
 from __future__ import annotations
 
-import io
 import os
 import random
 import tempfile
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, mutate, pyelftools_truth, regions, synth_elf
+from wheel_support import make_wheel
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
@@ -198,13 +198,12 @@ def test_mutants_agree_with_pyelftools_where_both_answer(corpus: list[tuple[str,
     assert compared > COUNT // 40
 
 
-def _wheel_bytes(library: bytes) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("pkg/__init__.py", "")
-        zf.writestr("pkg/lib/libshim.so", library)
-        zf.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
-    return buf.getvalue()
+def _wheel_bytes(library: bytes, folder: Path) -> bytes:
+    return make_wheel(folder / "pristine-1.0-py3-none-any.whl", {
+        "pkg/__init__.py": "",
+        "pkg/lib/libshim.so": library,
+        "pkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n",
+    }, compression=zipfile.ZIP_DEFLATED).read_bytes()  # fmt: skip
 
 
 def test_mutated_wheels(corpus: list[tuple[str, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -213,7 +212,7 @@ def test_mutated_wheels(corpus: list[tuple[str, Path]], tmp_path: Path, monkeypa
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     rng = random.Random(SEED + 1)
     shim = dict(corpus)["shim"].read_bytes()
-    wheel = _wheel_bytes(shim)
+    wheel = _wheel_bytes(shim, tmp_path)
     target = tmp_path / "pkg-1.0-py3-none-any.whl"
     for i in range(max(COUNT // 10, 50)):
         out = bytearray(wheel)

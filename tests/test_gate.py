@@ -6,12 +6,11 @@ says; the pip and CMake tests show the same end to end, slowly.
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
 from compile_support import compile_object, compile_shared
+from wheel_support import make_wheel
 
 from aoti_shim.errors import InputError, UsageError
 from aoti_shim.plugin import gate
@@ -40,18 +39,6 @@ def libs(tmp_path_factory: pytest.TempPathFactory, checker_libs: dict[str, Path]
         built[name] = out / f"lib{name}.so"
         compile_shared(out / f"{name}.c", built[name])
     return built
-
-
-def make_wheel(path: Path, members: dict[str, Path | bytes]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(path, "w") as zf:
-        for name, content in members.items():
-            if isinstance(content, Path):
-                zf.write(content, name)
-            else:
-                zf.writestr(name, content)
-        zf.writestr("pkg-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
-    return path
 
 
 def test_extract_copies_the_elf_members_byte_for_byte(libs: dict[str, Path], tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import zipfile
 from importlib import resources
 from pathlib import Path
 
@@ -17,7 +18,8 @@ import pytest
 from cli_support import one_line_error
 from compile_support import compile_shared
 from cli_support import cli
-from scan_support import SOURCES, make_wheel, tree_state
+from scan_support import SOURCES, WHEEL_TAG, tree_state
+from wheel_support import make_wheel
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,7 @@ def test_each_bad_input_is_one_line(tmp_path: Path, consumer: Path) -> None:
     site = _site(tmp_path / "g", {"bad_pkg/__init__.py": b""})
     (site / "bad_pkg" / "stray.so.1").write_text("text")
     _fails(site, "stray.so.1: named like a shared library but not an ELF file")
-    wheel = make_wheel(tmp_path / "w", "bad-pkg", "1.0", {"bad_pkg/_ops.so": b"not ELF at all"})
+    wheel = make_wheel(tmp_path / "w" / f"bad_pkg-1.0-{WHEEL_TAG}.whl", {"bad_pkg/_ops.so": b"not ELF at all"}, name="bad-pkg", compression=zipfile.ZIP_DEFLATED)
     line = one_line_error(_scan(str(wheel)), 1)
     assert "!bad_pkg/_ops.so: named like a shared library but not an ELF file" in line
     # A folder that cannot be listed (file modes bind: as root, without CAP_DAC_*).

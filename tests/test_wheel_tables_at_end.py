@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from compile_support import compile_shared
+from wheel_support import make_wheel
 
 from aoti_shim.checks import inputs
 from aoti_shim.checks.elf import SHT_GNU_HASH, ElfImage
@@ -85,10 +86,8 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     compile_shared(src, plain)
     moved = out / "libmoved.so"
     move_tables_to_end(plain, moved)
-    wheel = out / "moved-0.1-py3-none-linux_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.write(moved, "pkg/libmoved.so")
-        zf.write(plain, "pkg/libplain.so")
+    members = {"pkg/libmoved.so": moved, "pkg/libplain.so": plain}
+    wheel = make_wheel(out / "moved-0.1-py3-none-linux_x86_64.whl", members, compression=zipfile.ZIP_DEFLATED)
     return {"plain": plain, "moved": moved, "wheel": wheel}
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import zipfile
 from pathlib import Path
 
 import jsonschema
 import pytest
 from actions_support import ACTION, REPO, load_yaml
 from compile_support import compile_shared
+from wheel_support import make_wheel
 
 RELEASE = REPO / ".github" / "workflows" / "release.yml"
 
@@ -151,11 +151,7 @@ def _blob_wheel(tmp_path: Path, checker_libs: dict[str, Path]) -> Path:
     blob = tmp_path / "libblob.so"
     compile_shared(source, blob, ())
     wheel = tmp_path / "dist" / "myrt-0.1.0-py3-none-linux_x86_64.whl"
-    wheel.parent.mkdir()
-    with zipfile.ZipFile(wheel, "w") as zf:
-        zf.write(checker_libs["clean_shim"], "myrt/libmyrt_shims.so")
-        zf.write(blob, "myrt/libblob.so")
-    return wheel
+    return make_wheel(wheel, {"myrt/libmyrt_shims.so": checker_libs["clean_shim"], "myrt/libblob.so": blob})
 
 
 def test_the_actions_check_fails_a_wheel_whose_blob_imports_unprefixed_names(ci_runner, tmp_path: Path, checker_libs) -> None:

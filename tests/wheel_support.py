@@ -1,0 +1,58 @@
+"""Hand-made wheels, written one way by every test: no build, the members given.
+
+A member is a file to copy (its mode kept) or the bytes (or text) to store, under the name
+as given, unsafe ones included: the readers' refusals are tested with these. Bytes get the
+modes a built wheel gives them (libraries executable). With ``name`` the wheel is one pip
+installs: METADATA, WHEEL and RECORD follow the members, under the ``.dist-info`` folder the
+file name says (``{dist}-{version}-{tag}.whl``).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import zipfile
+from pathlib import Path
+from typing import Mapping
+
+
+def record_hash(data: bytes) -> str:
+    """A RECORD row's hash field (the wheel spec's urlsafe base64 of sha256, unpadded)."""
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def _dist_info(wheel: Path, name: str) -> tuple[str, dict[str, bytes]]:
+    dist, version, tag = wheel.name.removesuffix(".whl").split("-", 2)
+    info = f"{dist}-{version}.dist-info"
+    return info, {
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: aoti-shim tests\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(),
+    }
+
+
+def make_wheel(
+    path: Path,
+    members: Mapping[str, Path | bytes | str],
+    *,
+    name: str | None = None,
+    compression: int = zipfile.ZIP_STORED,
+) -> Path:
+    """The wheel ``path`` holding ``members`` (arcname -> file, bytes or text), in their order."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    files = {arc: data.encode() if isinstance(data, str) else data for arc, data in members.items()}
+    info, metadata = _dist_info(path, name) if name else ("", {})
+    record: list[str] = []
+    with zipfile.ZipFile(path, "w", compression) as zf:
+        for arcname, content in {**files, **metadata}.items():
+            if isinstance(content, Path):
+                zf.write(content, arcname)
+                content = content.read_bytes()
+            else:
+                member = zipfile.ZipInfo(arcname)
+                member.compress_type = compression
+                member.external_attr = (0o755 if ".so" in arcname.rsplit("/", 1)[-1] else 0o644) << 16
+                zf.writestr(member, content)
+            record.append(f"{arcname},{record_hash(content)},{len(content)}\n")
+        if name:
+            zf.writestr(f"{info}/RECORD", "".join(record) + f"{info}/RECORD,,\n")
+    return path
