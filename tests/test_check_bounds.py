@@ -1,15 +1,10 @@
-"""Bounded, unambiguous reads of every input the gate takes: wheels (check, snapshot, the
-build gate) and snapshots (suppressions files: test_suppressions.py)."""
+"""Bounded, unambiguous reads of every wheel the gate takes: check, snapshot, the build gate
+(snapshot files: test_snapshot.py; suppressions files: test_suppressions.py)."""
 
 from __future__ import annotations
 
-import gzip
-import json
-import os
 import shutil
 import struct
-import subprocess
-import sys
 import warnings
 import zipfile
 from pathlib import Path
@@ -131,100 +126,3 @@ def test_every_wheel_reader_caps_the_member_count(tmp_path, monkeypatch, reader)
     monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
     with pytest.raises(InputError, match="12 members, more than 10"):
         READERS[reader](wheel, tmp_path)
-
-
-# -- 12.11: snapshots -------------------------------------------------------------------
-
-
-def _snapshot_bytes(libraries: list[dict], members: list[bytes]) -> bytes:
-    packed = [gzip.compress(m, mtime=0) for m in members]
-    header = {
-        "format": "aoti-shim-snapshot",
-        "format_version": 1,
-        "torch_version": "0",
-        "source": {},
-        "created_by": "test",
-        "libraries": libraries,
-        "members": [len(p) for p in packed],
-    }
-    return gzip.compress(json.dumps(header).encode(), mtime=0) + b"".join(packed)
-
-
-def _hostile_snapshot(n_libraries: int, names: int) -> bytes:
-    """Many libraries sharing one index (every CRC the probe's) and one large names member."""
-    probe = "myrt_aoti_torch_empty_strided"
-    crc = snapshot_mod.name_crc(probe)
-    index = crc.to_bytes(4, "little") * names
-    listed = sorted([probe] + [f"n{i:x}" for i in range(names - 1)])
-    blob = ("\n".join(listed) + "\0" + "0" * names).encode()
-    lib = {"count": names, "kinds": [[1, 2, 0, False]], "index_member": 1, "names_member": 2}
-    libraries = [{"name": f"lib{i}.so", **lib} for i in range(n_libraries)]
-    return _snapshot_bytes(libraries, [index, blob])
-
-
-def test_a_snapshot_whose_libraries_share_members_is_refused(tmp_path):
-    path = tmp_path / "shared.json.gz"
-    path.write_bytes(_hostile_snapshot(2, 10))
-    with pytest.raises(InputError, match="member 1 is used twice"):
-        snapshot_mod.read(path)
-
-
-def test_a_small_hostile_snapshot_costs_little_memory(checker_libs, tmp_path):
-    path = tmp_path / "hostile.json.gz"
-    path.write_bytes(_hostile_snapshot(60, 200_000))
-    assert path.stat().st_size < 5 << 20
-    code = (
-        "import resource, sys\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))  # a runaway fails here, not the machine\n"
-        "from aoti_shim.cli import main\n"
-        "rc = main(sys.argv[1:])\n"
-        # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking pytest process.
-        "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')][0]\n"
-        "print('maxrss', hwm, file=sys.stderr)\n"
-        "sys.exit(rc)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-P", "-c", code, "check", "--shim", str(checker_libs["clean_shim"]), "--against", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert "Traceback" not in done.stderr, done.stderr[-2000:]
-    assert done.returncode == 1, done.stderr
-    maxrss_kib = int(done.stderr.split("maxrss")[-1])
-    assert maxrss_kib < 250 << 10, f"{maxrss_kib >> 10} MiB"
-
-
-def test_a_snapshot_inflating_past_its_total_is_refused(tmp_path, monkeypatch):
-    names = [f"n{i:06d}" for i in range(1000)]
-    members, libraries = [], []
-    for i in range(4):
-        members.append(b"".join(snapshot_mod.name_crc(n).to_bytes(4, "little") for n in sorted(names, key=snapshot_mod.name_crc)))
-        members.append(("\n".join(sorted(names)) + "\0" + "0" * len(names)).encode())
-        libraries.append(
-            {"name": f"lib{i}.so", "count": len(names), "kinds": [[1, 2, 0, False]], "index_member": 2 * i + 1, "names_member": 2 * i + 2}
-        )
-    path = tmp_path / "big.json.gz"
-    path.write_bytes(_snapshot_bytes(libraries, members))
-    monkeypatch.setattr(snapshot_mod, "MAX_TOTAL_INFLATED", 20_000)
-    libs = snapshot_mod.load(path)
-    with pytest.raises(InputError, match="inflates past"):
-        for lib in libs:
-            lib.export_names()
-
-
-# -- 12.12: a snapshot refuses names it could not read back --------------------------------
-
-
-def test_snapshot_refuses_a_name_it_could_not_read_back(checker_libs, tmp_path):
-    data = checker_libs["clean_shim"].read_bytes()
-    old = b"myrt_aoti_torch_get_data_ptr\x00"
-    assert old in data
-    lib_dir = tmp_path / "torch" / "lib"
-    lib_dir.mkdir(parents=True)
-    (lib_dir / "libodd.so").write_bytes(data.replace(old, b"myrt_aoti_torch_get\ndata_ptr\x00"))
-    out = tmp_path / "snap.json.gz"
-    line = one_line_error(cli("snapshot", str(lib_dir), "-o", str(out), "--torch-version", "1"), 1)
-    assert "cannot be read back" in line and "\\n" in line
-    assert not out.exists()

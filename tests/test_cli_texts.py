@@ -55,23 +55,6 @@ def test_the_command_and_the_plugin_share_one_resolver() -> None:
     assert "resolve_snapshot_name(" in gate and "shipped_snapshots()" not in gate
 
 
-def test_snapshot_list_shows_the_shipped_files() -> None:
-    from aoti_shim.checks.snapshot import shipped, shipped_dir
-
-    result = cli("snapshot", "--list")
-    assert result.returncode == 0, result.stderr
-    assert str(shipped_dir()) in result.stdout
-    listed = [line.split()[0] for line in result.stdout.splitlines()[1:]]
-    assert listed == [p.name[: -len(".json.gz")] for p in shipped()]
-    wrong = cli("snapshot", "--list", "-o", "x.json.gz")
-    assert wrong.returncode == 2 and len(wrong.stderr.strip().splitlines()) == 1
-
-
-def test_snapshot_without_source_says_what_it_needs() -> None:
-    result = cli("snapshot")
-    assert result.returncode == 2 and "--list" in result.stderr and "Traceback" not in result.stderr
-
-
 # --- check's text and help ------------------------------------------------------------
 
 

@@ -58,7 +58,7 @@ def test_the_snapshot_is_torch_2_11_cu130_with_disjoint_cpu_and_cuda_shims(
     assert all(lib.build_id and re.fullmatch(r"[0-9a-f]{40}", lib.build_id) for lib in (cpu, cuda))
     cpu_shims, cuda_shims = shim_names(cpu), shim_names(cuda)
     # Pinned to the H200's torch 2.11.0+cu130 libraries (the snapshot records their sha256): 318
-    # and 163 were read from them there. No CPU machine has them; test_elf_snapshot compares a
+    # and 163 were read from them there. No CPU machine has them; test_snapshot compares a
     # shipped snapshot with binutils' nm wherever its torch is installed (docs/gpu/run_h200.sh
     # runs that on the H200), and here the 2.13.0+cpu one. 2.13.0 and 2.14.1 have 329 and 175.
     assert (len(cpu_shims), len(cuda_shims)) == (318, 163)

@@ -401,7 +401,7 @@ def test_editable_plans_that_bypass_the_gate_are_named(plugin_project, tmp_path:
 def test_shipped_snapshot_reference_needs_no_torch(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     import aoti_shim.build as backend
 
-    # The wheel ships this snapshot (test_elf_snapshot asserts it): its absence fails, it does not skip.
+    # The wheel ships this snapshot (test_snapshot asserts it): its absence fails, it does not skip.
     assert "torch-2.13.0+cpu" in target_env.shipped_snapshots()
     monkeypatch.chdir(plugin_project("plugin_forgot"))
     out_dir = tmp_path / "dist"

@@ -261,7 +261,7 @@ if [[ " $PHASES " == *" core "* ]]; then
   # The shipped snapshot of this machine's torch (2.11.0+cu130) against binutils' nm on its libraries.
   step "shipped snapshot vs nm" 60 "$OUT/03_gpu_tests.log" \
     python3 -m pytest -p no:cacheprovider -v -rs --rootdir "$REPO" -c "$REPO/pyproject.toml" \
-    "$REPO/tests/test_elf_snapshot.py" -k agrees_with_nm
+    "$REPO/tests/test_snapshot.py" -k agrees_with_nm
   step "pack CUDA artefacts" 30 "$RUN_LOG" pack_artefacts
   step "smoke float32, the rest" 150 "$OUT/02_smoke.log" smoke_f32 rest
 fi
