@@ -3,9 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch_support
 from checker_fixtures import build_fixtures
 from cmake_support import CMakeProject
-from elf_fixtures import find_torch_lib
 from summary_support import SUMMARY_LINES
 
 # The markers a fixture brings to every test that uses it, directly or through another
@@ -70,7 +70,7 @@ def scan_envs(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(scope="session")
 def torch_lib() -> Path:
     """The installed torch's lib/ folder (torch is in the test extra: no torch fails)."""
-    return find_torch_lib()
+    return torch_support.torch_lib()
 
 
 @pytest.fixture(scope="session")

@@ -129,15 +129,6 @@ def nm_exports(path: Path) -> dict[str, str]:
     return exports
 
 
-def find_torch_lib() -> Path:
-    """The installed torch's lib/ folder; torch is in the test extra, so no torch is a failure."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch")
-    assert spec is not None and spec.submodule_search_locations, "torch is not installed (pip install '.[test]')"
-    return Path(next(iter(spec.submodule_search_locations))) / "lib"
-
-
 def gnu_hash(name: bytes) -> int:
     h = 5381
     for c in name:

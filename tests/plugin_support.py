@@ -213,17 +213,3 @@ def copy_fixture(name: str, dest: Path) -> Path:
     target = dest / name
     shutil.copytree(PACKAGES / name, target, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
     return target
-
-
-def exported_shim_names(library: Path) -> set[str]:
-    from aoti_shim.checks.elf import ElfImage
-
-    with ElfImage(library) as image:
-        return {name for name in image.exports() if "aoti_torch_" in name}
-
-
-def imported_shim_names(library: Path) -> set[str]:
-    from aoti_shim.checks.elf import ElfImage
-
-    with ElfImage(library) as image:
-        return {name for name in image.imports() if "aoti_torch_" in name}

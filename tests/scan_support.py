@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import site
 import subprocess
 import sys
 import zipfile
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compile_support import compile_shared
+from torch_support import torch_package
 from wheel_support import make_wheel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -91,13 +91,6 @@ def pip_install(venv: Venv, *args: str) -> None:
     assert done.returncode == 0, f"pip install {args} failed:\n{done.stdout}{done.stderr}"
 
 
-def torch_site_packages() -> Path:
-    """The test environment's site-packages (torch 2.13 and its companions)."""
-    here = [Path(p) for p in site.getsitepackages() if (Path(p) / "torch").is_dir()]
-    assert here, "torch is not installed in the test environment (pip install '.[test]')"
-    return here[0]
-
-
 @dataclass(frozen=True)
 class ScanEnvs:
     libs: dict[str, Path]
@@ -113,7 +106,7 @@ def build_envs(out: Path) -> ScanEnvs:
     wheels = make_wheels(libs, out / "wheels")
     clean = make_venv(out / "clean")
     # torch reaches this venv the way layered environments share it: a .pth naming another site folder.
-    (clean.site / "shared_torch.pth").write_text(f"{torch_site_packages()}\n")
+    (clean.site / "shared_torch.pth").write_text(f"{torch_package().parent}\n")
     pip_install(clean, str(wheels["rt-a"]), str(wheels["ext-y"]))
 
     dirty = make_venv(out / "dirty")

@@ -1,4 +1,5 @@
-"""The installed reference shim library and its prefix, found one way by every test.
+"""The installed reference shim library and its prefix, found one way by every test; the
+names its manifest lists; the shim names a library exports or imports.
 
 The wheel ships the library (test_smoke asserts it), so its absence fails a test, it does
 not skip it. Its prefix is what its installed config.h says it was built with, held to
@@ -12,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.prefix import built_prefix
 from aoti_shim.errors import AotiShimError
 from aoti_shim.paths import shim_library
+
+MANIFEST = Path(__file__).resolve().parents[1] / "shims" / "manifest.txt"
 
 
 def reference_library() -> Path:
@@ -38,3 +42,21 @@ def reference_prefix() -> str:
 def reference_shims() -> tuple[Path, str]:
     """The installed reference library and its prefix."""
     return reference_library(), reference_prefix()
+
+
+def manifest_names() -> list[str]:
+    """shims/manifest.txt's names in its order, duplicates kept (a test refuses them)."""
+    lines = (line.split("#", 1)[0].strip() for line in MANIFEST.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line]
+
+
+def exported_shim_names(library: Path) -> set[str]:
+    """The names ``library`` exports that hold ``aoti_torch_`` (any prefix)."""
+    with ElfImage(library) as image:
+        return {name for name in image.exports() if "aoti_torch_" in name}
+
+
+def imported_shim_names(library: Path) -> set[str]:
+    """The names ``library`` imports that hold ``aoti_torch_`` (any prefix)."""
+    with ElfImage(library) as image:
+        return {name for name in image.imports() if "aoti_torch_" in name}

@@ -21,7 +21,8 @@ from aoti_shim.errors import EXIT_USAGE, UsageError
 from aoti_shim.plugin import cuda as plugin_cuda
 from cmake_support import CMakeProject
 from cuda_support import add_cuda_wheels, fatbin_images, has_sm90_code, path_without_nvcc, wheels_root
-from plugin_support import TargetEnv, assemble_wheelhouse, copy_fixture, exported_shim_names, make_target_env
+from plugin_support import TargetEnv, assemble_wheelhouse, copy_fixture, make_target_env
+from shims_support import exported_shim_names
 
 PREFIX = "pcuda_"
 EXPECTED_EXPORTS = {f"{PREFIX}aoti_torch_dtype_float32"}

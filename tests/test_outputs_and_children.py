@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 from cli_support import cli, one_line_error
+from shims_support import imported_shim_names
 from smoke_support import PREFIX, build_fake_libs
-
-from aoti_shim.checks.elf import ElfImage
 
 # The console script, as users run it: no current folder on its sys.path.
 CLI = str(Path(sys.executable).parent / "aoti-shim")
@@ -30,11 +29,6 @@ CLI = str(Path(sys.executable).parent / "aoti-shim")
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory: pytest.TempPathFactory):
     return build_fake_libs(tmp_path_factory.mktemp("outputs-libs"))
-
-
-def _shim_imports(path: Path) -> set[str]:
-    with ElfImage(path) as image:
-        return {n for n in image.imports() if "aoti_torch_" in n}
 
 
 def _copy_blob(fake, folder: Path, name: str = "model.so") -> Path:
@@ -100,7 +94,7 @@ def test_rewrite_to_dev_stdout_writes_the_blob_to_stdout(fake, tmp_path: Path) -
     assert proc.stdout.startswith(b"\x7fELF") and b"renamed 2 imports" in proc.stderr
     out = tmp_path / "from-stdout.so"
     out.write_bytes(proc.stdout)
-    assert _shim_imports(out) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
+    assert imported_shim_names(out) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
 
 
 def test_rewrite_writes_through_links(fake, tmp_path: Path) -> None:
@@ -111,7 +105,7 @@ def test_rewrite_writes_through_links(fake, tmp_path: Path) -> None:
     proc = cli("rewrite-imports", str(link), "--prefix", PREFIX)
     assert proc.returncode == 0, proc.stderr
     assert link.is_symlink() and os.readlink(link) == "real.so"
-    assert _shim_imports(real) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
+    assert imported_shim_names(real) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
     # -o a link to another file: written through as well.
     blob = _copy_blob(fake, tmp_path, "model.so")
     other = tmp_path / "other.so"
@@ -120,7 +114,7 @@ def test_rewrite_writes_through_links(fake, tmp_path: Path) -> None:
     out_link.symlink_to(other)
     proc = cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out_link))
     assert proc.returncode == 0, proc.stderr
-    assert out_link.is_symlink() and _shim_imports(other) == _shim_imports(real)
+    assert out_link.is_symlink() and imported_shim_names(other) == imported_shim_names(real)
     # -o a link to the blob itself would replace the input: refused.
     to_blob = tmp_path / "to-blob.so"
     to_blob.symlink_to(blob)
@@ -183,7 +177,7 @@ def test_a_killed_rewrite_leaves_no_child_and_after_sigterm_no_temp_file(fake, t
         assert parent.returncode == 128 + signal.SIGTERM
         assert err.strip() == "aoti-shim: terminated"
         assert _hidden(work) == []  # no partial .tmp file
-    assert _shim_imports(blob) == {"aoti_torch_get_dim", "aoti_torch_dtype_float32"}  # untouched
+    assert imported_shim_names(blob) == {"aoti_torch_get_dim", "aoti_torch_dtype_float32"}  # untouched
 
 
 # --- 12.9: children never import from the current folder ----------------------------------
@@ -203,7 +197,7 @@ def test_rewrite_worker_ignores_modules_in_the_current_folder(fake, tmp_path: Pa
     proc = subprocess.run([CLI, "rewrite-imports", "model.so", "--prefix", PREFIX], cwd=work, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert not marker.exists(), marker.read_text()
-    assert _shim_imports(blob) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
+    assert imported_shim_names(blob) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
 
 
 def test_every_python_child_starts_isolated(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_USAGE, UsageError
 from aoti_shim.plugin import config_settings, prefix, settings, target_env
-from plugin_support import exported_shim_names
+from shims_support import exported_shim_names
 
 ENV_FREE = ("AOTI_SHIM_PREFIX", "AOTI_SHIM_TORCH", "PDECL_PREFIX", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE", "SKBUILD_CMAKE_ARGS")
 

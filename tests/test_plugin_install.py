@@ -13,13 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from plugin_support import (
-    TargetEnv,
-    assemble_wheelhouse,
-    exported_shim_names,
-    imported_shim_names,
-    make_target_env,
-)
+from plugin_support import TargetEnv, assemble_wheelhouse, make_target_env
+from shims_support import exported_shim_names, imported_shim_names
+from torch_support import torch_package
+
 
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -207,7 +204,7 @@ def test_isolated_build_without_torch_names_the_fix(plugin_project, tmp_path: Pa
     assert not target.installed("plugin-clean")
 
     # The fix the message names works.
-    torch_site = Path(__import__("importlib").util.find_spec("torch").submodule_search_locations[0]).parent
+    torch_site = torch_package().parent
     result = target.pip("install", "-v", str(project), AOTI_SHIM_TORCH=str(torch_site))
     out = _output(result)
     assert result.returncode == 0, out

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import cli, one_line_error
+from shims_support import imported_shim_names
 from smoke_support import PREFIX, build_fake_libs, compiled_mlp
 
 from aoti_shim.checks.elf import ElfImage
@@ -19,11 +20,6 @@ from aoti_shim.checks.elf import ElfImage
 @pytest.fixture(scope="module")
 def fake(tmp_path_factory: pytest.TempPathFactory):
     return build_fake_libs(tmp_path_factory.mktemp("rewrite-libs"))
-
-
-def _shim_imports(path: Path) -> set[str]:
-    with ElfImage(path) as image:
-        return {n for n in image.imports() if "aoti_torch_" in n}
 
 
 def _leftovers(folder: Path) -> list[str]:
@@ -86,8 +82,8 @@ def test_rewrite_renames_imports_and_keeps_the_mode(fake, tmp_path: Path, mode: 
     proc = cli("rewrite-imports", str(blob), "--prefix", PREFIX, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "renamed 2 imports" in proc.stdout
-    assert _shim_imports(out) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
-    assert _shim_imports(blob) == {"aoti_torch_get_dim", "aoti_torch_dtype_float32"}  # input untouched
+    assert imported_shim_names(out) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
+    assert imported_shim_names(blob) == {"aoti_torch_get_dim", "aoti_torch_dtype_float32"}  # input untouched
     assert stat.S_IMODE(out.stat().st_mode) == mode
     assert _leftovers(tmp_path) == []
 
@@ -107,7 +103,7 @@ def test_rewrite_in_place_replaces_the_file(fake, tmp_path: Path) -> None:
     inode = blob.stat().st_ino
     proc = cli("rewrite-imports", str(blob), "--prefix", "myrt_")
     assert proc.returncode == 0, proc.stderr
-    assert _shim_imports(blob) == {"myrt_aoti_torch_get_dim", "myrt_aoti_torch_dtype_float32"}
+    assert imported_shim_names(blob) == {"myrt_aoti_torch_get_dim", "myrt_aoti_torch_dtype_float32"}
     assert blob.stat().st_ino != inode  # renamed into place, never rewritten in place
     assert stat.S_IMODE(blob.stat().st_mode) == 0o700
     assert _leftovers(tmp_path) == []
@@ -184,12 +180,12 @@ def test_worker_that_answers_nothing_is_one_line(fake, tmp_path: Path) -> None:
 def test_rewritten_compiled_model_passes_the_checker(smoke_cache: Path, tmp_path: Path) -> None:
     """The real thing: torch's compiled MLP, every aoti_torch_* import renamed."""
     artefact = compiled_mlp(smoke_cache)
-    before = _shim_imports(artefact.blob)
+    before = imported_shim_names(artefact.blob)
     assert len(before) >= 15 and all(n.startswith("aoti_torch_") for n in before)
     out = tmp_path / "mlp.so"
     proc = cli("rewrite-imports", str(artefact.blob), "--prefix", PREFIX, "-o", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert _shim_imports(out) == {PREFIX + n for n in before}
+    assert imported_shim_names(out) == {PREFIX + n for n in before}
     check = cli("check", "--model", str(out), "--against", "torch", "--prefix", PREFIX)
     assert "UNPREFIXED_IMPORT" not in check.stdout
     assert check.returncode & 8 == 0, check.stdout
@@ -411,7 +407,7 @@ def test_the_output_may_be_the_blob_but_not_a_link_to_it(fake, tmp_path: Path) -
     with pytest.raises(AotiShimError, match=r"^-o .*link\.so: is also an input"):
         _rewrite(blob, link)
     result = _rewrite(blob, blob)  # in place
-    assert result.output == blob and _shim_imports(blob) == {f"{PREFIX}{n}" for n in result.renamed}
+    assert result.output == blob and imported_shim_names(blob) == {f"{PREFIX}{n}" for n in result.renamed}
     assert stat.S_IMODE(blob.stat().st_mode) == 0o640
 
 
@@ -426,13 +422,13 @@ def test_the_command_says_what_it_renamed_on_stdout_or_stderr(fake, tmp_path: Pa
     out = tmp_path / "out.so"
     args = parser.parse_args(["rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", str(out)])
     assert args.run(args) == 0
-    note = f"rewrite-imports: renamed {len(_shim_imports(out))} imports to {PREFIX}aoti_torch_*; wrote {out}\n"
+    note = f"rewrite-imports: renamed {len(imported_shim_names(out))} imports to {PREFIX}aoti_torch_*; wrote {out}\n"
     assert capsys.readouterr() == (note, "")
     blob = tmp_path / "in-place.so"
     blob.write_bytes(fake.blob.read_bytes())
     args = parser.parse_args(["rewrite-imports", str(blob), "--prefix", PREFIX])
     assert args.output is None and args.run(args) == 0
-    assert capsys.readouterr().out.endswith(f"; wrote {blob}\n") and _shim_imports(blob) == _shim_imports(out)
+    assert capsys.readouterr().out.endswith(f"; wrote {blob}\n") and imported_shim_names(blob) == imported_shim_names(out)
     with pytest.raises(SystemExit):
         parser.parse_args(["rewrite-imports", str(blob)])  # --prefix is required
     assert "--prefix" in capsys.readouterr().err
@@ -457,7 +453,7 @@ def test_the_worker_answers_in_one_line_of_json(fake, tmp_path: Path, capsys: py
     out = tmp_path / "out.so"
     assert main([str(fake.blob), str(out), PREFIX]) == 0
     answer = json.loads(capsys.readouterr().out)
-    assert answer == {"renamed": sorted(n.removeprefix(PREFIX) for n in _shim_imports(out))} and answer["renamed"]
+    assert answer == {"renamed": sorted(n.removeprefix(PREFIX) for n in imported_shim_names(out))} and answer["renamed"]
     (tmp_path / "junk").write_bytes(b"junk")
     assert main([str(tmp_path / "junk"), str(tmp_path / "x.so"), PREFIX]) == 1
     assert json.loads(capsys.readouterr().out) == {"error": f"ValueError: LIEF cannot parse {tmp_path / 'junk'}"}

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 from cli_support import cli, one_line_error
-from scan_support import ScanEnvs, tree_state, torch_site_packages
+from scan_support import ScanEnvs, tree_state
+from torch_support import torch_package
 
 from aoti_shim.checks.prefix import is_shim_name
 from aoti_shim.checks.scan import Scanned, captures
@@ -107,7 +108,7 @@ def test_torch_and_its_companions_are_clean(clean: ScanReport) -> None:
     assert clean.findings == (), render_scan(clean)
     assert clean.exit_code("any") == 0
     torch = next(d for d in clean.scanned.distributions if d.name == "torch")
-    assert torch.version.startswith("2.13") and Path(torch.location) == torch_site_packages()
+    assert torch.version.startswith("2.13") and Path(torch.location) == torch_package().parent
     providers = {(r.library, r.prefix): r.names for r in clean.providers}
     # NOTES: 329 exported aoti_torch_* in 2.13.0, and shim.h's aoti_record_function_start/_end.
     assert providers[("torch/lib/libtorch_cpu.so", "")] == 331

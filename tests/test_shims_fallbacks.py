@@ -4,13 +4,11 @@ manifest lists them, and the known gaps carry a workaround."""
 from __future__ import annotations
 
 import ctypes
-from pathlib import Path
 
 import pytest
 import torch  # in the test extra: its absence fails, it does not skip
+from shims_support import manifest_names
 from test_shims_ops_torch import DTYPES, I64, P, Shims, as_torch, delete, handle, shims  # noqa: F401 (fixture)
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize(
@@ -53,7 +51,7 @@ def test_cumsum_rejects_a_dim_out_of_range(shims: Shims) -> None:
 def test_unsupported_fallbacks_are_not_in_the_manifest_and_name_a_workaround() -> None:
     from aoti_shim.smoke.unsupported import WORKAROUNDS, workaround
 
-    manifest = {line.strip() for line in (REPO / "shims" / "manifest.txt").read_text().splitlines()}
+    manifest = set(manifest_names())
     for name in ("aoti_torch_cpu_cumsum", "aoti_torch_cuda_mm_out", "aoti_torch_cuda_addmm_out",
                  "aoti_torch_cuda_bmm_out", "aoti_torch_cuda_baddbmm_out", "aoti_torch_cuda_convolution",
                  "aoti_torch_cuda__scaled_dot_product_efficient_attention",

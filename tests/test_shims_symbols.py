@@ -16,10 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from shims_support import reference_library, reference_prefix
+from shims_support import manifest_names, reference_library, reference_prefix
+from torch_support import torch_lib, torch_package
 
-REPO = Path(__file__).resolve().parents[1]
-MANIFEST = REPO / "shims" / "manifest.txt"
 OWN_ABI = {
     "aoti_shim_last_error",
     "aoti_shim_caller_stream_select",
@@ -35,23 +34,6 @@ OWN_ABI = {
 E_UNSUPPORTED_DEVICE = 12
 E_NEGATIVE_DEVICE_INDEX = 13
 E_CUDA_UNAVAILABLE = 21
-
-
-def manifest_names() -> list[str]:
-    lines = (line.split("#", 1)[0].strip() for line in MANIFEST.read_text(encoding="utf-8").splitlines())
-    return [line for line in lines if line]
-
-
-def libtorch_cpu() -> Path:
-    import torch
-
-    return Path(torch.__file__).resolve().parent / "lib" / "libtorch_cpu.so"
-
-
-def torch_include() -> Path:
-    import torch
-
-    return Path(torch.__file__).resolve().parent / "include"
 
 
 def test_manifest_is_well_formed() -> None:
@@ -79,7 +61,7 @@ def test_no_name_shared_with_libtorch() -> None:
     from aoti_shim.checks import CheckSettings, render, run_check
     from aoti_shim.checks.elf import ElfImage
 
-    with ElfImage(libtorch_cpu()) as torch_image, ElfImage(reference_library()) as ours:
+    with ElfImage(torch_lib() / "libtorch_cpu.so") as torch_image, ElfImage(reference_library()) as ours:
         torch_names = set(torch_image.exports())
         our_names = set(ours.exports())
     assert len([name for name in torch_names if name.startswith("aoti_torch_")]) > 300
@@ -103,7 +85,7 @@ def test_signatures_match_torch(tmp_path: Path) -> None:
     own = declared_functions((Path(__file__).resolve().parents[1] / "shims" / "src" / "ops_sort.h").read_text(encoding="utf-8"))
     assert own == {"aoti_torch_cuda_radix_sort_u32"} and own <= set(manifest_names())
     names = [name for name in manifest_names() if name not in own]
-    shim_dir = torch_include() / "torch" / "csrc" / "inductor" / "aoti_torch"
+    shim_dir = torch_package() / "include" / "torch" / "csrc" / "inductor" / "aoti_torch"
     torch_text = "".join(p.read_text(encoding="utf-8") for p in sorted(shim_dir.glob("*/*shim*.h")))
     assert [name for name in names if not re.search(rf"\b{name}\s*\(", torch_text)] == []
     header = (include / "aoti_shim" / "shim.h").read_text(encoding="utf-8")
@@ -124,7 +106,7 @@ def test_signatures_match_torch(tmp_path: Path) -> None:
             "-DAOTI_SHIM_SYMBOL_PREFIX=sigcheck_",
             "-include",
             "aoti_shim_rename.h",  # renames torch's declarations as well as ours
-            f"-I{torch_include()}",
+            f"-I{torch_package() / 'include'}",
             f"-I{include}",
             str(unit),
         ]
@@ -140,7 +122,7 @@ def test_signatures_match_torch(tmp_path: Path) -> None:
 def test_constants_match_libtorch() -> None:
     import torch  # noqa: F401  (loads libtorch_cpu's dependencies)
 
-    theirs = ctypes.CDLL(str(libtorch_cpu()))
+    theirs = ctypes.CDLL(str(torch_lib() / "libtorch_cpu.so"))
     ours = ctypes.CDLL(str(reference_library()))
     prefix = reference_prefix()
     constant = re.compile(r"aoti_torch_(dtype|device_type|layout|memory_format)_\w+")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from cli_support import cli
 from cmake_support import REPO, log
-from elf_fixtures import find_torch_lib
+from torch_support import torch_lib
 
 from aoti_shim.errors import InputError, UsageError
 from aoti_shim.torch_location import SHIM_HEADER, TORCH_ENV_VAR, TorchLocation, locate
@@ -72,7 +72,7 @@ def test_every_caller_finds_the_installed_torch(tmp_path: Path, monkeypatch: pyt
     # Judged independently: the test helper's own find_spec, and importlib.metadata.
     from importlib.metadata import version
 
-    assert found.lib == find_torch_lib() and found.version == version("torch") == "2.13.0+cpu"
+    assert found.lib == torch_lib() and found.version == version("torch") == "2.13.0+cpu"
     assert (found.include / SHIM_HEADER).is_file()
     assert find_torch() == found
     assert target_env.find_torch({}).site.resolve() == found.site.resolve()  # the probed interpreter is this one
