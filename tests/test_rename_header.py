@@ -10,9 +10,10 @@ import pytest
 from cli_support import CLI
 from cmake_support import REPO, clean_env
 from compile_support import compile_object
+from torch_support import fake_torch_include
 
 from aoti_shim.cli import main
-from aoti_shim.rename_header import declared_functions, header_names, manifest_names, own_header_names
+from aoti_shim.rename_header import header_names, manifest_names, own_header_names
 
 HEADER = REPO / "cmake" / "include" / "aoti_shim_rename.h"
 MANIFEST = REPO / "shims" / "manifest.txt"
@@ -49,55 +50,11 @@ def test_the_header_renames_the_union_over_every_supported_torch() -> None:
         assert any(n.startswith(f"aoti_torch_{device}_") for n in shipped.names), device
 
 
-def test_declared_functions_reads_the_profiler_marks_of_shim_h() -> None:
-    source = "AOTI_TORCH_EXPORT AOTITorchError aoti_record_function_start(const char* name, int64_t* handle);\n"
-    source += "AOTI_TORCH_EXPORT AOTITorchError aoti_record_function_end(int64_t handle);\n"
-    assert declared_functions(source) == {"aoti_record_function_start", "aoti_record_function_end"}
-
-
-def test_the_union_holds_what_the_installed_torch_declares(torch_lib: Path) -> None:
-    from aoti_shim.torch_location import locate
-    from aoti_shim.torch_names import names_in_include, shipped_names
-
-    found = locate()
-    assert found is not None, f"no headers found for the installed torch ({torch_lib.parent})"
-    assert names_in_include(found.include) <= shipped_names().names
-
-
-def _fake_torch_include(root: Path, declarations: str) -> Path:
-    headers = root / "torch" / "csrc" / "inductor" / "aoti_torch"
-    (headers / "c").mkdir(parents=True)
-    (headers / "c" / "shim.h").write_text(declarations)
-    return root
-
-
-def test_the_name_list_is_generated_from_wheels_and_include_folders(tmp_path: Path) -> None:
-    """python -m aoti_shim.torch_names reads a wheel's headers from the archive (here a small
-    stand-in wheel: the tests download nothing) and include folders, and records each release."""
-    import zipfile
-
-    from aoti_shim.torch_names import main as generate, shipped_names
-
-    wheel = tmp_path / "torch-9.1.0-cp312-none-macosx_14_0_arm64.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        base = "torch/include/torch/csrc/inductor/aoti_torch"
-        archive.writestr(f"{base}/c/shim.h", "AOTITorchError aoti_torch_a(int);\n// aoti_torch_commented(int);\n")
-        archive.writestr(f"{base}/generated/c_shim_cuda.h", "AOTITorchError aoti_torch_cuda_b(int);\n")
-        archive.writestr(f"{base}/c/macros.h", "AOTITorchError aoti_torch_not_a_shim_header(int);\n")
-    include = _fake_torch_include(tmp_path / "site" / "torch" / "include", "AOTITorchError aoti_torch_c(void);\n")
-    (tmp_path / "site" / "torch" / "version.py").write_text("__version__ = '9.2.0+cpu'\n")
-    out = tmp_path / "names.txt"
-    assert generate([str(wheel), str(include), "-o", str(out)]) == 0
-    listed = shipped_names(out)
-    assert listed.versions == ("9.1.0", "9.2.0+cpu")
-    assert listed.names == {"aoti_torch_a", "aoti_torch_cuda_b", "aoti_torch_c"}
-
-
 def test_check_against_the_installed_torch_lists_what_the_shipped_header_lacks(tmp_path: Path) -> None:
     """Outside the source tree, --check reads the header installed with aoti-shim and names,
     one a line, every name that the torch's headers declare and it lacks."""
-    torch = _fake_torch_include(tmp_path / "include", "AOTITorchError aoti_torch_from_a_newer_torch(int);\n"
-                                "AOTITorchError aoti_torch_empty_strided(int);\n")  # fmt: skip
+    torch = fake_torch_include(tmp_path / "include", "AOTITorchError aoti_torch_from_a_newer_torch(int);\n"
+                               "AOTITorchError aoti_torch_empty_strided(int);\n")  # fmt: skip
     proc = subprocess.run([*CLI, "rename-header", "--check", "--torch-include", str(torch)],
                           capture_output=True, text=True, cwd=tmp_path, check=False)  # fmt: skip
     assert proc.returncode == 8, proc.stderr
@@ -213,18 +170,6 @@ def test_every_shim_the_reference_library_exports_is_renamed() -> None:
     assert exported, f"{library} exports no shims"
     plain = {name[name.index("aoti_torch_") :] for name in exported}
     assert plain <= header_names(HEADER.read_text())
-
-
-def test_declarations_are_found_and_comments_and_types_are_not() -> None:
-    source = """
-    // aoti_torch_in_a_comment(int);
-    /* aoti_torch_in_a_block(
-       comment) */
-    AOTI_TORCH_EXPORT AOTITorchError
-    aoti_torch_split_declaration (AtenTensorHandle t);
-    typedef void (*aoti_torch_callback_t)(void*);
-    """
-    assert declared_functions(source) == {"aoti_torch_split_declaration"}
 
 
 def test_header_renames_declarations_definitions_and_calls(tmp_path: Path) -> None:
