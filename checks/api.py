@@ -67,6 +67,7 @@ def _read(art: Artifact, role: str) -> Library:
             soname=image.soname,
             needed=image.needed,
             symbolic=image.symbolic,
+            noopen=image.noopen,
             header=(image.elf_class, image.big_endian, image.machine),
             versions=image.versions(),
             import_filter=prefix_rules.is_shim_name,

@@ -18,7 +18,8 @@ all, or when it is unversioned and not hidden (glibc's ``check_match``); an unve
 import takes an unversioned definition, or version index 2 (the oldest), or the single
 non-hidden versioned one. A library whose ELF class, data encoding or machine differs
 from the process's cannot load; neither can one needing a version that a loaded
-dependency lacks. TLS and IFUNC symbols bind by these same rules.
+dependency lacks, nor one dlopen opens (itself or in its closure) that was linked
+``-z nodlopen``. TLS and IFUNC symbols bind by these same rules.
 
 Only names are asked of references (through their hash tables), so the model costs a
 lookup per resolved import, not a scan of libtorch. Use it as::
@@ -82,6 +83,8 @@ class Linked:
     names: frozenset[str]
     needed: tuple[str, ...] = ()
     symbolic: bool = False
+    # Linked -z nodlopen: dlopen refuses it (loaded only as a program's dependency).
+    noopen: bool = False
     # (ELF class 32/64, big-endian, e_machine); None when unknown (a snapshot).
     header: tuple[int, bool, int] | None = None
     # True when the file has a .gnu.version table (version matching applies to it).
@@ -110,6 +113,7 @@ class Linked:
             names=_names(image.path, image.soname),
             needed=tuple(image.needed),
             symbolic=image.symbolic,
+            noopen=image.noopen,
             header=(image.elf_class, image.big_endian, image.machine),
             has_versym=image._versym() is not None,
             versions=image.versions(),
@@ -129,6 +133,7 @@ class Linked:
         soname: str | None = None,
         needed: Sequence[str] = (),
         symbolic: bool = False,
+        noopen: bool = False,
         header: tuple[int, bool, int] | None = None,
         versions: Versions = NO_VERSIONS,
         import_filter: Callable[[str], bool] | None = None,
@@ -144,6 +149,7 @@ class Linked:
             names=_names(file_name, soname),
             needed=tuple(needed),
             symbolic=symbolic,
+            noopen=noopen,
             header=header,
             has_versym=exports.has_versym or imports.has_versym,
             versions=versions,
@@ -347,6 +353,14 @@ class Process:
                 self._failures.append(LoadFailure(root, f"needs {mismatched[0].display}, which cannot load"))
             return
         new = [lib for lib in closure if id(lib) not in self._local]
+        refused = [lib for lib in new if lib.noopen] if root.role != PROGRAM else []
+        if refused:
+            # A program's closure loads at start-up; everything else here is dlopen's.
+            for lib in refused:
+                self._failures.append(LoadFailure(lib, "it is linked -z nodlopen (DF_1_NOOPEN): dlopen refuses it"))
+            if root not in refused:
+                self._failures.append(LoadFailure(root, f"needs {refused[0].display}, which dlopen refuses (-z nodlopen)"))
+            return
         seen = len(self._global)
         for lib in new:
             self._local[id(lib)] = closure

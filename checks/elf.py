@@ -51,6 +51,8 @@ DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6
 DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_REL, DT_RELSZ, DT_PLTREL, DT_JMPREL, DT_BIND_NOW = 2, 7, 8, 17, 18, 20, 23, 24
 DF_SYMBOLIC, DF_BIND_NOW, DF_1_NOW = 0x2, 0x8, 0x1
 DF_1_PIE = 0x08000000
+# -z nodlopen: dlopen refuses the object (itself or as a dependency of what it opens).
+DF_1_NOOPEN = 0x40
 # A .gnu.version entry: the version index in the low 15 bits, "hidden" (a non-default
 # version, name@V rather than name@@V) in the top one. Index 0 is local, 1 global (no version).
 VERSYM_HIDDEN = 0x8000
@@ -1394,6 +1396,11 @@ class ElfImage:
         if table is None:
             return [self._entry(sym, i, versym, versions) for i, sym in enumerate(self.symbols(), 1) if sym.name == name and sym.is_export]
         return [self._entry(sym, index, versym, versions) for index, sym in self._gnu_exports(table, name)]
+
+    @property
+    def noopen(self) -> bool:
+        """Linked -z nodlopen (DF_1_NOOPEN): dlopen refuses it."""
+        return bool(self.dynamic_tags().get(DT_FLAGS_1, 0) & DF_1_NOOPEN)
 
     def dynamic_tags(self) -> dict[int, int]:
         """PT_DYNAMIC's tags (the first value of each), as the loader reads them."""

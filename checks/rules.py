@@ -655,7 +655,7 @@ RULES: tuple[Rule, ...] = (
     Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines: it binds to nothing.", BLOCKING),
     Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
     Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency).", BLOCKING),
-    Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, or a symbol version its dependency lacks.", BLOCKING),
+    Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, or -z nodlopen on what dlopen opens.", BLOCKING),
     Rule("MANGLED_SHIM", _mangled_shim, "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".", BLOCKING),
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
     Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once).", BLOCKING),

@@ -6,7 +6,8 @@ shim headers declare), prefixes right, missing, wrong or partial, symbol kinds G
 WEAK, GNU_UNIQUE, IFUNC, protected and TLS, version scripts (a hidden old version too),
 -Bsymbolic, DT_NEEDED chains (a blob linked against a shim, or against a link-time stub
 of it that has another version, or needing a dependency of its own), and a shim of a
-foreign machine (an e_machine patched copy: this machine has no 32-bit toolchain).
+foreign machine (an e_machine patched copy: this machine has no 32-bit toolchain),
+and libraries linked -z nodlopen.
 
 Every library of a batch of cases is compiled in one ``gcc -c`` call and linked with
 ``ld``; one child process forks once per case and loads it the way the process under
@@ -91,6 +92,7 @@ class Lib:
     versioned: bool = False
     symbolic: bool = False
     foreign: bool = False
+    noopen: bool = False  # linked -z nodlopen
 
 
 @dataclass
@@ -155,6 +157,9 @@ def cases(draw: st.DrawFn) -> Case:
     if draw(st.integers(0, 7)) == 0:
         shims = [lib for lib in libs if lib.role == "shim"]
         draw(st.sampled_from(shims)).foreign = True
+    loaded = [lib for lib in libs if lib.role in ("shim", "blob", "dep")]
+    if draw(st.integers(0, 11)) == 0:
+        draw(st.sampled_from(loaded)).noopen = True
     return Case(classes, libs)
 
 
@@ -254,6 +259,8 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
             args += ["--version-script", str(script)]
         if lib.symbolic:
             args.append("-Bsymbolic")
+        if lib.noopen:
+            args += ["-z", "nodlopen"]
         for dep in lib.needed:
             args.append(str(built[c].paths["stub" if dep == "stub" else dep]))
         done = subprocess.run(args, capture_output=True, text=True, check=False)
