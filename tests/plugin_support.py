@@ -22,6 +22,7 @@ import sysconfig
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from wheel_support import record_hash
 
@@ -33,6 +34,15 @@ _INSTALL_ONLY = {"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"}
 # Environment variables that would leak the developer's or CI's settings into a build.
 _SCRUBBED_PREFIXES = ("PIP_", "SKBUILD_", "AOTI_SHIM_", "PYTHON")
 _SCRUBBED = {"CMAKE_ARGS", "VIRTUAL_ENV", "CONDA_PREFIX", "CMAKE_BUILD_TYPE"}
+
+
+# A project declaring aoti-shim.prefix as a config-setting of its own: a default and an env.
+DECLARED_PREFIX = {"config-setting": {"aoti-shim.prefix": {"default": "decl_", "env": "MYRT_PREFIX"}}}
+
+
+def pyproject_tables(tool: dict[str, Any] | None = None, skb: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A parsed pyproject.toml holding these [tool.aoti-shim] and [tool.scikit-build] tables."""
+    return {"tool": {"aoti-shim": tool or {}, "scikit-build": skb or {}}}
 
 
 def _normalize(name: str) -> str:

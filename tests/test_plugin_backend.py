@@ -1,4 +1,5 @@
-"""aoti_shim.build in-process: prefix precedence, config-settings, the gate, clean failures.
+"""aoti_shim.build in-process: config-settings, the gate, clean failures (which prefix is
+requested: test_plugin_prefix.py).
 
 The prefix rules are checked against scikit-build-core's own settings reader, and two
 fixture projects are built in-process through the PEP 517 hooks (about a second each).
@@ -16,6 +17,7 @@ import pytest
 
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_USAGE, UsageError
 from aoti_shim.plugin import config_settings, prefix, settings, target_env
+from plugin_support import DECLARED_PREFIX, pyproject_tables
 from shims_support import exported_shim_names
 
 ENV_FREE = ("AOTI_SHIM_PREFIX", "AOTI_SHIM_TORCH", "PDECL_PREFIX", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE", "SKBUILD_CMAKE_ARGS")
@@ -27,72 +29,12 @@ def _clean_build_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def _pyproject(tool: dict[str, Any] | None = None, skb: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"tool": {"aoti-shim": tool or {}, "scikit-build": skb or {}}}
-
-
-DECLARED = {"config-setting": {"aoti-shim.prefix": {"default": "decl_", "env": "MYRT_PREFIX"}}}
-
-
-# --- which prefix is requested --------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("pyproject", "given", "environ", "value", "source"),
-    [
-        (_pyproject(), {}, {}, None, "not set"),
-        (_pyproject({"prefix": "tbl_"}), {}, {}, "tbl_", "[tool.aoti-shim] prefix"),
-        (_pyproject({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_"}, {}, "cs_", "-C aoti-shim.prefix"),
-        (_pyproject({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_"}, {"AOTI_SHIM_PREFIX": "env_"}, "env_", "environment variable AOTI_SHIM_PREFIX"),
-        (_pyproject(skb=DECLARED), {}, {}, "decl_", 'the default of [tool.scikit-build.config-setting."aoti-shim.prefix"]'),
-        (_pyproject({"prefix": "tbl_"}, DECLARED), {}, {}, "tbl_", "[tool.aoti-shim] prefix"),
-        (_pyproject(skb=DECLARED), {}, {"MYRT_PREFIX": "mine_", "AOTI_SHIM_PREFIX": "env_"}, "mine_", "environment variable MYRT_PREFIX"),
-        (_pyproject(skb={"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "lit_"}}}), {}, {}, "lit_", "[tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX"),
-    ],
-)
-def test_requested_prefix_precedence(pyproject, given, environ, value, source) -> None:
-    choice = prefix.requested_prefix(pyproject, given, environ)
-    assert (choice.value, choice.source) == (value, source)
-
-
-@pytest.mark.parametrize(
-    ("given", "environ", "message"),
-    [
-        ({"aoti-shim.prefix": "9lives_"}, {}, "prefix '9lives_' from -C aoti-shim.prefix is not a C identifier prefix"),
-        ({}, {"AOTI_SHIM_PREFIX": ""}, "prefix '' from environment variable AOTI_SHIM_PREFIX"),
-        ({"aoti-shim.prefix": "aoti_torch_x"}, {}, "starts with 'aoti_torch_'"),
-        ({"aoti-shim.prefix": ["a_", "b_"]}, {}, "-C aoti-shim.prefix was given 2 times"),
-    ],
-)
-def test_bad_prefix_is_a_usage_error(given, environ, message) -> None:
-    with pytest.raises(UsageError) as err:
-        prefix.requested_prefix(_pyproject(), given, environ)
-    assert message in str(err.value)
-
-
-def test_last_cmake_arg_define_wins() -> None:
-    args = ["-DAOTI_SHIM_SYMBOL_PREFIX=a_", "-GNinja", "-D", "AOTI_SHIM_SYMBOL_PREFIX:STRING=b_", "-DOTHER=c_"]
-    assert prefix.last_cmake_arg_define(args) == "b_"
-    assert prefix.last_cmake_arg_define(["-DOTHER=1"]) is None
-
-
-def test_unbalanced_quote_in_cmake_args_is_a_usage_error() -> None:
-    with pytest.raises(UsageError, match="^CMAKE_ARGS: No closing quotation$"):
-        prefix.effective_prefix(
-            prefix.PrefixChoice(None, "not set"),
-            define_value=None,
-            cmake_args=[],
-            environ={"CMAKE_ARGS": "-DAOTI_SHIM_SYMBOL_PREFIX='a_"},
-            raw_source=None,
-        )
-
-
 # --- what scikit-build-core is handed ---------------------------------------------------
 
 
 def test_prepare_takes_out_own_keys_and_injects_the_defines() -> None:
     prepared = config_settings.prepare(
-        _pyproject({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_", "aoti-shim.fail-on": "any", "cmake.build-type": "Debug"}, {}
+        pyproject_tables({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_", "aoti-shim.fail-on": "any", "cmake.build-type": "Debug"}, {}
     )
     out = prepared.skbuild_settings
     assert out["cmake.define.AOTI_SHIM_SYMBOL_PREFIX"] == "cs_"
@@ -103,31 +45,31 @@ def test_prepare_takes_out_own_keys_and_injects_the_defines() -> None:
 
 
 def test_prepare_keeps_declared_settings_and_respects_raw_defines() -> None:
-    pyproject = _pyproject(skb={**DECLARED, "cmake": {"define": {"AotiShim_DIR": "/opt/aotishim"}}})
+    pyproject = pyproject_tables(skb={**DECLARED_PREFIX, "cmake": {"define": {"AotiShim_DIR": "/opt/aotishim"}}})
     prepared = config_settings.prepare(pyproject, {"aoti-shim.prefix": "cs_", "cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "raw_"}, {})
     out = prepared.skbuild_settings
     assert out["aoti-shim.prefix"] == "cs_"  # declared: scikit-build-core resolves it too
     assert out["cmake.define.AOTI_SHIM_SYMBOL_PREFIX"] == "raw_"  # the raw define is left alone
     assert "cmake.define.AotiShim_DIR" not in out  # the project points at its own
     assert prepared.raw_define_source == "-C cmake.define.AOTI_SHIM_SYMBOL_PREFIX"
-    env_raw = config_settings.prepare(_pyproject(), {}, {"SKBUILD_CMAKE_DEFINE": "X=1;AOTI_SHIM_SYMBOL_PREFIX=e_"})
+    env_raw = config_settings.prepare(pyproject_tables(), {}, {"SKBUILD_CMAKE_DEFINE": "X=1;AOTI_SHIM_SYMBOL_PREFIX=e_"})
     assert env_raw.raw_define_source == "SKBUILD_CMAKE_DEFINE"
 
 
 def test_unknown_own_config_setting_and_table_key_are_usage_errors() -> None:
     with pytest.raises(UsageError, match="^config-setting: unknown 'aoti-shim.prefx' .*did you mean 'aoti-shim.prefix'"):
-        config_settings.prepare(_pyproject(), {"aoti-shim.prefx": "a_"}, {})
+        config_settings.prepare(pyproject_tables(), {"aoti-shim.prefx": "a_"}, {})
     with pytest.raises(UsageError, match=r"^\[tool.aoti-shim\] key: unknown 'prefx' \('prefx': did you mean 'prefix'\?\)"):
         config_settings.prepare({"tool": {"aoti-shim": {"prefx": "a_"}}}, {}, {})
     with pytest.raises(UsageError, match="fail-on must be one of"):
-        settings.gate_settings(_pyproject({"fail-on": "sometimes"}), {})
+        settings.gate_settings(pyproject_tables({"fail-on": "sometimes"}), {})
 
 
 def test_gate_settings_against_forms() -> None:
-    assert settings.gate_settings(_pyproject(), {}).against == ("torch",)
-    assert settings.gate_settings(_pyproject({"against": []}), {}).against == ()
-    assert settings.gate_settings(_pyproject({"against": "libs/ref.so"}), {}).against == ("libs/ref.so",)
-    given = settings.resolve(_pyproject(), {"aoti-shim.against": "torch; /x/lib.so"}, {})
+    assert settings.gate_settings(pyproject_tables(), {}).against == ("torch",)
+    assert settings.gate_settings(pyproject_tables({"against": []}), {}).against == ()
+    assert settings.gate_settings(pyproject_tables({"against": "libs/ref.so"}), {}).against == ("libs/ref.so",)
+    given = settings.resolve(pyproject_tables(), {"aoti-shim.against": "torch; /x/lib.so"}, {})
     assert (given.settings.against, given.source("against")) == (("torch", "/x/lib.so"), "-C aoti-shim.against")
 
 

@@ -1,4 +1,5 @@
-"""What CMake really gets as the prefix (plugin/prefix.py), as functions: no build needed.
+"""Which prefix a build requests and what CMake really gets (plugin/prefix.py), as functions:
+no build needed.
 
 The slow pip tests show the same through real builds; these pin every branch of the
 effective-prefix logic, which a prefix given as ``-D`` in ``CMAKE_ARGS`` once lacked.
@@ -7,6 +8,7 @@ effective-prefix logic, which a prefix given as ``-D`` in ``CMAKE_ARGS`` once la
 from __future__ import annotations
 
 import pytest
+from plugin_support import DECLARED_PREFIX, pyproject_tables
 
 from aoti_shim.errors import UsageError
 from aoti_shim.plugin import prefix, settings
@@ -175,3 +177,56 @@ def test_requested_prefix_from_the_declarations_own_env_and_default() -> None:
         prefix.requested_prefix(bad_literal, {}, {})
     assert settings.declared_settings(declared) == frozenset({"aoti-shim.prefix"})
     assert settings.declaration({"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": "not a table"}}}}) is None
+
+
+# --- which prefix is requested --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pyproject", "given", "environ", "value", "source"),
+    [
+        (pyproject_tables(), {}, {}, None, "not set"),
+        (pyproject_tables({"prefix": "tbl_"}), {}, {}, "tbl_", "[tool.aoti-shim] prefix"),
+        (pyproject_tables({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_"}, {}, "cs_", "-C aoti-shim.prefix"),
+        (pyproject_tables({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_"}, {"AOTI_SHIM_PREFIX": "env_"}, "env_", "environment variable AOTI_SHIM_PREFIX"),
+        (pyproject_tables(skb=DECLARED_PREFIX), {}, {}, "decl_", 'the default of [tool.scikit-build.config-setting."aoti-shim.prefix"]'),
+        (pyproject_tables({"prefix": "tbl_"}, DECLARED_PREFIX), {}, {}, "tbl_", "[tool.aoti-shim] prefix"),
+        (pyproject_tables(skb=DECLARED_PREFIX), {}, {"MYRT_PREFIX": "mine_", "AOTI_SHIM_PREFIX": "env_"}, "mine_", "environment variable MYRT_PREFIX"),
+        (pyproject_tables(skb={"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "lit_"}}}), {}, {}, "lit_", "[tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX"),
+    ],
+)
+def test_requested_prefix_precedence(pyproject, given, environ, value, source) -> None:
+    choice = prefix.requested_prefix(pyproject, given, environ)
+    assert (choice.value, choice.source) == (value, source)
+
+
+@pytest.mark.parametrize(
+    ("given", "environ", "message"),
+    [
+        ({"aoti-shim.prefix": "9lives_"}, {}, "prefix '9lives_' from -C aoti-shim.prefix is not a C identifier prefix"),
+        ({}, {"AOTI_SHIM_PREFIX": ""}, "prefix '' from environment variable AOTI_SHIM_PREFIX"),
+        ({"aoti-shim.prefix": "aoti_torch_x"}, {}, "starts with 'aoti_torch_'"),
+        ({"aoti-shim.prefix": ["a_", "b_"]}, {}, "-C aoti-shim.prefix was given 2 times"),
+    ],
+)
+def test_bad_prefix_is_a_usage_error(given, environ, message) -> None:
+    with pytest.raises(UsageError) as err:
+        prefix.requested_prefix(pyproject_tables(), given, environ)
+    assert message in str(err.value)
+
+
+def test_last_cmake_arg_define_wins() -> None:
+    args = ["-DAOTI_SHIM_SYMBOL_PREFIX=a_", "-GNinja", "-D", "AOTI_SHIM_SYMBOL_PREFIX:STRING=b_", "-DOTHER=c_"]
+    assert prefix.last_cmake_arg_define(args) == "b_"
+    assert prefix.last_cmake_arg_define(["-DOTHER=1"]) is None
+
+
+def test_unbalanced_quote_in_cmake_args_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="^CMAKE_ARGS: No closing quotation$"):
+        prefix.effective_prefix(
+            prefix.PrefixChoice(None, "not set"),
+            define_value=None,
+            cmake_args=[],
+            environ={"CMAKE_ARGS": "-DAOTI_SHIM_SYMBOL_PREFIX='a_"},
+            raw_source=None,
+        )
