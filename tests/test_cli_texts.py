@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,31 @@ def test_help_shows_no_docstring_markup(command: str) -> None:
     result = cli(command, "--help")
     assert result.returncode == 0
     assert "``" not in result.stdout and ":func:" not in result.stdout, result.stdout
+
+
+def test_each_command_is_registered_by_the_module_the_cli_names() -> None:
+    # A command line naming a command builds a parser of that command alone (its module's
+    # imports only): the table must say which module registers which name.
+    import argparse
+
+    from aoti_shim.cli import COMMANDS, build_parser
+
+    def names(parser: argparse.ArgumentParser) -> list[str]:
+        return list(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+    assert names(build_parser()) == list(COMMANDS)
+    assert {command: names(build_parser(command)) for command in COMMANDS} == {command: [command] for command in COMMANDS}
+
+
+def test_a_command_line_imports_only_its_own_command() -> None:
+    # -P: the installed package. check must not pay for scan's environment reader or the smoke.
+    code = (
+        "import sys\nfrom aoti_shim.cli import main\ntry:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m in ('aoti_shim.checks.scan_command', 'aoti_shim.smoke.command', 'aoti_shim.own_wheel')))"
+    )
+    result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
 # --- the project's words --------------------------------------------------------------

@@ -21,16 +21,18 @@ from aoti_shim.paths import cmake_dir
 from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 from aoti_shim.torch_location import torch_include_dir
 
-# Module paths of subcommands, in --help order.
-COMMAND_MODULES: tuple[str, ...] = (
-    "aoti_shim.checks.command",
-    "aoti_shim.checks.scan_command",
-    "aoti_shim.checks.snapshot_command",
-    "aoti_shim.rename_header",
-    "aoti_shim.smoke.command",
-    "aoti_shim.smoke.rewrite",
-    "aoti_shim.own_wheel",
-)
+# Each subcommand and the module that registers it, in --help order. A command line that
+# names one is parsed by a parser holding only that one: the others' modules (scan's
+# environment reader, the smoke's pipeline) cost a check ~60 ms of imports it never uses.
+COMMANDS: dict[str, str] = {
+    "check": "aoti_shim.checks.command",
+    "scan": "aoti_shim.checks.scan_command",
+    "snapshot": "aoti_shim.checks.snapshot_command",
+    "rename-header": "aoti_shim.rename_header",
+    "smoke": "aoti_shim.smoke.command",
+    "rewrite-imports": "aoti_shim.smoke.rewrite",
+    "wheelhouse": "aoti_shim.own_wheel",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -51,7 +53,8 @@ class _Parser(argparse.ArgumentParser):
         raise AotiShimError(f"{where}: {message}" if where else message, exit_code=EXIT_USAGE)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``command`` one whose only subcommand is that one."""
     parser = _Parser(prog="aoti-shim", description="Private-prefix AOTInductor shims: check, build, smoke.")
     parser.add_argument("--version", action="version", version=f"aoti-shim {__version__}")
     parser.add_argument(
@@ -66,9 +69,22 @@ def build_parser() -> argparse.ArgumentParser:
         "aoti_shim_add_model compiles against) and exit; exit 1 when there is none",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMAND_MODULES:
+    for module in [COMMANDS[command]] if command else COMMANDS.values():
         importlib.import_module(module).register(subparsers)
     return parser
+
+
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names, if it names a known one: its first word that is no
+    option (the global options take no value). Anything else (no command, a misspelt one,
+    ``--help`` or ``--`` before the command) gets the whole parser, whose help and errors
+    list every command."""
+    for arg in argv:
+        if arg in ("-h", "--help", "--"):
+            return None
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 def _print_path(path: os.PathLike[str]) -> None:
@@ -107,7 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     try:
-        parser = build_parser()
+        argv = sys.argv[1:] if argv is None else list(argv)
+        parser = build_parser(_named_command(argv))
         args = parser.parse_args(argv)
         asked = [flag for flag, on in (("--cmake-dir", args.cmake_dir), ("--torch-include-dir", args.torch_include_dir)) if on]
         if asked and (len(asked) > 1 or getattr(args, "command", None)):
