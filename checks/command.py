@@ -14,7 +14,7 @@ from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
 from aoti_shim.checks import CheckSettings
 from aoti_shim.checks.api import checking
-from aoti_shim.checks.formats import FORMATS, render_stream
+from aoti_shim.checks.formats import render_stream
 from aoti_shim.checks.formats.escape import printable
 from aoti_shim.checks.formats.github import markdown_summary, render_annotations
 from aoti_shim.checks.inputs import extract_elf_members
@@ -49,6 +49,16 @@ def _choices_help(described: dict[str, str], default: str) -> str:
     return "; ".join(f"{name}: {what}" for name, what in described.items()) + f" (default: {default})"
 
 
+def add_report_options(p: argparse.ArgumentParser, format_help: dict[str, str]) -> None:
+    """The options of a command that writes a findings report (check, scan): its format
+    (``format_help`` names the choices), file, suppressions, failing level and colour."""
+    p.add_argument("--format", default="text", choices=tuple(format_help), help=_choices_help(format_help, "text"))
+    p.add_argument("--output", "-o", type=path_text, metavar="FILE", help="write the report here instead of standard output")
+    p.add_argument("--suppressions", type=path_text, metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
+    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
+    p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "check",
@@ -81,11 +91,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="references that must not collide: 'torch' ($AOTI_SHIM_TORCH's torch, else the installed one), paths, wheels or snapshots",
     )
     p.add_argument("--prefix", help="the private prefix (default: inferred from the shims' exports)")
-    p.add_argument("--format", default="text", choices=tuple(FORMATS), help=_choices_help(FORMAT_HELP, "text"))
-    p.add_argument("--output", "-o", type=path_text, metavar="FILE", help="write the report here instead of standard output")
-    p.add_argument("--suppressions", type=path_text, metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
-    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
-    p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
+    add_report_options(p, FORMAT_HELP)
     p.add_argument("-v", "--verbose", action="store_true", help="text: also list every library checked and every reference")
     p.set_defaults(run=run)
 

@@ -8,8 +8,7 @@ import sys
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, write_text_atomically
-from aoti_shim.checks.command import COLOR_HELP, FAIL_ON_HELP, FORMAT_HELP, _append_step_summary, _choices_help
-from aoti_shim.checks.report import FAIL_ON_CHOICES
+from aoti_shim.checks.command import FORMAT_HELP, _append_step_summary, add_report_options
 from aoti_shim.checks.scan_formats import markdown_summary, render_annotations, render_scan
 from aoti_shim.checks.scan_report import ScanSettings, run_scan
 from aoti_shim.color import wants_color
@@ -40,11 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "installed, replacing one of the same name); none: the running interpreter's environment",
     )
     p.add_argument("--python", type=path_text, metavar="PY", help="scan this interpreter's environment (asked in a child for its paths)")
-    p.add_argument("--format", default="text", choices=tuple(SCAN_FORMAT_HELP), help=_choices_help(SCAN_FORMAT_HELP, "text"))
-    p.add_argument("--output", "-o", type=path_text, metavar="FILE", help="write the report here instead of standard output")
-    p.add_argument("--suppressions", type=path_text, metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
-    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
-    p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
+    add_report_options(p, SCAN_FORMAT_HELP)
     p.add_argument("-v", "--verbose", action="store_true", help="text: also list every distribution, site folder and non-library ELF file")
     p.set_defaults(run=run)
 
