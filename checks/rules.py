@@ -18,7 +18,7 @@ from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
-from typing import Callable, Iterator, Mapping, NamedTuple, Sequence, Union
+from typing import Callable, Generic, Iterator, Mapping, NamedTuple, Sequence, TypeVar, Union
 
 from aoti_shim.checks import prefix as prefixes
 from aoti_shim.checks.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, Binding, Linked, Process
@@ -638,15 +638,22 @@ def _reexported_cuda_runtime(ctx: Context) -> Iterator[Found]:
             )
 
 
+# What a rule body reads: check's Context, scan's environment.
+C = TypeVar("C")
+
+
 @dataclass(frozen=True)
-class Rule:
+class Rule(Generic[C]):
+    """A row of a rule table (check's RULES, scan's SCAN_RULES): the rule's identity is
+    written here once, and :func:`stamped` puts it on what its body yields."""
+
     id: str
-    check: Callable[[Context], Iterator[Found]]
+    check: Callable[[C], Iterator[Found]]
     doc: str
     severity: str
 
 
-RULES: tuple[Rule, ...] = (
+RULES: tuple[Rule[Context], ...] = (
     Rule("NOT_AN_AOTI_MODEL", _not_an_aoti_model, "A --model library imports unprefixed aoti_torch_* names but exports no AOTInductorModelContainer* entry point (a stable-ABI extension, say); those imports are not reported one by one.", WARNING),
     Rule("NOT_A_SHIM", _not_a_shim, "A --shim library exports no aoti_torch_* name, prefixed or not.", WARNING),
     Rule("COLLISION", _collision, "A shim library exports a symbol that a reference library (libtorch) also exports.", BLOCKING),
@@ -672,9 +679,14 @@ RULES_BY_ID = {rule.id: rule for rule in RULES}
 
 
 def evaluate(ctx: Context) -> Iterator[FindingBatch]:
-    """Every rule's findings, in table order, as they are found (nothing is kept); each
-    stamped with its rule's id and severity."""
-    for rule in RULES:
+    """Every rule's findings, in table order, as they are found (nothing is kept)."""
+    return stamped(RULES, ctx)
+
+
+def stamped(rules: Sequence[Rule[C]], ctx: C) -> Iterator[FindingBatch]:
+    """What each rule of ``rules`` finds in ``ctx``, in table order, as batches stamped with
+    the rule's id and severity."""
+    for rule in rules:
         rule_id, severity = rule.id, rule.severity
         for found in rule.check(ctx):
             if isinstance(found, Columns):

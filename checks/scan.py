@@ -20,8 +20,8 @@ from aoti_shim.checks import bindings
 from aoti_shim.checks import prefix as prefixes
 from aoti_shim.checks.elf import ElfImage, SymbolTable
 from aoti_shim.checks.environment import Environment, LibraryFile
-from aoti_shim.checks.report import BLOCKING, WARNING, Finding, FindingBatch
-from aoti_shim.checks.rules import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, MODEL_ENTRY_PREFIX
+from aoti_shim.checks.report import BLOCKING, WARNING, FindingBatch
+from aoti_shim.checks.rules import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, MODEL_ENTRY_PREFIX, Columns, Found, Rule, stamped
 from aoti_shim.checks.torch_libraries import import_closure
 from aoti_shim.torch_names import shipped_names
 
@@ -288,30 +288,24 @@ def _shared_names(
     return pairs
 
 
-def _collision(scanned: Scanned, ctx: _Context) -> Iterator[FindingBatch]:
+def _collision(ctx: _Context) -> Iterator[Found]:
     libs = ctx.libraries
     for (j, i), names in sorted(_shared_names(libs, lambda lib: lib.shim_exports).items(), key=lambda kv: kv[0][::-1]):
         first, lib = libs[j], libs[i]
         messages = [f"exports shim name '{n}', which {_who(first)} also exports: one process binds one of them" for n in names]
-        yield FindingBatch("COLLISION", BLOCKING, lib.display, names, messages, [first.display] * len(names))
+        yield Columns(lib.display, names, messages, [first.display] * len(names))
 
 
-def _runtime_collision(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
+def _runtime_collision(ctx: _Context) -> Iterator[Found]:
     libs = ctx.libraries
     for what, names_of in (("C++ runtime", lambda lib: lib.runtime_exports), ("CUDA runtime", lambda lib: lib.cuda_exports)):
         for (j, i), names in sorted(_shared_names(libs, names_of).items(), key=lambda kv: kv[0][::-1]):
             first, lib = libs[j], libs[i]
-            yield Finding(
-                rule="RUNTIME_COLLISION",
-                severity=WARNING,
-                artifact=lib.display,
-                symbol=names[0],
-                message=(
-                    f"re-exports {len(names)} {what} symbol(s) that {_who(first)} re-exports too, e.g. '{names[0]}': "
-                    "whichever is loaded RTLD_GLOBAL first serves both (two copies of one runtime's state)"
-                ),
-                related=first.display,
+            message = (
+                f"re-exports {len(names)} {what} symbol(s) that {_who(first)} re-exports too, e.g. '{names[0]}': "
+                "whichever is loaded RTLD_GLOBAL first serves both (two copies of one runtime's state)"
             )
+            yield lib.display, names[0], message, first.display
 
 
 def captures(scanned: Scanned, ctx: _Context | None = None) -> Iterator[tuple[LibraryFacts, LibraryFacts, list[str]]]:
@@ -357,45 +351,34 @@ def _taken_by(first: Sequence[LibraryFacts], then: Sequence[LibraryFacts], blobs
     return sum(1 for b in process.resolve(bindings.shim_abi_imports) if id(b.importer) in users and id(b.definer) in mine)
 
 
-def _hijack(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
-    for provider, consumer, captured in captures(scanned, ctx):
+def _hijack(ctx: _Context) -> Iterator[Found]:
+    for provider, consumer, captured in captures(ctx.scanned, ctx):
         taken = ctx.hijacked(provider)
         role = BLOB if consumer.is_model else CONSUMER
         whose = "outside any distribution" if consumer.owner == NOBODY else f"of {consumer.owner}"
-        yield Finding(
-            rule="HIJACK",
-            severity=BLOCKING,
-            artifact=provider.display,
-            symbol=captured[0],
-            message=(
-                f"exports {len(taken)} of libtorch's shim names unprefixed; loaded RTLD_GLOBAL before libtorch it "
-                f"captures {len(captured)} shim import(s) of {consumer.display}, a {role} {whose} "
-                f"(e.g. '{captured[0]}'), which then runs against its tensors, not libtorch's"
-            ),
-            related=consumer.display,
+        message = (
+            f"exports {len(taken)} of libtorch's shim names unprefixed; loaded RTLD_GLOBAL before libtorch it "
+            f"captures {len(captured)} shim import(s) of {consumer.display}, a {role} {whose} "
+            f"(e.g. '{captured[0]}'), which then runs against its tensors, not libtorch's"
         )
+        yield provider.display, captured[0], message, consumer.display
 
 
-def _unprefixed_provider(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
+def _unprefixed_provider(ctx: _Context) -> Iterator[Found]:
     for lib in ctx.libraries:
         names = lib.unprefixed_exports
         if not names or lib.is_torch:
             continue
         taken = ctx.hijacked(lib)
-        yield Finding(
-            rule="UNPREFIXED_PROVIDER",
-            severity=WARNING,
-            artifact=lib.display,
-            symbol=names[0],
-            message=(
-                f"a shim provider other than torch exporting {len(names)} unprefixed shim name(s) "
-                f"({len(taken)} of them libtorch's), e.g. '{names[0]}': every stable-ABI extension and unprefixed blob "
-                "installed beside it binds to whichever definer is global first; build it with a private prefix"
-            ),
+        message = (
+            f"a shim provider other than torch exporting {len(names)} unprefixed shim name(s) "
+            f"({len(taken)} of them libtorch's), e.g. '{names[0]}': every stable-ABI extension and unprefixed blob "
+            "installed beside it binds to whichever definer is global first; build it with a private prefix"
         )
+        yield lib.display, names[0], message
 
 
-def _prefix_clash(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
+def _prefix_clash(ctx: _Context) -> Iterator[Found]:
     first_of: dict[str, LibraryFacts] = {}
     said: set[tuple[str, str]] = set()
     for lib in ctx.libraries:
@@ -417,23 +400,18 @@ def _prefix_clash(scanned: Scanned, ctx: _Context) -> Iterator[Finding]:
                 taken = _taken_by(provs, own, blobs)
                 if taken:
                     effects.append(f"with {theirs.owner}'s shims global first, {taken} shim import(s) of {mine.owner}'s blobs bind to them")
-            yield Finding(
-                rule="PREFIX_CLASH",
-                severity=BLOCKING,
-                artifact=lib.display,
-                symbol=f"{p}{prefixes.SHIM_MARK}*",
-                message=(
-                    f"carries the private prefix {p!r}, which {_who(first)} carries too: two runtimes with one "
-                    "prefix bind each other's blobs to each other's shims" + (f" ({'; '.join(effects)})" if effects else "")
-                ),
-                related=first.display,
+            message = (
+                f"carries the private prefix {p!r}, which {_who(first)} carries too: two runtimes with one "
+                "prefix bind each other's blobs to each other's shims" + (f" ({'; '.join(effects)})" if effects else "")
             )
+            yield lib.display, f"{p}{prefixes.SHIM_MARK}*", message, first.display
 
 
 class _Context:
     """What several rules ask about the environment, computed once."""
 
     def __init__(self, scanned: Scanned) -> None:
+        self.scanned = scanned
         self.libraries = scanned.libraries
         self.abi = torch_abi(scanned)
         self._hijacked: dict[int, frozenset[str]] = {}
@@ -454,30 +432,19 @@ class _Context:
         return self._hijacked[key]
 
 
-@dataclass(frozen=True)
-class ScanRule:
-    id: str
-    check: Callable[[Scanned, _Context], Iterator[Finding | FindingBatch]]
-    doc: str
-    severity: str
-
-
-SCAN_RULES: tuple[ScanRule, ...] = (
-    ScanRule("HIJACK", _hijack, "An unprefixed shim provider other than torch exports libtorch's shim names: loaded RTLD_GLOBAL before libtorch, it captures the shim imports of the environment's stable-ABI extensions and unprefixed blobs.", BLOCKING),
-    ScanRule("COLLISION", _collision, "Libraries of two distributions export the same shim-ABI name: one process binds only one of them.", BLOCKING),
-    ScanRule("PREFIX_CLASH", _prefix_clash, "Shim providers of two distributions carry the same private prefix.", BLOCKING),
-    ScanRule("UNPREFIXED_PROVIDER", _unprefixed_provider, "A shim provider other than torch exports unprefixed shim names.", WARNING),
-    ScanRule("RUNTIME_COLLISION", _runtime_collision, "Libraries of two distributions both re-export the same C++ or CUDA runtime symbols.", WARNING),
+SCAN_RULES: tuple[Rule[_Context], ...] = (
+    Rule("HIJACK", _hijack, "An unprefixed shim provider other than torch exports libtorch's shim names: loaded RTLD_GLOBAL before libtorch, it captures the shim imports of the environment's stable-ABI extensions and unprefixed blobs.", BLOCKING),
+    Rule("COLLISION", _collision, "Libraries of two distributions export the same shim-ABI name: one process binds only one of them.", BLOCKING),
+    Rule("PREFIX_CLASH", _prefix_clash, "Shim providers of two distributions carry the same private prefix.", BLOCKING),
+    Rule("UNPREFIXED_PROVIDER", _unprefixed_provider, "A shim provider other than torch exports unprefixed shim names.", WARNING),
+    Rule("RUNTIME_COLLISION", _runtime_collision, "Libraries of two distributions both re-export the same C++ or CUDA runtime symbols.", WARNING),
 )  # fmt: skip
 SCAN_RULES_BY_ID = {rule.id: rule for rule in SCAN_RULES}
 
 
 def evaluate(scanned: Scanned) -> Iterator[FindingBatch]:
     """Every rule's findings, in table order."""
-    ctx = _Context(scanned)
-    for rule in SCAN_RULES:
-        for found in rule.check(scanned, ctx):
-            yield found if isinstance(found, FindingBatch) else FindingBatch.of(found)
+    return stamped(SCAN_RULES, _Context(scanned))
 
 
 # -- the summary --------------------------------------------------------------------------------

@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import printable, valid_unicode
-from aoti_shim.checks.formats.github import MAX_ANNOTATIONS, _escape, _escape_property, _md_code, _md_text
+from aoti_shim.checks.formats.github import _md_code, _md_text, annotations, findings_table, table_row
 from aoti_shim.checks.formats.junit import junit_document
-from aoti_shim.checks.formats.sarif import SARIF_SCHEMA, artifact_uri
+from aoti_shim.checks.formats.sarif import SARIF_SCHEMA, artifact_uri, level, rule_descriptors
 from aoti_shim.checks.report import BLOCKING, Finding
 from aoti_shim.checks.scan import NOBODY, SCAN_RULES, LibraryFacts
 from aoti_shim.checks.scan_report import ScanReport
@@ -196,7 +196,7 @@ def render_sarif(report: ScanReport) -> str:
         result: dict[str, Any] = {
             "ruleId": x.rule,
             "ruleIndex": index[x.rule],
-            "level": "error" if x.severity == BLOCKING else "warning",
+            "level": level(x.severity),
             "message": {"text": f(x.message)},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(f(x.artifact))}}}],
             "partialFingerprints": {"aotiShimFinding/v1": x.fingerprint},
@@ -213,15 +213,7 @@ def render_sarif(report: ScanReport) -> str:
                     "driver": {
                         "name": "aoti-shim",
                         "version": __version__,
-                        "rules": [
-                            {
-                                "id": rule.id,
-                                "name": rule.id.title().replace("_", ""),
-                                "shortDescription": {"text": rule.doc},
-                                "defaultConfiguration": {"level": "error" if rule.severity == BLOCKING else "warning"},
-                            }
-                            for rule in SCAN_RULES
-                        ],
+                        "rules": rule_descriptors(SCAN_RULES),
                     }
                 },
                 "results": results,
@@ -242,25 +234,14 @@ def markdown_summary(report: ScanReport) -> str:
     if report.providers:
         lines += ["| distribution | library | prefix | shim names |", "| --- | --- | --- | --- |"]
         for r in report.providers:
-            cells = [_md_text(f(r.distribution)), _md_text(f(r.library)), _md_code(f(_prefix_text(r.prefix))), str(r.names)]
-            lines.append("| " + " | ".join(cells) + " |")
+            lines.append(table_row([_md_text(f(r.distribution)), _md_text(f(r.library)), _md_code(f(_prefix_text(r.prefix))), str(r.names)]))
         lines.append("")
-    if report.findings:
-        lines += ["| severity | rule | library | symbol | detail |", "| --- | --- | --- | --- | --- |"]
-        for x in report.findings:
-            cells = [x.severity, x.rule, _md_text(f(x.artifact)), _md_code(f(x.symbol)), _md_text(f(x.message))]
-            lines.append("| " + " | ".join(cells) + " |")
+    lines += findings_table(report.findings, "library", printable)
     return "\n".join(lines) + "\n"
 
 
 def render_annotations(report: ScanReport, *, with_summary: bool = True) -> str:
-    f = printable
-    out = []
-    for x in report.findings[:MAX_ANNOTATIONS]:
-        kind = "error" if x.severity == BLOCKING else "warning"
-        out.append(f"::{kind} file={_escape_property(f(x.artifact))},title={_escape_property(x.rule)}::{_escape(f(x.symbol) + ': ' + f(x.message))}")
-    if len(report.findings) > MAX_ANNOTATIONS:
-        out.append(f"::notice title=aoti-shim scan::{len(report.findings) - MAX_ANNOTATIONS} more finding(s) in the step summary")
+    out = annotations(report.findings, "aoti-shim scan", printable)
     if with_summary:
         out.append(markdown_summary(report))
     return "\n".join(out) + "\n"

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from typing import Callable, Sequence
 
 from aoti_shim.checks.formats.escape import for_terminal
-from aoti_shim.checks.report import BLOCKING, Report
+from aoti_shim.checks.report import BLOCKING, Finding, Report
 
 # GitHub shows only a few annotations per step; the summary carries the full table.
 MAX_ANNOTATIONS = 50
@@ -42,6 +43,34 @@ def _md_code(text: str) -> str:
     return f"{fence}{cell}{fence}"
 
 
+def table_row(cells: Sequence[str]) -> str:
+    """A Markdown table row of cells already made safe (``md_text``, ``md_code``)."""
+    return "| " + " | ".join(cells) + " |"
+
+
+def findings_table(findings: Sequence[Finding], artifact: str, text: Callable[[str], str] = str) -> list[str]:
+    """The summary's table of ``findings`` (none: no lines), its artifact column headed
+    ``artifact``; ``text`` makes names visible where the caller has not (scan's report)."""
+    if not findings:
+        return []
+    lines = [f"| severity | rule | {artifact} | symbol | detail |", "| --- | --- | --- | --- | --- |"]
+    for f in findings:
+        lines.append(table_row([f.severity, f.rule, _md_text(text(f.artifact)), _md_code(text(f.symbol)), _md_text(text(f.message))]))
+    return lines
+
+
+def annotations(findings: Sequence[Finding], tool: str, text: Callable[[str], str] = str) -> list[str]:
+    """An ``::error`` or ``::warning`` line for each of the first MAX_ANNOTATIONS findings,
+    then a notice titled ``tool`` that counts the rest; ``text`` as for :func:`findings_table`."""
+    out = []
+    for f in findings[:MAX_ANNOTATIONS]:
+        kind = "error" if f.severity == BLOCKING else "warning"
+        out.append(f"::{kind} file={_escape_property(text(f.artifact))},title={_escape_property(f.rule)}::{_escape(text(f.symbol) + ': ' + text(f.message))}")
+    if len(findings) > MAX_ANNOTATIONS:
+        out.append(f"::notice title={tool}::{len(findings) - MAX_ANNOTATIONS} more finding(s) in the step summary")
+    return out
+
+
 def markdown_summary(report: Report) -> str:
     report = for_terminal(report)
     lines = [
@@ -54,11 +83,7 @@ def markdown_summary(report: Report) -> str:
     lines += [f"Against {_md_code(s.item)}: {_md_text(s.describe())}." for s in report.against]
     if report.against:
         lines.append("")
-    if report.findings:
-        lines += ["| severity | rule | artifact | symbol | detail |", "| --- | --- | --- | --- | --- |"]
-        for f in report.findings:
-            cells = [f.severity, f.rule, _md_text(f.artifact), _md_code(f.symbol), _md_text(f.message)]
-            lines.append("| " + " | ".join(cells) + " |")
+    lines += findings_table(report.findings, "artifact")
     return "\n".join(lines) + "\n"
 
 
@@ -67,11 +92,7 @@ def render_annotations(report: Report, *, with_summary: bool = True) -> str:
     ``$GITHUB_STEP_SUMMARY`` itself (the command does; rendering writes no file)."""
     summary_report, report = report, for_terminal(report)
     out = [f"::notice title=aoti-shim against::{_escape(f'{s.item}: {s.describe()}')}" for s in report.against]
-    for f in report.findings[:MAX_ANNOTATIONS]:
-        kind = "error" if f.severity == BLOCKING else "warning"
-        out.append(f"::{kind} file={_escape_property(f.artifact)},title={_escape_property(f.rule)}::{_escape(f.symbol + ': ' + f.message)}")
-    if len(report.findings) > MAX_ANNOTATIONS:
-        out.append(f"::notice title=aoti-shim::{len(report.findings) - MAX_ANNOTATIONS} more finding(s) in the step summary")
+    out += annotations(report.findings, "aoti-shim")
     if with_summary:
         out.append(markdown_summary(summary_report))
     return "\n".join(out) + "\n"

@@ -14,7 +14,7 @@ from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import for_unicode
 from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
 from aoti_shim.checks.report import BLOCKING, FindingBatch, Header, Report, Tally, header_of
-from aoti_shim.checks.rules import RULES
+from aoti_shim.checks.rules import RULES, Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _RESULTS = '"results": []'
@@ -30,8 +30,7 @@ def artifact_uri(path: str) -> str:
 
 def _results(batch: FindingBatch, index: dict[str, int], encoder: FindingEncoder) -> list[str]:
     q = encoder.quoted
-    level = '"error"' if batch.severity == BLOCKING else '"warning"'
-    head = f'{{"ruleId": {q(batch.rule)}, "ruleIndex": {index[batch.rule]}, "level": {level}, "message": {{"text": '
+    head = f'{{"ruleId": {q(batch.rule)}, "ruleIndex": {index[batch.rule]}, "level": "{level(batch.severity)}", "message": {{"text": '
     where = f'"locations": [{{"physicalLocation": {{"artifactLocation": {{"uri": {q(artifact_uri(batch.artifact))}}}}}'
     # A finding about a whole library (NOT_A_SHIM) names no symbol.
     logical = [
@@ -44,16 +43,27 @@ def _results(batch: FindingBatch, index: dict[str, int], encoder: FindingEncoder
     ]
 
 
-def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], None]) -> None:
-    rules: list[dict[str, Any]] = [
+def level(severity: str) -> str:
+    """SARIF's level of a finding of ``severity``."""
+    return "error" if severity == BLOCKING else "warning"
+
+
+def rule_descriptors(rules: Iterable[Rule[Any]]) -> list[dict[str, Any]]:
+    """The driver's ``rules``: each rule's id, its PascalCase name, its doc and its level (check's
+    table and scan's)."""
+    return [
         {
             "id": rule.id,
             "name": rule.id.title().replace("_", ""),
             "shortDescription": {"text": rule.doc},
-            "defaultConfiguration": {"level": "error" if rule.severity == BLOCKING else "warning"},
+            "defaultConfiguration": {"level": level(rule.severity)},
         }
-        for rule in RULES
+        for rule in rules
     ]
+
+
+def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], None]) -> None:
+    rules = rule_descriptors(RULES)
     doc = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
