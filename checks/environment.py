@@ -268,6 +268,14 @@ class _Collector:
         self.ignored.append((display, kind))
         return None
 
+    def claim(self, path: str) -> LibraryFile | None:
+        """The library at ``path``, named by its whole path, unless a distribution (or an
+        earlier folder) has claimed it; claimed from now on either way."""
+        if path in self.claimed:
+            return None
+        self.claimed.add(path)
+        return self.probe(path, path)
+
 
 def _record_rows(text: str, where: str) -> Iterator[str]:
     """The paths of a RECORD's rows (each row: path, hash, size)."""
@@ -413,10 +421,7 @@ def _distribution(info: str, site: str, collector: _Collector) -> Distribution |
             if os.path.realpath(folder) == os.path.realpath(site):
                 continue
             for path in _walk(folder):
-                if path in collector.claimed:
-                    continue
-                collector.claimed.add(path)
-                found = collector.probe(path, path)
+                found = collector.claim(path)
                 if found is not None:
                     libraries.append(found)
     return Distribution(name=name, version=version, location=site, libraries=tuple(libraries), editable=editable)
@@ -456,11 +461,8 @@ def read_site_folders(folders: tuple[str, ...], description: str) -> Environment
     others = frozenset(folders)
     for site in folders:
         for path in _walk(site, skip=others - {site}):
-            if path in collector.claimed:
-                continue
-            collector.claimed.add(path)
             # Named by its whole path: no distribution's folder gives it a shorter name.
-            found = collector.probe(path, path)
+            found = collector.claim(path)
             if found is not None:
                 unowned.append(found)
     return Environment(
