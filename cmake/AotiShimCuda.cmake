@@ -7,21 +7,10 @@
 #   AOTI_SHIM_CUDA_LIB_DIR    folder holding libcudart.so.13
 # AOTI_SHIM_CUDA_ROOT (a folder with include/ and lib/) overrides the search.
 include_guard(GLOBAL)
+include("${CMAKE_CURRENT_LIST_DIR}/AotiShimPython.cmake")
 
 function(_aoti_shim_wheel_cuda_root out_var)
-  set(python "")
-  foreach(candidate IN ITEMS AOTI_SHIM_PYTHON Python_EXECUTABLE Python3_EXECUTABLE)
-    if(${candidate})
-      set(python "${${candidate}}")
-      break()
-    endif()
-  endforeach()
-  if(NOT python)
-    find_package(Python3 COMPONENTS Interpreter QUIET)
-    if(Python3_Interpreter_FOUND)
-      set(python "${Python3_EXECUTABLE}")
-    endif()
-  endif()
+  _aoti_shim_find_python(python)
   set(${out_var} "" PARENT_SCOPE)
   if(NOT python)
     return()

@@ -39,25 +39,8 @@ set(AOTI_SHIM_CUDA_DEFAULT_ARCHITECTURES "90" CACHE STRING
 set(AOTI_SHIM_CUDA_WHEELS_ROOT "" CACHE PATH
   "The nvidia/cu13 folder of the nvidia-cuda-nvcc wheels (empty: ask the build's Python)")
 
-# The Python to ask for the wheels, or "" (same order as AotiShim's own lookup).
-function(_aoti_shim_cuda_wheels_python out)
-  set(py "")
-  foreach(var IN ITEMS AOTI_SHIM_PYTHON Python_EXECUTABLE Python3_EXECUTABLE)
-    if(${var})
-      set(py "${${var}}")
-      break()
-    endif()
-  endforeach()
-  if(NOT py)
-    # An installed aoti-shim lives in <env>/lib/pythonX.Y/site-packages/aoti_shim/cmake.
-    get_filename_component(env "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/../../../../.." ABSOLUTE)
-    find_program(py NAMES python3 python HINTS "${env}/bin" NO_DEFAULT_PATH NO_CACHE)
-    if(NOT py)
-      find_program(py NAMES python3 python NO_CACHE)
-    endif()
-  endif()
-  set(${out} "${py}" PARENT_SCOPE)
-endfunction()
+# _aoti_shim_find_python: the Python to ask for the wheels (AotiShim's own lookup).
+include("${CMAKE_CURRENT_LIST_DIR}/AotiShimPython.cmake")
 
 # The nvidia/cu13 folder holding bin/nvcc in <python>'s packages, or "".
 function(_aoti_shim_cuda_wheels_ask python out)
@@ -112,7 +95,7 @@ else()
   set(_aoti_shim_cuda_root "${AOTI_SHIM_CUDA_WHEELS_ROOT}")
   set(_aoti_shim_cuda_from "AOTI_SHIM_CUDA_WHEELS_ROOT")
   if(NOT _aoti_shim_cuda_root)
-    _aoti_shim_cuda_wheels_python(_aoti_shim_cuda_python)
+    _aoti_shim_find_python(_aoti_shim_cuda_python)
     if(_aoti_shim_cuda_python)
       _aoti_shim_cuda_wheels_ask("${_aoti_shim_cuda_python}" _aoti_shim_cuda_root)
       set(_aoti_shim_cuda_from "${_aoti_shim_cuda_python}")
