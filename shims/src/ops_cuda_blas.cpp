@@ -21,7 +21,7 @@
 #include <memory>
 
 #if AOTI_SHIM_WITH_CUDA
-#include <dlfcn.h>
+#include "nvidia_library.h"
 
 #include <mutex>
 #include <string>
@@ -63,23 +63,9 @@ struct Cublas {
 const Cublas& cublas() {
   static const Cublas loaded = [] {
     Cublas api;
-    const char* named = std::getenv("AOTI_SHIM_CUBLAS");
-    void* lib = nullptr;
     std::string tried;
-    for (const char* name : {named, "libcublas.so.13", "libcublas.so.12"}) {
-      if (name == nullptr || *name == '\0') {
-        continue;
-      }
-      lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (lib != nullptr) {
-        break;
-      }
-      const char* why = dlerror();
-      tried += std::string(tried.empty() ? "" : "; ") + (why ? why : name);
-      if (name == named) {
-        break;  // the user's choice failed: say so rather than pick another one
-      }
-    }
+    const char* loaded = nullptr;
+    void* lib = open_library("AOTI_SHIM_CUBLAS", {"libcublas.so.13", "libcublas.so.12"}, &tried, &loaded);
     if (lib == nullptr) {
       api.error = "cuBLAS could not be loaded (" + tried +
                   "): install it with `pip install nvidia-cublas` (torch's CUDA wheels bring it), set "
@@ -128,14 +114,6 @@ AOTITorchError handle_for(int32_t device, void* stream, CublasHandle* out) {
   AOTISHIM_TRY(check(api.set_stream(found->second, stream), "cublasSetStream"));
   *out = found->second;
   return AOTI_SHIM_OK;
-}
-
-bool allow_tf32() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return allowed;
 }
 
 #endif  // AOTI_SHIM_WITH_CUDA

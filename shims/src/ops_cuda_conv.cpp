@@ -34,7 +34,7 @@
 #include <vector>
 
 #if AOTI_SHIM_WITH_CUDA
-#include <dlfcn.h>
+#include "nvidia_library.h"
 
 #include <mutex>
 #include <unordered_map>
@@ -108,12 +108,11 @@ struct Cudnn {
 const Cudnn& cudnn() {
   static const Cudnn loaded = [] {
     Cudnn api;
-    const char* named = std::getenv("AOTI_SHIM_CUDNN");
-    const char* name = (named != nullptr && *named != '\0') ? named : "libcudnn.so.9";
-    void* lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    std::string why;
+    const char* name = nullptr;
+    void* lib = open_library("AOTI_SHIM_CUDNN", {"libcudnn.so.9"}, &why, &name);
     if (lib == nullptr) {
-      const char* why = dlerror();
-      api.error = std::string("cuDNN could not be loaded (") + (why ? why : name) +
+      api.error = "cuDNN could not be loaded (" + why +
                   "): install it with `pip install nvidia-cudnn-cu13` (torch's CUDA wheels bring it), set "
                   "AOTI_SHIM_CUDNN to libcudnn.so.9, or compile with autotuning on (Triton convolutions, no ATen "
                   "convolution fallback)";
@@ -181,14 +180,6 @@ AOTITorchError handle_for(int32_t device, void* stream, Handle* out) {
   AOTISHIM_TRY(check(cudnn().set_stream(found->second, stream), "cudnnSetStream"));
   *out = found->second;
   return AOTI_SHIM_OK;
-}
-
-bool allow_tf32() {
-  static const bool allowed = [] {
-    const char* v = std::getenv("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE");
-    return v != nullptr && std::string(v) == "1";
-  }();
-  return allowed;
 }
 
 // The descriptors of one call, destroyed with it.
