@@ -72,6 +72,7 @@ def _read(art: Artifact, role: str) -> Library:
             versions=image.versions(),
             import_filter=prefix_rules.is_shim_name,
             lazy=image.lazy_symbol_indexes() if shim_imports else frozenset(),
+            local_references=image.local_references(),
         )
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,

@@ -16,7 +16,9 @@ process's one instance (the first loaded definer's). A definition matches a vers
 import when it carries that version, or when its library has no ``.gnu.version`` at
 all, or when it is unversioned and not hidden (glibc's ``check_match``); an unversioned
 import takes an unversioned definition, or version index 2 (the oldest), or the single
-non-hidden versioned one. A library whose ELF class, data encoding or machine differs
+non-hidden versioned one. An undefined symbol that is STB_LOCAL or hidden or internal
+is never looked up, and a protected one that some library defines is bound to the
+reference itself: either way to address 0 of its own library. A library whose ELF class, data encoding or machine differs
 from the process's cannot load; neither can one needing a version that a loaded
 dependency lacks, nor one dlopen opens (itself or in its closure) that was linked
 ``-z nodlopen``. TLS and IFUNC symbols bind by these same rules.
@@ -41,7 +43,10 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 from aoti_shim.checks import prefix as shim_abi
 from aoti_shim.checks.elf import (
     STB_GNU_UNIQUE,
+    STB_LOCAL,
     STB_WEAK,
+    STV_DEFAULT,
+    STV_PROTECTED,
     DynamicEntry,
     ElfImage,
     NO_VERSIONS,
@@ -117,7 +122,7 @@ class Linked:
             header=(image.elf_class, image.big_endian, image.machine),
             has_versym=image._versym() is not None,
             versions=image.versions(),
-            imports=tuple(e for e in image.dynamic_entries() if e.symbol.is_import) if imports else (),
+            imports=tuple(e for e in image.dynamic_entries() if e.symbol.is_import or _binds_itself(e)) if imports else (),
             lazy=image.lazy_symbol_indexes() if imports else frozenset(),
             lookup=image.find_definitions,
         )
@@ -138,11 +143,16 @@ class Linked:
         versions: Versions = NO_VERSIONS,
         import_filter: Callable[[str], bool] | None = None,
         lazy: frozenset[int] = frozenset(),
+        local_references: Sequence[DynamicEntry] = (),
     ) -> Linked:
         """A library from the checker's packed tables; ``import_filter`` keeps the imports
-        whose names are asked about (all by default)."""
+        whose names are asked about (all by default); ``local_references`` are its undefined
+        symbols the loader binds to itself (ElfImage.local_references)."""
         names = [n for n in imports if import_filter is None or import_filter(n)]
         entries = tuple(imports.entry(n, versions) for n in sorted(names))
+        entries += tuple(
+            e for e in local_references if e.symbol.name not in imports and (import_filter is None or import_filter(e.symbol.name))
+        )
         return Linked(
             display=display,
             role=role,
@@ -175,6 +185,14 @@ class Linked:
         return Linked(shown, REFERENCE, _names(file_name, getattr(ref, "soname", None)), lookup=lookup)
 
 
+def _binds_itself(entry: DynamicEntry) -> bool:
+    """An undefined symbol the loader binds to the importing library itself, at address 0:
+    STB_LOCAL or hidden or internal (RESOLVE_MAP never looks it up), or protected (looked
+    up, and when some library defines it, bound to the reference itself instead)."""
+    sym = entry.symbol
+    return not sym.defined and bool(sym.name) and (sym.bind == STB_LOCAL or sym.visibility != STV_DEFAULT)
+
+
 def _names(path: str, soname: str | None) -> frozenset[str]:
     base = os.path.basename(path.split("!")[-1])
     return frozenset(n for n in (base, soname) if n)
@@ -189,7 +207,9 @@ class Binding:
     # None: no library of the process defines it (as far as the checked libraries tell).
     definer: Linked | None
     definition: DynamicEntry | None
-    # "self" (-Bsymbolic), "global", "local", "unique" (the process's GNU_UNIQUE instance) or "none".
+    # "self" (-Bsymbolic), "global", "local", "unique" (the process's GNU_UNIQUE instance),
+    # "itself" (an undefined local or non-default-visibility reference, bound to its own
+    # library: definer None, or the library itself for a protected one) or "none".
     scope: str
 
     @property
@@ -388,7 +408,7 @@ class Process:
                 if glob and entry.index in lib.lazy:
                     continue  # bound lazily, at its first call (see bind)
                 b = self.bind(lib, entry)
-                if b.definer is None and entry.symbol.bind != STB_WEAK:
+                if b.definer is None and b.scope != "itself" and entry.symbol.bind != STB_WEAK:
                     self._failures.append(LoadFailure(root, f"undefined symbol: {entry.symbol.name}", undefined=True))
                     self._failed_bindings.append(b)
                     self._roll_back(new, glob)
@@ -456,6 +476,8 @@ class Process:
 
     def bind(self, lib: Linked, entry: DynamicEntry) -> Binding:
         """Where ``lib``'s import ``entry`` binds."""
+        if _binds_itself(entry) and entry.symbol.visibility != STV_PROTECTED:
+            return Binding(lib, entry, None, None, "itself")
         local = self._local.get(id(lib)) or (self._tried[id(lib)][0] if id(lib) in self._tried else [lib])
         name = entry.symbol.name
         searched: list[tuple[Linked, str]] = []
@@ -471,6 +493,8 @@ class Process:
             d = pick(definer, definer.definitions(name), entry)
             if d is None:
                 continue
+            if entry.symbol.visibility == STV_PROTECTED:
+                return Binding(lib, entry, lib, None, "itself")  # glibc's answer: the reference itself
             if d.symbol.bind == STB_GNU_UNIQUE:
                 first = self._unique_owner(name, entry)
                 if first is not None and first[0] is not definer:

@@ -1397,6 +1397,23 @@ class ElfImage:
             return [self._entry(sym, i, versym, versions) for i, sym in enumerate(self.symbols(), 1) if sym.name == name and sym.is_export]
         return [self._entry(sym, index, versym, versions) for index, sym in self._gnu_exports(table, name)]
 
+    def local_references(self) -> list[DynamicEntry]:
+        """Undefined symbols the loader binds to their own library, at address 0: STB_LOCAL
+        ones and those of a visibility other than default (glibc's RESOLVE_MAP looks up
+        neither a local nor a hidden or internal reference; a protected one it looks up,
+        then binds to the reference itself)."""
+        if not self.has_dynsym:
+            return []
+        _, infos = self._columns()
+        # Undefined (top half zero), and LOCAL binding or a visibility set in st_other.
+        at = [i for i, w in enumerate(infos) if w <= 0xFFFF and ((w & 0xFF) >> 4 == STB_LOCAL or w & 0x300)]
+        if not at:
+            return []
+        symbols = list(self.symbols())
+        versym = self._versym()
+        versions = self.versions()
+        return [self._entry(symbols[i], i + 1, versym, versions) for i in at if symbols[i].name]
+
     @property
     def noopen(self) -> bool:
         """Linked -z nodlopen (DF_1_NOOPEN): dlopen refuses it."""

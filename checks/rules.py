@@ -22,7 +22,7 @@ from typing import Callable, Generic, Iterator, Mapping, NamedTuple, Sequence, T
 
 from aoti_shim.checks import prefix as prefixes
 from aoti_shim.checks.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, Binding, Linked, Process
-from aoti_shim.checks.elf import STB_GNU_UNIQUE, STB_WEAK, STT_TLS, Symbol
+from aoti_shim.checks.elf import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS, Symbol
 from aoti_shim.checks.references import Reference
 from aoti_shim.checks.report import BLOCKING, WARNING, FindingBatch
 
@@ -411,6 +411,8 @@ def _unprefixed_import(ctx: Context) -> Iterator[Found]:
             b = ctx.binding_of(lib, name)
             if b is not None and b.definer is not None and b.scope == "self":
                 continue  # -Bsymbolic: it binds to its own definition (UNPREFIXED_EXPORT's)
+            if b is not None and b.scope == "itself":
+                continue  # bound to itself, never to libtorch: BINDS_OUTSIDE_SHIMS says so
             where = _where(b)
             if lib.role == "shim" and not consumer:
                 message = f"imports '{name}' itself (its own code calls the unprefixed name), which {where}"
@@ -445,6 +447,8 @@ def _unbound(ctx: Context, lib: Library) -> Iterator[tuple[str, str | None, Bind
         if b is None:
             if name not in ctx.provided:
                 yield name, prefixes.prefix_of(name), None
+        elif b.scope == "itself":
+            continue  # bound to itself: BINDS_OUTSIDE_SHIMS says so
         elif b.definer is None:
             yield name, prefixes.prefix_of(name), b
 
@@ -531,12 +535,27 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
             )
 
 
+_VISIBILITY = {0: "default", 1: "internal", 2: "hidden", 3: "protected"}
+
+
 def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
     """A prefixed shim-ABI import that the loader binds to a library that is no shim: a
-    reference exporting the name, a blob's own dependency, a model."""
+    reference exporting the name, a blob's own dependency, a model; and a shim-ABI
+    reference, prefixed or not, that the loader binds to its own library (local, or of a
+    visibility other than default)."""
     for lib in ctx.distinct_libraries:
         global_ids = {id(g) for g in ctx.process.global_scope if g.role != REFERENCE}
         for b in ctx.bindings.get(lib.display, ()):
+            if b.scope == "itself":
+                sym = b.entry.symbol
+                kind = "a local symbol" if sym.bind == STB_LOCAL else f"a {_VISIBILITY[sym.visibility]} symbol"
+                yield (
+                    lib.display,
+                    b.name,
+                    f"refers to '{b.name}' as {kind} without defining it: the loader never looks it up and binds it "
+                    "to address 0 of this library itself, never to the shims",
+                )
+                continue
             if b.definer is None or prefixes.is_unprefixed(b.name) or b.definer.role in (SHIM, PROGRAM):
                 continue
             if id(b.definer) in global_ids and not (b.definer.role == DEPENDENCY and b.name in ctx.provided):
@@ -661,7 +680,7 @@ RULES: tuple[Rule[Context], ...] = (
     Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model, a shim library's own code or a consumer of the prefixed names imports a shim-ABI name without the prefix: it binds to libtorch when libtorch is global.", BLOCKING),
     Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines: it binds to nothing.", BLOCKING),
     Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
-    Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency).", BLOCKING),
+    Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or non-default-visibility symbol) binds to its own library.", BLOCKING),
     Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, or -z nodlopen on what dlopen opens.", BLOCKING),
     Rule("MANGLED_SHIM", _mangled_shim, "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".", BLOCKING),
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),

@@ -7,7 +7,8 @@ WEAK, GNU_UNIQUE, IFUNC, protected and TLS, version scripts (a hidden old versio
 -Bsymbolic, DT_NEEDED chains (a blob linked against a shim, or against a link-time stub
 of it that has another version, or needing a dependency of its own), and a shim of a
 foreign machine (an e_machine patched copy: this machine has no 32-bit toolchain),
-and libraries linked -z nodlopen.
+libraries linked -z nodlopen, and a blob's import patched in its .dynsym to one the
+loader never looks up or binds to the blob itself (STB_LOCAL, hidden, protected).
 
 Every library of a batch of cases is compiled in one ``gcc -c`` call and linked with
 ``ld``; one child process forks once per case and loads it the way the process under
@@ -38,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from summary_support import summary_line
@@ -61,7 +63,8 @@ KINDS = {
     "tls": ("global", "weak"),
 }
 EM_AARCH64 = 183
-_BINDING = re.compile(r"^\s*(\d+):\s+binding file (.+?) \[\d+\] to (.+?) \[\d+\]: normal symbol `([^']+)'")
+# ld.so says "protected symbol" for a reference of protected visibility.
+_BINDING = re.compile(r"^\s*(\d+):\s+binding file (.+?) \[\d+\] to (.+?) \[\d+\]: (?:normal|protected) symbol `([^']+)'")
 SHIM_NAMES = sorted(n for n in shipped_names().names if re.fullmatch(r"[A-Za-z0-9_]+", n))
 counted = {"cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0}
 
@@ -93,6 +96,8 @@ class Lib:
     symbolic: bool = False
     foreign: bool = False
     noopen: bool = False  # linked -z nodlopen
+    # (name, how) .dynsym entries patched after the link: local / hidden / protected (an import).
+    patches: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -160,6 +165,11 @@ def cases(draw: st.DrawFn) -> Case:
     loaded = [lib for lib in libs if lib.role in ("shim", "blob", "dep")]
     if draw(st.integers(0, 11)) == 0:
         draw(st.sampled_from(loaded)).noopen = True
+    if draw(st.integers(0, 5)) == 0:
+        lib = draw(st.sampled_from(loaded))
+        if lib.role == "blob":  # RTLD_NOW, never called: a patched import is only bound
+            m = draw(st.sampled_from(lib.imps))
+            lib.patches.append((name_of(m.base, m.spelling), draw(st.sampled_from(("local", "hidden", "protected")))))
     return Case(classes, libs)
 
 
@@ -266,14 +276,32 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
         done = subprocess.run(args, capture_output=True, text=True, check=False)
         assert done.returncode == 0, (args, done.stderr, src.read_text())
         built[c].paths[lib.key] = target
-    # The foreign machine last: what links against the library links before the patch.
+    # The foreign machine and the patches last: what links against a library links first.
     for c, lib, _ in sources:
+        target = built[c].paths[lib.key]
+        if lib.patches:
+            _patch(target, lib.patches)
         if lib.foreign:
-            target = built[c].paths[lib.key]
             data = bytearray(target.read_bytes())
             data[18:20] = EM_AARCH64.to_bytes(2, "little")
             target.write_bytes(bytes(data))
     return built
+
+
+def _patch(target: Path, patches: list[tuple[str, str]]) -> None:
+    """Each named .dynsym entry changed in place (ELF64 little-endian): binding STB_LOCAL,
+    or visibility hidden or protected."""
+    data = bytearray(target.read_bytes())
+    with target.open("rb") as f:
+        dynsym = ELFFile(f).get_section_by_name(".dynsym")
+        at = {sym.name: dynsym["sh_offset"] + i * dynsym["sh_entsize"] for i, sym in enumerate(dynsym.iter_symbols())}
+    for name, how in patches:
+        o = at[name]
+        if how == "local":
+            data[o + 4] &= 0x0F
+        else:
+            data[o + 5] = 2 if how == "hidden" else 3
+    target.write_bytes(bytes(data))
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -389,6 +417,10 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     bad = bool(failures) or any(d in refs for (i, s), d in loader.items() if is_shim_name(s))
     loaded = [p for p in checked if p not in failures and not _failed_by_need(b, p, failures)]
     clean = not failures and all(loader.get(key) in shims for key in imports if is_shim_name(key[1]))
+    # A blob's import bound to the blob itself (a protected reference) or to nothing though
+    # not weak (a local or hidden one): it loaded, and no call of it reaches a shim.
+    strong = {(str(b.paths[lib.key]), name_of(m.base, m.spelling)) for lib in case.libs if lib.role == "blob" for m in lib.imps if not m.weak}
+    bad = bad or any(k[0] in loaded and not failed and loader.get(k, k[0]) == k[0] for k in strong)
 
     settings_ = CheckSettings(shims=tuple(roles(b, "shim")), models=tuple(roles(b, "blob") + roles(b, "dep")), against=tuple(roles(b, "ref")), prefix=PREFIX)
     with checking(settings_) as run:

@@ -1,14 +1,20 @@
 """Shapes of library a hostile review found the check wrong about, each asked of the real
-loader too (references and shims RTLD_GLOBAL, the blob RTLD_LOCAL | RTLD_NOW).
+loader too (references and shims RTLD_GLOBAL, the blob RTLD_LOCAL | RTLD_NOW): libraries
+linked -z nodlopen, references the loader never looks up.
+
+Some shapes come from a linker flag; the others are one patched byte of a linked library
+(what a hostile or broken tool writes), patched at the .dynsym entry pyelftools finds.
 """
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
 from compile_support import compile_shared
+from elftools.elf.elffile import ELFFile
 
 from aoti_shim.checks import CheckSettings, run_check
 
@@ -41,6 +47,46 @@ def _loads(globals_: list[Path], blob: Path) -> subprocess.CompletedProcess[str]
         "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
     )
     return subprocess.run([sys.executable, "-c", code, *map(str, globals_), str(blob)], capture_output=True, text=True, check=False)
+
+
+def _bindings(globals_: list[Path], blob: Path, tmp: Path) -> set[tuple[str, str, str]]:
+    """(importer, definer, symbol) file names of what ld.so bound, loaded as _loads does."""
+    log = tmp / "ld"
+    env = {"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(log), "PATH": "/usr/bin:/bin"}
+    code = (
+        "import ctypes, os, sys\n"
+        "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
+        "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
+    )
+    subprocess.run([sys.executable, "-c", code, *map(str, globals_), str(blob)], env=env, check=True)
+    out = set()
+    for part in tmp.glob("ld.*"):
+        for line in part.read_text().splitlines():
+            if "binding file" in line and "aoti" in line:
+                words = line.split()
+                at = words.index("file")
+                out.add((Path(words[at + 1]).name, Path(words[at + 4]).name, line.split("`")[1].rstrip("'")))
+        part.unlink()
+    return out
+
+
+def _patched(lib: Path, out: Path, name: str, *, info: int | None = None, other: int | None = None, value: int | None = None, shndx: int | None = None) -> Path:
+    """A copy of ``lib`` with one field of its .dynsym entry ``name`` replaced (ELF64 LE)."""
+    data = bytearray(lib.read_bytes())
+    with lib.open("rb") as f:
+        dynsym = ELFFile(f).get_section_by_name(".dynsym")
+        index = next(i for i, s in enumerate(dynsym.iter_symbols()) if s.name == name)
+        at = dynsym["sh_offset"] + index * dynsym["sh_entsize"]
+    if info is not None:
+        data[at + 4] = info
+    if other is not None:
+        data[at + 5] = other
+    if shndx is not None:
+        struct.pack_into("<H", data, at + 6, shndx)
+    if value is not None:
+        struct.pack_into("<Q", data, at + 8, value)
+    out.write_bytes(bytes(data))
+    return out
 
 
 def _blocking(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
@@ -76,3 +122,40 @@ def test_a_library_linked_nodlopen_cannot_be_dlopened(tmp_path: Path) -> None:
     # Given as a checked library itself, the dependency is said once, as the blob is.
     report = run_check(CheckSettings(shims=(str(shim),), models=(str(needing), str(dep)), against=(str(torch),)))
     assert {(r, a) for r, a, _ in _blocking(report)} == {("LOAD_FAILURE", "libneeding.so"), ("LOAD_FAILURE", "libdep.so")}
+
+
+# -- references the loader never looks up -----------------------------------------------------
+
+
+def test_a_reference_the_loader_never_looks_up_binds_to_nothing(tmp_path: Path) -> None:
+    """An undefined .dynsym entry that is STB_LOCAL, or of hidden, internal or protected
+    visibility: glibc binds it to its own library at address 0, no lookup, no error (the
+    blob loads and the call jumps into its ELF header). The check said OK for the
+    prefixed name, and for the unprefixed one made STB_LOCAL."""
+    torch = _lib(tmp_path, "torch_cpu", _define("aoti_torch_get_data_ptr"))
+    shim = _lib(tmp_path, "shim", _define(NAME))
+    blob = _lib(tmp_path, "blob", _use(NAME))
+    unprefixed = _lib(tmp_path, "ublob", _use("aoti_torch_get_data_ptr"))
+    cases = [
+        (blob, NAME, {"info": 0x02}, "a local symbol"),  # STB_LOCAL, STT_FUNC
+        (blob, NAME, {"other": 2}, "a hidden symbol"),
+        (blob, NAME, {"other": 1}, "a internal symbol"),
+        (blob, NAME, {"other": 3}, "a protected symbol"),
+        (unprefixed, "aoti_torch_get_data_ptr", {"info": 0x02}, "a local symbol"),
+        (unprefixed, "aoti_torch_get_data_ptr", {"other": 2}, "a hidden symbol"),
+    ]
+    for n, (built, name, change, kind) in enumerate(cases):
+        work = tmp_path / f"case{n}"
+        work.mkdir()
+        patched = _patched(built, work / built.name, name, **change)
+        assert _loads([torch, shim], patched).returncode == 0
+        # Bound to no library; a protected one is looked up, and then bound to itself.
+        itself = {(built.name, built.name, name)} if change == {"other": 3} else set()
+        assert _bindings([torch, shim], patched, work) == itself, change
+        report = run_check(CheckSettings(shims=(str(shim),), models=(str(patched),), against=(str(torch),)))
+        assert _blocking(report) == {("BINDS_OUTSIDE_SHIMS", built.name, name)}, change
+        (finding,) = report.findings
+        assert finding.message == (
+            f"refers to '{name}' as {kind} without defining it: the loader never looks it up and binds it to "
+            "address 0 of this library itself, never to the shims"
+        )
