@@ -493,13 +493,19 @@ def _given_prefix_mismatch(ctx: Context) -> Iterator[Found]:
             p = prefixes.prefix_of(name)
             if p != ctx.prefix:
                 foreign.setdefault(p or "", []).append(name)
-        for p, names in sorted(foreign.items()):
-            yield (
-                model.display,
-                names[0],
-                f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'), but the given prefix "
-                f"is {ctx.prefix!r}: blob and shims were built with different prefixes, so it cannot load",
-            )
+        yield from _foreign_prefixes(model.display, foreign, f"the given prefix is {ctx.prefix!r}")
+
+
+def _foreign_prefixes(artifact: str, foreign: dict[str, list[str]], expected: str) -> Iterator[Found]:
+    """PREFIX_MISMATCH's finding for each prefix of ``foreign`` (prefix -> the names imported
+    with it), in prefix order; ``expected`` says which prefix was wanted."""
+    for p, names in sorted(foreign.items()):
+        yield (
+            artifact,
+            names[0],
+            f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'), but {expected}: "
+            "blob and shims were built with different prefixes, so it cannot load",
+        )
 
 
 def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
@@ -526,13 +532,7 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
         for name, p, _ in _unbound(ctx, model):
             if not _is_shims_prefix(ctx, p):
                 foreign.setdefault(p or "", []).append(name)
-        for p, names in sorted(foreign.items()):
-            yield (
-                model.display,
-                names[0],
-                f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'), but the shims "
-                f"carry {_carried(ctx)}: blob and shims were built with different prefixes, so it cannot load",
-            )
+        yield from _foreign_prefixes(model.display, foreign, f"the shims carry {_carried(ctx)}")
 
 
 _VISIBILITY = {0: "default", 1: "internal", 2: "hidden", 3: "protected"}
