@@ -11,13 +11,13 @@ import os
 import shutil
 import struct
 import subprocess
-import warnings
 import zipfile
 from pathlib import Path
 
 import pytest
 from cli_support import CLI
 from compile_support import compile_object, compile_program, compile_shared
+from wheel_support import make_wheel
 
 from aoti_shim.checks import CheckSettings, inputs, run_check
 from aoti_shim.checks.elf import ElfImage, file_kind
@@ -44,15 +44,6 @@ def libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     return out
 
 
-def _zip(path: Path, members: list[tuple[str, bytes]], method: int = zipfile.ZIP_DEFLATED) -> Path:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # zipfile warns about a duplicate name it writes
-        with zipfile.ZipFile(path, "w", method) as zf:
-            for name, data in members:
-                zf.writestr(name, data)
-    return path
-
-
 def _check_reader(wheel: Path, member_limit: int = inputs.DEFAULT_MEMBER_LIMIT) -> list[str]:
     with Workspace() as ws:
         return [a.display.split("!", 1)[1] for a in collect([str(wheel)], ws, member_limit=member_limit)]
@@ -66,7 +57,7 @@ def _gate_reader(wheel: Path, dest: Path) -> list[str]:
 
 
 def test_the_budget_is_the_larger_of_the_floor_and_the_ratio_under_the_cap(libs, tmp_path, monkeypatch) -> None:
-    wheel = _zip(tmp_path / "w.whl", [("a/libsmall.so", libs["small"])], zipfile.ZIP_STORED)
+    wheel = make_wheel(tmp_path / "w.whl", [("a/libsmall.so", libs["small"])], compression=zipfile.ZIP_STORED)
     size = wheel.stat().st_size
 
     def budget() -> tuple[int, int]:
@@ -116,7 +107,7 @@ def _three(libs: dict[str, bytes], tmp_path: Path, note: bytes = b"") -> tuple[P
     members = [(name, libs[name.split("/lib")[1][:-3]]) for name in _THREE]
     if note:
         members.insert(1, ("a/NOTES.txt", note))  # not ELF: between the libraries
-    wheel = _zip(tmp_path / "w.whl", members)
+    wheel = make_wheel(tmp_path / "w.whl", members, compression=zipfile.ZIP_DEFLATED)
     return wheel, [len(data) for _, data in members if data[:4] == b"\x7fELF"]
 
 
@@ -158,7 +149,7 @@ def test_every_byte_a_streamed_member_inflates_is_charged(libs, tmp_path, monkey
     """Kept whole, kept up to PT_DYNAMIC then read on, or skipped to PT_DYNAMIC: the charge
     is the bytes inflated, which is the member's size when its PT_DYNAMIC ends it."""
     data = _dynamic_at(libs["big"], len(libs["big"]) + 4096)
-    wheel = _zip(tmp_path / "w.whl", [("lib/libbig.so", data)])
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libbig.so", data)], compression=zipfile.ZIP_DEFLATED)
     with _disk(tmp_path, data) as on_disk:
         want = dict(on_disk.exports().items())
     for small, head in ((len(data), inputs.STREAM_HEAD), (1024, inputs.STREAM_HEAD), (1024, 16384)):
@@ -212,7 +203,7 @@ def test_a_pt_dynamic_that_ends_at_the_members_last_byte_is_read(libs, tmp_path,
     if not small:
         monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)  # streamed: kept up to PT_DYNAMIC
     data = _dynamic_at(libs["small"], len(libs["small"]) + 8)
-    wheel = _zip(tmp_path / "w.whl", [("lib/libsmall.so", data)])
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libsmall.so", data)], compression=zipfile.ZIP_DEFLATED)
     with Workspace() as ws:
         (art,) = collect([str(wheel)], ws)
         assert "myrt_aoti_torch_small" in art.open().exports()
@@ -233,7 +224,7 @@ def test_a_pt_dynamic_past_the_member_is_refused(libs, tmp_path, monkeypatch, sh
         "cut one byte short": lambda: _dynamic_at(libs["small"], end)[:-1],
     }[shape]()
     # The member with the bad extent sits between two good ones; the error names it.
-    wheel = _zip(tmp_path / "w.whl", [("a/libother.so", libs["other"]), ("b/libbad.so", data), ("c/libbig.so", libs["big"])])
+    wheel = make_wheel(tmp_path / "w.whl", [("a/libother.so", libs["other"]), ("b/libbad.so", data), ("c/libbig.so", libs["big"])], compression=zipfile.ZIP_DEFLATED)
     with Workspace() as ws, pytest.raises(InputError) as raised:
         collect([str(wheel)], ws)
     assert str(raised.value) == f"{wheel}!b/libbad.so: PT_DYNAMIC lies outside the member"
@@ -248,7 +239,7 @@ def test_the_member_limit_at_one_below_at_and_one_above_the_largest_member(libs,
     names = ["libsmall.so", "libother.so"]
     names.insert(position, "libbig.so")
     members = [(f"lib/{n}", libs[n[3:-3]]) for n in names]
-    wheel = _zip(tmp_path / "w.whl", members)
+    wheel = make_wheel(tmp_path / "w.whl", members, compression=zipfile.ZIP_DEFLATED)
     big = len(libs["big"])
 
     def read(limit: int) -> list[str]:
@@ -283,7 +274,7 @@ class _Keep(io.BytesIO):
 
 
 def test_members_too_short_for_the_magic_or_not_elf_are_skipped_without_a_target(tmp_path) -> None:
-    wheel = _zip(tmp_path / "w.whl", [("a", b""), ("b", b"\x7fEL"), ("c", b"\x7fELG rest"), ("d/", b"")])
+    wheel = make_wheel(tmp_path / "w.whl", [("a", b""), ("b", b"\x7fEL"), ("c", b"\x7fELG rest"), ("d/", b"")], compression=zipfile.ZIP_DEFLATED)
     with zipfile.ZipFile(wheel) as zf:
         for info in zf.infolist():
             assert copy_elf_member(zf, info, "w", lambda: pytest.fail("opened a target"), 1) is None
@@ -307,7 +298,7 @@ def test_members_too_short_for_the_magic_or_not_elf_are_skipped_without_a_target
     ],
 )
 def test_two_members_of_one_name_are_refused_wherever_they_are(libs, tmp_path, names, second) -> None:
-    wheel = _zip(tmp_path / "w.whl", [(n, b"" if n.endswith("/") else libs["small"]) for n in names])
+    wheel = make_wheel(tmp_path / "w.whl", [(n, b"" if n.endswith("/") else libs["small"]) for n in names], compression=zipfile.ZIP_DEFLATED)
     with pytest.raises(InputError) as raised:
         open_wheel(str(wheel), "the wheel").close()
     assert str(raised.value) == f"the wheel: two members named {second!r} in wheel (a reader sees the first, pip installs the second)"
@@ -315,7 +306,7 @@ def test_two_members_of_one_name_are_refused_wherever_they_are(libs, tmp_path, n
 
 def test_names_that_only_look_alike_are_two_members(libs, tmp_path) -> None:
     names = ["x/lib.so", "x/Lib.so", "x/lib.so.1", "y/lib.so", "x/lib.s", "lib.so"]
-    wheel = _zip(tmp_path / "w.whl", [(n, libs["small"]) for n in names])
+    wheel = make_wheel(tmp_path / "w.whl", [(n, libs["small"]) for n in names], compression=zipfile.ZIP_DEFLATED)
     with open_wheel(str(wheel)) as zf:
         assert [i.filename for i in zf.infolist()] == names
 
@@ -347,7 +338,7 @@ def test_safe_member_names(name: str, safe: bool) -> None:
 @pytest.mark.parametrize("count", [9, 10, 11])
 def test_the_member_count_one_below_at_and_one_above_the_limit(tmp_path, monkeypatch, count) -> None:
     monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
-    wheel = _zip(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(count)])
+    wheel = make_wheel(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(count)], compression=zipfile.ZIP_DEFLATED)
     if count <= 10:
         with open_wheel(str(wheel)) as zf:
             assert len(zf.infolist()) == count
@@ -367,7 +358,7 @@ def _set_declared(wheel: Path, count: int) -> None:
 
 def test_a_declared_count_over_the_limit_is_refused_before_the_members_are_listed(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
-    wheel = _zip(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(3)])
+    wheel = make_wheel(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(3)], compression=zipfile.ZIP_DEFLATED)
     assert inputs._declared_member_count(str(wheel)) == 3
     _set_declared(wheel, 11)
     assert inputs._declared_member_count(str(wheel)) == 11
@@ -379,7 +370,7 @@ def test_a_declared_count_over_the_limit_is_refused_before_the_members_are_liste
 
 def test_an_understated_count_is_caught_by_the_listing(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
-    wheel = _zip(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(12)])
+    wheel = make_wheel(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(12)], compression=zipfile.ZIP_DEFLATED)
     _set_declared(wheel, 1)
     with pytest.raises(InputError, match=r": wheel has 12 members, more than 10$"):
         open_wheel(str(wheel))
@@ -388,7 +379,7 @@ def test_an_understated_count_is_caught_by_the_listing(tmp_path, monkeypatch) ->
 def test_a_zip64_count_is_read_from_the_zip64_record(tmp_path, monkeypatch) -> None:
     # zipfile writes the zip64 end records once the count passes its limit.
     monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)
-    wheel = _zip(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(5)])
+    wheel = make_wheel(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(5)], compression=zipfile.ZIP_DEFLATED)
     monkeypatch.undo()
     data = bytearray(wheel.read_bytes())
     record = data.rfind(b"PK\x06\x06")
@@ -441,8 +432,8 @@ def _bad_crc(path: Path, name: str) -> None:
 def test_members_are_skipped_after_their_first_bytes_unverified(libs, tmp_path) -> None:
     """Short members and members that are no ELF file are skipped without inflating them
     to their end (their CRC is never checked); an ELF member is copied and checked whole."""
-    wheel = _zip(tmp_path / "w.whl", [("short", b"abc"), ("notes.txt", b"not ELF " * 1000), ("magic", b"\x7fELF"),
-                                      ("lib/x.so", libs["small"])], zipfile.ZIP_STORED)  # fmt: skip
+    wheel = make_wheel(tmp_path / "w.whl", [("short", b"abc"), ("notes.txt", b"not ELF " * 1000), ("magic", b"\x7fELF"),
+                                           ("lib/x.so", libs["small"])], compression=zipfile.ZIP_STORED)  # fmt: skip
     for name in ("short", "notes.txt", "magic", "lib/x.so"):
         _bad_crc(wheel, name)
     with zipfile.ZipFile(wheel) as zf:
@@ -460,7 +451,7 @@ def test_members_are_skipped_after_their_first_bytes_unverified(libs, tmp_path) 
 def test_a_copy_feeds_every_byte_to_the_digest(libs, tmp_path) -> None:
     import hashlib
 
-    wheel = _zip(tmp_path / "w.whl", [("lib/x.so", libs["big"]), ("m", b"\x7fELF")])
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/x.so", libs["big"]), ("m", b"\x7fELF")], compression=zipfile.ZIP_DEFLATED)
     with zipfile.ZipFile(wheel) as zf:
         for info, data in zip(zf.infolist(), (libs["big"], b"\x7fELF")):
             digest, sink = hashlib.sha256(), io.BytesIO()
@@ -470,8 +461,8 @@ def test_a_copy_feeds_every_byte_to_the_digest(libs, tmp_path) -> None:
 
 def test_the_gate_copies_members_by_their_path(libs, tmp_path) -> None:
     # Two libraries in one folder, one named with Windows separators, and a note.
-    wheel = _zip(tmp_path / "w.whl", [("pkg/lib/a.so", libs["small"]), ("pkg/lib/b.so", libs["other"]),
-                                      ("pkg\\bin\\c.so", libs["big"]), ("pkg/README", b"hi")])  # fmt: skip
+    wheel = make_wheel(tmp_path / "w.whl", [("pkg/lib/a.so", libs["small"]), ("pkg/lib/b.so", libs["other"]),
+                                           ("pkg\\bin\\c.so", libs["big"]), ("pkg/README", b"hi")], compression=zipfile.ZIP_DEFLATED)  # fmt: skip
     dest = tmp_path / "out"
     assert extract_elf_members(wheel, dest) == ["pkg/lib/a.so", "pkg/lib/b.so", "pkg\\bin\\c.so"]
     assert (dest / "pkg/lib/a.so").read_bytes() == libs["small"] and (dest / "pkg/lib/b.so").read_bytes() == libs["other"]
@@ -484,7 +475,7 @@ def test_the_gate_copies_members_by_their_path(libs, tmp_path) -> None:
 
 
 def test_the_gate_names_the_wheel_as_it_is_told(libs, tmp_path) -> None:
-    wheel = _zip(tmp_path / "w.whl", [("x.so", libs["small"]), ("x.so", libs["small"])])
+    wheel = make_wheel(tmp_path / "w.whl", [("x.so", libs["small"]), ("x.so", libs["small"])], compression=zipfile.ZIP_DEFLATED)
     with pytest.raises(InputError, match=r"^the wheel: two members named 'x.so'"):
         extract_elf_members(wheel, tmp_path / "out", display="the wheel")
     with pytest.raises(InputError, match=rf"^{wheel}: two members named 'x.so'"):
@@ -508,7 +499,7 @@ def test_a_member_whose_tables_the_stream_skipped_is_copied_to_a_temp_file(many_
     data = _dynamic_at(many_exports, len(many_exports) + 4096)
     monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)
     monkeypatch.setattr(inputs, "STREAM_HEAD", 4096)  # the tables lie between this and PT_DYNAMIC
-    wheel = _zip(tmp_path / "w.whl", [("lib/libmany.so", data)])
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libmany.so", data)], compression=zipfile.ZIP_DEFLATED)
     with _disk(tmp_path, data) as on_disk:
         want = dict(on_disk.exports().items())
     with Workspace() as ws:

@@ -1,19 +1,22 @@
 """Hand-made wheels, written one way by every test: no build, the members given.
 
 A member is a file to copy (its mode kept) or the bytes (or text) to store, under the name
-as given, unsafe ones included: the readers' refusals are tested with these. Bytes get the
-modes a built wheel gives them (libraries executable). With ``name`` the wheel is one pip
-installs: METADATA, WHEEL and RECORD follow the members, under the ``.dist-info`` folder the
-file name says (``{dist}-{version}-{tag}.whl``).
+as given, unsafe ones included: the readers' refusals are tested with these. Members given
+as (name, content) pairs may repeat a name, as a hostile wheel does. With ``name`` the
+wheel is one pip installs: METADATA, WHEEL and RECORD follow the members, under the
+``.dist-info`` folder the file name says (``{dist}-{version}-{tag}.whl``).
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import warnings
 import zipfile
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping, Union
+
+Content = Union[Path, bytes, str]
 
 
 def record_hash(data: bytes) -> str:
@@ -32,26 +35,25 @@ def _dist_info(wheel: Path, name: str) -> tuple[str, dict[str, bytes]]:
 
 def make_wheel(
     path: Path,
-    members: Mapping[str, Path | bytes | str],
+    members: Mapping[str, Content] | Iterable[tuple[str, Content]],
     *,
     name: str | None = None,
     compression: int = zipfile.ZIP_STORED,
 ) -> Path:
     """The wheel ``path`` holding ``members`` (arcname -> file, bytes or text), in their order."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    files = {arc: data.encode() if isinstance(data, str) else data for arc, data in members.items()}
+    pairs = list(members.items() if isinstance(members, Mapping) else members)
+    files = [(arc, data.encode() if isinstance(data, str) else data) for arc, data in pairs]
     info, metadata = _dist_info(path, name) if name else ("", {})
     record: list[str] = []
-    with zipfile.ZipFile(path, "w", compression) as zf:
-        for arcname, content in {**files, **metadata}.items():
+    with warnings.catch_warnings(), zipfile.ZipFile(path, "w", compression) as zf:
+        warnings.simplefilter("ignore")  # zipfile warns about a repeated name, which a pair list may hold on purpose
+        for arcname, content in [*files, *metadata.items()]:
             if isinstance(content, Path):
                 zf.write(content, arcname)
                 content = content.read_bytes()
             else:
-                member = zipfile.ZipInfo(arcname)
-                member.compress_type = compression
-                member.external_attr = (0o755 if ".so" in arcname.rsplit("/", 1)[-1] else 0o644) << 16
-                zf.writestr(member, content)
+                zf.writestr(arcname, content)
             record.append(f"{arcname},{record_hash(content)},{len(content)}\n")
         if name:
             zf.writestr(f"{info}/RECORD", "".join(record) + f"{info}/RECORD,,\n")
