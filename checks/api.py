@@ -73,6 +73,7 @@ def _read(art: Artifact, role: str) -> Library:
             import_filter=prefix_rules.is_shim_name,
             lazy=image.lazy_symbol_indexes() if shim_imports else frozenset(),
             local_references=image.local_references(),
+            unseen=image.unseen_definitions(exports, (n for n in exports if prefix_rules.is_shim_name(n))),
         )
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,

@@ -16,12 +16,14 @@ process's one instance (the first loaded definer's). A definition matches a vers
 import when it carries that version, or when its library has no ``.gnu.version`` at
 all, or when it is unversioned and not hidden (glibc's ``check_match``); an unversioned
 import takes an unversioned definition, or version index 2 (the oldest), or the single
-non-hidden versioned one. An undefined symbol that is STB_LOCAL or hidden or internal
-is never looked up, and a protected one that some library defines is bound to the
-reference itself: either way to address 0 of its own library. A library whose ELF class, data encoding or machine differs
-from the process's cannot load; neither can one needing a version that a loaded
-dependency lacks, nor one dlopen opens (itself or in its closure) that was linked
-``-z nodlopen``. TLS and IFUNC symbols bind by these same rules.
+non-hidden versioned one. A definition the loader's lookup passes over (out of reach of
+``.gnu.hash``, of value 0 outside SHN_ABS and TLS, of a type that is no code or data)
+serves nothing. An undefined symbol that is STB_LOCAL or hidden or internal is never
+looked up, and a protected one that some library defines is bound to the reference
+itself: either way to address 0 of its own library. A library whose ELF class, data
+encoding or machine differs from the process's cannot load; neither can one needing a
+version that a loaded dependency lacks, nor one dlopen opens (itself or in its closure)
+that was linked ``-z nodlopen``. TLS and IFUNC symbols bind by these same rules.
 
 Only names are asked of references (through their hash tables), so the model costs a
 lookup per resolved import, not a scan of libtorch. Use it as::
@@ -144,10 +146,12 @@ class Linked:
         import_filter: Callable[[str], bool] | None = None,
         lazy: frozenset[int] = frozenset(),
         local_references: Sequence[DynamicEntry] = (),
+        unseen: frozenset[int] = frozenset(),
     ) -> Linked:
         """A library from the checker's packed tables; ``import_filter`` keeps the imports
         whose names are asked about (all by default); ``local_references`` are its undefined
-        symbols the loader binds to itself (ElfImage.local_references)."""
+        symbols the loader binds to itself (ElfImage.local_references), ``unseen`` the
+        .dynsym indexes of definitions its lookup never returns (ElfImage.unseen_definitions)."""
         names = [n for n in imports if import_filter is None or import_filter(n)]
         entries = tuple(imports.entry(n, versions) for n in sorted(names))
         entries += tuple(
@@ -165,7 +169,7 @@ class Linked:
             versions=versions,
             imports=entries,
             lazy=lazy,
-            lookup=lambda name: exports.entries(name, versions),
+            lookup=lambda name: [e for e in exports.entries(name, versions) if e.index not in unseen],
         )
 
     @staticmethod

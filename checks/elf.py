@@ -29,7 +29,7 @@ import sys
 from array import array
 from dataclasses import dataclass
 from itertools import compress, repeat
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 from aoti_shim.errors import InputError
 
@@ -39,7 +39,10 @@ ELF_MAGIC = b"\x7fELF"
 STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
 STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_TLS, STT_GNU_IFUNC = 0, 1, 2, 6, 10
 STV_DEFAULT, STV_INTERNAL, STV_HIDDEN, STV_PROTECTED = 0, 1, 2, 3
-SHN_UNDEF = 0
+SHN_UNDEF, SHN_ABS = 0, 0xFFF1
+# The symbol types glibc's lookup takes a definition of (ALLOWED_STT in dl-lookup.c; 5 is
+# STT_COMMON): a definition of another type, or of value 0 outside SHN_ABS and TLS, it passes over.
+_LOADER_TYPES = frozenset((STT_NOTYPE, STT_OBJECT, STT_FUNC, 5, STT_TLS, STT_GNU_IFUNC))
 
 SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 3, 6, 7, 8, 11
 SHT_GNU_HASH, SHT_GNU_VERSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED = 0x6FFFFFF6, 0x6FFFFFFF, 0x6FFFFFFD, 0x6FFFFFFE
@@ -1389,13 +1392,42 @@ class ElfImage:
         return [self._entry(sym, i, versym, versions) for i, sym in enumerate(self.symbols(), 1)]
 
     def find_definitions(self, name: str) -> list[DynamicEntry]:
-        """Every export named ``name`` (one per version), through ``.gnu.hash``; a scan without one."""
+        """Every export named ``name`` (one per version) that the loader's lookup takes:
+        through ``.gnu.hash`` (a scan without one), leaving out what glibc passes over (see
+        _loader_takes)."""
         versym = self._versym()
         versions = self.versions()
         table = self._gnu_hash_table()
         if table is None:
-            return [self._entry(sym, i, versym, versions) for i, sym in enumerate(self.symbols(), 1) if sym.name == name and sym.is_export]
-        return [self._entry(sym, index, versym, versions) for index, sym in self._gnu_exports(table, name)]
+            found = [(i, sym) for i, sym in enumerate(self.symbols(), 1) if sym.name == name and sym.is_export]
+        else:
+            found = list(self._gnu_exports(table, name))
+        return [self._entry(sym, i, versym, versions) for i, sym in found if self._loader_takes(i)]
+
+    def unseen_definitions(self, exports: SymbolTable, names: Iterable[str]) -> frozenset[int]:
+        """The .dynsym indexes of ``exports``' definitions of ``names`` that the loader's
+        lookup never returns: out of reach of .gnu.hash (a bloom word or a chain that misses
+        them), or passed over (_loader_takes). One hash walk per name, no scan."""
+        versions = self.versions()
+        table = self._gnu_hash_table()
+        out: set[int] = set()
+        for name in names:
+            reach = None if table is None else {i for i, _ in self._gnu_exports(table, name)}
+            for e in exports.entries(name, versions):
+                if (reach is not None and e.index not in reach) or not self._loader_takes(e.index):
+                    out.add(e.index)
+        return frozenset(out)
+
+    def _loader_takes(self, index: int) -> bool:
+        """glibc's do_lookup_x takes the definition at ``index``: of a code or data type
+        (ALLOWED_STT), and of a value other than 0 unless SHN_ABS or TLS."""
+        sym, _ = self._dynsym()
+        fields = self._lay.sym.unpack_from(self._map(), sym.offset + index * sym.entsize)
+        # ELF64: name, info, other, shndx, value, size; ELF32: name, value, size, info, other, shndx.
+        info, shndx, value = (fields[1], fields[3], fields[4]) if self._lay.sym.size == 24 else (fields[3], fields[5], fields[1])
+        if info & 0xF not in _LOADER_TYPES:
+            return False
+        return value != 0 or shndx == SHN_ABS or info & 0xF == STT_TLS
 
     def local_references(self) -> list[DynamicEntry]:
         """Undefined symbols the loader binds to their own library, at address 0: STB_LOCAL

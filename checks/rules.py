@@ -475,6 +475,11 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Found]:
                         f"imports '{name}@{b.version}', which no shim library defines in that version "
                         "(a versioned import binds only to its version)"
                     )
+                elif name in ctx.provided:
+                    message = (
+                        f"imports '{name}', which a shim library exports, but the loader's lookup passes over that "
+                        "definition (of value 0, of a type that is no code or data, or out of reach of its .gnu.hash)"
+                    )
                 else:
                     message = f"imports '{name}', which no shim library exports (it fails when first called)"
                 yield lib.display, name, message
@@ -678,7 +683,7 @@ RULES: tuple[Rule[Context], ...] = (
     Rule("COLLISION", _collision, "A shim library exports a symbol that a reference library (libtorch) also exports.", BLOCKING),
     Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
     Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model, a shim library's own code or a consumer of the prefixed names imports a shim-ABI name without the prefix: it binds to libtorch when libtorch is global.", BLOCKING),
-    Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines: it binds to nothing.", BLOCKING),
+    Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to nothing.", BLOCKING),
     Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
     Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or non-default-visibility symbol) binds to its own library.", BLOCKING),
     Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, or -z nodlopen on what dlopen opens.", BLOCKING),

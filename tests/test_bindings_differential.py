@@ -7,8 +7,9 @@ WEAK, GNU_UNIQUE, IFUNC, protected and TLS, version scripts (a hidden old versio
 -Bsymbolic, DT_NEEDED chains (a blob linked against a shim, or against a link-time stub
 of it that has another version, or needing a dependency of its own), and a shim of a
 foreign machine (an e_machine patched copy: this machine has no 32-bit toolchain),
-libraries linked -z nodlopen, and a blob's import patched in its .dynsym to one the
-loader never looks up or binds to the blob itself (STB_LOCAL, hidden, protected).
+libraries linked -z nodlopen, and patched .dynsym entries: a blob's import the loader
+never looks up or binds to the blob itself (STB_LOCAL, hidden, protected), a definition
+its lookup passes over (value 0, STT_SECTION).
 
 Every library of a batch of cases is compiled in one ``gcc -c`` call and linked with
 ``ld``; one child process forks once per case and loads it the way the process under
@@ -96,7 +97,8 @@ class Lib:
     symbolic: bool = False
     foreign: bool = False
     noopen: bool = False  # linked -z nodlopen
-    # (name, how) .dynsym entries patched after the link: local / hidden / protected (an import).
+    # (name, how) .dynsym entries patched after the link: local / hidden / protected (an
+    # import), value0 / section (a definition).
     patches: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -170,6 +172,9 @@ def cases(draw: st.DrawFn) -> Case:
         if lib.role == "blob":  # RTLD_NOW, never called: a patched import is only bound
             m = draw(st.sampled_from(lib.imps))
             lib.patches.append((name_of(m.base, m.spelling), draw(st.sampled_from(("local", "hidden", "protected")))))
+        elif any(not d.old for d in lib.defs):  # one .dynsym entry by that name
+            d = draw(st.sampled_from([d for d in lib.defs if not d.old]))
+            lib.patches.append((name_of(d.base, d.spelling), draw(st.sampled_from(("value0", "section")))))
     return Case(classes, libs)
 
 
@@ -289,15 +294,19 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
 
 
 def _patch(target: Path, patches: list[tuple[str, str]]) -> None:
-    """Each named .dynsym entry changed in place (ELF64 little-endian): binding STB_LOCAL,
-    or visibility hidden or protected."""
+    """Each named .dynsym entry changed in place (ELF64 little-endian): st_value 0, type
+    STT_SECTION, binding STB_LOCAL, or visibility hidden or protected."""
     data = bytearray(target.read_bytes())
     with target.open("rb") as f:
         dynsym = ELFFile(f).get_section_by_name(".dynsym")
         at = {sym.name: dynsym["sh_offset"] + i * dynsym["sh_entsize"] for i, sym in enumerate(dynsym.iter_symbols())}
     for name, how in patches:
         o = at[name]
-        if how == "local":
+        if how == "value0":
+            data[o + 8 : o + 16] = bytes(8)
+        elif how == "section":
+            data[o + 4] = data[o + 4] & 0xF0 | 3
+        elif how == "local":
             data[o + 4] &= 0x0F
         else:
             data[o + 5] = 2 if how == "hidden" else 3

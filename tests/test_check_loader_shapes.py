@@ -1,6 +1,6 @@
 """Shapes of library a hostile review found the check wrong about, each asked of the real
 loader too (references and shims RTLD_GLOBAL, the blob RTLD_LOCAL | RTLD_NOW): libraries
-linked -z nodlopen, references the loader never looks up.
+linked -z nodlopen, references the loader never looks up, definitions its lookup passes over.
 
 Some shapes come from a linker flag; the others are one patched byte of a linked library
 (what a hostile or broken tool writes), patched at the .dynsym entry pyelftools finds.
@@ -159,3 +159,40 @@ def test_a_reference_the_loader_never_looks_up_binds_to_nothing(tmp_path: Path) 
             f"refers to '{name}' as {kind} without defining it: the loader never looks it up and binds it to "
             "address 0 of this library itself, never to the shims"
         )
+
+
+# -- definitions the loader's lookup passes over -------------------------------------------------
+
+
+def test_a_definition_the_lookup_passes_over_serves_no_import(tmp_path: Path) -> None:
+    """glibc's do_lookup_x skips a definition of value 0 (outside SHN_ABS and TLS) and one
+    of a type that is no code or data (STT_SECTION, an unknown type), and finds nothing the
+    .gnu.hash bloom filter rules out: the blob then fails to load. The check said OK for
+    each. An SHN_ABS definition is taken (the call goes to its absolute value)."""
+    torch = _lib(tmp_path, "torch_cpu", _define("aoti_torch_get_data_ptr"))
+    shim = _lib(tmp_path, "shim", _define(NAME, "myrt_aoti_torch_get_sizes"))
+    blob = _lib(tmp_path, "blob", _use(NAME))
+    with shim.open("rb") as f:
+        gnu_hash = ELFFile(f).get_section_by_name(".gnu.hash")
+        bloom_at, bloom_words = gnu_hash["sh_offset"] + 16, struct.unpack_from("<I", shim.read_bytes(), gnu_hash["sh_offset"] + 8)[0]
+    no_bloom = tmp_path / "bloom"
+    no_bloom.mkdir()
+    data = bytearray(shim.read_bytes())
+    data[bloom_at : bloom_at + 8 * bloom_words] = bytes(8 * bloom_words)
+    (no_bloom / shim.name).write_bytes(bytes(data))
+    shapes = {"value": {"value": 0}, "section": {"info": 0x13}, "type7": {"info": 0x17}}
+    for key, change in shapes.items():
+        (tmp_path / key).mkdir()
+        _patched(shim, tmp_path / key / shim.name, NAME, **change)
+    for key in (*shapes, "bloom"):
+        patched = tmp_path / key / shim.name
+        loaded = _loads([torch, patched], blob)
+        assert loaded.returncode != 0 and f"undefined symbol: {NAME}" in loaded.stderr, (key, loaded.stderr)
+        report = run_check(CheckSettings(shims=(str(patched),), models=(str(blob),), against=(str(torch),)))
+        assert _blocking(report) == {("UNSATISFIED_IMPORT", "libblob.so", NAME)}, key
+        (finding,) = [f for f in report.findings if f.rule == "UNSATISFIED_IMPORT"]
+        assert "the loader's lookup passes over that definition" in finding.message
+    (tmp_path / "abs").mkdir()
+    absolute = _patched(shim, tmp_path / "abs" / shim.name, NAME, shndx=0xFFF1)
+    assert _bindings([torch, absolute], blob, tmp_path / "abs") == {("libblob.so", "libshim.so", NAME)}
+    assert not run_check(CheckSettings(shims=(str(absolute),), models=(str(blob),), against=(str(torch),))).blocking
