@@ -246,3 +246,22 @@ def test_a_scaled_check_skips_empty_outputs_and_is_bitwise_only_when_equal() -> 
     nudged[1] = torch.nextafter(nudged[1], torch.tensor(3.0))
     near = against_control([nudged], [x])
     assert near.ok and not near.bitwise and near.max_abs == float(nudged[1]) - 2.0
+
+
+def test_compare_uses_a_tolerance_per_dtype() -> None:
+    import torch
+
+    from aoti_shim.smoke.compare import compare
+
+    x = torch.linspace(-1, 1, 16)
+    assert compare([x + 5e-5], [x]).within_tolerance
+    assert not compare([x + 5e-3], [x]).within_tolerance
+    half = x.half()
+    assert compare([half + 5e-3], [half]).within_tolerance
+    ints = torch.arange(4)
+    assert not compare([ints + 1], [ints]).within_tolerance
+    assert compare([ints.clone()], [ints]).max_abs == 0
+    assert not compare([x[:8]], [x]).within_tolerance  # shape mismatch
+    nan = x.clone()
+    nan[3] = float("nan")
+    assert not compare([nan], [x]).within_tolerance
