@@ -66,6 +66,7 @@ def _read(art: Artifact, role: str) -> Library:
             file_name=art.file_name,
             soname=image.soname,
             needed=image.needed,
+            filtees=image.filtees,
             symbolic=image.symbolic,
             noopen=image.noopen,
             header=(image.elf_class, image.big_endian, image.machine),
@@ -99,7 +100,7 @@ def _dependencies(pairs: list[tuple[Artifact, Library]], known: set[str], checke
                 continue
             origin = os.path.dirname(os.path.realpath(path))
             folders = [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for d in image.runpath]
-            wanted = [n for n in image.needed if n not in known and "/" not in n]
+            wanted = [n for n in (*image.needed, *image.filtees) if n not in known and "/" not in n]
         for name in wanted:
             for folder in folders:
                 candidate = os.path.realpath(os.path.join(folder, name))

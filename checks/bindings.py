@@ -89,6 +89,8 @@ class Linked:
     # The names a DT_NEEDED entry can use for it: its DT_SONAME and its file name.
     names: frozenset[str]
     needed: tuple[str, ...] = ()
+    # DT_FILTER / DT_AUXILIARY names: each filtee is searched just before the library.
+    filtees: tuple[str, ...] = ()
     symbolic: bool = False
     # Linked -z nodlopen: dlopen refuses it (loaded only as a program's dependency).
     noopen: bool = False
@@ -119,6 +121,7 @@ class Linked:
             role=role,
             names=_names(image.path, image.soname),
             needed=tuple(image.needed),
+            filtees=tuple(image.filtees),
             symbolic=image.symbolic,
             noopen=image.noopen,
             header=(image.elf_class, image.big_endian, image.machine),
@@ -139,6 +142,7 @@ class Linked:
         file_name: str,
         soname: str | None = None,
         needed: Sequence[str] = (),
+        filtees: Sequence[str] = (),
         symbolic: bool = False,
         noopen: bool = False,
         header: tuple[int, bool, int] | None = None,
@@ -162,6 +166,7 @@ class Linked:
             role=role,
             names=_names(file_name, soname),
             needed=tuple(needed),
+            filtees=tuple(filtees),
             symbolic=symbolic,
             noopen=noopen,
             header=header,
@@ -316,11 +321,18 @@ class Process:
 
     def _closure(self, root: Linked) -> list[Linked]:
         """``root`` and the known libraries its DT_NEEDED entries reach, breadth first
-        (the loader's search list for it)."""
+        (the loader's search list for it); a filter's known filtees just before it (glibc
+        looks a name up in the filtee first, in its own definitions only after)."""
         order = [root]
         seen = {id(root)}
         at = 0
         while at < len(order):
+            for name in order[at].filtees:
+                dep = self._by_name.get(name)
+                if dep is not None and id(dep) not in seen:
+                    seen.add(id(dep))
+                    order.insert(at, dep)
+                    at += 1
             for name in order[at].needed:
                 dep = self._by_name.get(name)
                 if dep is not None and id(dep) not in seen:

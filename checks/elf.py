@@ -56,6 +56,8 @@ DF_SYMBOLIC, DF_BIND_NOW, DF_1_NOW = 0x2, 0x8, 0x1
 DF_1_PIE = 0x08000000
 # -z nodlopen: dlopen refuses the object (itself or as a dependency of what it opens).
 DF_1_NOOPEN = 0x40
+# -f / -F (auxiliary and standard filters): the loader looks a name up in the filtee first.
+DT_AUXILIARY, DT_FILTER = 0x7FFFFFFD, 0x7FFFFFFF
 # A .gnu.version entry: the version index in the low 15 bits, "hidden" (a non-default
 # version, name@V rather than name@@V) in the top one. Index 0 is local, 1 global (no version).
 VERSYM_HIDDEN = 0x8000
@@ -1445,6 +1447,12 @@ class ElfImage:
         versym = self._versym()
         versions = self.versions()
         return [self._entry(symbols[i], i + 1, versym, versions) for i in at if symbols[i].name]
+
+    @property
+    def filtees(self) -> list[str]:
+        """The libraries it is a filter of (DT_FILTER, then DT_AUXILIARY): glibc loads each
+        with it and searches it just before it."""
+        return self._dynamic_strings(DT_FILTER) + self._dynamic_strings(DT_AUXILIARY)
 
     @property
     def noopen(self) -> bool:

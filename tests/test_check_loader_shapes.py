@@ -196,3 +196,31 @@ def test_a_definition_the_lookup_passes_over_serves_no_import(tmp_path: Path) ->
     absolute = _patched(shim, tmp_path / "abs" / shim.name, NAME, shndx=0xFFF1)
     assert _bindings([torch, absolute], blob, tmp_path / "abs") == {("libblob.so", "libshim.so", NAME)}
     assert not run_check(CheckSettings(shims=(str(absolute),), models=(str(blob),), against=(str(torch),))).blocking
+
+
+# -- filters --------------------------------------------------------------------------------
+
+
+def test_a_filter_shims_filtee_is_searched_before_it(tmp_path: Path) -> None:
+    """A shim linked as a standard (-F) or auxiliary (-f) filter of another library (found
+    by its run path): glibc loads the filtee with it and looks a name up there first, so
+    the blob binds to the filtee's copy. The check said OK (it read no DT_FILTER)."""
+    torch = _lib(tmp_path, "torch_cpu", _define("aoti_torch_get_data_ptr"))
+    _lib(tmp_path, "other", _define(NAME))
+    blob = _lib(tmp_path, "blob", _use(NAME))
+    for flag in ("-F", "-f"):
+        work = tmp_path / flag.strip("-")
+        work.mkdir()
+        shim = _lib(tmp_path, f"shim{flag[1]}", _define(NAME), (f"-Wl,{flag},libother.so", "-Wl,-rpath,$ORIGIN"))
+        assert _bindings([torch, shim], blob, work) == {("libblob.so", "libother.so", NAME)}, flag
+        report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), against=(str(torch),)))
+        assert _blocking(report) == {("BINDS_OUTSIDE_SHIMS", "libblob.so", NAME)}, flag
+        (finding,) = report.findings
+        assert finding.message == (
+            f"imports '{NAME}', which binds to {tmp_path / 'libother.so'} (a dependency loaded with the shims) in the process, "
+            f"not to {shim}, which also defines it"
+        )
+    # A filter of libtorch itself: libtorch lacks the prefixed name, so the shim's own serves.
+    shim = _lib(tmp_path, "shimT", _define(NAME), ("-Wl,-F,libtorch_cpu.so", "-Wl,-rpath,$ORIGIN"))
+    assert _bindings([torch, shim], blob, tmp_path / "F") == {("libblob.so", "libshimT.so", NAME)}
+    assert not run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), against=(str(torch),))).blocking
