@@ -76,9 +76,12 @@ def _read(art: Artifact, role: str) -> Library:
             local_references=image.local_references(),
             unseen=image.unseen_definitions(exports, (n for n in exports if prefix_rules.is_shim_name(n))),
         )
+        # A program's copies of shim data (R_*_COPY) are the one instance, not a definition of its own.
+        at = image.copy_relocated_indexes() if executable else frozenset()
+        copied = frozenset(n for n in exports if exports.entry(n, image.versions()).index in at) if at else frozenset()
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
-            executable=executable,
+            executable=executable, copied=copied,
         )  # fmt: skip
 
 

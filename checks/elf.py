@@ -58,6 +58,8 @@ DF_1_PIE = 0x08000000
 DF_1_NOOPEN = 0x40
 # -f / -F (auxiliary and standard filters): the loader looks a name up in the filtee first.
 DT_AUXILIARY, DT_FILTER = 0x7FFFFFFD, 0x7FFFFFFF
+# R_<machine>_COPY by e_machine: i386, ARM, x86-64, PowerPC64, S390, AArch64, RISC-V.
+_COPY_RELOCATION = {3: 5, 40: 20, 62: 5, 21: 19, 22: 9, 183: 1024, 243: 4}
 # A .gnu.version entry: the version index in the low 15 bits, "hidden" (a non-default
 # version, name@V rather than name@@V) in the top one. Index 0 is local, 1 global (no version).
 VERSYM_HIDDEN = 0x8000
@@ -1476,6 +1478,38 @@ class ElfImage:
         tags = self.dynamic_tags()
         return DT_SYMBOLIC in tags or bool(tags.get(DT_FLAGS, 0) & DF_SYMBOLIC)
 
+
+    def copy_relocated_indexes(self) -> frozenset[int]:
+        """The .dynsym indexes an R_*_COPY relocation names (a program's copy of a library's
+        data: the loader fills it from the first definer after the program, and binds every
+        reference, the definer's own included, to the copy). Empty when the machine's COPY
+        type is not known here or the tables cannot be read."""
+        copy = _COPY_RELOCATION.get(self.machine)
+        tags = self.dynamic_tags()
+        if copy is None or not (DT_RELA in tags or DT_REL in tags):
+            return frozenset()
+        is64 = self._lay.sym.size == 24
+        word = struct.Struct(self._lay.endian + ("Q" if is64 else "I"))
+        shift, mask = (32, 0xFFFFFFFF) if is64 else (8, 0xFF)
+        found: set[int] = set()
+        try:
+            hdr = self._elf_header()
+            segment = self._dynamic_segment(hdr[5], hdr[9], hdr[10])
+            if segment is None:
+                return frozenset()
+            for tag, size_tag, entsize in ((DT_RELA, DT_RELASZ, 24 if is64 else 12), (DT_REL, DT_RELSZ, 16 if is64 else 8)):
+                if tag not in tags:
+                    continue
+                at = self._file_offset(segment, "a relocation table", tags[tag])
+                size = tags.get(size_tag, 0)
+                data = self._bytes(at, size - size % entsize, "a relocation table")
+                for i in range(0, len(data), entsize):
+                    info = word.unpack_from(data, i + word.size)[0]
+                    if info & mask == copy:
+                        found.add(info >> shift)
+        except InputError:
+            return frozenset()
+        return frozenset(found)
 
     def lazy_symbol_indexes(self) -> frozenset[int]:
         """The .dynsym indexes that only PLT relocations (DT_JMPREL) refer to: imports the

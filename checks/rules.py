@@ -67,6 +67,8 @@ class Library:
     linked: Linked | None = None
     # An executable that exports dynamic symbols: the process's program itself.
     executable: bool = False
+    # Its exports that are copies (R_*_COPY) of a library's data: the process's one instance.
+    copied: frozenset[str] = frozenset()
 
     @cached_property
     def sorted_exports(self) -> list[str]:
@@ -591,6 +593,8 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
 def _model_defines_shim(ctx: Context) -> Iterator[Found]:
     for model in ctx.models:
         for name in model.sorted_exports:
+            if name in model.copied and ctx.is_prefixed_shim(name) and name in ctx.provided:
+                continue  # a program's copy of the shims' data: their instance (COLLISION guards the source)
             if ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name):
                 yield model.display, name, f"defines shim '{name}' itself; shims belong in the shim library"
 
@@ -603,6 +607,8 @@ def _duplicate_definer(ctx: Context) -> Iterator[Found]:
         return  # one library defines each of its names once
     for lib in libraries:
         for name, packed in _packed_items(lib.exports):
+            if name in lib.copied and ctx.is_prefixed_shim(name) and name in ctx.provided:
+                continue  # a program's copy of the shims' data: the one instance, not a second
             # The substring test first: it is the cheap one, and most names fail it.
             if (packed & 0xF) == STT_TLS or (
                 prefixes.SHIM_MARK in name and (ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name))
@@ -689,7 +695,7 @@ RULES: tuple[Rule[Context], ...] = (
     Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, or -z nodlopen on what dlopen opens.", BLOCKING),
     Rule("MANGLED_SHIM", _mangled_shim, "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".", BLOCKING),
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
-    Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once).", BLOCKING),
+    Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once, as does a program's R_*_COPY copy of a shim's data).", BLOCKING),
     Rule("REEXPORTED_RUNTIME", _reexported_runtime, "A library re-exports statically linked C++ runtime symbols.", WARNING),
     Rule(
         "REEXPORTED_CUDA_RUNTIME",

@@ -1,6 +1,7 @@
 """Shapes of library a hostile review found the check wrong about, each asked of the real
 loader too (references and shims RTLD_GLOBAL, the blob RTLD_LOCAL | RTLD_NOW): libraries
-linked -z nodlopen, references the loader never looks up, definitions its lookup passes over.
+linked -z nodlopen, references the loader never looks up, definitions its lookup passes over,
+filters, a program's copy relocations.
 
 Some shapes come from a linker flag; the others are one patched byte of a linked library
 (what a hostile or broken tool writes), patched at the .dynsym entry pyelftools finds.
@@ -13,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compile_support import compile_shared
+from compile_support import compile_program, compile_shared
 from elftools.elf.elffile import ELFFile
 
 from aoti_shim.checks import CheckSettings, run_check
@@ -224,3 +225,57 @@ def test_a_filter_shims_filtee_is_searched_before_it(tmp_path: Path) -> None:
     shim = _lib(tmp_path, "shimT", _define(NAME), ("-Wl,-F,libtorch_cpu.so", "-Wl,-rpath,$ORIGIN"))
     assert _bindings([torch, shim], blob, tmp_path / "F") == {("libblob.so", "libshimT.so", NAME)}
     assert not run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), against=(str(torch),))).blocking
+
+
+# -- copy relocations -----------------------------------------------------------------------
+
+RUNNER = r"""
+#include <dlfcn.h>
+#include <string.h>
+extern int STATE;
+int main(int argc, char **argv) {
+  int local = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--")) { local = 1; continue; }
+    if (!dlopen(argv[i], local ? RTLD_LOCAL | RTLD_NOW : RTLD_GLOBAL | RTLD_LAZY)) return 2;
+  }
+  return STATE == 7 ? 0 : 3;
+}
+"""
+
+
+def test_a_programs_copy_of_shim_data_is_the_one_instance(tmp_path: Path) -> None:
+    """A non-PIE runner linked -rdynamic against the shim, reading the shim's data: ld
+    gives it a copy (R_X86_64_COPY) that the loader fills from the shim and binds every
+    reference to, the shim's own and the blob's. The check called the copy a second
+    definer (DUPLICATE_DEFINER, 'each copy has its own state') and, with the runner as a
+    --model, a model defining a shim. An unprefixed copy of libtorch's data still blocks."""
+    state = "myrt_aoti_torch_state"
+    torch = _lib(tmp_path, "torch_cpu", _define("aoti_torch_get_data_ptr") + "int aoti_torch_state = 7;\n")
+    shim = _lib(tmp_path, "shim", f"int {state} = 7;\n{EXPORT} int {NAME}(void) {{ return {state}; }}\n")
+    blob = _lib(tmp_path, "blob", f"extern int {state};\n{EXPORT} int use(void) {{ return {state}; }}\n" + ENTRY)
+    runners = {}
+    for name, lib, symbol in (("runner", shim, state), ("urunner", torch, "aoti_torch_state")):
+        src = tmp_path / f"{name}.c"
+        src.write_text(RUNNER.replace("STATE", symbol))
+        runners[name] = tmp_path / name
+        compile_program(src, runners[name], ("-no-pie", "-fno-pic", "-rdynamic", "-Wl,--no-as-needed", str(lib), "-Wl,-rpath,$ORIGIN"))
+    runner = runners["runner"]
+    log = tmp_path / "ld"
+    env = {"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(log), "PATH": "/usr/bin:/bin"}
+    subprocess.run([str(runner), str(torch), "--", str(blob)], env=env, check=True)
+    bound = set()
+    for part in tmp_path.glob("ld.*"):
+        for line in part.read_text().splitlines():
+            if f"`{state}'" in line:
+                words = line.split()
+                at = words.index("file")
+                bound.add((Path(words[at + 1]).name, Path(words[at + 4]).name))
+    assert bound == {("runner", "libshim.so"), ("libshim.so", "runner"), ("libblob.so", "runner")}
+    for settings in (
+        CheckSettings(shims=(str(shim),), models=(str(runner), str(blob)), against=(str(torch),)),
+        CheckSettings(shims=(str(shim), str(runner)), models=(str(blob),), against=(str(torch),)),
+    ):
+        assert run_check(settings).findings == ()
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(runners["urunner"]), str(blob)), against=(str(torch),)))
+    assert _blocking(report) == {("MODEL_DEFINES_SHIM", "urunner", "aoti_torch_state")}
