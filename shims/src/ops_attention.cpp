@@ -89,8 +89,6 @@ void run_attention(
 AOTITorchError attention(
     const Tensor& q, const Tensor& k, const Tensor& v, double dropout_p, bool causal, const Tensor* mask,
     const double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
-  AOTISHIM_TRY(require_output(ret0, "ret0"));
-  AOTISHIM_TRY(require_output(ret1, "ret1"));
   if (dropout_p != 0.0) {
     return fail_format(AOTI_SHIM_E_UNSUPPORTED, "dropout_p %g: attention dropout is not supported", dropout_p);
   }
@@ -143,8 +141,8 @@ AOTITorchError attention(
     using T = decltype(zero);
     run_attention<T>(q, k, v, mask ? &mask_view : nullptr, causal, static_cast<T>(softmax_scale), *out, *lse);
   });
-  *ret0 = to_handle(out.release());
-  *ret1 = to_handle(lse.release());
+  deliver(ret0, std::move(out));
+  deliver(ret1, std::move(lse));
   return AOTI_SHIM_OK;
 }
 

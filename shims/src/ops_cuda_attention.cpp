@@ -327,17 +327,6 @@ AOTITorchError unwrap_qkv(
   return AOTI_SHIM_OK;
 }
 
-AOTITorchError require(std::initializer_list<const void*> outputs) {
-  int i = 0;
-  for (const void* p : outputs) {
-    if (p == nullptr) {
-      return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "output ret%d is null", i);
-    }
-    ++i;
-  }
-  return AOTI_SHIM_OK;
-}
-
 }  // namespace
 }  // namespace aotishim
 
@@ -350,7 +339,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, double* scale, AtenTensorHandle* ret0,
     AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
   return guarded("aoti_torch_cuda__scaled_dot_product_efficient_attention", [&]() -> AOTITorchError {
-    AOTISHIM_TRY(require({ret0, ret1, ret2, ret3}));
     Request r;
     r.kind = Kind::Efficient;
     Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
@@ -358,10 +346,10 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = compute_log_sumexp != 0, r.scale = scale;
     Outputs o;
     AOTISHIM_TRY(attention(r, &o));
-    *ret0 = to_handle(o.out.release());
-    *ret1 = to_handle(o.lse.release());
-    *ret2 = to_handle(o.seed.release());
-    *ret3 = to_handle(o.offset.release());
+    deliver(ret0, std::move(o.out));
+    deliver(ret1, std::move(o.lse));
+    deliver(ret2, std::move(o.seed));
+    deliver(ret3, std::move(o.offset));
     return AOTI_SHIM_OK;
   });
 }
@@ -372,7 +360,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
   return guarded("aoti_torch_cuda__scaled_dot_product_cudnn_attention", [&]() -> AOTITorchError {
-    AOTISHIM_TRY(require({ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8}));
     if (return_debug_mask != 0) {
       return fail_format(AOTI_SHIM_E_UNSUPPORTED, "_scaled_dot_product_cudnn_attention: return_debug_mask is unsupported");
     }
@@ -385,15 +372,15 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     AOTISHIM_TRY(attention(r, &o));
     // As torch 2.11's kernel: the logsumexp only when asked for (else None, as are
     // cum_seq_q/k and the debug mask), though its meta function always describes one.
-    *ret0 = to_handle(o.out.release());
-    *ret1 = r.want_lse ? to_handle(o.lse.release()) : nullptr;
-    *ret2 = nullptr;
-    *ret3 = nullptr;
-    *ret4 = q->sizes[2];
-    *ret5 = k->sizes[2];
-    *ret6 = to_handle(o.seed.release());
-    *ret7 = to_handle(o.offset.release());
-    *ret8 = nullptr;
+    deliver(ret0, std::move(o.out));
+    deliver(ret1, r.want_lse ? std::move(o.lse) : nullptr);
+    deliver(ret2, nullptr);
+    deliver(ret3, nullptr);
+    deliver(ret4, q->sizes[2]);
+    deliver(ret5, k->sizes[2]);
+    deliver(ret6, std::move(o.seed));
+    deliver(ret7, std::move(o.offset));
+    deliver(ret8, nullptr);
     return AOTI_SHIM_OK;
   });
 }
@@ -404,7 +391,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7,
     AtenTensorHandle* ret8) {
   return guarded("aoti_torch_cuda__scaled_dot_product_flash_attention", [&]() -> AOTITorchError {
-    AOTISHIM_TRY(require({ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8}));
     if (return_debug_mask != 0) {
       return fail_format(AOTI_SHIM_E_UNSUPPORTED, "_scaled_dot_product_flash_attention: return_debug_mask is unsupported");
     }
@@ -415,15 +401,15 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = true, r.scale = scale;
     Outputs o;
     AOTISHIM_TRY(attention(r, &o));
-    *ret0 = to_handle(o.out.release());
-    *ret1 = to_handle(o.lse.release());
-    *ret2 = nullptr;
-    *ret3 = nullptr;
-    *ret4 = q->sizes[2];
-    *ret5 = k->sizes[2];
-    *ret6 = to_handle(o.seed.release());
-    *ret7 = to_handle(o.offset.release());
-    *ret8 = to_handle(o.debug.release());
+    deliver(ret0, std::move(o.out));
+    deliver(ret1, std::move(o.lse));
+    deliver(ret2, nullptr);
+    deliver(ret3, nullptr);
+    deliver(ret4, q->sizes[2]);
+    deliver(ret5, k->sizes[2]);
+    deliver(ret6, std::move(o.seed));
+    deliver(ret7, std::move(o.offset));
+    deliver(ret8, std::move(o.debug));
     return AOTI_SHIM_OK;
   });
 }

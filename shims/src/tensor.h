@@ -82,6 +82,20 @@ AOTITorchError guarded(const char* where, Body&& body) noexcept;
 AOTITorchError unwrap(AtenTensorHandle handle, Tensor** out, const char* what = "tensor");
 AOTITorchError require_output(const void* ptr, const char* what);
 
+// The outputs of the ops torchgen generates with ret_pointer_can_be_null (the attention
+// ops among them): a blob passes nullptr for an output it never reads, and libtorch's shim
+// writes only where it was given a pointer. A tensor nobody asked for is freed here.
+inline void deliver(AtenTensorHandle* slot, std::unique_ptr<Tensor> tensor) {
+  if (slot != nullptr) {
+    *slot = tensor ? to_handle(tensor.release()) : nullptr;
+  }
+}
+inline void deliver(int64_t* slot, int64_t value) {
+  if (slot != nullptr) {
+    *slot = value;
+  }
+}
+
 // ---- dtypes ----
 // Element byte size, 0 if the dtype is unknown.
 size_t dtype_size(int32_t dtype);

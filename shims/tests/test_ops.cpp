@@ -274,6 +274,21 @@ TEST(ops, attention_hand_computed) {
                                   static_cast<float>((10 * e + 20) / (e + 1))});
 }
 
+TEST(ops, attention_writes_only_the_outputs_asked_for) {
+  // A blob passes nullptr for an output it never reads (torchgen's ret_pointer_can_be_null
+  // ops): libtorch's shim accepts that, so these must too, and still compute the rest.
+  Owned q = tensor({1, 1, 2, 1}, {1, 2});
+  Owned k = tensor({1, 1, 2, 1}, {1, 0});
+  Owned v = tensor({1, 1, 2, 1}, {10, 20});
+  Attention all = attend(q, k, v, false, nullptr, nullptr);
+  Owned out;
+  CHECK_OK(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, 0, nullptr, nullptr, out.out(),
+                                                                       nullptr));
+  check_values(values<float>(out), values<float>(all.out));
+  CHECK_OK(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, 0, nullptr, nullptr, nullptr,
+                                                                       nullptr));
+}
+
 TEST(ops, attention_layouts_and_bad_input) {
   // A query stored as [B, L, H, E] (as a transposed projection would be): the output keeps that layout.
   const int64_t b = 1, h = 2, l = 3, e = 2;
