@@ -594,3 +594,102 @@ def test_wheel_members_are_streamed_not_unpacked(checker_libs, build_tree: Path,
     from_wheel = run_check(CheckSettings(shims=(str(wheel),), against=("torch",), prefix="myrt_"))
     from_file = run_check(CheckSettings(shims=(str(checker_libs["unprefixed_shim"]), str(checker_libs["model"])), against=("torch",), prefix="myrt_"))
     assert sorted((f.rule, f.symbol) for f in from_wheel.findings) == sorted((f.rule, f.symbol) for f in from_file.findings)
+
+
+# -- the streaming paths: what is kept, what is charged, who is named -------------------------
+
+
+def _dynamic_extent(data: bytes) -> tuple[int, int]:
+    ph = _phdr_dynamic(bytearray(data))
+    return struct.unpack_from("<Q", data, ph + 8)[0], struct.unpack_from("<Q", data, ph + 32)[0]
+
+
+def test_a_member_up_to_the_small_size_is_kept_whole_a_larger_one_to_pt_dynamic(libs, tmp_path, monkeypatch) -> None:
+    data = libs["big"]  # as gcc lays it out: PT_DYNAMIC in the middle, data after it
+    off, size = _dynamic_extent(data)
+    assert off + size < len(data)
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libbig.so", data)])
+    for small, charged in ((len(data), len(data)), (len(data) - 1, off + size)):
+        monkeypatch.setattr(inputs, "SMALL_MEMBER", small)
+        with open_wheel(str(wheel)) as zf, Workspace() as ws:
+            (info,) = zf.infolist()
+            kind, art = read_member(zf, info, "w!lib/libbig.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
+            assert kind == "shared" and art is not None and "myrt_aoti_torch_big" in art.open().exports()
+            assert zf.inflate_budget - zf.inflate_left == charged, small
+
+
+@pytest.mark.parametrize("mode", ["whole", "to PT_DYNAMIC", "skipped to PT_DYNAMIC"])
+def test_the_budget_names_the_member_on_every_streaming_path(libs, tmp_path, monkeypatch, mode) -> None:
+    data = _dynamic_at(libs["big"], len(libs["big"]) + 4096)
+    if mode != "whole":
+        monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)
+    if mode == "skipped to PT_DYNAMIC":
+        monkeypatch.setattr(inputs, "STREAM_HEAD", 16384)
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libbig.so", data)])
+    monkeypatch.setattr(inputs, "WHEEL_INFLATE_RATIO", 0)
+    for budget, fits in ((len(data), True), (len(data) - 1, False)):  # the last byte is PT_DYNAMIC's
+        monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", budget)
+        if fits:
+            assert _check_reader(wheel) == ["lib/libbig.so"]
+            continue
+        with pytest.raises(InputError, match=rf"^{wheel}!lib/libbig.so: the wheel inflates past its budget"):
+            _check_reader(wheel)
+
+
+def test_a_library_without_pt_dynamic_is_read_from_its_head_only(libs, tmp_path) -> None:
+    data = bytearray(libs["small"])
+    struct.pack_into("<I", data, _phdr_dynamic(data), 0)  # PT_DYNAMIC becomes PT_NULL
+    data += bytes(1 << 16)  # past the first bytes read: nothing more is read
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libnodyn.so", bytes(data))])
+    with open_wheel(str(wheel)) as zf, Workspace() as ws:
+        kind, art = read_member(zf, zf.infolist()[0], "w!lib/libnodyn.so", ws, 1 << 20)
+        assert zf.inflate_budget - zf.inflate_left == 4096  # its first bytes, no more
+        assert kind == "shared" and art is not None and art.image is not None
+        assert (art.path, art.display, art.kind, art.image.path) == ("w!lib/libnodyn.so",) * 2 + ("shared", "w!lib/libnodyn.so")
+        with pytest.raises(InputError) as raised:
+            art.image.exports()
+        assert str(raised.value) == "w!lib/libnodyn.so: has no dynamic symbol table"
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    from compile_support import compile_object, compile_program
+
+    folder = tmp_path_factory.mktemp("programs")
+    (folder / "main.c").write_text(
+        '__attribute__((visibility("default"))) int myrt_aoti_torch_prog(void) { return 1; }\n'
+        "int main(void) { return myrt_aoti_torch_prog(); }\n"
+    )
+    compile_program(folder / "main.c", folder / "runner", ("-rdynamic",))
+    compile_program(folder / "main.c", folder / "tool")
+    compile_object(folder / "main.c", folder / "main.o", ("-fPIC",))
+    (folder / "empty.c").write_text("static int unused(void) { return 0; }\n")
+    compile_shared(folder / "empty.c", folder / "libempty.so")
+    return {name: (folder / name).read_bytes() for name in ("runner", "tool", "main.o", "libempty.so")}
+
+
+def test_a_wheel_yields_its_libraries_and_exporting_programs_and_says_what_it_left(libs, programs, tmp_path) -> None:
+    # The exporting program first: the members after it are still read.
+    wheel = make_wheel(tmp_path / "w.whl", [("bin/runner", programs["runner"]), ("bin/tool", programs["tool"]),
+                                      ("obj/main.o", programs["main.o"]), ("lib/libempty.so", programs["libempty.so"]),
+                                      ("lib/libsmall.so", libs["small"]), ("README", b"text")])  # fmt: skip
+    with Workspace() as ws:
+        arts = collect([str(wheel)], ws)
+        assert [(a.display, a.kind) for a in arts] == [
+            (f"{wheel}!bin/runner", "executable"), (f"{wheel}!lib/libempty.so", "shared"), (f"{wheel}!lib/libsmall.so", "shared"),
+        ]  # fmt: skip
+        assert "myrt_aoti_torch_prog" in arts[0].open().exports()
+        assert ws.ignored == [(f"{wheel}!bin/tool", "executable"), (f"{wheel}!obj/main.o", "object")]
+
+
+def test_is_zip_and_is_elf_strict_read_the_first_bytes(tmp_path) -> None:
+    for name, data, zip_, elf in (("z", b"PK\x03\x04rest", True, False), ("z4", b"PK\x03\x04", True, False),
+                                  ("short", b"PK\x03", False, False), ("e", b"\x7fELF\x02rest", False, True),
+                                  ("e4", b"\x7fELF", False, True), ("other", b"pk\x03\x04", False, False)):  # fmt: skip
+        (tmp_path / name).write_bytes(data)
+        assert inputs._is_zip(str(tmp_path / name)) is zip_, name
+        assert inputs.is_elf_strict(str(tmp_path / name)) is elf, name
+    assert inputs._is_zip(str(tmp_path / "absent")) is False
+    with pytest.raises(InputError) as raised:
+        inputs.is_elf_strict(str(tmp_path))
+    assert str(raised.value) == f"{tmp_path}: cannot read: Is a directory"
