@@ -432,6 +432,9 @@ def test_the_command_says_what_it_renamed_on_stdout_or_stderr(fake, tmp_path: Pa
     with pytest.raises(SystemExit):
         parser.parse_args(["rewrite-imports", str(blob)])  # --prefix is required
     assert "--prefix" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["rewrite-imports", str(blob), "--prefix", PREFIX, "-o", ""])  # an empty path
+    assert "an empty path" in capsys.readouterr().err
     command = commands.choices["rewrite-imports"]
     assert command.description == (
         "Rename a compiled AOTInductor blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*, so that they can "
@@ -457,3 +460,16 @@ def test_the_worker_answers_in_one_line_of_json(fake, tmp_path: Path, capsys: py
     (tmp_path / "junk").write_bytes(b"junk")
     assert main([str(tmp_path / "junk"), str(tmp_path / "x.so"), PREFIX]) == 1
     assert json.loads(capsys.readouterr().out) == {"error": f"ValueError: LIEF cannot parse {tmp_path / 'junk'}"}
+
+
+def test_with_the_blob_on_standard_output_the_note_goes_to_standard_error(fake, capfd: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from aoti_shim.smoke import rewrite
+
+    parser = argparse.ArgumentParser()
+    rewrite.register(parser.add_subparsers())
+    args = parser.parse_args(["rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", "/dev/stdout"])
+    assert isinstance(args.output, Path) and args.run(args) == 0
+    out, err = capfd.readouterr()
+    assert out.startswith("\x7fELF") and err.startswith("rewrite-imports: renamed ") and err.endswith("; wrote /dev/stdout\n")
