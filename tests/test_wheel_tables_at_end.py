@@ -108,6 +108,16 @@ def test_the_fixture_is_what_torch_2_14_1_showed(moved: dict[str, Path]) -> None
     assert lib.moved_0123() == 123
 
 
+def _dynamic_end(path: Path) -> int:
+    data = path.read_bytes()
+    phoff = struct.unpack_from("<Q", data, 0x20)[0]
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    for at in (phoff + i * phentsize for i in range(phnum)):
+        if struct.unpack_from("<I", data, at)[0] == PT_DYNAMIC:
+            return struct.unpack_from("<Q", data, at + 8)[0] + struct.unpack_from("<Q", data, at + 32)[0]
+    raise AssertionError("no PT_DYNAMIC")
+
+
 def _segments(path: Path) -> list[tuple[int, int, int]]:
     data = path.read_bytes()
     phoff = struct.unpack_from("<Q", data, 0x20)[0]
@@ -127,6 +137,10 @@ def test_a_member_with_tables_past_its_head_is_read_forward_without_a_temp_file(
         assert kind == "shared" and art is not None
         assert art.path == f"w!{member}", "copied to a temp file"
         assert ws._count == 0, "a temp file was made"
+        # Every byte inflated is charged, and no more: to the moved tables at the file's end,
+        # or (tables in the head) to the end of PT_DYNAMIC.
+        path = moved["moved"] if "moved" in member else moved["plain"]
+        assert zf.inflate_budget - zf.inflate_left == (path.stat().st_size if "moved" in member else _dynamic_end(path))
         with art.open() as image:
             assert image.export_names() == _exports_by_nm(moved["moved"] if "moved" in member else moved["plain"])
 
