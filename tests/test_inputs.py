@@ -693,3 +693,39 @@ def test_is_zip_and_is_elf_strict_read_the_first_bytes(tmp_path) -> None:
     with pytest.raises(InputError) as raised:
         inputs.is_elf_strict(str(tmp_path))
     assert str(raised.value) == f"{tmp_path}: cannot read: Is a directory"
+
+
+def test_an_empty_zip_declares_no_members(tmp_path) -> None:
+    wheel = tmp_path / "empty.whl"
+    wheel.write_bytes(_empty_zip())  # the end record alone, at offset 0
+    assert len(wheel.read_bytes()) == 22 and inputs._declared_member_count(str(wheel)) == 0
+
+
+def test_the_zip64_record_is_read_only_when_the_end_record_says_so(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)
+    wheel = make_wheel(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(5)])
+    monkeypatch.undo()
+    data = bytearray(wheel.read_bytes())
+    struct.pack_into("<QQ", data, data.rfind(b"PK\x06\x06") + 24, 99, 99)
+    wheel.write_bytes(bytes(data))
+    assert inputs._declared_member_count(str(wheel)) == 5  # the end record's own count, not 0xFFFF
+
+
+def test_open_wheel_refusals_in_their_words(libs, tmp_path) -> None:
+    with pytest.raises(InputError) as raised:
+        open_wheel(str(tmp_path), "the wheel")
+    assert str(raised.value) == "the wheel: not a regular file"
+    with pytest.raises(InputError) as raised:
+        open_wheel(str(tmp_path / "absent.whl"))
+    assert str(raised.value) == f"{tmp_path / 'absent.whl'}: cannot read: No such file or directory"
+    wheel = make_wheel(tmp_path / "w.whl", [("ok.so", libs["small"]), ("../up.so", libs["small"])])
+    with pytest.raises(InputError) as raised:
+        open_wheel(str(wheel), "the wheel")
+    assert str(raised.value) == "the wheel: unsafe member name '../up.so' in wheel"
+
+
+def test_a_member_of_just_the_magic_is_an_elf_file_of_no_kind_said_as_left(tmp_path) -> None:
+    wheel = make_wheel(tmp_path / "w.whl", [("bin/stub", b"\x7fELF"), ("bin/short", b"\x7fEL")])
+    with Workspace() as ws:
+        assert collect([str(wheel)], ws) == []
+        assert ws.ignored == [(f"{wheel}!bin/stub", "other")]  # 3 bytes cannot be ELF: not said
