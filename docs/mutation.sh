@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Mutation testing: mutmut over the checker's rules and prefix logic, the plugin's prefix
-# logic and the gate, against the fast tests that exercise them (docs/mutation.md has the
+# logic and the gate, the wheel reader, the output formats, the smoke's oracle and
+# rewrite-imports, against the fast tests that exercise them (docs/mutation.md has the
 # last score and what each surviving mutant is).
 #
-#     bash docs/mutation.sh                      # the four modules
+#     bash docs/mutation.sh                      # every module below
 #     bash docs/mutation.sh checks/rules.py      # some of them (paths inside the installed package)
+#     AOTI_SHIM_MUTATION_SELECT='aoti_shim.checks.inputs.x_open_wheel__mutmut_*' \
+#         bash docs/mutation.sh checks/inputs.py # some mutants (mutmut's names, fnmatch globs)
 #
 # The tests import the installed package, and the clone's folders are not that package
 # (the wheel maps checks/, plugin/ and src/aoti_shim/ into one), so the run stages a copy
@@ -18,9 +21,18 @@ PY=${PYTHON:-$REPO/.venv/bin/python}
 STAGE=${AOTI_SHIM_MUTATION_STAGE:-${TMPDIR:-/tmp}/aoti-shim-mutation}
 JOBS=${AOTI_SHIM_MUTATION_JOBS:-1}
 MODULES=("$@")
-[ ${#MODULES[@]} -gt 0 ] || MODULES=(checks/rules.py checks/prefix.py plugin/prefix.py plugin/gate.py)
+[ ${#MODULES[@]} -gt 0 ] || MODULES=(checks/rules.py checks/prefix.py plugin/prefix.py plugin/gate.py
+    checks/inputs.py checks/report.py checks/formats/__init__.py checks/formats/text.py
+    checks/formats/json_report.py checks/formats/sarif.py checks/formats/junit.py checks/formats/github.py
+    smoke/compare.py smoke/rewrite.py smoke/rewrite_worker.py)
 # The fast tests that exercise those modules (no pip, CMake or torch compile).
-read -r -a TESTS <<< "${AOTI_SHIM_MUTATION_TESTS:-tests/test_rule_matrix.py tests/test_prefix_rules.py tests/test_check.py tests/test_check_soundness.py tests/test_plugin_prefix.py tests/test_plugin_settings.py tests/test_gate.py}"
+TESTS=(tests/test_rule_matrix.py tests/test_prefix_rules.py tests/test_check.py tests/test_check_soundness.py
+    tests/test_plugin_prefix.py tests/test_plugin_settings.py tests/test_gate.py
+    tests/test_inputs.py tests/test_check_inputs.py tests/test_check_bounds.py tests/test_wheel_tables_at_end.py
+    tests/test_report.py tests/test_formats.py tests/test_compare.py tests/test_rewrite.py)
+[ -z "${AOTI_SHIM_MUTATION_TESTS:-}" ] || read -r -a TESTS <<< "$AOTI_SHIM_MUTATION_TESTS"
+# Mutant names to run (globs); empty: every mutant of the modules.
+read -r -a SELECT <<< "${AOTI_SHIM_MUTATION_SELECT:-}"
 
 "$PY" -m mutmut --version >/dev/null 2>&1 || { echo "mutation.sh: mutmut is not installed in $PY (pip install mutmut)" >&2; exit 2; }
 SITE=$("$PY" -c 'import aoti_shim, os; print(os.path.dirname(aoti_shim.__file__))')
@@ -47,5 +59,5 @@ EOF
 cd "$STAGE"
 # Each mutant's test session would compile the fixtures again: compile them once.
 export AOTI_SHIM_COMPILE_CACHE="$STAGE/compile-cache"
-nice -n 10 "$PY" -m mutmut run --max-children "$JOBS" || true
+nice -n 10 "$PY" -m mutmut run --max-children "$JOBS" ${SELECT[@]+"${SELECT[@]}"} || true
 "$PY" -m mutmut results

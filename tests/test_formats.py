@@ -239,6 +239,7 @@ def test_sarif_names_no_symbol_for_a_whole_library_and_encodes_file_names() -> N
 def test_junit_has_a_case_per_rule_and_library_failed_by_its_blocking_findings() -> None:
     two = _report((F_EXPORT, F_EXPORT._replace(symbol="aoti_torch_clone", message="and clone"), F_COLLISION, F_RUNTIME))
     root = ET.fromstring(render(two, "junit"))
+    assert root.tag == "testsuites"
     (suite,) = root.findall("testsuite")
     assert suite.get("name") == "aoti-shim check"
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == (str(2 * len(RULES)), "2", "0")

@@ -36,6 +36,7 @@ def test_exit_bits_for_every_mix_of_findings(found: tuple[bool, bool], fail_on: 
     findings = (Finding("COLLISION", BLOCKING, "a.so", "x", "m"),) * blocking + (Finding("NOT_A_SHIM", WARNING, "b.so", "", "m"),) * warnings
     report = Report(findings=findings, prefix=None, prefix_source="none", artifacts=(), references=())
     assert report.exit_code(fail_on) == code
+    assert report.exit_code() == _TABLE[found]["blocking"]  # the default counts blocking findings
     assert Tally.of(report).exit_code(fail_on) == code
     assert (EXIT_BLOCKING, EXIT_WARNINGS) == (8, 4)
 
