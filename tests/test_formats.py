@@ -190,6 +190,16 @@ def test_json_says_every_field() -> None:
     assert len(other | {F_EXPORT.fingerprint}) == 4 and all(len(f) == 32 for f in other)
 
 
+def test_a_fingerprint_is_the_hash_of_rule_file_name_and_symbol() -> None:
+    import hashlib
+
+    want = hashlib.sha256(b"UNPREFIXED_EXPORT\0libshim.so\0aoti_torch_get_dim").hexdigest()[:32]
+    for artifact in ("libshim.so", "lib/libshim.so", "/a/b/c/libshim.so"):
+        assert F_EXPORT._replace(artifact=artifact).fingerprint == want, artifact
+    (listed,) = json.loads(render(_report((F_EXPORT._replace(artifact="libshim.so"),)), "json"))["findings"]
+    assert listed["fingerprint"] == want
+
+
 def test_json_of_no_findings_is_the_same_document() -> None:
     doc = json.loads(render(_report((), suppressed=(), unused_suppressions=(), skipped_rules=()), "json"))
     assert doc["findings"] == [] and doc["suppressed"] == [] and doc["summary"] == {"blocking": 0, "warning": 0}
