@@ -4,20 +4,24 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import posixpath
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator
 
 from aoti_shim.checks import prefix as prefix_rules
+from aoti_shim.checks import search
 from aoti_shim.checks import suppressions as suppression_file
 from aoti_shim.checks.bindings import DEPENDENCY, Linked
 from aoti_shim.checks.elf import ElfImage
-from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect
+from aoti_shim.checks.environment import running_interpreter
+from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, open_wheel
 from aoti_shim.checks.references import close_all, open_references
 from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, FindingBatch, Header, Report, Tally, assemble, findings_of
 from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
 from aoti_shim.checks.suppressions import Suppression
-from aoti_shim.errors import UsageError
+from aoti_shim.errors import InputError, UsageError
 
 
 @dataclass(frozen=True)
@@ -33,6 +37,16 @@ class CheckSettings:
     member_limit: int = DEFAULT_MEMBER_LIMIT
     # Files under this folder are named relative to it (the build gate's extracted members).
     display_root: str | None = None
+    # Folders that each hold one extracted wheel: their files are members, and a run path
+    # of theirs that leaves the wheel is looked up where the wheel installs (site_folders).
+    wheel_roots: tuple[str, ...] = ()
+    # Where a wheel's members install beside other distributions (default: the running
+    # interpreter's site folders).
+    site_folders: tuple[str, ...] | None = None
+    # --library-path: the deployment's folders, searched after the loader's own.
+    library_path: tuple[str, ...] = ()
+    # The fix a missing dependency's finding names (default: --library-path, a suppression).
+    missing_fix: str | None = None
 
 
 def _identity(art: Artifact) -> object:
@@ -46,7 +60,14 @@ def _identity(art: Artifact) -> object:
     return st.st_dev, st.st_ino
 
 
-def _read(art: Artifact, role: str) -> Library:
+# What the dependency search needs of each library read: where it is and what it needs,
+# taken while its image is open (a streamed member's image closes with the read).
+# (where it is, its DT_NEEDED and DT_FILTER names, its DT_AUXILIARY names: glibc ignores
+# an auxiliary filtee it cannot find).
+_Needs = dict[int, tuple[search.Needer, list[str], frozenset[str]]]
+
+
+def _read(art: Artifact, role: str, needs: _Needs | None = None, wheel_roots: tuple[str, ...] = ()) -> Library:
     identity = _identity(art)
     executable = art.kind == "executable"
     with art.open() as image:
@@ -79,46 +100,176 @@ def _read(art: Artifact, role: str) -> Library:
         # A program's copies of shim data (R_*_COPY) are the one instance, not a definition of its own.
         at = image.copy_relocated_indexes() if executable else frozenset()
         copied = frozenset(n for n in exports if exports.entry(n, image.versions()).index in at) if at else frozenset()
+        if needs is not None:
+            auxiliary = frozenset(image.auxiliary_filtees)
+            wanted = [*image.needed, *(n for n in image.filtees if n not in auxiliary), *auxiliary]
+            needs[id(linked)] = (_needer(art, image, wheel_roots), list(dict.fromkeys(wanted)), auxiliary)
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
             executable=executable, copied=copied,
         )  # fmt: skip
 
 
-def _dependencies(pairs: list[tuple[Artifact, Library]], known: set[str], checked: frozenset[str]) -> list[Linked]:
-    """The libraries the checked ones' DT_NEEDED entries name that no input provides, found
-    where their DT_RUNPATH / DT_RPATH sends the loader ($ORIGIN expanded), breadth first.
+@dataclass(frozen=True)
+class Dependencies:
+    """What the checked libraries' DT_NEEDED entries reach, as the loader finds them."""
 
-    A shim's dependency joins the global scope with it, a blob's its local scope: one that
-    defines a shim name can take a blob's import ahead of the shims, so it must be in the
-    process the rules judge. Only folders the file itself names are searched (the system's
-    are the deployment's; libc and the C++ runtime define no shim names)."""
+    # Libraries found in the deployment's folders (run paths, LD_LIBRARY_PATH,
+    # --library-path, the environment's site folders), read as the process loads them.
+    linked: tuple[Linked, ...]
+    # Those a shim's closure reaches (global with it), their shim-ABI exports alone: the
+    # export rules judge them as they judge a shim.
+    of_shims: tuple[Library, ...]
+    # DT_NEEDED names each checked or found library has that the loader finds nowhere.
+    missing: dict[int, list[tuple[str, str]]]
+    # (library, name, why) of names this machine lacks but a deployment has (UNSEEN_DEPENDENCY).
+    unseen: tuple[tuple[str, str, str], ...]
+    # Extra names a checked library is needed by (a DT_NEEDED path that is its file).
+    aliases: dict[int, set[str]]
+
+
+def _needer(art: Artifact, image: ElfImage, wheel_roots: tuple[str, ...]) -> search.Needer:
+    rpath, runpath = image.search_paths
+    header = (image.elf_class, image.big_endian, image.machine)
+    common = dict(rpath=rpath, runpath=runpath, nodeflib=image.nodeflib, header=header)
+    if art.wheel is not None:
+        member = art.display.rsplit("!", 1)[-1].replace("\\", "/")
+        return search.Needer(None, root=art.wheel, member_dir=posixpath.dirname(member) or ".", streamed=True, **common)
+    path = os.path.abspath(art.path)
+    for root in wheel_roots:
+        inside = os.path.join(os.path.abspath(root), "")
+        if path.startswith(inside):
+            rel = os.path.relpath(os.path.dirname(path), root).replace(os.sep, "/")
+            return search.Needer(os.path.dirname(os.path.realpath(path)), root=os.path.abspath(root), member_dir=rel, **common)
+    return search.Needer(os.path.dirname(os.path.realpath(path)), **common)
+
+
+def _members(wheel: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Every folder of a wheel that holds a member (its ancestors too), and the members."""
+    dirs, files = {"."}, set()
+    with open_wheel(wheel) as zf:
+        for name in zf.namelist():
+            parts = name.replace("\\", "/").split("/")
+            files.add("/".join(parts))
+            dirs.update("/".join(parts[: i + 1]) for i in range(len(parts) - 1))
+    return frozenset(dirs), frozenset(files)
+
+
+def _searched(needer: search.Needer, fix: str) -> str:
+    where = [f"its RPATH {':'.join(needer.rpath)}"] if needer.rpath else []
+    where += [f"its RUNPATH {':'.join(needer.runpath)}"] if needer.runpath else []
+    where.append("LD_LIBRARY_PATH, the checked libraries, the ld.so cache and the system folders")
+    return f"searched {', '.join(where)}: {fix}"
+
+
+# The fix a missing dependency's message names (the build backend says its own setting).
+MISSING_FIX = "give its folder with --library-path DIR, or suppress LOAD_FAILURE for this library"
+
+
+def _dependencies(
+    pairs: list[tuple[Artifact, Library]],
+    needs: _Needs,
+    known: set[str],
+    checked: dict[str, int],
+    references: frozenset[str],
+    settings: CheckSettings,
+) -> Dependencies:
+    """Every DT_NEEDED entry of the checked libraries, looked up as ld.so looks it up
+    (:mod:`aoti_shim.checks.search`), and of what that finds: each checked library's
+    closure breadth first, in load order (the shims first). A name a loaded library already has (a checked library's or a
+    reference's DT_SONAME or file name) is that library, as for the loader."""
+    sites = settings.site_folders if settings.site_folders is not None else running_interpreter().folders
+    finder = search.Search(search.SearchPaths.of_machine(settings.library_path, sites), lru_cache(maxsize=None)(_members))
+    fix = settings.missing_fix or MISSING_FIX
     found: list[Linked] = []
-    seen = set(checked)
-    todo = [(a.path, a.open) for a, lib in pairs if a.image is None and lib.linked is not None]
-    while todo:
-        path, opener = todo.pop(0)
-        with opener() as image:
-            if not image.has_dynsym:
-                continue
-            origin = os.path.dirname(os.path.realpath(path))
-            folders = [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for d in image.runpath]
-            wanted = [n for n in (*image.needed, *image.filtees) if n not in known and "/" not in n]
+    of_shims: list[Library] = []
+    missing: dict[int, list[tuple[str, str]]] = {}
+    unseen: list[tuple[str, str, str]] = []
+    aliases: dict[int, set[str]] = {}
+    read: dict[str, Library] = {}
+    # Each checked library in load order with its closure, breadth first (as dlopen maps
+    # it): (its Library, the needers that brought it in, reached from a shim?).
+    todo: list[tuple[Library, tuple[search.Needer, ...], bool]] = []
+    # One file given as --shim and --model is one library: its needs are said once.
+    identities: set[object] = set()
+    roots = []
+    for _, lib in pairs:
+        if lib.linked is not None and (lib.identity is None or lib.identity not in identities):
+            identities.add(lib.identity)
+            roots.append(lib)
+    while todo or roots:
+        if not todo:
+            root = roots.pop(0)
+            todo.append((root, (), root.role == "shim"))
+        lib, loaders, from_shim = todo.pop(0)
+        if lib.linked is None or id(lib.linked) not in needs:
+            continue
+        needer, needed, optional = needs[id(lib.linked)]
+        wanted = [n for n in needed if n not in known]
         for name in wanted:
-            for folder in folders:
-                candidate = os.path.realpath(os.path.join(folder, name))
-                if not os.path.isfile(candidate):
-                    continue
+            if name in known:
+                continue
+            where = finder.find(name, needer, loaders)
+            if where.how == search.SYSTEM:
+                known.add(name)  # the machine's own (libc, libstdc++): no shim names
+            elif where.how == search.UNSEEN:
+                unseen.append((lib.display, name, where.via))
+            elif where.how == search.MISSING and name in optional:
+                continue  # an auxiliary filtee found nowhere: glibc uses the filter's own definitions
+            elif where.how == search.MISSING:
+                missing.setdefault(id(lib.linked), []).append((name, _searched(needer, fix)))
+            elif where.path in checked:  # a streamed wheel's member, by its display name
+                aliases.setdefault(checked[where.path], set()).add(name)
                 known.add(name)
-                if candidate not in seen:
-                    seen.add(candidate)
-                    dep = _read(Artifact(candidate, candidate), "model").linked
-                    if dep is not None:
-                        found.append(dataclasses.replace(dep, role=DEPENDENCY))
-                        known.update(dep.names)
-                        todo.append((candidate, lambda c=candidate: ElfImage(c, display=c)))
-                break
-    return found
+            else:
+                real = os.path.realpath(where.path or "")
+                if real in checked:
+                    aliases.setdefault(checked[real], set()).add(name)
+                    known.add(name)
+                    continue
+                if real in references:
+                    known.add(name)
+                    continue
+                if real in read:
+                    dep = read[real]
+                else:
+                    dep = _read(Artifact(real, real), "model", needs)
+                    read[real] = dep
+                    if dep.linked is None:
+                        continue
+                    linked = dataclasses.replace(dep.linked, role=DEPENDENCY, names=dep.linked.names | {name})
+                    needs[id(linked)] = needs[id(dep.linked)]
+                    dep = dataclasses.replace(dep, role="dependency", linked=linked)
+                    read[real] = dep
+                    found.append(linked)
+                    known.update(linked.names)
+                    if from_shim:
+                        of_shims.append(_shim_names_only(dep))
+                    todo.append((dep, (needer, *loaders), from_shim))
+                known.add(name)
+    return Dependencies(tuple(found), tuple(of_shims), missing, tuple(unseen), aliases)
+
+
+def _shim_names_only(lib: Library) -> Library:
+    """A dependency as the export rules see it: only its shim-ABI exports count (libcudart's
+    cuda* names are no collision of the shims')."""
+    exports = {n: lib.exports[n] for n in lib.exports if prefix_rules.SHIM_MARK in n and prefix_rules.is_shim_name(n)}
+    return dataclasses.replace(lib, exports=exports, imports={})
+
+
+def _with_needs(libs: list[Library], deps: Dependencies) -> list[Library]:
+    """The libraries with what the search said of their DT_NEEDED entries: the names found
+    nowhere, and the paths by which others need them."""
+    out = []
+    for lib in libs:
+        linked = lib.linked
+        if linked is not None and (id(linked) in deps.missing or id(linked) in deps.aliases):
+            linked = dataclasses.replace(
+                linked, missing=tuple(deps.missing.get(id(linked), ())), names=linked.names | deps.aliases.get(id(linked), set())
+            )
+            lib = dataclasses.replace(lib, linked=linked)
+        out.append(lib)
+    return out
 
 
 def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:
@@ -165,6 +316,9 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
     wheel members on disk) until the block ends, so findings can stream to the output."""
     if not settings.shims and not settings.models:
         raise UsageError("nothing to check: give --shim and/or --model inputs")
+    for folder in settings.library_path:
+        if not os.path.isdir(folder):
+            raise InputError(f"--library-path {folder}: no such folder")
     sups: tuple[Suppression, ...] = ()
     if settings.suppressions:
         sups = suppression_file.load(settings.suppressions, RULES_BY_ID)
@@ -173,8 +327,9 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
     with Workspace() as ws:
         shim_arts = _named_from(collect(settings.shims, ws, member_limit=settings.member_limit), settings.display_root)
         model_arts = _named_from(collect(settings.models, ws, member_limit=settings.member_limit), settings.display_root)
-        shims = [_read(a, "shim") for a in shim_arts]
-        models = [_read(a, "model") for a in model_arts]
+        needs: _Needs = {}
+        shims = [_read(a, "shim", needs, settings.wheel_roots) for a in shim_arts]
+        models = [_read(a, "model", needs, settings.wheel_roots) for a in model_arts]
         ignored = tuple(ws.ignored)
         if settings.shims and not shims:
             raise UsageError(f"--shim {' '.join(settings.shims)}: no ELF file found")
@@ -202,7 +357,21 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         known = {n for lib in (*shims, *models) if lib.linked is not None for n in lib.linked.names}
         known.update(os.path.basename(r.display.split("!")[-1]) for r in refs)
         known.update(n for r in refs for n in (getattr(r, "soname", None),) if n)
-        dependencies = _dependencies([*zip(shim_arts, shims), *zip(model_arts, models)], known, checked)
+        # Checked files by real path, and streamed wheel members by the name the check gives them.
+        by_file = {
+            (a.display if a.wheel is not None else os.path.realpath(a.path)): id(lib.linked)
+            for a, lib in (*zip(shim_arts, shims), *zip(model_arts, models))
+        }
+        ref_files = frozenset(os.path.realpath(r.path) for r in refs if isinstance(r, ElfImage))
+        try:
+            deps = _dependencies([*zip(shim_arts, shims), *zip(model_arts, models)], needs, known, by_file, ref_files, settings)
+        except BaseException:
+            close_all(refs)
+            raise
+        shims, models = _with_needs(shims, deps), _with_needs(models, deps)
+        linked_deps = tuple(
+            dataclasses.replace(d, missing=tuple(deps.missing[id(d)])) if id(d) in deps.missing else d for d in deps.linked
+        )
         try:
             ctx = Context(
                 prefix=prefix,
@@ -211,7 +380,9 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
                 references=refs,
                 prefix_source=source,
                 shim_prefixes=frozenset(prefix_rules.carried(shim_names)),
-                dependencies=tuple(dependencies),
+                dependencies=linked_deps,
+                shim_dependencies=deps.of_shims,
+                unseen=deps.unseen,
             )
             skipped = []
             if not settings.against:

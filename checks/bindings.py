@@ -23,7 +23,9 @@ looked up, and a protected one that some library defines is bound to the referen
 itself: either way to address 0 of its own library. A library whose ELF class, data
 encoding or machine differs from the process's cannot load; neither can one needing a
 version that a loaded dependency lacks, nor one dlopen opens (itself or in its closure)
-that was linked ``-z nodlopen``. TLS and IFUNC symbols bind by these same rules.
+that was linked ``-z nodlopen``, nor one with a DT_NEEDED library the loader finds
+nowhere (where it looks is :mod:`aoti_shim.checks.search`'s; ``Linked.missing`` holds
+what it did not find). TLS and IFUNC symbols bind by these same rules.
 
 Only names are asked of references (through their hash tables), so the model costs a
 lookup per resolved import, not a scan of libtorch. Use it as::
@@ -103,6 +105,9 @@ class Linked:
     # The .dynsym indexes only PLT relocations refer to: bound at first call, not at load.
     lazy: frozenset[int] = frozenset()
     lookup: Callable[[str], list[DynamicEntry]] = field(default=lambda name: [], repr=False)
+    # DT_NEEDED entries the loader finds nowhere, each with what was searched (one line):
+    # a library needing one cannot load, nor can whatever needs it.
+    missing: tuple[tuple[str, str], ...] = ()
 
     def definitions(self, name: str) -> list[DynamicEntry]:
         return self.lookup(name)
@@ -387,6 +392,12 @@ class Process:
                     self._failures.append(LoadFailure(lib, why))
             if root not in mismatched:
                 self._failures.append(LoadFailure(root, f"needs {mismatched[0].display}, which cannot load"))
+            return
+        absent = [(lib, name, searched) for lib in closure for name, searched in lib.missing]
+        if absent:
+            lib, name, searched = absent[0]
+            through = "" if lib is root else f" (a dependency of {lib.display})"
+            self._failures.append(LoadFailure(root, f"needs {name}{through}, which the loader finds nowhere ({searched})"))
             return
         new = [lib for lib in closure if id(lib) not in self._local]
         refused = [lib for lib in new if lib.noopen] if root.role != PROGRAM else []

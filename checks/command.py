@@ -90,6 +90,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="REF",
         help="references that must not collide: 'torch' ($AOTI_SHIM_TORCH's torch, else the installed one), paths, wheels or snapshots",
     )
+    p.add_argument(
+        "--library-path",
+        action="append",
+        default=[],
+        type=path_text,
+        metavar="DIR",
+        help="a folder of the deployment where the loader finds the checked libraries' DT_NEEDED libraries "
+        "(searched after the loader's own folders; repeatable)",
+    )
     p.add_argument("--prefix", help="the private prefix (default: inferred from the shims' exports)")
     add_report_options(p, FORMAT_HELP)
     p.add_argument("-v", "--verbose", action="store_true", help="text: also list every library checked and every reference")
@@ -139,6 +148,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: tuple[str, ...], wheel_root: str | None) -> int:
+    # Each wheel was extracted to a folder of its own under wheel_root: its members' run paths
+    # are the installed wheel's.
+    wheel_roots = tuple(str(p) for p in Path(wheel_root).iterdir()) if wheel_root else ()
     settings = CheckSettings(
         shims=tuple(args.shim) + wheel_shims,
         models=tuple(args.model) + wheel_models,
@@ -146,6 +158,8 @@ def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: t
         prefix=args.prefix,
         suppressions=args.suppressions,
         display_root=wheel_root,
+        wheel_roots=wheel_roots,
+        library_path=tuple(args.library_path),
     )
     inputs = (*args.shim, *args.model, *args.wheel, *args.against, *([args.suppressions] if args.suppressions else []))
     if args.output:

@@ -53,6 +53,7 @@ DT_GNU_HASH, DT_VERSYM, DT_FLAGS_1 = 0x6FFFFEF5, 0x6FFFFFF0, 0x6FFFFFFB
 DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
 DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_REL, DT_RELSZ, DT_PLTREL, DT_JMPREL, DT_BIND_NOW = 2, 7, 8, 17, 18, 20, 23, 24
 DF_SYMBOLIC, DF_BIND_NOW, DF_1_NOW = 0x2, 0x8, 0x1
+DF_1_NODEFLIB = 0x800
 DF_1_PIE = 0x08000000
 # -z nodlopen: dlopen refuses the object (itself or as a dependency of what it opens).
 DF_1_NOOPEN = 0x40
@@ -1276,6 +1277,20 @@ class ElfImage:
         return self._dynamic_strings(DT_RUNPATH) or self._dynamic_strings(DT_RPATH)
 
     @property
+    def search_paths(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(DT_RPATH, DT_RUNPATH) as the loader reads them, each split at ':'; RPATH is
+        empty when RUNPATH is there (glibc drops it: get-dynamic-info.h)."""
+        runpath = tuple(d for s in self._dynamic_strings(DT_RUNPATH) for d in s.split(":"))
+        rpath = () if runpath else tuple(d for s in self._dynamic_strings(DT_RPATH) for d in s.split(":"))
+        return rpath, runpath
+
+    @property
+    def nodeflib(self) -> bool:
+        """Linked -z nodefaultlib: its dependencies are not looked up in the ld.so cache nor
+        the system folders."""
+        return bool(self.dynamic_tags().get(DT_FLAGS_1, 0) & DF_1_NODEFLIB)
+
+    @property
     def soname(self) -> str | None:
         names = self._dynamic_strings(DT_SONAME)
         return names[0] if names else None
@@ -1455,6 +1470,11 @@ class ElfImage:
         """The libraries it is a filter of (DT_FILTER, then DT_AUXILIARY): glibc loads each
         with it and searches it just before it."""
         return self._dynamic_strings(DT_FILTER) + self._dynamic_strings(DT_AUXILIARY)
+
+    @property
+    def auxiliary_filtees(self) -> list[str]:
+        """DT_AUXILIARY names alone (-f): one the loader cannot find is passed over."""
+        return self._dynamic_strings(DT_AUXILIARY)
 
     @property
     def noopen(self) -> bool:

@@ -42,6 +42,8 @@ class Artifact:
     # file_kind's answer: "shared", or "executable" for a program that exports dynamic
     # symbols (a runner linked -rdynamic: the process's program, which binds first).
     kind: str = "shared"
+    # The wheel a member came from (its path); None for a file given as one.
+    wheel: str | None = None
 
     def open(self) -> ElfImage:
         return self.image if self.image is not None else ElfImage(self.path, display=self.display)
@@ -472,6 +474,8 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
         for info in zf.infolist():
             display = f"{wheel}!{info.filename}"
             kind, art = read_member(zf, info, display, workspace, member_limit)
+            if art is not None:
+                art = dataclasses.replace(art, wheel=wheel)
             if art is not None and kind == "executable":
                 image = art.open()
                 if exports_symbols(image):

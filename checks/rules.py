@@ -146,10 +146,21 @@ class Context:
     # Libraries the checked ones need, found where their run paths point (not checked
     # themselves: they load with whoever needs them).
     dependencies: Sequence[Linked] = ()
+    # The dependencies a shim's closure reaches (global with it), their shim-ABI exports
+    # alone: judged by the export rules as the shims are.
+    shim_dependencies: Sequence[Library] = ()
+    # (library, DT_NEEDED name, why) of dependencies this machine lacks and a deployment
+    # has: the GPU driver's, another distribution's.
+    unseen: Sequence[tuple[str, str, str]] = ()
 
     @property
     def libraries(self) -> Sequence[Library]:
         return [*self.shims, *self.models]
+
+    @property
+    def exporters(self) -> Sequence[Library]:
+        """What the export rules judge: the shims and the dependencies loaded global with them."""
+        return [*self.shims, *self.shim_dependencies]
 
     @cached_property
     def own_prefixes(self) -> frozenset[str]:
@@ -282,7 +293,7 @@ def _collision(ctx: Context) -> Iterator[FindingBatch]:
     refs = ctx.references
     if not refs:
         return
-    for shim in ctx.shims:
+    for shim in ctx.exporters:
         # REEXPORTED_RUNTIME and REEXPORTED_CUDA_RUNTIME report the runtimes; the linker's
         # own names are harmless.
         skip = shim.runtime_exports.union(LINKER_DEFINED, shim.cuda_runtime_exports)
@@ -309,7 +320,7 @@ def _collision(ctx: Context) -> Iterator[FindingBatch]:
 
 
 def _unprefixed_export(ctx: Context) -> Iterator[Found]:
-    for shim in ctx.shims:
+    for shim in ctx.exporters:
         own = _runtime_own_names(shim)
         for name in shim.marked_exports:
             if ctx.is_unprefixed_shim(name):
@@ -344,7 +355,7 @@ def _runtime_own_names(shim: Library) -> frozenset[str]:
 
 
 def _mangled_shim(ctx: Context) -> Iterator[Found]:
-    for lib in ctx.distinct_libraries:
+    for lib in (*ctx.distinct_libraries, *ctx.shim_dependencies):
         names = lib.mangled_shim_exports
         if names:
             yield (
@@ -359,6 +370,11 @@ def _mangled_shim(ctx: Context) -> Iterator[Found]:
 def _load_failure(ctx: Context) -> Iterator[Found]:
     for failure in ctx.process.load_failures(undefined=False):
         yield failure.library.display, "", f"cannot be loaded next to the others: {failure.reason}"
+
+
+def _unseen_dependency(ctx: Context) -> Iterator[Found]:
+    for display, name, why in ctx.unseen:
+        yield display, name, f"needs {name}, {why}: not on this machine, so not checked; the process it runs in must have it"
 
 
 def _is_stable_abi_extension(ctx: Context, lib: Library) -> bool:
@@ -602,7 +618,7 @@ def _model_defines_shim(ctx: Context) -> Iterator[Found]:
 def _duplicate_definer(ctx: Context) -> Iterator[Found]:
     # name -> [(library, GNU_UNIQUE?)]
     definers: dict[str, list[tuple[Library, bool]]] = {}
-    libraries = ctx.distinct_libraries
+    libraries = [*ctx.distinct_libraries, *ctx.shim_dependencies]
     if len(libraries) < 2:
         return  # one library defines each of its names once
     for lib in libraries:
@@ -692,7 +708,8 @@ RULES: tuple[Rule[Context], ...] = (
     Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to nothing.", BLOCKING),
     Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
     Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or non-default-visibility symbol) binds to its own library.", BLOCKING),
-    Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, or -z nodlopen on what dlopen opens.", BLOCKING),
+    Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, -z nodlopen on what dlopen opens, or a DT_NEEDED library the loader finds nowhere.", BLOCKING),
+    Rule("UNSEEN_DEPENDENCY", _unseen_dependency, "A DT_NEEDED library this machine lacks that a deployment provides: a GPU driver library (libcuda.so.1), or one a wheel member's run path finds in another distribution's folder, not installed here.", WARNING),
     Rule("MANGLED_SHIM", _mangled_shim, "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".", BLOCKING),
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
     Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once, as does a program's R_*_COPY copy of a shim's data).", BLOCKING),

@@ -176,6 +176,11 @@ def check_wheel(
             inline_suppressions=gate.suppress,
             # Findings and suppressions name members (pkg/libfoo.so), not temp files.
             display_root=str(root),
+            # The members' run paths are the installed wheel's: one leaving the wheel finds
+            # another distribution where this (the build) environment has it (NVIDIA's
+            # libcudart wheel), else it is a warning.
+            wheel_roots=(str(root),),
+            missing_fix="give the library a RUNPATH ($ORIGIN/...) that finds it, or suppress LOAD_FAILURE for it in [[tool.aoti-shim.suppress]]",
         )
         report = run_check(settings)
         console.block(render(report, "text", color=console.use_color()))

@@ -5,8 +5,10 @@ shim libraries and blobs with random names drawn from the shim-ABI list (what to
 shim headers declare), prefixes right, missing, wrong or partial, symbol kinds GLOBAL,
 WEAK, GNU_UNIQUE, IFUNC, protected and TLS, version scripts (a hidden old version too),
 -Bsymbolic, DT_NEEDED chains (a blob linked against a shim, or against a link-time stub
-of it that has another version, or needing a dependency of its own), and a shim of a
-foreign machine (an e_machine patched copy: this machine has no 32-bit toolchain),
+of it that has another version, or against the libtorch stand-in, or needing a dependency
+of its own; a shim needing a dependency that only its RUNPATH finds, exporting shim names;
+a shim or blob needing a library that is gone), and a shim of a foreign machine (an
+e_machine patched copy: this machine has no 32-bit toolchain),
 a shim that is a filter (-F, -f) of a dependency, libraries linked -z nodlopen, and patched .dynsym entries: a blob's import the loader
 never looks up or binds to the blob itself (STB_LOCAL, hidden, protected), a definition
 its lookup passes over (value 0, STT_SECTION).
@@ -67,7 +69,7 @@ EM_AARCH64 = 183
 # ld.so says "protected symbol" for a reference of protected visibility.
 _BINDING = re.compile(r"^\s*(\d+):\s+binding file (.+?) \[\d+\] to (.+?) \[\d+\]: (?:normal|protected) symbol `([^']+)'")
 SHIM_NAMES = sorted(n for n in shipped_names().names if re.fullmatch(r"[A-Za-z0-9_]+", n))
-counted = {"cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0}
+counted = {"cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0, "gone": 0, "sdep": 0, "torch": 0}
 
 
 @dataclass
@@ -145,6 +147,12 @@ def cases(draw: st.DrawFn) -> Case:
     if draw(st.integers(0, 3)) == 0:
         some = draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))
         libs.append(Lib("dep0", "dep", [Def(b, draw(st.sampled_from(("right", "missing"))), "global") for b in some]))
+    if draw(st.integers(0, 5)) == 0:
+        # A shim's own dependency, found by its RUNPATH only (never given to the check, never
+        # dlopen'ed by itself): it joins the global scope with the shim.
+        some = draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))
+        libs.append(Lib("sdep0", "sdep", [Def(b, draw(st.sampled_from(("right", "missing"))), "global") for b in some]))
+        libs[[lib.key for lib in libs].index("shim0")].needed.append("sdep0")
     has_dep = any(lib.role == "dep" for lib in libs)
     if has_dep and draw(st.integers(0, 2)) == 0:
         shim0 = libs[[lib.key for lib in libs].index("shim0")]
@@ -157,7 +165,7 @@ def cases(draw: st.DrawFn) -> Case:
     for i in range(n_blobs):
         imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=4, unique=True))]
         needed = []
-        link = draw(st.sampled_from(("none", "none", "shim0", "stub", "dep0")))
+        link = draw(st.sampled_from(("none", "none", "shim0", "stub", "dep0", "ref0")))
         if link == "dep0" and not has_dep:
             link = "none"
         if link != "none":
@@ -167,6 +175,10 @@ def cases(draw: st.DrawFn) -> Case:
         # Linked against a stub of shim0 (its soname) that has every name, in version MYRT_2:
         # the blob asks for a version the loaded shim0 may lack.
         libs.append(Lib("stub", "stub", [Def(b, sp, "global", "MYRT_2") for b in bases for sp in SPELLINGS], versioned=True))
+    if draw(st.integers(0, 7)) == 0:
+        # A library that was there at link time and is gone: whoever needs it cannot load.
+        draw(st.sampled_from([lib for lib in libs if lib.role in ("shim", "blob")])).needed.append("gone")
+        libs.append(Lib("gone", "gone"))
     if draw(st.integers(0, 7)) == 0:
         shims = [lib for lib in libs if lib.role == "shim"]
         draw(st.sampled_from(shims)).foreign = True
@@ -269,7 +281,7 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
     # One gcc call compiles every library of the batch; ld links each.
     subprocess.run(["gcc", "-c", "-fPIC", "-O1", *[s.name for _, _, s in sources]], cwd=out, check=True, capture_output=True)
     built = [Built(case, {}) for case in batch]
-    order = {"stub": 0, "dep": 1, "ref": 2, "shim": 3, "blob": 4}
+    order = {"stub": 0, "gone": 0, "dep": 1, "sdep": 1, "ref": 2, "shim": 3, "blob": 4}
     for c, lib, src in sorted(sources, key=lambda t: (t[0], order[t[1].role])):
         case = batch[c]
         soname = f"libc{c}_{'shim0' if lib.role == 'stub' else lib.key}.so"
@@ -291,6 +303,9 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
         done = subprocess.run(args, capture_output=True, text=True, check=False)
         assert done.returncode == 0, (args, done.stderr, src.read_text())
         built[c].paths[lib.key] = target
+    for c, lib, _ in sources:
+        if lib.role == "gone":
+            built[c].paths[lib.key].unlink()
     # The foreign machine and the patches last: what links against a library links first.
     for c, lib, _ in sources:
         target = built[c].paths[lib.key]
@@ -479,6 +494,10 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
             f"{importer}: {name}: the model binds it to {model.get((importer, name))}, the loader to {loader.get((importer, name))}\n" + story
         )
     counted["cases"] += 1
+    # The dependency shapes, so the summary shows the generator reaches them.
+    counted["gone"] += any(lib.role == "gone" for lib in case.libs)
+    counted["sdep"] += any(lib.role == "sdep" for lib in case.libs)
+    counted["torch"] += any("ref0" in lib.needed for lib in case.libs)
     counted["blocking"] += bool(blocking)
     counted["clean"] += clean
 
@@ -496,7 +515,9 @@ def report_count(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def
     yield
     line = (
         f"binding differential: {counted['cases']} cases, {counted['bindings']} shim-ABI bindings compared with ld.so, "
-        f"{counted['blocking']} blocked, {counted['clean']} clean loads, {counted['disagreements']} disagreements"
+        f"{counted['blocking']} blocked, {counted['clean']} clean loads, {counted['disagreements']} disagreements "
+        f"({counted['gone']} needing a library that is gone, {counted['sdep']} with a shim's run-path dependency, "
+        f"{counted['torch']} with a blob needing the libtorch stand-in)"
     )
     # In the run's closing summary: a fixture's own output is captured and never reaches CI's log.
     summary_line(request.config, line)

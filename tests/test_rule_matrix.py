@@ -22,6 +22,7 @@ The libraries are compiled once per session, one gcc call each (about a second i
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 from dataclasses import dataclass
@@ -61,6 +62,9 @@ IMPORTS = (IU, IM, IP, IF, IF2)
 
 # A C++-mangled name holding a shim name (a shim defined without extern "C"): every defined kind exports one.
 M = "_Z20myrt_aoti_torch_mangv"
+# A GPU driver library's name that no machine has (libcuda.so.1 is there on a GPU machine):
+# the bare library needs it.
+DRIVER = "libnvidia-aoti-shim-probe.so.1"
 DEFINED_KINDS = ("GLOBAL", "WEAK", "GNU_UNIQUE", "TLS")
 KINDS = (*DEFINED_KINDS, "UNDEF_WEAK")
 # FOREIGN is the GLOBAL library with another e_machine (AArch64): it reads the same, and cannot load.
@@ -125,10 +129,14 @@ def matrix(tmp_path_factory: pytest.TempPathFactory) -> Built:
     sources["libprovider"] = _define("GLOBAL", IP)
     sources["libreference"] = "".join(_define("GLOBAL", n) for n in PROBES)
     built = {}
+    # The bare library needs a GPU driver library that is gone since the link (UNSEEN_DEPENDENCY).
+    driver = out / "driver" / DRIVER
+    compile_shared(Path(os.devnull), driver, (f"-Wl,-soname,{DRIVER}",), language="c")
     for name, text in sources.items():
         (out / f"{name}.c").write_text(text)
         built[name] = out / f"{name}.so"
-        compile_shared(out / f"{name}.c", built[name])
+        compile_shared(out / f"{name}.c", built[name], ("-Wl,--no-as-needed", str(driver)) if name == "libbare" else ())
+    driver.unlink()
     # e_machine is the half-word at offset 18 of the ELF header.
     foreign = bytearray(built["libglobal"].read_bytes())
     foreign[18:20] = FOREIGN_MACHINE.to_bytes(2, "little")
@@ -305,6 +313,11 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
         **_per_kind({"FOREIGN": ("",)}, ("shim", "model", "both")),
         **_per_kind({"FOREIGN": ("", "")}, ("twice",)),
         **_cells(Why("it is ELF64 x86-64, as the reference is"), ROLES, (*KINDS, "BARE")),
+    },
+    "UNSEEN_DEPENDENCY": {
+        **_cells(Why("it needs nothing this machine lacks (the C library alone)"), ROLES, (*KINDS, "FOREIGN")),
+        **_per_kind({"BARE": (DRIVER,)}, ("shim", "model", "both")),
+        **_per_kind({"BARE": (DRIVER, DRIVER)}, ("twice",)),
     },
     "MANGLED_SHIM": {
         **_per_kind({kind: (M,) for kind in (*DEFINED_KINDS, "FOREIGN")}, ("shim", "model", "both")),
@@ -582,6 +595,13 @@ MESSAGES: list[tuple[str, str, str, str]] = [
         "import(s) bind to libtorch by design (a stable-ABI extension?) and are not reported",
     ),
     ("twice-GLOBAL", "DUPLICATE_DEFINER", U, "'aoti_torch_u' is also defined by {lib}; each copy has its own state"),
+    (
+        "shim-BARE",
+        "UNSEEN_DEPENDENCY",
+        DRIVER,
+        f"needs {DRIVER}, a GPU driver library (the driver installs it, no wheel does): not on this machine, so not "
+        "checked; the process it runs in must have it",
+    ),
 ]
 
 
