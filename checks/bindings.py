@@ -185,18 +185,31 @@ class Linked:
     @staticmethod
     def of_reference(ref: object, display: str | None = None) -> Linked:
         """A reference: an open ElfImage, or anything with ``find_export`` (a snapshot's
-        library, whose definitions are taken as unversioned: snapshots keep no versions)."""
+        library). A snapshot keeps whether the library has ``.gnu.version`` and its version
+        definitions, and per name whether it is versioned (index 2 or more); its unversioned
+        names are at index 1, the global version, as the loader reads them. One written
+        before versions were kept is taken as a library without ``.gnu.version``."""
         if isinstance(ref, ElfImage):
             return Linked.of_image(ref, REFERENCE, display, imports=False)
         find = getattr(ref, "find_export")
         shown = display or str(getattr(ref, "display", ref))
         file_name = str(getattr(ref, "name", os.path.basename(shown.split("!")[-1])))
+        kept = getattr(ref, "versions", None)
+        versions = NO_VERSIONS if kept is None else Versions(kept.defined, kept.base, {})
+        # A base version at index 1 names the global definitions (what readelf shows as BASE).
+        global_version = versions.defined.get(1) if 1 in versions.base else None
 
         def lookup(name: str) -> list[DynamicEntry]:
             sym: Symbol | None = find(name)
-            return [] if sym is None else [DynamicEntry(sym, 0, 1, None)]
+            if sym is None:
+                return []
+            # A versioned name's index is not kept: 2, the oldest version, stands for it.
+            return [DynamicEntry(sym, 0, 2, None) if sym.versioned else DynamicEntry(sym, 0, 1, global_version)]
 
-        return Linked(shown, REFERENCE, _names(file_name, getattr(ref, "soname", None)), lookup=lookup)
+        return Linked(
+            shown, REFERENCE, _names(file_name, getattr(ref, "soname", None)), has_versym=bool(kept and kept.versym),
+            versions=versions, lookup=lookup,
+        )  # fmt: skip
 
 
 def _binds_itself(entry: DynamicEntry) -> bool:
@@ -419,8 +432,8 @@ class Process:
         for lib in new:
             for _, (version, file) in sorted(lib.versions.needed.items()):
                 dep = self._by_name.get(file)
-                if dep is None or dep.header is None or not dep.versions.defined:
-                    continue  # a file without version definitions: glibc only warns
+                if dep is None or not dep.versions.defined:
+                    continue  # a file without version definitions (or an old snapshot's): glibc only warns
                 if version not in dep.defined_versions:
                     self._failures.append(
                         LoadFailure(lib, f"needs version '{version}' of {file}, which defines no such version")

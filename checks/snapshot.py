@@ -7,7 +7,11 @@ libraries always give the same bytes:
 - member 0, JSON: ``{"format": "aoti-shim-snapshot", "format_version": 1,
   "torch_version": "2.13.0+cpu", "source": {...}, "created_by": "aoti-shim 0.1.0",
   "libraries": [{"name", "soname", "build_id", "size", "sha256", "count", "kinds",
-  "index_member", "names_member"}], "members": [compressed length of member 1, 2, ...]}``;
+  "versions", "index_member", "names_member"}], "members": [compressed length of member
+  1, 2, ...]}``; ``versions`` is ``{"versym": bool, "defined": {"1": "libtorch_cpu.so"},
+  "base": [1]}``: whether the library has a ``.gnu.version`` table and its version
+  definitions (a snapshot written without it still loads: its definitions are then taken
+  as a library's without ``.gnu.version``);
 - per library an *index* member: the sorted CRC-32s of its exported names (little-endian
   uint32), and a *names* member: the sorted names joined by ``\n``, a NUL, then one
   character per name, ``chr(48 + k)`` for row ``k`` of ``kinds``
@@ -132,6 +136,7 @@ class SnapshotLibrary:
         index: memoryview,
         names: memoryview,
         budget: _Budget | None = None,
+        versions: LibraryVersions | None = None,
     ) -> None:
         self.display = display
         self.name = name
@@ -147,6 +152,8 @@ class SnapshotLibrary:
         self._index: array[int] | None = None
         self._table: dict[str, str] | None = None
         self._budget = budget if budget is not None else _Budget()
+        # None: a snapshot written before versions were kept (format 1 without the key).
+        self.versions = versions
 
     def _crcs(self) -> array[int]:
         if self._index is None:
@@ -210,6 +217,36 @@ class SnapshotLibrary:
 
     def __repr__(self) -> str:
         return f"SnapshotLibrary({self.display!r})"
+
+
+@dataclass(frozen=True)
+class LibraryVersions:
+    """What a snapshot keeps of a library's symbol versions: whether it has a .gnu.version
+    table, and its version definitions (index -> name; torch's libraries define only their
+    base version, index 1, and export every name at it)."""
+
+    versym: bool
+    defined: dict[int, str]
+    base: frozenset[int]
+
+
+def _versions(raw: Any, where: str) -> LibraryVersions | None:
+    if raw is None:
+        return None
+    bad = InputError(f"{where}: snapshot field 'versions' is not {{versym, defined, base}}")
+    if not isinstance(raw, dict) or not isinstance(raw.get("versym"), bool):
+        raise bad
+    defined, base = raw.get("defined"), raw.get("base")
+    if not isinstance(defined, dict) or not isinstance(base, list) or len(defined) > 1000 or len(base) > 1000:
+        raise bad
+    out: dict[int, str] = {}
+    for key, name in defined.items():
+        if not (isinstance(key, str) and key.isdigit() and len(key) < 6 and isinstance(name, str)):
+            raise bad
+        out[int(key)] = name
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i in out for i in base):
+        raise bad
+    return LibraryVersions(raw["versym"], out, frozenset(base))
 
 
 @dataclass(frozen=True)
@@ -318,6 +355,7 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
                 index=member(lib, "index_member", where),
                 names=member(lib, "names_member", where),
                 budget=budget,
+                versions=_versions(lib.get("versions"), where),
             )
         )
     return Snapshot(torch_version=torch_version, source=source, created_by=created_by, libraries=tuple(libraries))
@@ -355,6 +393,11 @@ class _Captured:
     sha256: str
     exports: dict[str, int]
     needed: tuple[str, ...] = ()
+    # Whether the file has a .gnu.version table, its version definitions (index -> name)
+    # and which of them are base versions: the loader's version matching depends on them.
+    versym: bool = False
+    version_definitions: tuple[tuple[int, str], ...] = ()
+    version_base: tuple[int, ...] = ()
 
 
 def _library_parts(lib: _Captured) -> tuple[dict[str, Any], bytes, bytes]:
@@ -383,6 +426,11 @@ def _library_parts(lib: _Captured) -> tuple[dict[str, Any], bytes, bytes]:
         "sha256": lib.sha256,
         "count": len(names),
         "kinds": [list(row) for row in rows],
+        "versions": {
+            "versym": lib.versym,
+            "defined": {str(i): n for i, n in lib.version_definitions},
+            "base": list(lib.version_base),
+        },
     }
     blob = ("\n".join(names) + "\0" + "".join(kind_of)).encode("utf-8", "surrogateescape")
     return entry, crcs.tobytes(), blob
@@ -394,7 +442,13 @@ def _capture_image(path: str, display: str, name: str, size: int, sha256: str) -
             return None
         table = image.exports()
         exports = {n: table[n].pack() for n in table}
-        return _Captured(name, image.soname, image.build_id, size, sha256, exports, tuple(image.needed))
+        versions = image.versions()
+        return _Captured(
+            name, image.soname, image.build_id, size, sha256, exports, tuple(image.needed),
+            versym=image._versym() is not None,
+            version_definitions=tuple(sorted(versions.defined.items())),
+            version_base=tuple(sorted(versions.base)),
+        )  # fmt: skip
 
 
 def _sha256_file(path: str) -> str:

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -332,3 +333,70 @@ def test_snapshot_refuses_a_name_it_could_not_read_back(checker_libs, tmp_path):
     line = one_line_error(cli("snapshot", str(lib_dir), "-o", str(out), "--torch-version", "1"), 1)
     assert "cannot be read back" in line and "\\n" in line
     assert not out.exists()
+
+
+# -- symbol versions (issue 23 §4) --------------------------------------------------------------
+
+
+def test_a_snapshot_keeps_the_version_facts_the_loader_matches_on(tmp_path: Path) -> None:
+    """torch 2.13.0's libtorch_cpu.so and libc10.so have a .gnu.version table and one version
+    definition, their base (readelf -V), and export every name at index 1. A stand-in of that
+    shape; a blob linked against a stub of it whose aoti_torch_x is in version TORCH_2: the
+    loader refuses the blob (the loaded library defines no TORCH_2). The snapshot's verdict is
+    the file's; one written before versions were kept still loads (and cannot tell)."""
+    from compile_support import compile_shared
+
+    lib = tmp_path / "torch" / "lib"
+    lib.mkdir(parents=True)
+    (tmp_path / "none.map").write_text("TORCH_NONE { };\n")
+    (tmp_path / "v2.map").write_text("TORCH_2 { global: aoti_torch_x; };\n")
+    (tmp_path / "x.c").write_text('__attribute__((visibility("default"))) int aoti_torch_x(void) { return 1; }\n')
+    ref = lib / "libtorch_cpu.so"
+    compile_shared(tmp_path / "x.c", ref, ("-Wl,-soname,libtorch_cpu.so", f"-Wl,--version-script={tmp_path / 'none.map'}"))
+    stub = tmp_path / "stub" / "libtorch_cpu.so"
+    compile_shared(tmp_path / "x.c", stub, ("-Wl,-soname,libtorch_cpu.so", f"-Wl,--version-script={tmp_path / 'v2.map'}"))
+    (tmp_path / "b.c").write_text(
+        "extern int aoti_torch_x(void);\n"
+        '__attribute__((visibility("default"))) int use(void) { return aoti_torch_x(); }\n'
+        '__attribute__((visibility("default"))) int AOTInductorModelContainerRun(void) { return 0; }\n'
+    )
+    blob = tmp_path / "libblob.so"
+    compile_shared(tmp_path / "b.c", blob, ("-Wl,--no-as-needed", str(stub)))
+    with ElfImage(ref) as image:
+        assert image._versym() is not None and list(image.versions().defined.values()) == ["libtorch_cpu.so", "TORCH_NONE"]
+    code = "import ctypes, os, sys\nctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\nctypes.CDLL(sys.argv[2], mode=os.RTLD_NOW)\n"
+    loaded = subprocess.run([sys.executable, "-c", code, str(ref), str(blob)], capture_output=True, text=True, check=False)
+    assert loaded.returncode != 0 and "version `TORCH_2' not found" in loaded.stderr, loaded.stderr
+    snap = tmp_path / "ref.json.gz"
+    doc = snapshot_mod.capture(lib, "2.13.0+cpu", with_tests=True)
+    snapshot_mod.write(doc, snap)
+    (kept,) = snapshot_mod.load(snap)
+    assert kept.versions is not None and kept.versions.versym and kept.versions.defined == {1: "libtorch_cpu.so", 2: "TORCH_NONE"}
+
+    def verdict(against: Path) -> set[tuple[str, str]]:
+        report = run_check(CheckSettings(models=(str(blob),), against=(str(against),)))
+        return {(f.rule, f.symbol) for f in report.findings if f.severity == "blocking"}
+
+    assert ("LOAD_FAILURE", "") in verdict(ref)
+    assert verdict(snap) == verdict(ref)
+    # Written before: no 'versions' key. It loads; its definitions are a library's without .gnu.version.
+    old = tmp_path / "old.json.gz"
+    _write_without_versions(snap, old)
+    (was,) = snapshot_mod.load(old)
+    assert was.versions is None and was.count == kept.count
+    assert verdict(old) >= {("UNPREFIXED_IMPORT", "aoti_torch_x")}
+    # The shipped snapshots were written before: they still load.
+    assert all(snapshot_mod.load(p) for p in snapshot_mod.shipped())
+
+
+def _write_without_versions(snap: Path, out: Path) -> None:
+    """The snapshot as an aoti-shim without versions wrote it: the header member rewritten."""
+    data = snap.read_bytes()
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    header = inflater.decompress(data)
+    rest = inflater.unused_data
+    doc = json.loads(header)
+    for lib in doc["libraries"]:
+        del lib["versions"]
+    text = json.dumps(doc, ensure_ascii=True, separators=(", ", ": "))
+    out.write_bytes(gzip.compress(text.encode("ascii"), mtime=0) + rest)
