@@ -180,7 +180,9 @@ def check_wheel(
             # another distribution where this (the build) environment has it (NVIDIA's
             # libcudart wheel), else it is a warning.
             wheel_roots=(str(root),),
-            missing_fix="give the library a RUNPATH ($ORIGIN/...) that finds it, or suppress LOAD_FAILURE for it in [[tool.aoti-shim.suppress]]",
+            library_path=_library_path(gate, project_dir),
+            missing_fix=f"give the library a RUNPATH ($ORIGIN/...) that finds it, name its folder in {TABLE} library-path, "
+            "or suppress LOAD_FAILURE for it in [[tool.aoti-shim.suppress]]",
         )
         report = run_check(settings)
         console.block(render(report, "text", color=console.use_color()))
@@ -196,6 +198,17 @@ def check_wheel(
         _write_report(gate.report, project_dir, render(report, "text", color=False), verdict)
     if code:
         raise BuildRejected(verdict, exit_code=code)
+
+
+def _library_path(gate: GateSettings, project_dir: Path) -> tuple[str, ...]:
+    """library-path as absolute folders; one that does not exist is a usage error, as --library-path's."""
+    out = []
+    for folder in gate.library_path:
+        path = Path(folder) if os.path.isabs(folder) else project_dir / folder
+        if not path.is_dir():
+            raise UsageError(f"{TABLE} library-path {folder!r}: {path} is not a folder")
+        out.append(str(path))
+    return tuple(out)
 
 
 def _write_report(where: str, project_dir: Path, table: str, verdict: str) -> None:

@@ -228,6 +228,13 @@ class GateSettings:
         "marks (CMake gets `AOTI_SHIM_FORCE_INCLUDE=ON`, as `FORCE_INCLUDE`): for sources that include only "
         "their own headers",
     )
+    library_path: tuple[str, ...] = setting(
+        (),
+        kind=FOLDERS,
+        doc="folders, relative to the project, where the deployment keeps libraries the built members need "
+        "(`DT_NEEDED`) that no run path finds: the check looks there after the loader's own places, as "
+        "`aoti-shim check --library-path`",
+    )
     names_from: tuple[str, ...] = setting(
         (),
         kind=FOLDERS,

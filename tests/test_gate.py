@@ -375,3 +375,25 @@ def test_the_report_setting_keeps_the_table_and_the_verdict(libs: dict[str, Path
     text = (tmp_path / "bad.txt").read_text()
     assert "UNPREFIXED_EXPORT" in text
     assert text.endswith("1 blocking finding(s) in bad-1.0-py3-none-any.whl: the wheel was deleted; nothing is installed\n")
+
+
+def test_library_path_is_where_the_deployment_keeps_a_needed_library(libs: dict[str, Path], tmp_path: Path) -> None:
+    # A shim needing a library no run path finds cannot load (LOAD_FAILURE) unless the
+    # project names the deployment's folder, as check --library-path does.
+    (tmp_path / "dep.c").write_text(f"{EXPORT} int helper(void) {{ return 1; }}\n")
+    deploy = tmp_path / "deploy"
+    deploy.mkdir()
+    compile_shared(tmp_path / "dep.c", deploy / "libdeploydep.so")
+    (tmp_path / "shim.c").write_text(
+        f"extern int helper(void); {EXPORT} int myrt_aoti_torch_device_type_cpu(void) {{ return helper() - 1; }}\n"
+    )
+    shim = tmp_path / "libneedy.so"
+    compile_shared(tmp_path / "shim.c", shim, (f"-L{deploy}", "-ldeploydep"))
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libneedy.so": shim})
+    with pytest.raises(BuildRejected) as err:
+        _check(wheel, tmp_path)
+    assert err.value.exit_code == 8
+    _check(wheel, tmp_path, library_path=("deploy",))
+    with pytest.raises(UsageError) as bad:
+        _check(wheel, tmp_path, library_path=("nowhere",))
+    assert str(bad.value) == f"[tool.aoti-shim] library-path 'nowhere': {tmp_path / 'nowhere'} is not a folder"
