@@ -636,7 +636,8 @@ function(_aoti_shim_model_target fn name dir compute prefix torch_include)
 endfunction()
 
 # Definitions, language level and OpenMP from the package's recorded compile flags.
-# Host specific flags (-march=native, the generating machine's include paths) are dropped.
+# Host specific flags (-march=native, the generating machine's include paths) are dropped;
+# the instruction sets a CPU_CAPABILITY_* definition names are added back (_aoti_shim_isa_flags).
 function(_aoti_shim_model_compile_flags fn name dir)
   file(GLOB compile_json LIST_DIRECTORIES FALSE "${dir}/*_compile_flags.json")
   if(NOT compile_json)
@@ -664,9 +665,16 @@ function(_aoti_shim_model_compile_flags fn name dir)
       continue()  # defined once, by aoti_shim_add_model
     endif()
     target_compile_definitions("${name}" PRIVATE "${def}")
+    _aoti_shim_isa_flags("${def}" isa)
+    if(isa)
+      target_compile_options("${name}" PRIVATE ${isa})
+    endif()
   endforeach()
   foreach(flag IN LISTS cflags)
-    if(flag MATCHES "^std=c\\+\\+([0-9]+)$")
+    if(flag MATCHES "^m(avx|fma|f16c|sse|amx|vsx|vx|zvector)")
+      # An instruction set the package was compiled for (not -march/-mtune: this host's).
+      target_compile_options("${name}" PRIVATE "-${flag}")
+    elseif(flag MATCHES "^std=c\\+\\+([0-9]+)$")
       set_target_properties("${name}" PROPERTIES CXX_STANDARD "${CMAKE_MATCH_1}")
     elseif(flag STREQUAL "fopenmp")
       target_compile_options("${name}" PRIVATE -fopenmp)
@@ -676,6 +684,30 @@ function(_aoti_shim_model_compile_flags fn name dir)
       target_compile_options("${name}" PRIVATE "-${flag}")
     endif()
   endforeach()
+endfunction()
+
+# The instruction-set flags of the ISA a CPU_CAPABILITY_* definition names, as Inductor's
+# cpu_vec_isa compiles for it: the package records that definition and -march=native, which
+# is dropped, and torch's vec512/vec256 headers need the ISA enabled (Sleef's AVX-512
+# declarations, the intrinsics). The blob then needs that ISA, as Inductor's own build does.
+function(_aoti_shim_isa_flags definition out)
+  set(flags "")
+  if(MSVC)
+    if(definition STREQUAL "CPU_CAPABILITY_AVX512")
+      set(flags /arch:AVX512)
+    elseif(definition STREQUAL "CPU_CAPABILITY_AVX2")
+      set(flags /arch:AVX2)
+    endif()
+  elseif(definition STREQUAL "CPU_CAPABILITY_AVX512")
+    set(flags -mavx512f -mavx512dq -mavx512vl -mavx512bw -mfma)
+  elseif(definition STREQUAL "CPU_CAPABILITY_AVX2")
+    set(flags -mavx2 -mfma -mf16c)
+  elseif(definition STREQUAL "CPU_CAPABILITY_VSX")
+    set(flags -mvsx)
+  elseif(definition STREQUAL "CPU_CAPABILITY_ZVECTOR")
+    set(flags -mvx -mzvector)
+  endif()
+  set(${out} "${flags}" PARENT_SCOPE)
 endfunction()
 
 # The package's recorded libraries, refusing libtorch (the blob must not link it).

@@ -160,3 +160,35 @@ def test_a_pt2_archive_is_unpacked_once(cmake_project, tmp_path: Path) -> None:
     assert third.returncode == 0, log(third)
     assert not sentinel.exists()
     assert (project.build / "mlp_blob_package" / "model" / "extra.txt").is_file()
+
+
+_ISA_WRAPPER = """
+#if defined(WANT_AVX512) && !(defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && defined(__AVX512BW__) && defined(__FMA__))
+#error "CPU_CAPABILITY_AVX512 without the AVX-512 instruction sets"
+#endif
+#if defined(WANT_AVX2) && !(defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
+#error "CPU_CAPABILITY_AVX2 without AVX2, FMA and F16C"
+#endif
+#if defined(WANT_AVX2) && defined(__AVX512F__)
+#error "-march=native reached the build: this host's instruction sets, not the package's"
+#endif
+extern "C" __attribute__((visibility("default"))) int AOTInductorFixtureIsa(void) { return 1; }
+"""
+
+
+@pytest.mark.parametrize("isa", ["AVX512", "AVX2"])
+def test_a_cpu_capability_brings_its_instruction_sets(cmake_project, tmp_path: Path, isa: str) -> None:
+    """Inductor records CPU_CAPABILITY_<ISA> and -march=native; the host flag is dropped, so the ISA's own
+    flags must come back: torch's vec512 headers failed to compile without them (Sleef's AVX-512 names)."""
+    import json
+
+    package = tmp_path / "package" / "data" / "aotinductor" / "model"
+    package.mkdir(parents=True)
+    (package / "cfixture.wrapper.cpp").write_text(_ISA_WRAPPER)
+    flags = {"definitions": ["TORCH_INDUCTOR_CPP_WRAPPER", f"CPU_CAPABILITY_{isa}", f"WANT_{isa}"], "cflags": ["O2", "march=native", "fPIC"]}
+    (package / "cfixture.wrapper_compile_flags.json").write_text(json.dumps(flags))
+    project = cmake_project(
+        PACKAGES / "cmake_model", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(tmp_path / "package")}
+    )
+    built = project.configure_and_build()
+    assert built.returncode == 0, log(built)
