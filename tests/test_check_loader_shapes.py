@@ -14,40 +14,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-from compile_support import compile_program, compile_shared
+from c_library_support import ENTRY, EXPORT, c_library as _lib, defining as _define, using, loads as _loads
+from compile_support import compile_program
 from elftools.elf.elffile import ELFFile
 
 from aoti_shim.checks import CheckSettings, run_check
 
-EXPORT = '__attribute__((visibility("default")))'
-ENTRY = f"{EXPORT} int AOTInductorModelContainerRun(void) {{ return 0; }}\n"
 NAME = "myrt_aoti_torch_get_data_ptr"
 
 
-def _lib(tmp: Path, name: str, text: str, flags: tuple[str, ...] = ()) -> Path:
-    src = tmp / f"{name}.c"
-    src.write_text(text)
-    out = tmp / f"lib{name}.so"
-    compile_shared(src, out, ("-Wl,-soname," + out.name, *flags))
-    return out
-
-
-def _define(*names: str) -> str:
-    return "".join(f"{EXPORT} int {n}(void) {{ return 1; }}\n" for n in names)
-
-
 def _use(*names: str) -> str:
-    decls = "".join(f"extern int {n}(void);\n" for n in names)
-    return decls + f"{EXPORT} int use_all(void) {{ return {' + '.join(f'{n}()' for n in names)}; }}\n" + ENTRY
-
-
-def _loads(globals_: list[Path], blob: Path) -> subprocess.CompletedProcess[str]:
-    code = (
-        "import ctypes, os, sys\n"
-        "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
-        "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
-    )
-    return subprocess.run([sys.executable, "-c", code, *map(str, globals_), str(blob)], capture_output=True, text=True, check=False)
+    return using(*names) + ENTRY
 
 
 def _bindings(globals_: list[Path], blob: Path, tmp: Path) -> set[tuple[str, str, str]]:

@@ -1,0 +1,46 @@
+"""Tiny C libraries for the binding tests: one built with its soname, and the sources that
+define or call a list of names (the loader then judges what the check says)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from compile_support import compile_shared
+
+EXPORT = '__attribute__((visibility("default")))'
+ENTRY = f"{EXPORT} int AOTInductorModelContainerRun(void) {{ return 0; }}\n"
+
+
+def c_library(
+    folder: Path, name: str, text: str, flags: tuple[str, ...] = (), *, soname: str | None = None, language: str | None = None
+) -> Path:
+    """``lib<name>.so`` (or ``soname``) in ``folder``, built from ``text`` with its file name as DT_SONAME."""
+    folder.mkdir(parents=True, exist_ok=True)
+    src = folder / f"{name}.{'cpp' if language == 'c++' else 'c'}"
+    src.write_text(text)
+    out = folder / (soname or f"lib{name}.so")
+    compile_shared(src, out, ("-Wl,-soname," + out.name, *flags))
+    return out
+
+
+def defining(*names: str) -> str:
+    """C source exporting each name as ``int name(void)``."""
+    return "".join(f"{EXPORT} int {n}(void) {{ return 1; }}\n" for n in names)
+
+
+def using(*names: str) -> str:
+    """C source importing each name and calling them all from ``use_all``."""
+    decls = "".join(f"extern int {n}(void);\n" for n in names)
+    return decls + f"{EXPORT} int use_all(void) {{ return {' + '.join(f'{n}()' for n in names)}; }}\n"
+
+
+def loads(globals_: list[Path], blob: Path) -> subprocess.CompletedProcess[str]:
+    """dlopen ``globals_`` RTLD_GLOBAL in order, then ``blob`` RTLD_NOW | RTLD_LOCAL, in a child."""
+    code = (
+        "import ctypes, os, sys\n"
+        "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
+        "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
+    )
+    return subprocess.run([sys.executable, "-c", code, *map(str, globals_), str(blob)], capture_output=True, text=True, check=False)
