@@ -22,6 +22,7 @@
 #include "cuda_api.h"
 #include "kernels_nn.h"
 #include "ops.h"
+#include "profile.h"
 #include "tensor.h"
 
 #include <array>
@@ -379,6 +380,7 @@ AOTITorchError packed_operand(const Tensor& t, bool channels_last, std::unique_p
   std::vector<int64_t> packed = channels_last ? channels_last_strides(t.sizes) : contiguous_strides(t.sizes);
   *use = &t;
   if (!packed_as(t, packed)) {
+    AOTISHIM_PROFILE_STEP("conv: operand copied to the packed layout");
     AOTISHIM_TRY(new_tensor(t.sizes, packed, t.dtype, kCUDA, t.device_index(), false, copy));
     AOTISHIM_TRY(copy_tensor(**copy, t, true));
     *use = copy->get();
@@ -434,6 +436,7 @@ AOTITorchError run_cudnn(
   }
   auto known = prepared().find(key);
   if (known == prepared().end()) {
+    AOTISHIM_PROFILE_STEP("cudnn: descriptors and algorithm (first call of a shape)");
     auto fresh = std::make_unique<Prepared>();
     Descriptors& desc = fresh->desc;
     AOTISHIM_TRY(check(api.create_tensor(&desc.x), "cudnnCreateTensorDescriptor"));
@@ -504,16 +507,20 @@ AOTITorchError run_cudnn(
   float one32 = 1.0f, zero32 = 0.0f;
   const void* alpha = x.dtype == 7 ? static_cast<const void*>(&one64) : &one32;
   const void* beta = x.dtype == 7 ? static_cast<const void*>(&zero64) : &zero32;
-  if (!p.transposed) {
-    AOTISHIM_TRY(check(api.forward(handle, alpha, desc.x, xs->data(), desc.w, ws->data(), desc.conv, choice.algo,
-                                   ws_data, choice.workspace, beta, desc.y, out.data()),
-                       "cudnnConvolutionForward"));
-  } else {
-    AOTISHIM_TRY(check(api.backward_data(handle, alpha, desc.w, ws->data(), desc.y, xs->data(), desc.conv, choice.algo,
-                                         ws_data, choice.workspace, beta, desc.x, out.data()),
-                       "cudnnConvolutionBackwardData"));
+  {
+    AOTISHIM_PROFILE_STEP("cudnn: cudnnConvolutionForward / BackwardData");
+    if (!p.transposed) {
+      AOTISHIM_TRY(check(api.forward(handle, alpha, desc.x, xs->data(), desc.w, ws->data(), desc.conv, choice.algo,
+                                     ws_data, choice.workspace, beta, desc.y, out.data()),
+                         "cudnnConvolutionForward"));
+    } else {
+      AOTISHIM_TRY(check(api.backward_data(handle, alpha, desc.w, ws->data(), desc.y, xs->data(), desc.conv, choice.algo,
+                                           ws_data, choice.workspace, beta, desc.x, out.data()),
+                         "cudnnConvolutionBackwardData"));
+    }
   }
   if (bias != nullptr) {
+    AOTISHIM_PROFILE_STEP("conv: bias kernel");
     int64_t inner = 1;
     if (!channels_last) {
       for (size_t d = 2; d < out.sizes.size(); ++d) {
