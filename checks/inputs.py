@@ -51,7 +51,8 @@ class Artifact:
     @property
     def file_name(self) -> str:
         """The name a DT_NEEDED entry would use for it: the file's (a member's) base name."""
-        if self.path != self.display:
+        # A member streamed into memory has its display as its path: "wheel!member" too.
+        if self.path != self.display or self.image is not None:
             return os.path.basename(self.display.rsplit("!", 1)[-1].replace("\\", "/"))
         return os.path.basename(self.path)
 

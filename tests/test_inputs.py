@@ -729,3 +729,34 @@ def test_a_member_of_just_the_magic_is_an_elf_file_of_no_kind_said_as_left(tmp_p
     with Workspace() as ws:
         assert collect([str(wheel)], ws) == []
         assert ws.ignored == [(f"{wheel}!bin/stub", "other")]  # 3 bytes cannot be ELF: not said
+
+
+# -- a member's file name: what a DT_NEEDED entry names it by ---------------------------------
+
+
+def test_a_members_file_name_is_its_base_name_whatever_separator_its_wheel_writes(libs, tmp_path) -> None:
+    """Streamed or copied to a temp file, a member is named by the last part of its member
+    name, backslashes being separators (as for its safety and its uniqueness); a file given
+    or found in a folder by its own base name."""
+    wheel = make_wheel(tmp_path / "w.whl", [("pkg/liba.so", libs["small"]), ("pkg\\sub\\libb.so", libs["other"]), ("libc.so", libs["big"])])
+    with Workspace() as ws:
+        arts = collect([str(wheel)], ws)
+        assert [a.image is not None for a in arts] == [True] * 3  # streamed
+        assert [a.file_name for a in arts] == ["liba.so", "libb.so", "libc.so"]
+    copied = inputs.Artifact(path=str(tmp_path / "member-1.so"), display=f"{wheel}!pkg\\sub\\libb.so")
+    assert copied.file_name == "libb.so"
+    found = inputs.Artifact(path=str(tmp_path / "a!b" / "lib\\c.so"), display=str(tmp_path / "a!b" / "lib\\c.so"))
+    assert found.file_name == "lib\\c.so"  # a Linux file name may hold a backslash
+
+
+def test_a_library_a_model_needs_is_found_in_a_wheel_written_with_backslashes(tmp_path) -> None:
+    (tmp_path / "shim.c").write_text('__attribute__((visibility("default"))) int myrt_aoti_torch_get_dim(void) { return 1; }\n')
+    (tmp_path / "model.c").write_text("int myrt_aoti_torch_get_dim(void);\nint run(void) { return myrt_aoti_torch_get_dim(); }\n")
+    compile_shared(tmp_path / "shim.c", tmp_path / "libshim.so")  # no SONAME: found by its file name
+    compile_shared(tmp_path / "model.c", tmp_path / "model.so", ("-Wl,--no-as-needed", f"-L{tmp_path}", "-lshim"))
+    found = {}
+    for sep in ("/", "\\"):
+        wheel = make_wheel(tmp_path / f"w{len(found)}.whl", [(f"pkg{sep}libshim.so", tmp_path / "libshim.so")])
+        report = run_check(CheckSettings(shims=(str(wheel),), models=(str(tmp_path / "model.so"),), prefix="myrt_"))
+        found[sep] = sorted(f.rule for f in report.findings)
+    assert found["\\"] == found["/"] == []
