@@ -13,7 +13,8 @@ import pytest
 from aoti_shim import __version__
 from aoti_shim.checks.formats import FORMATS, render, render_stream
 from aoti_shim.checks.formats.github import MAX_ANNOTATIONS, render_annotations
-from aoti_shim.checks.formats.sarif import SARIF_SCHEMA
+from aoti_shim.checks.formats.json_report import render_json, report_dict
+from aoti_shim.checks.formats.sarif import SARIF_SCHEMA, render_sarif
 from aoti_shim.checks.formats.text import SAMPLE, SUPPRESSED_SHOWN
 from aoti_shim.checks.report import (
     BLOCKING,
@@ -25,6 +26,7 @@ from aoti_shim.checks.report import (
     Report,
     Suppressed,
     Tally,
+    fingerprint,
     header_of,
 )
 from aoti_shim.checks.rules import RULES
@@ -341,3 +343,213 @@ def test_streamed_rendering_equals_the_whole_report_rendering(fmt: str) -> None:
 def test_an_unknown_format_names_the_choices() -> None:
     with pytest.raises(UsageError, match=r"unknown format 'xml'; choose from text, json, sarif, github, junit"):
         render(_report(), "xml")
+
+
+# -- batches of several findings, as the command streams them ----------------------------
+
+# A rule's findings about one library arrive as columns (FindingBatch); render() above goes
+# one finding per batch. Several per batch, a related column that mixes names and None, and
+# texts that need JSON escaping.
+_B_COLLISION = FindingBatch(
+    "COLLISION", BLOCKING, SHIM, ["c10_a", "c10_b", "c10_c"],
+    ["libc10.so exports it too", "libtorch_cpu.so exports it too", 'say "c"\\é'], ["libc10.so", None, "libtorch_cpu.so"],
+)  # fmt: skip
+_B_RUNTIME = FindingBatch("REEXPORTED_RUNTIME", WARNING, MODEL, ["_ZSt4cout", "_ZSt4cerr"], ["re-exports it", "and this"], [None, None])
+_B_WHOLE = FindingBatch("NOT_A_SHIM", WARNING, MODEL, [""], ["exports no aoti_torch_* name"], [None])
+_BATCHES = (_B_COLLISION, _B_RUNTIME, _B_WHOLE)
+_FINDINGS = (
+    Finding("COLLISION", BLOCKING, SHIM, "c10_a", "libc10.so exports it too", "libc10.so"),
+    Finding("COLLISION", BLOCKING, SHIM, "c10_b", "libtorch_cpu.so exports it too", None),
+    Finding("COLLISION", BLOCKING, SHIM, "c10_c", 'say "c"\\é', "libtorch_cpu.so"),
+    Finding("REEXPORTED_RUNTIME", WARNING, MODEL, "_ZSt4cout", "re-exports it"),
+    Finding("REEXPORTED_RUNTIME", WARNING, MODEL, "_ZSt4cerr", "and this"),
+    Finding("NOT_A_SHIM", WARNING, MODEL, "", "exports no aoti_torch_* name"),
+)
+
+
+def _streamed(fmt: str, batches: tuple[FindingBatch, ...], report: Report, **kw: bool) -> str:
+    tally = Tally()
+    for batch in batches:
+        tally.count(batch)
+    tally.suppressed, tally.unused_suppressions = list(report.suppressed), report.unused_suppressions
+    parts: list[str] = []
+    render_stream(fmt, header_of(report), iter(batches), tally, parts.append, **kw)
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_batches_of_several_findings_say_what_one_finding_a_batch_says(fmt: str) -> None:
+    report = _report(_FINDINGS)
+    assert _streamed(fmt, _BATCHES, report) == render(report, fmt)
+    assert _streamed(fmt, _BATCHES, report, color=True, verbose=True) == render(report, fmt, color=True, verbose=True)
+    nothing = _report(())
+    assert _streamed(fmt, (), nothing) == render(nothing, fmt)
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_json_and_sarif_pass_over_an_empty_batch(fmt: str) -> None:
+    # No rule yields one, but the writers take care not to write an empty line or a
+    # stray comma for it.
+    empty = FindingBatch("UNPREFIXED_EXPORT", BLOCKING, SHIM, [], [], [])
+    report = _report(_FINDINGS)
+    assert _streamed(fmt, (empty, *_BATCHES[:1], empty, *_BATCHES[1:], empty), report) == render(report, fmt)
+    nothing = _report(())
+    assert _streamed(fmt, (empty, empty), nothing) == render(nothing, fmt)
+
+
+def test_json_of_batches_lists_every_field_of_every_finding_one_a_line() -> None:
+    out = _streamed("json", _BATCHES, _report(_FINDINGS))
+    doc = json.loads(out)
+    assert doc["findings"] == [
+        {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_a", "message": "libc10.so exports it too",
+         "related": "libc10.so", "fingerprint": fingerprint("COLLISION", SHIM, "c10_a")},
+        {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_b",
+         "message": "libtorch_cpu.so exports it too", "related": None, "fingerprint": fingerprint("COLLISION", SHIM, "c10_b")},
+        {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_c", "message": 'say "c"\\é',
+         "related": "libtorch_cpu.so", "fingerprint": fingerprint("COLLISION", SHIM, "c10_c")},
+        {"rule": "REEXPORTED_RUNTIME", "severity": "warning", "artifact": MODEL, "symbol": "_ZSt4cout", "message": "re-exports it",
+         "related": None, "fingerprint": fingerprint("REEXPORTED_RUNTIME", MODEL, "_ZSt4cout")},
+        {"rule": "REEXPORTED_RUNTIME", "severity": "warning", "artifact": MODEL, "symbol": "_ZSt4cerr", "message": "and this",
+         "related": None, "fingerprint": fingerprint("REEXPORTED_RUNTIME", MODEL, "_ZSt4cerr")},
+        {"rule": "NOT_A_SHIM", "severity": "warning", "artifact": MODEL, "symbol": "", "message": "exports no aoti_torch_* name",
+         "related": None, "fingerprint": fingerprint("NOT_A_SHIM", MODEL, "")},
+    ]  # fmt: skip
+    assert doc["summary"] == {"blocking": 3, "warning": 3}
+    # One finding a line (a reader can follow the stream line by line).
+    listed = [line.strip().rstrip(",") for line in out.splitlines() if line.startswith('    {"rule": ')]
+    assert [json.loads(line) for line in listed] == doc["findings"]
+    assert out.isascii() and '"say \\"c\\"\\\\\\u00e9"' in out
+
+
+def test_sarif_of_batches_gives_each_finding_its_result() -> None:
+    run = json.loads(_streamed("sarif", _BATCHES, _report(_FINDINGS)))["runs"][0]
+
+    def where(f: Finding) -> dict[str, object]:
+        at: dict[str, object] = {"physicalLocation": {"artifactLocation": {"uri": f.artifact}}}
+        if f.symbol:
+            at["logicalLocations"] = [{"name": f.symbol, "kind": "function"}]
+        return at
+
+    assert run["results"] == [
+        {
+            "ruleId": f.rule,
+            "ruleIndex": _rule_index(f.rule),
+            "level": {"blocking": "error", "warning": "warning"}[f.severity],
+            "message": {"text": f.message},
+            "locations": [where(f)],
+            "partialFingerprints": {"aotiShimFinding/v1": fingerprint(f.rule, f.artifact, f.symbol)},
+        }
+        for f in _FINDINGS
+    ]
+    assert run["properties"] == {"against": [AGAINST.as_dict()]}
+
+
+# -- the whole-report JSON and SARIF functions -------------------------------------------
+
+
+def test_render_json_report_dict_and_render_sarif_say_what_the_stream_says() -> None:
+    # A name that is no UTF-8 (surrogateescape) becomes visible \xNN text; the rest stays.
+    odd = Finding("COLLISION", BLOCKING, "lib/bad\udcff.so", "sym\udcfe", 'q"é\x01', "lib\udcfdc10.so")
+    report = _report((*_FINDINGS, odd), suppressed=(Suppressed(odd, "why\udcff"),), unused_suppressions=("x\udcff",))
+    doc = report_dict(report)
+    assert doc == json.loads(render(report, "json"))
+    assert render_json(report) == render(report, "json")
+    assert render_sarif(report) == render(report, "sarif")
+    shown = doc["findings"][-1]
+    assert (shown["artifact"], shown["symbol"], shown["message"], shown["related"]) == (
+        "lib/bad\\xff.so", "sym\\xfe", 'q"é\x01', "lib\\xfdc10.so")  # fmt: skip
+    assert shown["fingerprint"] == fingerprint("COLLISION", "lib/bad\\xff.so", "sym\\xfe")
+    assert doc["suppressed"] == [{"finding": shown, "reason": "why\\xff"}]
+    assert doc["unused_suppressions"] == ["x\\xff"]
+    assert doc["summary"] == {"blocking": 4, "warning": 3}
+    (result,) = [r for r in json.loads(render_sarif(report))["runs"][0]["results"] if r["message"]["text"] == 'q"é\x01']
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "lib/bad%5Cxff.so"
+    assert result["locations"][0]["logicalLocations"] == [{"name": "sym\\xfe", "kind": "function"}]
+
+
+# -- words each format shows -------------------------------------------------------------
+
+
+def test_a_torch_of_no_known_version_and_one_library_in_words() -> None:
+    found = AgainstSource("snap", "/s/torch.json", "search path", None, 1)
+    assert found.describe() == "torch version unknown at /s/torch.json (from search path; 1 library)"
+    report = _report((), against=(found,))
+    assert "against: snap: torch version unknown at /s/torch.json (from search path; 1 library)" in render(report).splitlines()
+    assert render(report, "github").splitlines()[0] == (
+        "::notice title=aoti-shim against::snap: torch version unknown at /s/torch.json (from search path; 1 library)"
+    )
+    (prop,) = ET.fromstring(render(report, "junit")).iter("property")
+    assert prop.attrib == {"name": "against snap", "value": found.describe()}
+
+
+@pytest.mark.parametrize(("inferred_from", "words"), [("models", "the models' imports"), ("shims", "the shims' exports")])
+def test_every_format_that_names_the_prefix_says_where_it_came_from(inferred_from: str, words: str) -> None:
+    report = _report((), prefix_source="inferred", prefix_inferred_from=inferred_from)
+    assert render(report).splitlines()[0] == f"prefix: myrt_ (inferred from {words})"
+    summary = render(report, "github").splitlines()
+    assert f"Prefix: `myrt_` (inferred from {words}); 0 blocking, 0 warning(s), 1 suppressed." in summary
+    streamed: list[str] = []
+    render_stream("github", header_of(report), iter(()), Tally.of(report), streamed.append)
+    assert "".join(streamed) == render(report, "github")
+
+
+def test_text_paints_each_line_of_a_group_and_not_the_count_of_the_rest() -> None:
+    red, yellow, reset = "\033[31m", "\033[33m", "\033[0m"
+    many = tuple(F_COLLISION._replace(symbol=f"s{i}", message=f"m{i}") for i in range(SAMPLE + 2))
+    warned = tuple(F_RUNTIME._replace(symbol=f"w{i}", message=f"w{i}") for i in range(2))
+    lines = render(_report((*many, *warned), suppressed=(), unused_suppressions=()), color=True).splitlines()
+    at = lines.index(SHIM)
+    assert lines[at + 1 : at + 2 + SAMPLE + 1] == [
+        f"{red}  blocking  COLLISION  {SAMPLE + 2} findings, e.g.:{reset}",
+        *(f"{red}      m{i}{reset}" for i in range(SAMPLE)),
+        "      ... and 2 more (--format json, sarif or junit lists them all)",
+    ]
+    at = lines.index(MODEL)
+    assert lines[at + 1 : at + 4] == [
+        f"{yellow}  warning  REEXPORTED_RUNTIME  2 findings, e.g.:{reset}",
+        f"{yellow}      w0{reset}",
+        f"{yellow}      w1{reset}",
+    ]
+
+
+def test_render_verbose_lists_what_was_checked() -> None:
+    lines = render(_report(()), verbose=True).splitlines()
+    assert lines[3:6] == ["  shim: lib/libshim.so", "  model: models/model.so", "  reference: /t/torch/lib/libtorch_cpu.so"]
+    assert "  shim: lib/libshim.so" not in render(_report(()))
+
+
+def test_a_batch_from_findings_takes_the_first_one_s_rule_and_library() -> None:
+    (one,) = FindingBatch.from_findings([F_COLLISION]).findings()
+    assert one == F_COLLISION
+    batch = FindingBatch.from_findings([F_COLLISION, F_COLLISION._replace(symbol="other", message="m2", related=None)])
+    assert (batch.rule, batch.severity, batch.artifact, list(batch.symbols), list(batch.messages), list(batch.related)) == (
+        "COLLISION", BLOCKING, SHIM, ["c10_thing", "other"], ["libc10.so exports it too", "m2"], ["libc10.so", None])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("symbol", "cell"),
+    [
+        ("plain", "`plain`"),
+        ("a`b", "``a`b``"),  # a fence longer than the longest backtick run inside
+        ("x``y`z", "```x``y`z```"),
+        ("`lead", "`` `lead ``"),  # padded: CommonMark strips one space each side
+        ("trail`", "`` trail` ``"),
+        (" sp", "`  sp `"),
+        ("sp ", "` sp  `"),
+        ("a|b", "`a\\|b`"),  # a table splits cells at | even inside code
+        ("", ""),  # `` would be two literal backticks
+    ],
+)
+def test_github_summary_shows_a_symbol_as_a_code_span_that_holds_it(symbol: str, cell: str) -> None:
+    lines = render(_report((F_EXPORT._replace(symbol=symbol, message="m"),), against=()), "github").splitlines()
+    assert lines[-2] == f"| blocking | UNPREFIXED_EXPORT | lib/libshim.so | {cell} | m |"
+
+
+def test_github_annotation_escapes_what_ends_a_property_or_the_line() -> None:
+    # Names reach the annotation made visible (\xNN), so only %, : and , are left to encode.
+    odd = F_EXPORT._replace(artifact="d%0A/a:b,c.so", symbol="s%0D", message="50% of x:y,z")
+    (line,) = render_annotations(_report((odd,), against=()), with_summary=False).splitlines()
+    assert line == "::error file=d%250A/a%3Ab%2Cc.so,title=UNPREFIXED_EXPORT::s%250D: 50%25 of x:y,z"
+    against = AgainstSource("t%1", "/p%2", "argument", "2.13", 2)
+    assert render_annotations(_report((), against=(against,)), with_summary=False).splitlines() == [
+        "::notice title=aoti-shim against::t%251: torch 2.13 at /p%252 (from argument; 2 libraries)"]  # fmt: skip
