@@ -258,6 +258,167 @@ def test_every_format(dirty: ScanReport, scan_envs: ScanEnvs, tmp_path: Path) ->
     assert "## aoti-shim scan" in summary.read_text() and "| vendor-x 0.9 |" in summary.read_text()
 
 
+def _dirty_findings(envs: ScanEnvs) -> list[tuple[str, str, str, str, str | None, str]]:
+    """(rule, severity, library, symbol, related, message) of the dirty environment's findings,
+    in the report's order: what every format must say about each."""
+    vendor, rt_a, rt_b = "vendor_x/libvendor_shims.so", "rt_a/librta_shims.so", "rt_b/librtb_shims.so"
+
+    def hijack(consumer: str, whose: str) -> tuple[str, str, str, str, str | None, str]:
+        return ("HIJACK", "blocking", vendor, "aoti_torch_get_data_ptr", consumer,
+                "exports 2 of libtorch's shim names unprefixed; loaded RTLD_GLOBAL before libtorch it captures 2 shim "
+                f"import(s) of {consumer}, a stable-ABI consumer {whose} (e.g. 'aoti_torch_get_data_ptr'), which then "
+                "runs against its tensors, not libtorch's")  # fmt: skip
+
+    def collision(name: str) -> tuple[str, str, str, str, str | None, str]:
+        return ("COLLISION", "blocking", rt_b, name, rt_a,
+                f"exports shim name '{name}', which {rt_a} (rt-a 1.0) also exports: one process binds one of them")  # fmt: skip
+
+    return [
+        hijack(str(envs.editable_source / "edit_z" / "_core.cpython-311-x86_64-linux-gnu.so"), "of edit-z 0.3"),
+        hijack("ext_y/_ops.cpython-311-x86_64-linux-gnu.so", "of ext-y 1.2"),
+        hijack(str(envs.stray_folder / "libstray.so"), "outside any distribution"),
+        collision("rta_aoti_torch_empty_strided"),
+        collision("rta_aoti_torch_get_data_ptr"),
+        ("PREFIX_CLASH", "blocking", rt_b, "rta_aoti_torch_*", rt_a,
+         f"carries the private prefix 'rta_', which {rt_a} (rt-a 1.0) carries too: two runtimes with one prefix bind "
+         "each other's blobs to each other's shims (with rt-b 2.1's shims global first, 2 shim import(s) of rt-a 1.0's "
+         "blobs bind to them)"),
+        ("UNPREFIXED_PROVIDER", "warning", vendor, "aoti_torch_get_data_ptr", None,
+         "a shim provider other than torch exporting 3 unprefixed shim name(s) (2 of them libtorch's), e.g. "
+         "'aoti_torch_get_data_ptr': every stable-ABI extension and unprefixed blob installed beside it binds to "
+         "whichever definer is global first; build it with a private prefix"),
+    ]  # fmt: skip
+
+
+def _library_facts(path: str, roles: list[str], prefixes: list[str], exports: int, imports: int, unprefixed: int, symbols: int) -> dict:
+    return {"path": path, "kind": "shared", "roles": roles, "export_prefixes": prefixes, "shim_exports": exports,
+            "shim_imports": imports, "unprefixed_shim_imports": unprefixed, "runtime_exports": 0,
+            "cuda_runtime_exports": 0, "symbols": symbols}  # fmt: skip
+
+
+def test_scan_json_says_every_field(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
+    from aoti_shim import __version__
+    from aoti_shim.checks.report import fingerprint
+
+    doc = json.loads(render_scan(dirty, "json"))
+    site = str(scan_envs.dirty.site)
+    assert doc["schema_version"] == 1 and doc["tool"] == {"name": "aoti-shim", "version": __version__, "command": "scan"}
+    assert doc["environment"] == {
+        "description": f"virtual environment {scan_envs.dirty.root}",
+        "site_folders": [site, str(scan_envs.editable_source), str(scan_envs.stray_folder)],
+    }
+    consumer = ["stable-ABI consumer"]
+    assert doc["distributions"] == [
+        {"name": "edit-z", "version": "0.3", "location": site, "editable": True, "source": "RECORD", "libraries": [
+            _library_facts(str(scan_envs.editable_source / "edit_z" / "_core.cpython-311-x86_64-linux-gnu.so"), consumer, [], 0, 3, 3, 9)]},
+        {"name": "ext-y", "version": "1.2", "location": site, "editable": False, "source": "RECORD", "libraries": [
+            _library_facts("ext_y/_ops.cpython-311-x86_64-linux-gnu.so", consumer, [], 0, 3, 3, 9)]},
+        {"name": "rt-a", "version": "1.0", "location": site, "editable": False, "source": "RECORD", "libraries": [
+            _library_facts("rt_a/librta_shims.so", ["shim provider"], ["rta_"], 2, 0, 0, 7),
+            _library_facts("rt_a/model.so", ["AOTInductor blob"], [], 0, 2, 0, 8)]},
+        {"name": "rt-b", "version": "2.1", "location": site, "editable": False, "source": "RECORD", "libraries": [
+            _library_facts("rt_b/librtb_shims.so", ["shim provider"], ["rta_"], 3, 0, 0, 8)]},
+        {"name": "vendor-x", "version": "0.9", "location": site, "editable": False, "source": "RECORD", "libraries": [
+            _library_facts("vendor_x/libvendor_shims.so", ["shim provider"], [""], 3, 0, 0, 8)]},
+    ]  # fmt: skip
+    assert doc["unowned"] == [_library_facts(str(scan_envs.stray_folder / "libstray.so"), consumer, [], 0, 3, 3, 9)]
+    assert doc["ignored"] == []
+    assert doc["providers"] == [
+        {"distribution": "rt-a 1.0", "library": "rt_a/librta_shims.so", "prefix": "rta_", "names": 2},
+        {"distribution": "rt-b 2.1", "library": "rt_b/librtb_shims.so", "prefix": "rta_", "names": 3},
+        {"distribution": "vendor-x 0.9", "library": "vendor_x/libvendor_shims.so", "prefix": "", "names": 3},
+    ]
+    assert doc["findings"] == [
+        {"rule": rule, "severity": severity, "artifact": lib, "symbol": symbol, "message": message, "related": related,
+         "fingerprint": fingerprint(rule, lib, symbol)}
+        for rule, severity, lib, symbol, related, message in _dirty_findings(scan_envs)
+    ]  # fmt: skip
+    assert (doc["suppressed"], doc["unused_suppressions"], doc["summary"]) == ([], [], {"blocking": 6, "warning": 1})
+
+
+def test_scan_sarif_says_each_result(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
+    from aoti_shim.checks.report import fingerprint
+    from aoti_shim.checks.scan import SCAN_RULES
+
+    run = json.loads(render_scan(dirty, "sarif"))["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    assert [(r["id"], r["name"], r["defaultConfiguration"]["level"]) for r in rules] == [
+        ("HIJACK", "Hijack", "error"), ("COLLISION", "Collision", "error"), ("PREFIX_CLASH", "PrefixClash", "error"),
+        ("UNPREFIXED_PROVIDER", "UnprefixedProvider", "warning"), ("RUNTIME_COLLISION", "RuntimeCollision", "warning")]  # fmt: skip
+    assert [r["shortDescription"]["text"] for r in rules] == [rule.doc for rule in SCAN_RULES]
+    assert run["properties"] == {"environment": f"virtual environment {scan_envs.dirty.root}"}
+    index = {"HIJACK": 0, "COLLISION": 1, "PREFIX_CLASH": 2, "UNPREFIXED_PROVIDER": 3}
+    assert run["results"] == [
+        {"ruleId": rule, "ruleIndex": index[rule], "level": "error" if severity == "blocking" else "warning",
+         "message": {"text": message},
+         "locations": [{"physicalLocation": {"artifactLocation": {"uri": lib}},
+                        "logicalLocations": [{"name": symbol, "kind": "function"}]}],
+         "partialFingerprints": {"aotiShimFinding/v1": fingerprint(rule, lib, symbol)}}
+        for rule, severity, lib, symbol, _, message in _dirty_findings(scan_envs)
+    ]  # fmt: skip
+
+
+def test_scan_github_annotations_and_summary_say_each_finding(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
+    out = render_scan(dirty, "github")
+    found = _dirty_findings(scan_envs)
+    lines = out.splitlines()
+    assert lines[: len(found)] == [
+        f"::{'error' if severity == 'blocking' else 'warning'} file={lib},title={rule}::{symbol}: {message}"
+        for rule, severity, lib, symbol, _, message in found
+    ]
+
+    def md(text: str) -> str:  # the names here hold no Markdown syntax but _
+        return text.replace("_", "\\_")
+
+    assert lines[len(found) :] == [
+        "## aoti-shim scan",
+        "",
+        f"virtual environment {md(str(scan_envs.dirty.root))}: 5 distribution(s), 5 with ELF libraries (6 libraries), "
+        "1 library outside any distribution. FAILED: 6 blocking, 1 warning(s), 0 suppressed.",
+        "",
+        "| distribution | library | prefix | shim names |",
+        "| --- | --- | --- | --- |",
+        "| rt-a 1.0 | rt\\_a/librta\\_shims.so | `rta_` | 2 |",
+        "| rt-b 2.1 | rt\\_b/librtb\\_shims.so | `rta_` | 3 |",
+        "| vendor-x 0.9 | vendor\\_x/libvendor\\_shims.so | `(unprefixed)` | 3 |",
+        "",
+        "| severity | rule | library | symbol | detail |",
+        "| --- | --- | --- | --- | --- |",
+        *(f"| {severity} | {rule} | {md(lib)} | `{symbol}` | {md(message)} |" for rule, severity, lib, symbol, _, message in found),
+        "",  # the summary's own newline, then the annotations' last one
+    ]
+
+
+def test_scan_junit_has_a_case_per_rule_and_library(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
+    from aoti_shim.checks.scan import SCAN_RULES
+
+    suite = ET.fromstring(render_scan(dirty, "junit")).find("testsuite")
+    assert suite is not None and suite.attrib == {"name": "aoti-shim scan", "tests": str(5 * 7), "failures": "3", "errors": "0"}
+    assert [(p.get("name"), p.get("value")) for p in suite.iter("property")] == [
+        ("environment", f"virtual environment {scan_envs.dirty.root}")]  # fmt: skip
+    libraries = [lib.display for lib in dirty.scanned.libraries]
+    assert [(c.get("classname"), c.get("name")) for c in suite.iter("testcase")] == [
+        (f"aoti-shim.scan.{rule.id}", lib) for rule in SCAN_RULES for lib in libraries]  # fmt: skip
+    said = {}
+    for case in suite.iter("testcase"):
+        failure, out = case.find("failure"), case.find("system-out")
+        if failure is not None:
+            said[(case.get("classname"), case.get("name"))] = (failure.get("type"), failure.get("message"), failure.text)
+        elif out is not None:
+            said[(case.get("classname"), case.get("name"))] = ("warning", None, out.text)
+    found = _dirty_findings(scan_envs)
+
+    def lines(rule: str, lead: str = "") -> str:
+        return "\n".join(f"{lead}{symbol}: {message}" for r, _, _, symbol, _, message in found if r == rule)
+
+    assert said == {
+        ("aoti-shim.scan.HIJACK", "vendor_x/libvendor_shims.so"): ("HIJACK", "3 finding(s)", lines("HIJACK")),
+        ("aoti-shim.scan.COLLISION", "rt_b/librtb_shims.so"): ("COLLISION", "2 finding(s)", lines("COLLISION")),
+        ("aoti-shim.scan.PREFIX_CLASH", "rt_b/librtb_shims.so"): ("PREFIX_CLASH", "1 finding(s)", lines("PREFIX_CLASH")),
+        ("aoti-shim.scan.UNPREFIXED_PROVIDER", "vendor_x/libvendor_shims.so"): ("warning", None, lines("UNPREFIXED_PROVIDER", "warning: ")),
+    }  # fmt: skip
+
+
 def test_suppressions_and_fail_on(scan_envs: ScanEnvs, tmp_path: Path) -> None:
     root = str(scan_envs.dirty.root)
     sups = tmp_path / "sups.toml"
