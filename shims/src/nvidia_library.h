@@ -1,13 +1,17 @@
 // What the CUDA ops that load an NVIDIA library at their first call share (cuBLAS:
-// ops_cuda_blas.cpp, cuDNN: ops_cuda_conv.cpp): opening it, and torch's TF32 override.
-// Only for builds with CUDA (AOTI_SHIM_WITH_CUDA).
+// ops_cuda_blas.cpp, cuDNN: ops_cuda_conv.cpp): opening it, its handles, and torch's TF32
+// override. Only for builds with CUDA (AOTI_SHIM_WITH_CUDA).
 #pragma once
+
+#include "tensor.h"
 
 #include <dlfcn.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
+#include <unordered_map>
 
 namespace aotishim {
 
@@ -32,6 +36,31 @@ inline void* open_library(const char* env, std::initializer_list<const char*> na
   }
   return nullptr;
 }
+
+// A library's handles (cublasHandle_t, cudnnHandle_t), one a device, held thread_local by
+// its user: a handle must not serve two threads at once. Each call first points the
+// device's handle at `stream`. Handles live until the process ends (destroying them at
+// thread exit could run after the CUDA context is gone). create(Handle*) and
+// set_stream(Handle, void*) make the library's status an AOTITorchError.
+template <typename Handle>
+class DeviceHandles {
+ public:
+  template <typename Create, typename SetStream>
+  AOTITorchError get(int32_t device, void* stream, Create&& create, SetStream&& set_stream, Handle* out) {
+    auto found = handles_.find(device);
+    if (found == handles_.end()) {
+      Handle h = nullptr;
+      AOTISHIM_TRY(create(&h));
+      found = handles_.emplace(device, h).first;
+    }
+    AOTISHIM_TRY(set_stream(found->second, stream));
+    *out = found->second;
+    return AOTI_SHIM_OK;
+  }
+
+ private:
+  std::unordered_map<int32_t, Handle> handles_;
+};
 
 // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, torch's one TF32 override: float32 GEMMs and
 // convolutions may use TF32. Read once.

@@ -25,7 +25,6 @@
 
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #endif
 
 namespace aotishim {
@@ -96,24 +95,17 @@ AOTITorchError check(CublasStatus status, const char* call) {
   return fail_format(AOTI_SHIM_E_CUDA_ERROR, "%s failed (%d: %s)", call, status, text);
 }
 
-// One handle per thread and device: a cuBLAS handle must not serve two threads at
-// once. Handles live until the process ends (destroying them at thread exit could
-// run after the CUDA context is gone).
+// The calling thread's handle for the device, on `stream` (DeviceHandles); a cuBLAS that
+// did not load is said here, with its fix, whichever op asked.
 AOTITorchError handle_for(int32_t device, void* stream, CublasHandle* out) {
   const Cublas& api = cublas();
   if (!api.error.empty()) {
     return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "%s", api.error.c_str());
   }
-  thread_local std::unordered_map<int32_t, CublasHandle> handles;
-  auto found = handles.find(device);
-  if (found == handles.end()) {
-    CublasHandle h = nullptr;
-    AOTISHIM_TRY(check(api.create(&h), "cublasCreate"));
-    found = handles.emplace(device, h).first;
-  }
-  AOTISHIM_TRY(check(api.set_stream(found->second, stream), "cublasSetStream"));
-  *out = found->second;
-  return AOTI_SHIM_OK;
+  thread_local DeviceHandles<CublasHandle> handles;
+  return handles.get(
+      device, stream, [&](CublasHandle* h) { return check(api.create(h), "cublasCreate"); },
+      [&](CublasHandle h, void* s) { return check(api.set_stream(h, s), "cublasSetStream"); }, out);
 }
 
 #endif  // AOTI_SHIM_WITH_CUDA

@@ -169,18 +169,13 @@ AOTITorchError check(Status status, const char* call) {
   return fail_format(AOTI_SHIM_E_CUDA_ERROR, "%s: %s failed (%d: %s)", kWhere, call, status, text);
 }
 
-// One handle per thread and device, as for cuBLAS; kept until the process ends.
+// The calling thread's handle for the device, on `stream` (DeviceHandles); convolution()
+// has checked that cuDNN loaded.
 AOTITorchError handle_for(int32_t device, void* stream, Handle* out) {
-  thread_local std::unordered_map<int32_t, Handle> handles;
-  auto found = handles.find(device);
-  if (found == handles.end()) {
-    Handle h = nullptr;
-    AOTISHIM_TRY(check(cudnn().create(&h), "cudnnCreate"));
-    found = handles.emplace(device, h).first;
-  }
-  AOTISHIM_TRY(check(cudnn().set_stream(found->second, stream), "cudnnSetStream"));
-  *out = found->second;
-  return AOTI_SHIM_OK;
+  thread_local DeviceHandles<Handle> handles;
+  return handles.get(
+      device, stream, [](Handle* h) { return check(cudnn().create(h), "cudnnCreate"); },
+      [](Handle h, void* s) { return check(cudnn().set_stream(h, s), "cudnnSetStream"); }, out);
 }
 
 // The descriptors of one call, destroyed with it.
