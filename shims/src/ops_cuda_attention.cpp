@@ -314,17 +314,22 @@ AOTITorchError attention(const Request& r, Outputs* o) {
   return run(r, *o->out, lse_wanted ? reinterpret_cast<float*>(o->lse->data()) : nullptr, lse_strides.data());
 }
 
-AOTITorchError unwrap_qkv(
-    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias, Request* r,
-    Tensor** q, Tensor** k, Tensor** v, Tensor** m) {
-  AOTISHIM_TRY(unwrap(query, q, "query"));
-  AOTISHIM_TRY(unwrap(key, k, "key"));
-  AOTISHIM_TRY(unwrap(value, v, "value"));
+// An entry point's call: its handles unwrapped into a Request of `kind` with its options,
+// computed into *o. *r keeps the tensors, for the outputs that report their sizes.
+AOTITorchError attend(
+    Kind kind, AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    double dropout_p, int32_t is_causal, bool want_lse, const double* scale, Request* r, Outputs* o) {
+  Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
+  AOTISHIM_TRY(unwrap(query, &q, "query"));
+  AOTISHIM_TRY(unwrap(key, &k, "key"));
+  AOTISHIM_TRY(unwrap(value, &v, "value"));
   if (attn_bias != nullptr && *attn_bias != nullptr) {
-    AOTISHIM_TRY(unwrap(*attn_bias, m, "attn_bias"));
+    AOTISHIM_TRY(unwrap(*attn_bias, &m, "attn_bias"));
   }
-  r->q = *q, r->k = *k, r->v = *v, r->mask = *m;
-  return AOTI_SHIM_OK;
+  r->kind = kind;
+  r->q = q, r->k = k, r->v = v, r->mask = m;
+  r->dropout = dropout_p, r->causal = is_causal != 0, r->want_lse = want_lse, r->scale = scale;
+  return attention(*r, o);
 }
 
 }  // namespace
@@ -340,12 +345,9 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
   return guarded("aoti_torch_cuda__scaled_dot_product_efficient_attention", [&]() -> AOTITorchError {
     Request r;
-    r.kind = Kind::Efficient;
-    Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
-    AOTISHIM_TRY(unwrap_qkv(query, key, value, attn_bias, &r, &q, &k, &v, &m));
-    r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = compute_log_sumexp != 0, r.scale = scale;
     Outputs o;
-    AOTISHIM_TRY(attention(r, &o));
+    AOTISHIM_TRY(attend(
+        Kind::Efficient, query, key, value, attn_bias, dropout_p, is_causal, compute_log_sumexp != 0, scale, &r, &o));
     deliver(ret0, std::move(o.out));
     deliver(ret1, std::move(o.lse));
     deliver(ret2, std::move(o.seed));
@@ -364,20 +366,17 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
       return fail_format(AOTI_SHIM_E_UNSUPPORTED, "_scaled_dot_product_cudnn_attention: return_debug_mask is unsupported");
     }
     Request r;
-    r.kind = Kind::Cudnn;
-    Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
-    AOTISHIM_TRY(unwrap_qkv(query, key, value, attn_bias, &r, &q, &k, &v, &m));
-    r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = compute_log_sumexp != 0, r.scale = scale;
     Outputs o;
-    AOTISHIM_TRY(attention(r, &o));
+    AOTISHIM_TRY(attend(
+        Kind::Cudnn, query, key, value, attn_bias, dropout_p, is_causal, compute_log_sumexp != 0, scale, &r, &o));
     // As torch 2.11's kernel: the logsumexp only when asked for (else None, as are
     // cum_seq_q/k and the debug mask), though its meta function always describes one.
     deliver(ret0, std::move(o.out));
     deliver(ret1, r.want_lse ? std::move(o.lse) : nullptr);
     deliver(ret2, nullptr);
     deliver(ret3, nullptr);
-    deliver(ret4, q->sizes[2]);
-    deliver(ret5, k->sizes[2]);
+    deliver(ret4, r.q->sizes[2]);
+    deliver(ret5, r.k->sizes[2]);
     deliver(ret6, std::move(o.seed));
     deliver(ret7, std::move(o.offset));
     deliver(ret8, nullptr);
@@ -395,18 +394,14 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
       return fail_format(AOTI_SHIM_E_UNSUPPORTED, "_scaled_dot_product_flash_attention: return_debug_mask is unsupported");
     }
     Request r;
-    r.kind = Kind::Flash;
-    Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
-    AOTISHIM_TRY(unwrap_qkv(query, key, value, nullptr, &r, &q, &k, &v, &m));
-    r.dropout = dropout_p, r.causal = is_causal != 0, r.want_lse = true, r.scale = scale;
     Outputs o;
-    AOTISHIM_TRY(attention(r, &o));
+    AOTISHIM_TRY(attend(Kind::Flash, query, key, value, nullptr, dropout_p, is_causal, true, scale, &r, &o));
     deliver(ret0, std::move(o.out));
     deliver(ret1, std::move(o.lse));
     deliver(ret2, nullptr);
     deliver(ret3, nullptr);
-    deliver(ret4, q->sizes[2]);
-    deliver(ret5, k->sizes[2]);
+    deliver(ret4, r.q->sizes[2]);
+    deliver(ret5, r.k->sizes[2]);
     deliver(ret6, std::move(o.seed));
     deliver(ret7, std::move(o.offset));
     deliver(ret8, std::move(o.debug));
