@@ -8,7 +8,8 @@ import posixpath
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterator
+from pathlib import Path
+from typing import Iterable, Iterator
 
 from aoti_shim.checks import prefix as prefix_rules
 from aoti_shim.checks import search
@@ -21,7 +22,7 @@ from aoti_shim.checks.references import close_all, open_references
 from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, FindingBatch, Header, Report, Tally, assemble, findings_of
 from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
 from aoti_shim.checks.suppressions import Suppression
-from aoti_shim.errors import InputError, UsageError
+from aoti_shim.errors import AotiShimError, InputError, UsageError
 
 
 @dataclass(frozen=True)
@@ -310,15 +311,32 @@ class CheckRun:
         return findings_of(self.batches())
 
 
+def library_folders(
+    folders: Iterable[str],
+    source: str,
+    *,
+    base: str | os.PathLike[str] | None = None,
+    error: type[AotiShimError] = InputError,
+) -> tuple[str, ...]:
+    """The deployment's library folders, those relative taken from ``base`` when one is given.
+    One that is no folder is a one-line ``error`` naming ``source``, where they were given
+    (``--library-path``, or the build backend's pyproject key, a usage error there)."""
+    out = []
+    for folder in folders:
+        path = folder if base is None else str(Path(base, folder))  # an absolute folder keeps its own
+        if not os.path.isdir(path):
+            raise error(f"{source} {folder!r}: {path} is not a folder")
+        out.append(path)
+    return tuple(out)
+
+
 @contextmanager
 def checking(settings: CheckSettings) -> Iterator[CheckRun]:
     """Read the inputs and references, decide the prefix; the references stay open (and
     wheel members on disk) until the block ends, so findings can stream to the output."""
     if not settings.shims and not settings.models:
         raise UsageError("nothing to check: give --shim and/or --model inputs")
-    for folder in settings.library_path:
-        if not os.path.isdir(folder):
-            raise InputError(f"--library-path {folder}: no such folder")
+    library_folders(settings.library_path, "--library-path")
     sups: tuple[Suppression, ...] = ()
     if settings.suppressions:
         sups = suppression_file.load(settings.suppressions, RULES_BY_ID)

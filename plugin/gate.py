@@ -18,6 +18,7 @@ from pathlib import Path
 
 from aoti_shim.atomic import write_text_atomically
 from aoti_shim.checks import CheckSettings, inputs, render, run_check
+from aoti_shim.checks.api import library_folders
 from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
 from aoti_shim.checks.references import resolve_snapshot_name, snapshot_hint
 from aoti_shim.checks.roles import Roles, classify_by_symbols
@@ -180,7 +181,7 @@ def check_wheel(
             # another distribution where this (the build) environment has it (NVIDIA's
             # libcudart wheel), else it is a warning.
             wheel_roots=(str(root),),
-            library_path=_library_path(gate, project_dir),
+            library_path=library_folders(gate.library_path, f"{TABLE} library-path", base=project_dir, error=UsageError),
             missing_fix=f"give the library a RUNPATH ($ORIGIN/...) that finds it, name its folder in {TABLE} library-path, "
             "or suppress LOAD_FAILURE for it in [[tool.aoti-shim.suppress]]",
         )
@@ -198,17 +199,6 @@ def check_wheel(
         _write_report(gate.report, project_dir, render(report, "text", color=False), verdict)
     if code:
         raise BuildRejected(verdict, exit_code=code)
-
-
-def _library_path(gate: GateSettings, project_dir: Path) -> tuple[str, ...]:
-    """library-path as absolute folders; one that does not exist is a usage error, as --library-path's."""
-    out = []
-    for folder in gate.library_path:
-        path = Path(folder) if os.path.isabs(folder) else project_dir / folder
-        if not path.is_dir():
-            raise UsageError(f"{TABLE} library-path {folder!r}: {path} is not a folder")
-        out.append(str(path))
-    return tuple(out)
 
 
 def _write_report(where: str, project_dir: Path, table: str, verdict: str) -> None:
