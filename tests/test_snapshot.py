@@ -1,11 +1,13 @@
 """checks/snapshot.py and its command: the shipped snapshots are real, reproducible, and gate
-like torch itself; the command's words; a snapshot file is read within bounds."""
+like torch itself; the command's words; a snapshot file is read within bounds; a broken
+snapshot or a hostile input is one error line, exit 1."""
 
 from __future__ import annotations
 
 import gzip
 import json
 import re
+import struct
 import subprocess
 import sys
 import zipfile
@@ -15,6 +17,7 @@ from pathlib import Path
 import pytest
 from cli_support import CLI, cli, one_line_error
 from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, synth_elf
+from test_robustness import UNSAFE_MEMBERS
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks import snapshot as snapshot_mod
@@ -400,3 +403,107 @@ def _write_without_versions(snap: Path, out: Path) -> None:
         del lib["versions"]
     text = json.dumps(doc, ensure_ascii=True, separators=(", ", ": "))
     out.write_bytes(gzip.compress(text.encode("ascii"), mtime=0) + rest)
+
+
+# -- hostile inputs: the command refuses each in one line on standard error, exit 1 -----------
+
+
+@pytest.fixture(scope="module")
+def tiny(libs: dict[str, Path]) -> bytes:
+    return libs["shim"].read_bytes()
+
+
+@pytest.mark.parametrize("member", UNSAFE_MEMBERS[:5])
+def test_snapshot_refuses_a_wheel_with_an_unsafe_member_name(tiny: bytes, tmp_path: Path, member: str) -> None:
+    wheel = tmp_path / "torch-1.0-cp311-cp311-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("torch/lib/libok.so", tiny)
+        zf.writestr(member, tiny)
+    out = tmp_path / "s.json.gz"
+    line = one_line_error(cli("snapshot", str(wheel), "-o", str(out), "--torch-version", "1"), 1)
+    assert line.startswith(f"aoti-shim: error: {wheel}") and "unsafe member name" in line, line
+    assert not out.exists() and not (tmp_path.parent / "escape.so").exists()
+
+
+def test_snapshot_gzip_bomb(tmp_path: Path) -> None:
+    bomb = tmp_path / "bomb.json.gz"
+    head = b'{"format": "aoti-shim-snapshot", "pad": "'
+    bomb.write_bytes(gzip.compress(head + b" " * (snapshot_mod.MAX_INFLATED + 1024) + b'"}', 1))
+    assert snapshot_mod.is_snapshot(bomb)
+    with pytest.raises(InputError, match="bomb") as caught:
+        snapshot_mod.load(bomb)
+    assert "\n" not in str(caught.value)
+
+
+def assemble(libs: list[dict[str, object]], parts: list[bytes], **header: object) -> bytes:
+    """A snapshot file from parts, the way snapshot.encode lays them out."""
+    packed = [gzip.compress(m) for m in parts]
+    doc = {"format": "aoti-shim-snapshot", "format_version": 1, "torch_version": "x", "libraries": libs}
+    doc["members"] = [len(m) for m in packed]
+    doc.update(header)
+    return gzip.compress(json.dumps(doc).encode()) + b"".join(packed)
+
+
+def crcs(*names: str) -> bytes:
+    return struct.pack(f"<{len(names)}I", *sorted(zlib.crc32(n.encode()) for n in names))
+
+
+def lib_entry(count: int, kinds: object = ([1, 2, 0, False],)) -> dict[str, object]:
+    return {"name": "libx.so", "count": count, "kinds": list(kinds), "index_member": 1, "names_member": 2}  # type: ignore[call-overload]
+
+
+BROKEN_SNAPSHOTS = {
+    "header_not_json": (gzip.compress(b'{"format": "aoti-shim-snapshot", '), "JSON"),
+    "future_version": (assemble([], [], format_version=99), "version"),
+    "libraries_not_a_list": (assemble([], [], libraries={}), "libraries"),
+    "members_do_not_add_up": (assemble([], [], members=[99]), "add up"),
+    "member_missing": (assemble([lib_entry(1)], [crcs("a")]), "names no member"),
+    "count_mismatch": (assemble([lib_entry(2)], [crcs("a", "aoti_torch_empty_strided"), b"a\0000"]), "count"),
+    "index_unsorted": (
+        assemble([lib_entry(2)], [crcs("a", "aoti_torch_empty_strided")[::-1], b"a\naoti_torch_empty_strided\x0000"]),
+        "sorted",
+    ),
+    "kind_undefined": (
+        assemble([lib_entry(1)], [crcs("aoti_torch_empty_strided"), b"aoti_torch_empty_strided\x007"]),
+        "kind",
+    ),
+    "kind_malformed": (
+        assemble([lib_entry(1, kinds=(["GLOBAL", 2, 0, False],))], [crcs("a"), b"a\x000"]),
+        "kind",
+    ),
+    "member_not_gzip": (assemble([lib_entry(1)], [crcs("aoti_torch_empty_strided"), b""])[:-8] + b"garbage!", "gzip"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN_SNAPSHOTS))
+def test_broken_snapshot_is_one_line(tmp_path: Path, tiny: bytes, case: str) -> None:
+    data, fragment = BROKEN_SNAPSHOTS[case]
+    snap = tmp_path / "broken.json.gz"
+    snap.write_bytes(data)
+    assert snapshot_mod.is_snapshot(snap)
+    shim = tmp_path / "libshim.so"
+    shim.write_bytes(tiny)
+    # The fixture shim exports aoti_torch_empty_strided, so every lookup path is taken.
+    line = one_line_error(cli("check", "--shim", str(shim), "--against", str(snap)), 1)
+    assert line.startswith(f"aoti-shim: error: {snap}") and fragment in line, line
+
+
+def test_snapshot_command_errors(tmp_path: Path) -> None:
+    out = tmp_path / "s.json.gz"
+
+    def says(*args: str) -> str:
+        line = one_line_error(cli("snapshot", *args), 1)
+        assert line.startswith("aoti-shim: error: "), line
+        return line
+
+    assert "missing" in says(str(tmp_path / "missing"), "-o", str(out))
+    (tmp_path / "empty").mkdir()
+    assert "no ELF" in says(str(tmp_path / "empty"), "-o", str(out), "--torch-version", "1")
+    assert not out.exists()
+    notzip = tmp_path / "torch.whl"
+    notzip.write_text("nope")
+    assert "not a folder or a wheel" in says(str(notzip), "-o", str(out))
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libone.so").write_bytes(synth_elf(SYNTH_SYMBOLS))
+    deep = tmp_path / "no" / "such" / "dir" / "s.json.gz"
+    assert "cannot write" in says(str(tmp_path / "lib"), "-o", str(deep), "--torch-version", "1")
