@@ -760,3 +760,213 @@ def test_a_library_a_model_needs_is_found_in_a_wheel_written_with_backslashes(tm
         report = run_check(CheckSettings(shims=(str(wheel),), models=(str(tmp_path / "model.so"),), prefix="myrt_"))
         found[sep] = sorted(f.rule for f in report.findings)
     assert found["\\"] == found["/"] == []
+
+
+# -- the folder walk ------------------------------------------------------------------------
+
+_READ_ALREADY = "symlinked folder read already (a loop, or a second link)"
+
+
+def _tree(tmp_path: Path) -> Path:
+    """A folder with a real subfolder first, links to it and to a folder outside (twice),
+    a link to a file, and files after each kind of entry."""
+    root = tmp_path / "root"
+    (root / "a" / "sub").mkdir(parents=True)
+    (root / "a" / "sub" / "y").write_bytes(b"y")
+    (root / "a" / "x").write_bytes(b"x")
+    (root / "b.txt").write_bytes(b"b")
+    (root / "c").symlink_to(root / "a", target_is_directory=True)  # the real folder, read already
+    (root / "d").mkdir()
+    (root / "d" / "z").write_bytes(b"z")
+    (root / "e.lnk").symlink_to(root / "b.txt")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "w").write_bytes(b"w")
+    (root / "g").symlink_to(outside, target_is_directory=True)
+    (root / "g2").symlink_to(outside, target_is_directory=True)  # a second link to it
+    (root / "h.txt").write_bytes(b"h")
+    (root / "up").symlink_to(root, target_is_directory=True)  # a loop
+    (root / "zz").write_bytes(b"zz")
+    return root
+
+
+def test_the_walk_lists_files_by_name_follows_folder_links_once_and_says_what_it_left(tmp_path) -> None:
+    root = _tree(tmp_path)
+    want = [str(root / p) for p in ("a/sub/y", "a/x", "b.txt", "d/z", "e.lnk", "g/w", "h.txt", "zz")]
+    with Workspace() as ws:
+        assert list(inputs._walk(str(root), ws)) == want
+        assert ws.ignored == [(str(root / n), _READ_ALREADY) for n in ("c", "g2", "up")]
+    assert list(inputs._walk(str(root))) == want  # no workspace: nothing to say it in
+
+
+@pytest.mark.parametrize("through", ["folders", "a folder link"])
+def test_the_walk_depth_at_and_one_past_the_limit(tmp_path, monkeypatch, through) -> None:
+    monkeypatch.setattr(inputs, "MAX_WALK_DEPTH", 2)
+    root = tmp_path / "root"
+    if through == "folders":
+        deep = root / "1"
+    else:
+        deep = tmp_path / "elsewhere"
+        root.mkdir()
+        (root / "1").symlink_to(deep, target_is_directory=True)
+    (deep / "2").mkdir(parents=True)
+    (deep / "2" / "f").write_bytes(b"f")
+    assert list(inputs._walk(str(root))) == [str(root / "1" / "2" / "f")]  # the root, 1 and 2 deep
+    (deep / "2" / "3").mkdir()
+    with pytest.raises(InputError) as raised:
+        list(inputs._walk(str(root)))
+    assert str(raised.value) == f"{root / '1' / '2' / '3'}: folder nesting deeper than 2"
+
+
+def test_the_walk_errors_in_their_words(tmp_path) -> None:
+    absent, plain = tmp_path / "absent", tmp_path / "plain"
+    plain.write_bytes(b"p")
+    with pytest.raises(InputError) as raised:
+        list(inputs._walk(str(absent)))
+    assert str(raised.value) == f"{absent}: cannot list folder: No such file or directory"
+    with pytest.raises(InputError) as raised:
+        list(inputs._walk(str(plain)))
+    assert str(raised.value) == f"{plain}: cannot list folder: Not a directory"
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a").write_bytes(b"a")
+    (root / "dead").symlink_to(tmp_path / "gone")
+    with pytest.raises(InputError) as raised:
+        list(inputs._walk(str(root)))
+    assert str(raised.value) == f"{root / 'dead'}: cannot read: No such file or directory"
+
+
+# -- collect: what each input gives ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def crt_exports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """Programs that export what crt1 and the linker do (all of it this linker lets a
+    program export: ld keeps _DYNAMIC and _GLOBAL_OFFSET_TABLE_ local), and one name more;
+    a static program (no dynamic symbols at all)."""
+    folder = tmp_path_factory.mktemp("crt-exports")
+    names = sorted(inputs._PROGRAM_EXPORTS - {"_DYNAMIC", "_GLOBAL_OFFSET_TABLE_"})
+    # Defined here, as crt1, crti and an old glibc's libc_nonshared do.
+    source = folder / "crt.c"
+    source.write_text(
+        "void __libc_csu_init(void) {}\nvoid __libc_csu_fini(void) {}\nvoid _init(void) {}\nvoid _fini(void) {}\n"
+        "void *__dso_handle = &__dso_handle;\nconst int _IO_stdin_used = 0x20001;\nint __data_start, data_start;\n"
+        "int myrt_aoti_torch_extra(void) { return 1; }\nvoid _start(void) { for (;;) {} }\n"
+    )
+    out = {}
+    for name, exported in (("crt_only", names), ("crt_and_one", [*names, "myrt_aoti_torch_extra"])):
+        (folder / f"{name}.list").write_text("{ " + "".join(f"{n}; " for n in exported) + "};\n")
+        compile_program(source, folder / name, ("-nostartfiles", f"-Wl,--dynamic-list={folder / name}.list"))
+        out[name] = (folder / name).read_bytes()
+    (folder / "main.c").write_text("int main(void) { return 0; }\n")
+    compile_program(folder / "main.c", folder / "static", ("-static",))
+    out["static"] = (folder / "static").read_bytes()
+    return out
+
+
+def test_a_program_exporting_only_what_crt1_and_the_linker_give_is_no_library(crt_exports, tmp_path) -> None:
+    for name, data in crt_exports.items():
+        (tmp_path / name).write_bytes(data)
+    with ElfImage(str(tmp_path / "crt_only")) as image:
+        assert set(image.exports()) == inputs._PROGRAM_EXPORTS - {"_DYNAMIC", "_GLOBAL_OFFSET_TABLE_"}
+        assert inputs.exports_symbols(image) is False
+    with ElfImage(str(tmp_path / "crt_and_one")) as image:
+        assert inputs.exports_symbols(image) is True
+    with ElfImage(str(tmp_path / "static")) as image:
+        assert not image.has_dynsym and inputs.exports_symbols(image) is False
+    with Workspace() as ws:
+        arts = collect([str(tmp_path)], ws)
+        assert [(a.display, a.kind) for a in arts] == [(str(tmp_path / "crt_and_one"), "executable")]
+        assert ws.ignored == [(str(tmp_path / n), "executable") for n in ("crt_only", "static")]
+
+
+def test_a_folder_gives_its_libraries_and_exporting_programs_and_says_what_it_left(libs, programs, tmp_path) -> None:
+    folder = tmp_path / "build"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "runner").write_bytes(programs["runner"])
+    (folder / "bin" / "tool").write_bytes(programs["tool"])
+    (folder / "lib").mkdir()
+    (folder / "lib" / "libsmall.so").write_bytes(libs["small"])
+    (folder / "lib" / "libsmall.so.1").symlink_to("libsmall.so")  # the same file again
+    (folder / "lib" / "main.o").write_bytes(programs["main.o"])
+    (folder / "lib" / "notes.txt").write_bytes(b"\x7fEL")  # too short to be ELF: not said
+    (folder / "lib" / "stub").write_bytes(b"\x7fELF")
+    (folder / "zlast.so").write_bytes(libs["other"])
+    with Workspace() as ws:
+        arts = collect([str(folder)], ws)
+        assert [(a.path, a.display, a.kind, a.wheel, a.image) for a in arts] == [
+            (str(folder / "bin" / "runner"),) * 2 + ("executable", None, None),
+            (str(folder / "lib" / "libsmall.so"),) * 2 + ("shared", None, None),
+            (str(folder / "zlast.so"),) * 2 + ("shared", None, None),
+        ]  # fmt: skip
+        assert ws.ignored == [(str(folder / "bin" / "tool"), "executable"), (str(folder / "lib" / "main.o"), "object"),
+                              (str(folder / "lib" / "stub"), "other")]  # fmt: skip
+        assert [a.file_name for a in arts] == ["runner", "libsmall.so", "zlast.so"]
+        with arts[1].open() as image:
+            assert image.display == str(folder / "lib" / "libsmall.so") and "myrt_aoti_torch_small" in image.exports()
+
+
+def test_collect_keeps_the_first_of_each_file_or_member_in_the_order_given(libs, programs, tmp_path) -> None:
+    (tmp_path / "d").mkdir()
+    lib = tmp_path / "d" / "libsmall.so"
+    lib.write_bytes(libs["small"])
+    (tmp_path / "link.so").symlink_to(lib)
+    other = tmp_path / "libother.so"
+    other.write_bytes(libs["other"])
+    runner = tmp_path / "runner"
+    runner.write_bytes(programs["runner"])
+    tool = tmp_path / "tool"
+    tool.write_bytes(programs["tool"])
+    wheel = make_wheel(tmp_path / "w.whl", [("pkg/libbig.so", libs["big"])])
+    as_zip = tmp_path / "w.zip"  # a wheel by its first bytes, whatever its name
+    shutil.copy(wheel, as_zip)
+    given = [str(other), str(tmp_path / "d"), str(wheel), str(lib), str(tmp_path / "link.so"), str(wheel), str(as_zip),
+             str(runner), str(tool), str(other)]  # fmt: skip
+    with Workspace() as ws:
+        arts = collect(given, ws)
+        assert [(a.display, a.kind, a.wheel) for a in arts] == [
+            (str(other), "shared", None), (str(lib), "shared", None), (f"{wheel}!pkg/libbig.so", "shared", str(wheel)),
+            (f"{as_zip}!pkg/libbig.so", "shared", str(as_zip)), (str(runner), "executable", None), (str(tool), "executable", None),
+        ]  # fmt: skip
+        assert ws.ignored == []  # a program named is checked, exporting or not
+
+
+def test_collect_refuses_each_input_it_cannot_read_in_its_words(tmp_path) -> None:
+    fifo = tmp_path / "pipe.so"
+    os.mkfifo(fifo)
+    text = tmp_path / "libfake.so"
+    text.write_bytes(b"#!/bin/sh\n")
+    not_zip = tmp_path / "w.whl"
+    not_zip.write_bytes(b"\x7fELF, named as a wheel")
+    for raw, words in (
+        (tmp_path / "absent.so", "cannot read: No such file or directory"),
+        (fifo, "not a regular file or folder"),
+        (text, "not an ELF file, folder or wheel"),
+    ):
+        with Workspace() as ws, pytest.raises(InputError) as raised:
+            collect([str(raw)], ws)
+        assert str(raised.value) == f"{raw}: {words}"
+    with Workspace() as ws, pytest.raises(InputError, match=rf"^{not_zip}: not a readable wheel \(zip\): "):
+        collect([str(not_zip)], ws)
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "dead.so").symlink_to(tmp_path / "gone")
+    with Workspace() as ws, pytest.raises(InputError) as raised:
+        collect([str(root)], ws)
+    assert str(raised.value) == f"{root / 'dead.so'}: cannot read: No such file or directory"
+
+
+def test_a_wheel_artifact_opens_its_streamed_image_a_file_one_its_file(libs, tmp_path) -> None:
+    wheel = make_wheel(tmp_path / "w.whl", [("pkg/libsmall.so", libs["small"])])
+    with Workspace() as ws:
+        (art,) = collect([str(wheel)], ws)
+        assert art.open() is art.image
+    (tmp_path / "libsmall.so").write_bytes(libs["small"])
+    on_disk = inputs.Artifact(path=str(tmp_path / "libsmall.so"), display="shown")
+    with on_disk.open() as image:
+        assert (image.path, image.display) == (str(tmp_path / "libsmall.so"), "shown")
+
+
+def test_a_display_name_of_nothing_is_nothing(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert inputs.display_name("") == ""  # relpath refuses an empty path
