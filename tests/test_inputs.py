@@ -970,3 +970,133 @@ def test_a_wheel_artifact_opens_its_streamed_image_a_file_one_its_file(libs, tmp
 def test_a_display_name_of_nothing_is_nothing(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert inputs.display_name("") == ""  # relpath refuses an empty path
+
+
+# -- the streaming paths' corners: PT_DYNAMIC's own bytes, corrupt tables, who is named ------
+
+
+def _dynamic_entries(data: bytes) -> list[tuple[int, int, int]]:
+    """(file offset, tag, value) of each PT_DYNAMIC entry up to DT_NULL (ELF64 little-endian)."""
+    off, size = _dynamic_extent(data)
+    out = []
+    for at in range(off, off + size, 16):
+        tag, value = struct.unpack_from("<qQ", data, at)
+        if tag == 0:
+            break
+        out.append((at, tag, value))
+    return out
+
+
+def _with_tag(data: bytes, tag: int, value: int) -> bytes:
+    out = bytearray(data)
+    for at, t, _ in _dynamic_entries(data):
+        if t == tag:
+            struct.pack_into("<Q", out, at + 8, value)
+    return bytes(out)
+
+
+_MODES = {"whole": {}, "to PT_DYNAMIC": {"SMALL_MEMBER": 1024}, "skipped to PT_DYNAMIC": {"SMALL_MEMBER": 1024, "STREAM_HEAD": 16384}}
+
+
+@pytest.mark.parametrize("mode", sorted(_MODES))
+def test_the_stream_reads_pt_dynamics_file_size_as_the_file_reader_does(libs, tmp_path, monkeypatch, mode) -> None:
+    """A PT_DYNAMIC whose file size ends two entries before its DT_NULL: the stream reads
+    those bytes, no more, as ElfImage reads the file (its tags are the same)."""
+    data = bytearray(libs["big"])
+    entries = _dynamic_entries(bytes(data))
+    struct.pack_into("<Q", data, _phdr_dynamic(data) + 32, 16 * (len(entries) - 2))
+    data = bytes(data)
+    off, _ = _dynamic_extent(data)
+    assert 16384 < off and off + 16 * len(entries) < len(data)  # the modes' three paths
+    for name, value in _MODES[mode].items():
+        monkeypatch.setattr(inputs, name, value)
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libbig.so", data)])
+    with _disk(tmp_path, data) as on_disk:
+        want = (on_disk.dynamic_tags(), dict(on_disk.exports().items()))
+    assert len(want[0]) == len(entries) - 2
+    with open_wheel(str(wheel)) as zf, Workspace() as ws:
+        kind, art = read_member(zf, zf.infolist()[0], "w!lib/libbig.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
+        assert art is not None and art.image is not None
+        assert (art.image.dynamic_tags(), dict(art.image.exports().items())) == want
+        assert (art.image.path, art.image.display) == ("w!lib/libbig.so",) * 2
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_a_table_past_the_member_is_refused_kept_whole_or_streamed(libs, tmp_path, monkeypatch, small) -> None:
+    """Kept whole, a member whose tables do not fit it is refused, not copied to a temp
+    file to be read a second time; streamed, the tables' extents name it too."""
+    if not small:
+        monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)
+    big = libs["big"]
+    members = [
+        ("a/libok.so", libs["other"]),
+        ("b/libstrsz.so", _with_tag(big, 10, 1 << 20)),  # DT_STRSZ past the member's end
+        ("c/libhash.so", _with_tag(big, 0x6FFFFEF5, 0x7FFF0000)),  # DT_GNU_HASH outside every PT_LOAD
+    ]
+    wheel = make_wheel(tmp_path / "w.whl", members)
+    with open_wheel(str(wheel)) as zf, Workspace() as ws:
+        infos = zf.infolist()
+        assert read_member(zf, infos[0], "w!a/libok.so", ws, inputs.DEFAULT_MEMBER_LIMIT)[0] == "shared"
+        if small:
+            with pytest.raises(InputError) as raised:
+                read_member(zf, infos[1], "w!b/libstrsz.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
+            off = next(v for _, t, v in _dynamic_entries(big) if t == 5)
+            assert str(raised.value) == f"w!b/libstrsz.so: .dynstr lies outside the file (offset {off}, size {1 << 20})"
+        with pytest.raises(InputError) as raised:
+            read_member(zf, infos[2], "w!c/libhash.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
+        assert str(raised.value) == "w!c/libhash.so: DT_GNU_HASH points outside the file's loaded segments"
+        assert ws._dir is None  # nothing copied
+
+
+def test_a_member_whose_deflated_data_is_corrupt_is_named(libs, tmp_path) -> None:
+    wheel = make_wheel(tmp_path / "w.whl", [("a/libok.so", libs["small"]), ("b/librot.so", libs["big"])], compression=zipfile.ZIP_DEFLATED)
+    data = bytearray(wheel.read_bytes())
+    with zipfile.ZipFile(wheel) as zf:
+        rot = zf.getinfo("b/librot.so")
+    start = rot.header_offset + 30 + len(rot.filename)
+    for i in range(start + 8, start + 64):
+        data[i] ^= 0x5A
+    wheel.write_bytes(bytes(data))
+    with Workspace() as ws, pytest.raises(InputError) as raised:
+        collect([str(wheel)], ws)
+    assert str(raised.value).startswith(f"{wheel}!b/librot.so: cannot extract: ")
+
+
+def test_the_budget_names_the_member_in_its_temp_copy(many_exports, tmp_path, monkeypatch) -> None:
+    data = _dynamic_at(many_exports, len(many_exports) + 4096)
+    monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)
+    monkeypatch.setattr(inputs, "STREAM_HEAD", 4096)
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libmany.so", data)], compression=zipfile.ZIP_DEFLATED)
+
+    def read() -> int:
+        with open_wheel(str(wheel)) as zf, Workspace() as ws:
+            kind, art = read_member(zf, zf.infolist()[0], "w!lib/libmany.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
+            assert art is not None and art.image is None  # the temp copy
+            return zf.inflate_budget - zf.inflate_left
+
+    charged = read()
+    assert charged > len(data)  # the stream's bytes, then the whole copy
+    monkeypatch.setattr(inputs, "WHEEL_INFLATE_RATIO", 0)
+    monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", charged)
+    assert read() == charged
+    monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", charged - 1)  # the copy's last byte is over
+    with pytest.raises(InputError, match=r"^w!lib/libmany.so: the wheel inflates past its budget"):
+        read()
+
+
+def test_the_count_is_the_end_record_zipfile_reads_the_last_in_the_tail(tmp_path, monkeypatch) -> None:
+    """A zip comment that holds the end record's signature: zipfile reads the last one,
+    so the count is read from that one too (what zipfile then lists is what the count bounds)."""
+    monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
+    wheel = make_wheel(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(3)])
+    data = bytearray(wheel.read_bytes())
+    at = data.rfind(b"PK\x05\x06")
+    fake = bytearray(data[at:])
+    struct.pack_into("<HH", fake, 8, 11, 11)
+    comment = bytes(fake)
+    struct.pack_into("<H", data, at + 20, len(comment))
+    wheel.write_bytes(bytes(data) + comment)
+    assert inputs._declared_member_count(str(wheel)) == 11
+    with pytest.raises(InputError) as raised:
+        open_wheel(str(wheel))
+    assert str(raised.value) == f"{wheel}: wheel has 11 members, more than 10"
