@@ -23,8 +23,9 @@ from wheel_support import make_wheel
 
 from aoti_shim.checks import inputs
 from aoti_shim.checks.elf import SHT_GNU_HASH, ElfImage
+from aoti_shim.errors import InputError
 
-PT_LOAD, PT_DYNAMIC, PT_GNU_STACK = 1, 2, 0x6474E551
+PT_LOAD, PT_DYNAMIC, PT_GNU_STACK, PT_GNU_RELRO = 1, 2, 0x6474E551, 0x6474E552
 DT_STRTAB, DT_GNU_HASH = 5, 0x6FFFFEF5
 NAMES = [f"moved_{i:04d}" for i in range(300)]
 
@@ -33,9 +34,10 @@ def _align(n: int, to: int) -> int:
     return (n + to - 1) // to * to
 
 
-def move_tables_to_end(path: Path, out: Path) -> None:
+def move_tables_to_end(path: Path, out: Path, *, apart: bool = False) -> None:
     """Copy .gnu.hash and .dynstr into a new PT_LOAD segment at the end of ``path``
-    (ELF64 little-endian), point PT_DYNAMIC and the section headers at the copies."""
+    (ELF64 little-endian), point PT_DYNAMIC and the section headers at the copies. With
+    ``apart`` each gets a segment of its own, a page between them: two ranges to fetch."""
     data = bytearray(path.read_bytes())
     (phoff, shoff) = struct.unpack_from("<QQ", data, 0x20)
     phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from("<HHHHH", data, 0x36)
@@ -55,12 +57,20 @@ def move_tables_to_end(path: Path, out: Path) -> None:
     ds_bytes = bytes(data[shdrs[ds][4] : shdrs[ds][4] + shdrs[ds][5]])
     offset = _align(len(data), 0x1000)
     vaddr = _align(max(p[3] + p[6] for p in phdrs if p[0] == PT_LOAD), 0x1000)
-    ds_at = _align(len(gh_bytes), 8)
-    content = gh_bytes + b"\0" * (ds_at - len(gh_bytes)) + ds_bytes
-    data += b"\0" * (offset - len(data)) + content
-    # The unused PT_GNU_STACK entry becomes the new PT_LOAD (after the others: ascending).
+    ds_at = _align(len(gh_bytes), 0x1000) + 0x1000 if apart else _align(len(gh_bytes), 8)
+    data += b"\0" * (offset - len(data)) + gh_bytes + b"\0" * (ds_at - len(gh_bytes)) + ds_bytes
+    # The unused PT_GNU_STACK entry becomes the new PT_LOAD (after the others: ascending);
+    # apart, PT_GNU_RELRO (after it) the second.
     slot = next(i for i, p in enumerate(phdrs) if p[0] == PT_GNU_STACK)
-    struct.pack_into("<IIQQQQQQ", data, phoff + slot * phentsize, PT_LOAD, 4, offset, vaddr, vaddr, len(content), len(content), 0x1000)
+    if apart:
+        second = next(i for i, p in enumerate(phdrs) if p[0] == PT_GNU_RELRO)
+        assert second > slot
+        struct.pack_into("<IIQQQQQQ", data, phoff + slot * phentsize, PT_LOAD, 4, offset, vaddr, vaddr, len(gh_bytes), len(gh_bytes), 0x1000)
+        struct.pack_into("<IIQQQQQQ", data, phoff + second * phentsize, PT_LOAD, 4, offset + ds_at, vaddr + ds_at, vaddr + ds_at,
+                         len(ds_bytes), len(ds_bytes), 0x1000)  # fmt: skip
+    else:
+        size = ds_at + len(ds_bytes)
+        struct.pack_into("<IIQQQQQQ", data, phoff + slot * phentsize, PT_LOAD, 4, offset, vaddr, vaddr, size, size, 0x1000)
     dyn = next(p for p in phdrs if p[0] == PT_DYNAMIC)
     for at in range(dyn[2], dyn[2] + dyn[5], 16):
         tag = struct.unpack_from("<q", data, at)[0]
@@ -86,9 +96,11 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     compile_shared(src, plain)
     moved = out / "libmoved.so"
     move_tables_to_end(plain, moved)
-    members = {"pkg/libmoved.so": moved, "pkg/libplain.so": plain}
+    apart = out / "libapart.so"
+    move_tables_to_end(plain, apart, apart=True)
+    members = {"pkg/libmoved.so": moved, "pkg/libplain.so": plain, "pkg/libapart.so": apart}
     wheel = make_wheel(out / "moved-0.1-py3-none-linux_x86_64.whl", members, compression=zipfile.ZIP_DEFLATED)
-    return {"plain": plain, "moved": moved, "wheel": wheel}
+    return {"plain": plain, "moved": moved, "apart": apart, "wheel": wheel}
 
 
 def _exports_by_nm(path: Path) -> set[str]:
@@ -106,6 +118,10 @@ def test_the_fixture_is_what_torch_2_14_1_showed(moved: dict[str, Path]) -> None
     # The loader agrees: it binds through the moved .gnu.hash and .dynstr.
     lib = ctypes.CDLL(str(moved["moved"]))
     assert lib.moved_0123() == 123
+    apart = ctypes.CDLL(str(moved["apart"]))  # and through each in a segment of its own
+    assert apart.moved_0124() == 124
+    with ElfImage(moved["apart"]) as image:
+        assert image.export_names() == _exports_by_nm(moved["apart"]) >= set(NAMES)
 
 
 def _dynamic_end(path: Path) -> int:
@@ -153,3 +169,56 @@ def test_check_of_the_wheel_equals_check_of_its_files(moved: dict[str, Path], tm
     collided = {f.symbol for f in of_wheel.findings if f.rule == "COLLISION" and f.artifact.endswith("libmoved.so")}
     assert collided == {f.symbol for f in of_file.findings if f.rule == "COLLISION"} >= set(NAMES)
     assert "COLLISION" in render(of_wheel, "text")
+
+
+_WHERE = ["skipped to PT_DYNAMIC", "kept to PT_DYNAMIC", "PT_DYNAMIC in the first read"]
+
+
+def _stand(moved: dict[str, Path], monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """Leave the stream after PT_DYNAMIC by each path: skipped to it past a smaller head,
+    kept up to it, or read with the first bytes."""
+    end = _dynamic_end(moved["plain"])
+    if where == "skipped to PT_DYNAMIC":
+        monkeypatch.setattr(inputs, "STREAM_HEAD", 64 << 10)
+    elif where == "kept to PT_DYNAMIC":
+        monkeypatch.setattr(inputs, "STREAM_HEAD", end - 1)
+    else:
+        monkeypatch.setattr(inputs, "_FIRST_BYTES", end + 1)
+
+
+@pytest.mark.parametrize("where", _WHERE)
+@pytest.mark.parametrize("member", ["pkg/libmoved.so", "pkg/libapart.so"])
+def test_the_tables_are_read_forward_from_where_the_stream_stands(
+    moved: dict[str, Path], member: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One range ahead of the stream, or two with a page between: each path leaves the
+    stream where the reading goes on, and the charge is the member's size."""
+    _stand(moved, monkeypatch, where)
+    path = moved["moved" if "moved" in member else "apart"]
+    with inputs.Workspace() as ws, inputs.open_wheel(str(moved["wheel"])) as zf:
+        kind, art = inputs.read_member(zf, zf.getinfo(member), f"w!{member}", ws, inputs.DEFAULT_MEMBER_LIMIT)
+        assert kind == "shared" and art is not None and art.image is not None and ws._count == 0
+        assert zf.inflate_budget - zf.inflate_left == path.stat().st_size
+        assert (art.image.path, art.image.display) == (f"w!{member}",) * 2
+        assert art.image.export_names() == _exports_by_nm(path)
+
+
+@pytest.mark.parametrize("short_of", ["the tables", "the last byte"])
+@pytest.mark.parametrize("where", _WHERE[:2])
+def test_the_budget_running_out_on_the_way_to_the_tables_names_the_member(
+    moved: dict[str, Path], short_of: str, where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _stand(moved, monkeypatch, where)
+    size = moved["moved"].stat().st_size
+    tables = max(off for kind, off, _ in _segments(moved["moved"]) if kind == PT_LOAD)
+    monkeypatch.setattr(inputs, "WHEEL_INFLATE_RATIO", 0)
+    budget = tables - 1 if short_of == "the tables" else size - 1
+    for given, fits in ((budget + 1, True), (budget, False)) if short_of == "the last byte" else ((budget, False),):
+        monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", given)
+        with inputs.Workspace() as ws, inputs.open_wheel(str(moved["wheel"])) as zf:
+            info = zf.getinfo("pkg/libmoved.so")
+            if fits:
+                inputs.read_member(zf, info, "w!pkg/libmoved.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
+                continue
+            with pytest.raises(InputError, match=r"^w!pkg/libmoved.so: the wheel inflates past its budget"):
+                inputs.read_member(zf, info, "w!pkg/libmoved.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
