@@ -7,8 +7,16 @@
 // libcudnn.so.9 from the nvidia-cudnn-cu13 wheel that torch's CUDA wheels install (found
 // through this library's RUNPATH, or the copy torch already loaded); AOTI_SHIM_CUDNN names
 // another file. Building the shims needs no cuDNN: the few declarations used are below,
-// with cuDNN 9's values. The legacy convolution API (cudnnConvolutionForward, and
-// cudnnConvolutionBackwardData for a transposed convolution) is all a forward pass needs.
+// with cuDNN 9's values.
+//
+// Each shape's first call builds a cuDNN graph (backend API) of one forward (or, for a
+// transposed convolution, backward-data) operation and keeps its execution plan; later
+// calls only bind pointers and execute it. cuDNN 9's legacy entry points
+// (cudnnConvolutionForward) cost 80 to 130 us of host time per call on an H200, with
+// descriptors and algorithm kept, against a few for an executed plan: 85 % of a
+// mobilenet_v3_small inference went there. The legacy API stays the path where the graph
+// has no engine for a shape (float64: no graph engine takes it), and for every call with
+// AOTI_SHIM_CUDNN_LEGACY=1 set, the comparison point.
 //
 // Precision as torch's cuDNN convolutions in a float32 compile: no TF32 (the smoke's
 // compile and run switch torch's cudnn.allow_tf32 off, and a blob's float32 should compute
@@ -64,6 +72,77 @@ constexpr int kTensorOpMath = 1;      // CUDNN_TENSOR_OP_MATH
 constexpr int kTensorOpAllowConversion = 2;  // CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
 constexpr int kFmaMath = 3;           // CUDNN_FMA_MATH: no TF32
 constexpr int kMaxAlgos = 16;         // above CUDNN_CONVOLUTION_{FWD,BWD_DATA}_ALGO_COUNT
+// The backend (graph) API, cudnn_graph.h: descriptor types, attribute names and types.
+namespace graph {
+constexpr int kConvolutionDesc = 1;      // CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR
+constexpr int kEngineDesc = 2;           // CUDNN_BACKEND_ENGINE_DESCRIPTOR
+constexpr int kEngineCfgDesc = 3;        // CUDNN_BACKEND_ENGINECFG_DESCRIPTOR
+constexpr int kEngineHeurDesc = 4;       // CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR
+constexpr int kPlanDesc = 5;             // CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR
+constexpr int kForwardDesc = 10;         // CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR
+constexpr int kBackwardDataDesc = 12;    // CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR
+constexpr int kOpGraphDesc = 15;         // CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR
+constexpr int kVariantPackDesc = 16;     // CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR
+constexpr int kTensorDesc = 17;          // CUDNN_BACKEND_TENSOR_DESCRIPTOR
+constexpr int kTypeHandle = 0;           // CUDNN_TYPE_HANDLE
+constexpr int kTypeDataType = 1;         // CUDNN_TYPE_DATA_TYPE
+constexpr int kTypeInt64 = 3;            // CUDNN_TYPE_INT64
+constexpr int kTypeFloat = 4;            // CUDNN_TYPE_FLOAT
+constexpr int kTypeVoidPtr = 6;          // CUDNN_TYPE_VOID_PTR
+constexpr int kTypeConvMode = 7;         // CUDNN_TYPE_CONVOLUTION_MODE
+constexpr int kTypeHeurMode = 8;         // CUDNN_TYPE_HEUR_MODE
+constexpr int kTypeNumericalNote = 11;   // CUDNN_TYPE_NUMERICAL_NOTE
+constexpr int kTypeDescriptor = 15;      // CUDNN_TYPE_BACKEND_DESCRIPTOR
+constexpr int kTypeBehaviorNote = 19;    // CUDNN_TYPE_BEHAVIOR_NOTE
+constexpr int kConvCompType = 100;       // CUDNN_ATTR_CONVOLUTION_COMP_TYPE
+constexpr int kConvMode = 101;           // CUDNN_ATTR_CONVOLUTION_CONV_MODE
+constexpr int kConvDilations = 102;      // CUDNN_ATTR_CONVOLUTION_DILATIONS
+constexpr int kConvStrides = 103;        // CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES
+constexpr int kConvPostPaddings = 104;   // CUDNN_ATTR_CONVOLUTION_POST_PADDINGS
+constexpr int kConvPrePaddings = 105;    // CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS
+constexpr int kConvSpatialDims = 106;    // CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS
+constexpr int kHeurMode = 200;           // CUDNN_ATTR_ENGINEHEUR_MODE
+constexpr int kHeurGraph = 201;          // CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH
+constexpr int kHeurResults = 202;        // CUDNN_ATTR_ENGINEHEUR_RESULTS
+constexpr int kCfgEngine = 300;          // CUDNN_ATTR_ENGINECFG_ENGINE
+constexpr int kPlanHandle = 400;         // CUDNN_ATTR_EXECUTION_PLAN_HANDLE
+constexpr int kPlanConfig = 401;         // CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG
+constexpr int kPlanWorkspace = 402;      // CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE
+constexpr int kFwdAlpha = 700;           // CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA
+constexpr int kFwdBeta = 701;            // ..._FORWARD_BETA
+constexpr int kFwdConv = 702;            // ..._FORWARD_CONV_DESC
+constexpr int kFwdW = 703;               // ..._FORWARD_W
+constexpr int kFwdX = 704;               // ..._FORWARD_X
+constexpr int kFwdY = 705;               // ..._FORWARD_Y
+constexpr int kBwdAlpha = 706;           // CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA
+constexpr int kBwdBeta = 707;            // ..._BWD_DATA_BETA
+constexpr int kBwdConv = 708;            // ..._BWD_DATA_CONV_DESC
+constexpr int kBwdW = 709;               // ..._BWD_DATA_W
+constexpr int kBwdDx = 710;              // ..._BWD_DATA_DX
+constexpr int kBwdDy = 711;              // ..._BWD_DATA_DY
+constexpr int kGraphHandle = 800;        // CUDNN_ATTR_OPERATIONGRAPH_HANDLE
+constexpr int kGraphOps = 801;           // CUDNN_ATTR_OPERATIONGRAPH_OPS
+constexpr int kTensorAlignment = 900;    // CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT
+constexpr int kTensorDataType = 901;     // CUDNN_ATTR_TENSOR_DATA_TYPE
+constexpr int kTensorDims = 902;         // CUDNN_ATTR_TENSOR_DIMENSIONS
+constexpr int kTensorStrides = 903;      // CUDNN_ATTR_TENSOR_STRIDES
+constexpr int kTensorId = 906;           // CUDNN_ATTR_TENSOR_UNIQUE_ID
+constexpr int kPackIds = 1000;           // CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS
+constexpr int kPackPointers = 1001;      // CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS
+constexpr int kPackWorkspace = 1003;     // CUDNN_ATTR_VARIANT_PACK_WORKSPACE
+constexpr int kEngineNumericalNote = 1303;  // CUDNN_ATTR_ENGINE_NUMERICAL_NOTE
+constexpr int kEngineBehaviorNote = 1305;   // CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE
+constexpr int kHeurInstant = 0;          // CUDNN_HEUR_MODE_INSTANT
+constexpr int kHeurFallback = 2;         // CUDNN_HEUR_MODE_FALLBACK
+constexpr int kNoteTensorCore = 0;       // CUDNN_NUMERICAL_NOTE_TENSOR_CORE (TF32 for float32 data)
+constexpr int kNoteDownConvert = 1;      // CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS
+constexpr int kNoteReducedReduction = 2; // CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION
+constexpr int kNoteNondeterministic = 4; // CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC
+constexpr int kNoteCount = 10;           // CUDNN_NUMERICAL_NOTE_TYPE_COUNT
+constexpr int kBehaviorRuntimeCompiled = 0;  // CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION
+constexpr int kBehaviorCount = 5;        // CUDNN_BEHAVIOR_NOTE_TYPE_COUNT
+constexpr int64_t kIdX = 'x', kIdW = 'w', kIdY = 'y';
+}  // namespace graph
 // A workspace past this is passed over for an algorithm that needs less.
 constexpr size_t kMaxWorkspace = size_t(1) << 30;
 
@@ -102,6 +181,12 @@ struct Cudnn {
   Status (*backward_workspace)(Handle, Desc, Desc, Desc, Desc, int, size_t*) = nullptr;
   Status (*backward_data)(Handle, const void*, Desc, const void*, Desc, const void*, Desc, int, void*, size_t,
                           const void*, Desc, void*) = nullptr;
+  Status (*backend_create)(int, Desc*) = nullptr;
+  Status (*backend_destroy)(Desc) = nullptr;
+  Status (*backend_finalize)(Desc) = nullptr;
+  Status (*backend_set)(Desc, int, int, int64_t, const void*) = nullptr;
+  Status (*backend_get)(Desc, int, int, int64_t, int64_t*, void*) = nullptr;
+  Status (*backend_execute)(Handle, Desc, Desc) = nullptr;
   std::string error;  // why loading failed; empty when loaded
 };
 
@@ -148,6 +233,12 @@ const Cudnn& cudnn() {
     AOTISHIM_CUDNN_SYM(backward_algos, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
     AOTISHIM_CUDNN_SYM(backward_workspace, "cudnnGetConvolutionBackwardDataWorkspaceSize");
     AOTISHIM_CUDNN_SYM(backward_data, "cudnnConvolutionBackwardData");
+    AOTISHIM_CUDNN_SYM(backend_create, "cudnnBackendCreateDescriptor");
+    AOTISHIM_CUDNN_SYM(backend_destroy, "cudnnBackendDestroyDescriptor");
+    AOTISHIM_CUDNN_SYM(backend_finalize, "cudnnBackendFinalize");
+    AOTISHIM_CUDNN_SYM(backend_set, "cudnnBackendSetAttribute");
+    AOTISHIM_CUDNN_SYM(backend_get, "cudnnBackendGetAttribute");
+    AOTISHIM_CUDNN_SYM(backend_execute, "cudnnBackendExecute");
 #undef AOTISHIM_CUDNN_SYM
     if (api.error.empty()) {
       size_t version = api.get_version();
@@ -202,6 +293,11 @@ struct Choice {
 struct Prepared {
   Descriptors desc;
   Choice choice;
+  // The graph path: the finalized plan (null: the legacy path) and the descriptors it was
+  // built from, kept with it.
+  Desc plan = nullptr;
+  int64_t plan_workspace = 0;
+  std::vector<Desc> graph_parts;
 };
 
 std::unordered_map<std::string, Prepared*>& prepared() {
@@ -383,6 +479,222 @@ AOTITorchError packed_operand(const Tensor& t, bool channels_last, std::unique_p
   return AOTI_SHIM_OK;
 }
 
+// AOTI_SHIM_CUDNN_LEGACY=1 (read once): every convolution through the legacy API.
+bool legacy_only() {
+  static const bool set = [] {
+    const char* v = std::getenv("AOTI_SHIM_CUDNN_LEGACY");
+    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
+  }();
+  return set;
+}
+
+// Backend descriptors made for one purpose, destroyed with it unless kept.
+class Parts {
+ public:
+  Parts() = default;
+  Parts(const Parts&) = delete;
+  Parts& operator=(const Parts&) = delete;
+  ~Parts() {
+    for (Desc d : held_) {
+      (void)cudnn().backend_destroy(d);
+    }
+  }
+  Desc make(int type) {
+    Desc d = nullptr;
+    if (cudnn().backend_create(type, &d) != 0) {
+      return nullptr;
+    }
+    held_.push_back(d);
+    return d;
+  }
+  std::vector<Desc> keep() {
+    std::vector<Desc> out;
+    out.swap(held_);
+    return out;
+  }
+
+ private:
+  std::vector<Desc> held_;
+};
+
+// The largest power of two up to 16 that divides the address: part of the plan, as cuDNN
+// picks vectorised kernels by it.
+int64_t alignment(const void* p) {
+  auto address = reinterpret_cast<uintptr_t>(p);
+  int64_t align = 16;
+  while (align > 1 && address % static_cast<uintptr_t>(align) != 0) {
+    align /= 2;
+  }
+  return align;
+}
+
+// One convolution as the graph sees it: our input, weight and output, cuDNN's geometry.
+struct GraphShape {
+  int type = kDataFloat;
+  bool transposed = false;
+  bool fp32_strict = false;
+  std::vector<int64_t> in_dims, in_strides, w_dims, w_strides, out_dims, out_strides;
+  std::vector<int64_t> pad, stride, dilation;
+  int64_t in_align = 16, w_align = 16, out_align = 16;
+};
+
+// An engine whose numbers are the legacy path's: no TF32 for a strict float32, no inputs
+// converted down, no half-precision sums, deterministic, and no kernel compiled at run
+// time (NVRTC, and seconds on a shape's first call).
+bool engine_fits(Desc config, bool fp32_strict) {
+  const Cudnn& api = cudnn();
+  Parts parts;
+  Desc engine = parts.make(graph::kEngineDesc);
+  int64_t n = 0;
+  if (engine == nullptr || api.backend_get(config, graph::kCfgEngine, graph::kTypeDescriptor, 1, &n, &engine) != 0) {
+    return false;
+  }
+  int notes[graph::kNoteCount] = {};
+  if (api.backend_get(engine, graph::kEngineNumericalNote, graph::kTypeNumericalNote, graph::kNoteCount, &n, notes) !=
+      0) {
+    return false;
+  }
+  for (int64_t i = 0; i < n && i < graph::kNoteCount; ++i) {
+    if (notes[i] == graph::kNoteDownConvert || notes[i] == graph::kNoteReducedReduction ||
+        notes[i] == graph::kNoteNondeterministic || (fp32_strict && notes[i] == graph::kNoteTensorCore)) {
+      return false;
+    }
+  }
+  int behaviors[graph::kBehaviorCount] = {};
+  if (api.backend_get(engine, graph::kEngineBehaviorNote, graph::kTypeBehaviorNote, graph::kBehaviorCount, &n,
+                      behaviors) != 0) {
+    return false;
+  }
+  for (int64_t i = 0; i < n && i < graph::kBehaviorCount; ++i) {
+    if (behaviors[i] == graph::kBehaviorRuntimeCompiled) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Builds and keeps in `out` the execution plan of one convolution. False where cuDNN's
+// graph has no fitting engine for it, or refuses it: the legacy path then runs it.
+bool build_plan(Handle handle, const GraphShape& g, Prepared* out) {
+  const Cudnn& api = cudnn();
+  Parts parts;
+  auto set = [&](Desc d, int name, int type, int64_t count, const void* values) {
+    return api.backend_set(d, name, type, count, values) == 0;
+  };
+  auto tensor = [&](int64_t id, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+                    int64_t align) -> Desc {
+    Desc t = parts.make(graph::kTensorDesc);
+    auto rank = static_cast<int64_t>(dims.size());
+    bool ok = t != nullptr && set(t, graph::kTensorDataType, graph::kTypeDataType, 1, &g.type) &&
+              set(t, graph::kTensorDims, graph::kTypeInt64, rank, dims.data()) &&
+              set(t, graph::kTensorStrides, graph::kTypeInt64, rank, strides.data()) &&
+              set(t, graph::kTensorId, graph::kTypeInt64, 1, &id) &&
+              set(t, graph::kTensorAlignment, graph::kTypeInt64, 1, &align) && api.backend_finalize(t) == 0;
+    return ok ? t : nullptr;
+  };
+  Desc in = tensor(graph::kIdX, g.in_dims, g.in_strides, g.in_align);
+  Desc w = tensor(graph::kIdW, g.w_dims, g.w_strides, g.w_align);
+  Desc y = tensor(graph::kIdY, g.out_dims, g.out_strides, g.out_align);
+  if (in == nullptr || w == nullptr || y == nullptr) {
+    return false;
+  }
+  Desc conv = parts.make(graph::kConvolutionDesc);
+  int compute = kDataFloat, mode = kCrossCorrelation;
+  auto spatial = static_cast<int64_t>(g.pad.size());
+  if (conv == nullptr || !set(conv, graph::kConvCompType, graph::kTypeDataType, 1, &compute) ||
+      !set(conv, graph::kConvMode, graph::kTypeConvMode, 1, &mode) ||
+      !set(conv, graph::kConvSpatialDims, graph::kTypeInt64, 1, &spatial) ||
+      !set(conv, graph::kConvDilations, graph::kTypeInt64, spatial, g.dilation.data()) ||
+      !set(conv, graph::kConvStrides, graph::kTypeInt64, spatial, g.stride.data()) ||
+      !set(conv, graph::kConvPrePaddings, graph::kTypeInt64, spatial, g.pad.data()) ||
+      !set(conv, graph::kConvPostPaddings, graph::kTypeInt64, spatial, g.pad.data()) || api.backend_finalize(conv) != 0) {
+    return false;
+  }
+  float alpha = 1.0f, beta = 0.0f;
+  Desc op = parts.make(g.transposed ? graph::kBackwardDataDesc : graph::kForwardDesc);
+  bool op_ok = op != nullptr;
+  if (op_ok && !g.transposed) {
+    op_ok = set(op, graph::kFwdX, graph::kTypeDescriptor, 1, &in) && set(op, graph::kFwdW, graph::kTypeDescriptor, 1, &w) &&
+            set(op, graph::kFwdY, graph::kTypeDescriptor, 1, &y) &&
+            set(op, graph::kFwdConv, graph::kTypeDescriptor, 1, &conv) &&
+            set(op, graph::kFwdAlpha, graph::kTypeFloat, 1, &alpha) && set(op, graph::kFwdBeta, graph::kTypeFloat, 1, &beta);
+  } else if (op_ok) {
+    // A transposed convolution is the data gradient of the forward one from our output.
+    op_ok = set(op, graph::kBwdDy, graph::kTypeDescriptor, 1, &in) && set(op, graph::kBwdW, graph::kTypeDescriptor, 1, &w) &&
+            set(op, graph::kBwdDx, graph::kTypeDescriptor, 1, &y) &&
+            set(op, graph::kBwdConv, graph::kTypeDescriptor, 1, &conv) &&
+            set(op, graph::kBwdAlpha, graph::kTypeFloat, 1, &alpha) && set(op, graph::kBwdBeta, graph::kTypeFloat, 1, &beta);
+  }
+  if (!op_ok || api.backend_finalize(op) != 0) {
+    return false;
+  }
+  Desc ops = parts.make(graph::kOpGraphDesc);
+  if (ops == nullptr || !set(ops, graph::kGraphOps, graph::kTypeDescriptor, 1, &op) ||
+      !set(ops, graph::kGraphHandle, graph::kTypeHandle, 1, &handle) || api.backend_finalize(ops) != 0) {
+    return false;
+  }
+  // The quick heuristic's list first, then the fallback list (engines for any shape).
+  for (int heur_mode : {graph::kHeurInstant, graph::kHeurFallback}) {
+    Desc heur = parts.make(graph::kEngineHeurDesc);
+    int64_t count = 0;
+    if (heur == nullptr || !set(heur, graph::kHeurGraph, graph::kTypeDescriptor, 1, &ops) ||
+        !set(heur, graph::kHeurMode, graph::kTypeHeurMode, 1, &heur_mode) || api.backend_finalize(heur) != 0 ||
+        api.backend_get(heur, graph::kHeurResults, graph::kTypeDescriptor, 0, &count, nullptr) != 0 || count <= 0) {
+      continue;
+    }
+    std::vector<Desc> configs;
+    for (int64_t i = 0; i < count; ++i) {
+      Desc c = parts.make(graph::kEngineCfgDesc);
+      if (c == nullptr) {
+        return false;
+      }
+      configs.push_back(c);
+    }
+    int64_t got = 0;
+    if (api.backend_get(heur, graph::kHeurResults, graph::kTypeDescriptor, count, &got, configs.data()) != 0) {
+      continue;
+    }
+    for (int64_t i = 0; i < got && i < count; ++i) {
+      if (!engine_fits(configs[i], g.fp32_strict)) {
+        continue;
+      }
+      Desc plan = parts.make(graph::kPlanDesc);
+      int64_t bytes = 0, n = 0;
+      if (plan == nullptr || !set(plan, graph::kPlanHandle, graph::kTypeHandle, 1, &handle) ||
+          !set(plan, graph::kPlanConfig, graph::kTypeDescriptor, 1, &configs[i]) || api.backend_finalize(plan) != 0 ||
+          api.backend_get(plan, graph::kPlanWorkspace, graph::kTypeInt64, 1, &n, &bytes) != 0 || bytes < 0 ||
+          static_cast<uint64_t>(bytes) > kMaxWorkspace) {
+        continue;
+      }
+      out->plan = plan;
+      out->plan_workspace = bytes;
+      out->graph_parts = parts.keep();
+      return true;
+    }
+  }
+  return false;
+}
+
+// One call of a kept plan: the pointers of this call, the workspace, on the handle's stream.
+AOTITorchError execute_plan(Handle handle, const Prepared& prep, void* in, void* w, void* out, void* workspace) {
+  const Cudnn& api = cudnn();
+  Parts parts;
+  Desc pack = parts.make(graph::kVariantPackDesc);
+  void* pointers[3] = {in, w, out};
+  int64_t ids[3] = {graph::kIdX, graph::kIdW, graph::kIdY};
+  if (pack == nullptr) {
+    return fail_format(AOTI_SHIM_E_CUDA_ERROR, "%s: cudnnBackendCreateDescriptor (variant pack) failed", kWhere);
+  }
+  AOTISHIM_TRY(check(api.backend_set(pack, graph::kPackPointers, graph::kTypeVoidPtr, 3, pointers),
+                     "cudnnBackendSetAttribute (data pointers)"));
+  AOTISHIM_TRY(check(api.backend_set(pack, graph::kPackIds, graph::kTypeInt64, 3, ids),
+                     "cudnnBackendSetAttribute (unique ids)"));
+  AOTISHIM_TRY(check(api.backend_set(pack, graph::kPackWorkspace, graph::kTypeVoidPtr, 1, &workspace),
+                     "cudnnBackendSetAttribute (workspace)"));
+  AOTISHIM_TRY(check(api.backend_finalize(pack), "cudnnBackendFinalize (variant pack)"));
+  return check(api.backend_execute(handle, prep.plan, pack), "cudnnBackendExecute");
+}
+
 AOTITorchError run_cudnn(
     const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, bool channels_last, const Tensor& out) {
   int32_t device = out.device_index();
@@ -429,81 +741,104 @@ AOTITorchError run_cudnn(
       key += std::to_string(i) + ',';
     }
   }
+  // A plan holds the operands' alignment.
+  key += 'a' + std::to_string(alignment(xs->data())) + ',' + std::to_string(alignment(ws->data())) + ',' +
+         std::to_string(alignment(out.data()));
   auto known = prepared().find(key);
   if (known == prepared().end()) {
     AOTISHIM_PROFILE_STEP("cudnn: descriptors and algorithm (first call of a shape)");
     auto fresh = std::make_unique<Prepared>();
-    Descriptors& desc = fresh->desc;
-    AOTISHIM_TRY(check(api.create_tensor(&desc.x), "cudnnCreateTensorDescriptor"));
-    AOTISHIM_TRY(check(api.create_tensor(&desc.y), "cudnnCreateTensorDescriptor"));
-    AOTISHIM_TRY(check(api.create_filter(&desc.w), "cudnnCreateFilterDescriptor"));
-    AOTISHIM_TRY(check(api.create_conv(&desc.conv), "cudnnCreateConvolutionDescriptor"));
-    Desc in_desc = p.transposed ? desc.y : desc.x;   // our input
-    Desc out_desc = p.transposed ? desc.x : desc.y;  // our output
-    int nb = static_cast<int>(x_dims.size());
-    AOTISHIM_TRY(check(api.set_tensor(in_desc, type, nb, x_dims.data(), x_strides.data()), "cudnnSetTensorNdDescriptor"));
-    AOTISHIM_TRY(
-        check(api.set_tensor(out_desc, type, nb, out_dims.data(), out_strides.data()), "cudnnSetTensorNdDescriptor"));
-    AOTISHIM_TRY(check(api.set_filter(desc.w, type, channels_last ? kFormatNhwc : kFormatNchw, nb, w_dims.data()),
-                       "cudnnSetFilterNdDescriptor"));
-    AOTISHIM_TRY(check(api.set_conv(desc.conv, spatial, pad.data(), stride.data(), dilation.data(), kCrossCorrelation,
-                                    x.dtype == 7 ? kDataDouble : kDataFloat),
-                       "cudnnSetConvolutionNdDescriptor"));
-    AOTISHIM_TRY(check(api.set_groups(desc.conv, static_cast<int>(p.groups)), "cudnnSetConvolutionGroupCount"));
-    AlgoPerf perf[kMaxAlgos] = {};
-    int count = 0;
-    AOTISHIM_TRY(check(api.set_math(desc.conv, fp32_strict ? kFmaMath : kTensorOpMath), "cudnnSetConvolutionMathType"));
-    if (!p.transposed) {
-      AOTISHIM_TRY(check(api.forward_algos(handle, desc.x, desc.w, desc.conv, desc.y, kMaxAlgos, &count, perf),
-                         "cudnnGetConvolutionForwardAlgorithm_v7"));
-    } else {
-      AOTISHIM_TRY(check(api.backward_algos(handle, desc.w, desc.y, desc.conv, desc.x, kMaxAlgos, &count, perf),
-                         "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+    if (!legacy_only() && x.dtype != 7) {
+      auto to64 = [](const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
+      GraphShape g;
+      g.type = type;
+      g.transposed = p.transposed;
+      g.fp32_strict = fp32_strict;
+      g.in_dims = x_sizes, g.in_strides = packed(x_sizes);
+      g.w_dims = w_sizes, g.w_strides = packed(w_sizes);
+      g.out_dims = out_sizes, g.out_strides = packed(out_sizes);
+      g.pad = to64(pad), g.stride = to64(stride), g.dilation = to64(dilation);
+      g.in_align = alignment(xs->data()), g.w_align = alignment(ws->data()), g.out_align = alignment(out.data());
+      (void)build_plan(handle, g, fresh.get());
     }
-    bool found = false;
-    for (int i = 0; i < count && !found; ++i) {
-      const AlgoPerf& c = perf[i];
-      if (c.status != 0 || (fp32_strict && (c.math_type == kTensorOpMath || c.math_type == kTensorOpAllowConversion))) {
-        continue;
+    if (fresh->plan == nullptr) {
+      Descriptors& desc = fresh->desc;
+      AOTISHIM_TRY(check(api.create_tensor(&desc.x), "cudnnCreateTensorDescriptor"));
+      AOTISHIM_TRY(check(api.create_tensor(&desc.y), "cudnnCreateTensorDescriptor"));
+      AOTISHIM_TRY(check(api.create_filter(&desc.w), "cudnnCreateFilterDescriptor"));
+      AOTISHIM_TRY(check(api.create_conv(&desc.conv), "cudnnCreateConvolutionDescriptor"));
+      Desc in_desc = p.transposed ? desc.y : desc.x;   // our input
+      Desc out_desc = p.transposed ? desc.x : desc.y;  // our output
+      int nb = static_cast<int>(x_dims.size());
+      AOTISHIM_TRY(check(api.set_tensor(in_desc, type, nb, x_dims.data(), x_strides.data()), "cudnnSetTensorNdDescriptor"));
+      AOTISHIM_TRY(
+          check(api.set_tensor(out_desc, type, nb, out_dims.data(), out_strides.data()), "cudnnSetTensorNdDescriptor"));
+      AOTISHIM_TRY(check(api.set_filter(desc.w, type, channels_last ? kFormatNhwc : kFormatNchw, nb, w_dims.data()),
+                         "cudnnSetFilterNdDescriptor"));
+      AOTISHIM_TRY(check(api.set_conv(desc.conv, spatial, pad.data(), stride.data(), dilation.data(), kCrossCorrelation,
+                                      x.dtype == 7 ? kDataDouble : kDataFloat),
+                         "cudnnSetConvolutionNdDescriptor"));
+      AOTISHIM_TRY(check(api.set_groups(desc.conv, static_cast<int>(p.groups)), "cudnnSetConvolutionGroupCount"));
+      AlgoPerf perf[kMaxAlgos] = {};
+      int count = 0;
+      AOTISHIM_TRY(check(api.set_math(desc.conv, fp32_strict ? kFmaMath : kTensorOpMath), "cudnnSetConvolutionMathType"));
+      if (!p.transposed) {
+        AOTISHIM_TRY(check(api.forward_algos(handle, desc.x, desc.w, desc.conv, desc.y, kMaxAlgos, &count, perf),
+                           "cudnnGetConvolutionForwardAlgorithm_v7"));
+      } else {
+        AOTISHIM_TRY(check(api.backward_algos(handle, desc.w, desc.y, desc.conv, desc.x, kMaxAlgos, &count, perf),
+                           "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
       }
-      int math = fp32_strict ? kFmaMath : c.math_type;
-      if (api.set_math(desc.conv, math) != 0) {
-        continue;
+      bool found = false;
+      for (int i = 0; i < count && !found; ++i) {
+        const AlgoPerf& c = perf[i];
+        if (c.status != 0 || (fp32_strict && (c.math_type == kTensorOpMath || c.math_type == kTensorOpAllowConversion))) {
+          continue;
+        }
+        int math = fp32_strict ? kFmaMath : c.math_type;
+        if (api.set_math(desc.conv, math) != 0) {
+          continue;
+        }
+        size_t bytes = 0;
+        Status sized = p.transposed
+                           ? api.backward_workspace(handle, desc.w, desc.y, desc.conv, desc.x, c.algo, &bytes)
+                           : api.forward_workspace(handle, desc.x, desc.w, desc.conv, desc.y, c.algo, &bytes);
+        if (sized != 0 || bytes > kMaxWorkspace) {
+          continue;
+        }
+        fresh->choice = Choice{c.algo, math, bytes};
+        found = true;
       }
-      size_t bytes = 0;
-      Status sized = p.transposed
-                         ? api.backward_workspace(handle, desc.w, desc.y, desc.conv, desc.x, c.algo, &bytes)
-                         : api.forward_workspace(handle, desc.x, desc.w, desc.conv, desc.y, c.algo, &bytes);
-      if (sized != 0 || bytes > kMaxWorkspace) {
-        continue;
+      if (!found) {
+        return fail_format(
+            AOTI_SHIM_E_UNSUPPORTED, "%s: cuDNN offers no %s algorithm for this convolution (%s, %s, %lld groups)",
+            kWhere, p.transposed ? "transposed (backward-data)" : "forward", dtype_name(x.dtype),
+            channels_last ? "channels-last" : "contiguous", static_cast<long long>(p.groups));
       }
-      fresh->choice = Choice{c.algo, math, bytes};
-      found = true;
+      AOTISHIM_TRY(check(api.set_math(desc.conv, fresh->choice.math), "cudnnSetConvolutionMathType"));
     }
-    if (!found) {
-      return fail_format(
-          AOTI_SHIM_E_UNSUPPORTED, "%s: cuDNN offers no %s algorithm for this convolution (%s, %s, %lld groups)",
-          kWhere, p.transposed ? "transposed (backward-data)" : "forward", dtype_name(x.dtype),
-          channels_last ? "channels-last" : "contiguous", static_cast<long long>(p.groups));
-    }
-    AOTISHIM_TRY(check(api.set_math(desc.conv, fresh->choice.math), "cudnnSetConvolutionMathType"));
     known = prepared().emplace(key, fresh.release()).first;
   }
-  const Descriptors& desc = known->second->desc;
-  const Choice& choice = known->second->choice;
+  const Prepared& prep = *known->second;
+  const Descriptors& desc = prep.desc;
+  const Choice& choice = prep.choice;
+  size_t workspace_bytes = prep.plan != nullptr ? static_cast<size_t>(prep.plan_workspace) : choice.workspace;
   // The workspace comes from the shims' allocator on this stream: freed (stream-ordered)
   // when it goes out of scope, after cuDNN's kernels on the same stream.
   std::unique_ptr<Tensor> workspace;
-  if (choice.workspace > 0) {
-    AOTISHIM_TRY(new_tensor({static_cast<int64_t>(choice.workspace)}, {1}, 0, kCUDA, device, false, &workspace));
+  if (workspace_bytes > 0) {
+    AOTISHIM_TRY(new_tensor({static_cast<int64_t>(workspace_bytes)}, {1}, 0, kCUDA, device, false, &workspace));
   }
   void* ws_data = workspace ? workspace->data() : nullptr;
-  double one64 = 1.0, zero64 = 0.0;
-  float one32 = 1.0f, zero32 = 0.0f;
-  const void* alpha = x.dtype == 7 ? static_cast<const void*>(&one64) : &one32;
-  const void* beta = x.dtype == 7 ? static_cast<const void*>(&zero64) : &zero32;
-  {
+  if (prep.plan != nullptr) {
+    AOTISHIM_PROFILE_STEP("cudnn: execution plan (cudnnBackendExecute)");
+    AOTISHIM_TRY(execute_plan(handle, prep, xs->data(), ws->data(), out.data(), ws_data));
+  } else {
     AOTISHIM_PROFILE_STEP("cudnn: cudnnConvolutionForward / BackwardData");
+    double one64 = 1.0, zero64 = 0.0;
+    float one32 = 1.0f, zero32 = 0.0f;
+    const void* alpha = x.dtype == 7 ? static_cast<const void*>(&one64) : &one32;
+    const void* beta = x.dtype == 7 ? static_cast<const void*>(&zero64) : &zero32;
     if (!p.transposed) {
       AOTISHIM_TRY(check(api.forward(handle, alpha, desc.x, xs->data(), desc.w, ws->data(), desc.conv, choice.algo,
                                      ws_data, choice.workspace, beta, desc.y, out.data()),
