@@ -159,9 +159,7 @@ extern "C" AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for
     AOTISHIM_TRY(unwrap(query, &q, "query"));
     AOTISHIM_TRY(unwrap(key, &k, "key"));
     AOTISHIM_TRY(unwrap(value, &v, "value"));
-    if (attn_mask != nullptr && *attn_mask != nullptr) {
-      AOTISHIM_TRY(unwrap(*attn_mask, &m, "attn_mask"));
-    }
+    AOTISHIM_TRY(unwrap_optional(attn_mask, &m, "attn_mask"));
     return attention(*q, *k, *v, dropout_p, is_causal != 0, m, scale, ret0, ret1);
   });
 }

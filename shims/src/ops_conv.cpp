@@ -257,9 +257,7 @@ extern "C" AOTITorchError aoti_torch_cpu_convolution(
     Tensor *x = nullptr, *w = nullptr, *b = nullptr;
     AOTISHIM_TRY(unwrap(input, &x, "input"));
     AOTISHIM_TRY(unwrap(weight, &w, "weight"));
-    if (bias != nullptr && *bias != nullptr) {
-      AOTISHIM_TRY(unwrap(*bias, &b, "bias"));
-    }
+    AOTISHIM_TRY(unwrap_optional(bias, &b, "bias"));
     return convolution(
         *x, *w, b, stride, stride_len_, padding, padding_len_, dilation, dilation_len_, transposed, groups, ret0);
   });

@@ -323,9 +323,7 @@ AOTITorchError attend(
   AOTISHIM_TRY(unwrap(query, &q, "query"));
   AOTISHIM_TRY(unwrap(key, &k, "key"));
   AOTISHIM_TRY(unwrap(value, &v, "value"));
-  if (attn_bias != nullptr && *attn_bias != nullptr) {
-    AOTISHIM_TRY(unwrap(*attn_bias, &m, "attn_bias"));
-  }
+  AOTISHIM_TRY(unwrap_optional(attn_bias, &m, "attn_bias"));
   r->kind = kind;
   r->q = q, r->k = k, r->v = v, r->mask = m;
   r->dropout = dropout_p, r->causal = is_causal != 0, r->want_lse = want_lse, r->scale = scale;

@@ -916,9 +916,7 @@ extern "C" AOTITorchError aoti_torch_cuda_convolution(
     Tensor *x = nullptr, *w = nullptr, *b = nullptr;
     AOTISHIM_TRY(unwrap(input, &x, "input"));
     AOTISHIM_TRY(unwrap(weight, &w, "weight"));
-    if (bias != nullptr && *bias != nullptr) {
-      AOTISHIM_TRY(unwrap(*bias, &b, "bias"));
-    }
+    AOTISHIM_TRY(unwrap_optional(bias, &b, "bias"));
     Params p;
     p.spatial = static_cast<int>(x->dim()) - 2;
     if (p.spatial < 1 || p.spatial > kMaxSpatial) {

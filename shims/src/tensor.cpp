@@ -38,6 +38,14 @@ AOTITorchError unwrap(AtenTensorHandle handle, Tensor** out, const char* what) {
   return AOTI_SHIM_OK;
 }
 
+AOTITorchError unwrap_optional(const AtenTensorHandle* handle, Tensor** out, const char* what) {
+  if (handle == nullptr || *handle == nullptr) {
+    *out = nullptr;
+    return AOTI_SHIM_OK;
+  }
+  return unwrap(*handle, out, what);
+}
+
 AOTITorchError require_output(const void* ptr, const char* what) {
   if (ptr == nullptr) {
     return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "%s is null", what);

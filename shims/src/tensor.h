@@ -80,6 +80,9 @@ AOTITorchError guarded(const char* where, Body&& body) noexcept;
 
 // Resolves a handle to a live tensor.
 AOTITorchError unwrap(AtenTensorHandle handle, Tensor** out, const char* what = "tensor");
+// An optional tensor argument as torchgen passes one: a null pointer, or one to a null
+// handle, is None (*out = nullptr); else the handle it points at, resolved.
+AOTITorchError unwrap_optional(const AtenTensorHandle* handle, Tensor** out, const char* what);
 AOTITorchError require_output(const void* ptr, const char* what);
 
 // The outputs of the ops torchgen generates with ret_pointer_can_be_null (the attention
