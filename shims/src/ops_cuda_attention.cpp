@@ -330,6 +330,25 @@ AOTITorchError attend(
   return attention(*r, o);
 }
 
+// The nine outputs that torch's flash and cuDNN attention share: output, logsumexp,
+// cum_seq_q, cum_seq_k, max_q, max_k, philox_seed, philox_offset, debug_attn_mask. As
+// torch 2.11's kernels: the logsumexp only when asked for (flash always asks; cuDNN's meta
+// function describes one regardless), no cumulative lengths (None), and the debug mask
+// flash's empty tensor or cuDNN's None (attention() makes one for flash only).
+void deliver_flash_layout(const Request& r, Outputs* o, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+                          AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5,
+                          AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
+  deliver(ret0, std::move(o->out));
+  deliver(ret1, r.want_lse ? std::move(o->lse) : nullptr);
+  deliver(ret2, nullptr);
+  deliver(ret3, nullptr);
+  deliver(ret4, r.q->sizes[2]);
+  deliver(ret5, r.k->sizes[2]);
+  deliver(ret6, std::move(o->seed));
+  deliver(ret7, std::move(o->offset));
+  deliver(ret8, std::move(o->debug));
+}
+
 }  // namespace
 }  // namespace aotishim
 
@@ -367,17 +386,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     Outputs o;
     AOTISHIM_TRY(attend(
         Kind::Cudnn, query, key, value, attn_bias, dropout_p, is_causal, compute_log_sumexp != 0, scale, &r, &o));
-    // As torch 2.11's kernel: the logsumexp only when asked for (else None, as are
-    // cum_seq_q/k and the debug mask), though its meta function always describes one.
-    deliver(ret0, std::move(o.out));
-    deliver(ret1, r.want_lse ? std::move(o.lse) : nullptr);
-    deliver(ret2, nullptr);
-    deliver(ret3, nullptr);
-    deliver(ret4, r.q->sizes[2]);
-    deliver(ret5, r.k->sizes[2]);
-    deliver(ret6, std::move(o.seed));
-    deliver(ret7, std::move(o.offset));
-    deliver(ret8, nullptr);
+    deliver_flash_layout(r, &o, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
     return AOTI_SHIM_OK;
   });
 }
@@ -394,15 +403,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     Request r;
     Outputs o;
     AOTISHIM_TRY(attend(Kind::Flash, query, key, value, nullptr, dropout_p, is_causal, true, scale, &r, &o));
-    deliver(ret0, std::move(o.out));
-    deliver(ret1, std::move(o.lse));
-    deliver(ret2, nullptr);
-    deliver(ret3, nullptr);
-    deliver(ret4, r.q->sizes[2]);
-    deliver(ret5, r.k->sizes[2]);
-    deliver(ret6, std::move(o.seed));
-    deliver(ret7, std::move(o.offset));
-    deliver(ret8, std::move(o.debug));
+    deliver_flash_layout(r, &o, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
     return AOTI_SHIM_OK;
   });
 }
