@@ -174,13 +174,8 @@ AOTITorchError copy_on_host(const Tensor& dst, const Tensor& src) {
     copy_bytes_rows(plan, d, s, dst.element_size());
     return AOTI_SHIM_OK;
   }
-  bool known = false;
-  dispatch_dtype(dst.dtype, [&](auto dst_type) {
-    using D = decltype(dst_type);
-    known = dispatch_dtype(src.dtype, [&](auto src_type) {
-      using S = decltype(src_type);
-      convert_rows<D, S>(plan, d, s);
-    });
+  bool known = dispatch_dtype_pair(dst.dtype, src.dtype, [&](auto dst_type, auto src_type) {
+    convert_rows<decltype(dst_type), decltype(src_type)>(plan, d, s);
   });
   if (!known) {
     return fail_format(

@@ -22,18 +22,14 @@ bool convert_scalar(const Tensor& dst, const Tensor& src, unsigned char* out) {
     std::memcpy(out, src.data(), dst.element_size());
     return true;
   }
-  bool known = false;
-  dispatch_dtype(dst.dtype, [&](auto dst_type) {
+  return dispatch_dtype_pair(dst.dtype, src.dtype, [&](auto dst_type, auto src_type) {
     using D = decltype(dst_type);
-    known = dispatch_dtype(src.dtype, [&](auto src_type) {
-      using S = decltype(src_type);
-      S value;
-      std::memcpy(&value, src.data(), sizeof(S));
-      D converted = convert<D, S>(value);
-      std::memcpy(out, &converted, sizeof(D));
-    });
+    using S = decltype(src_type);
+    S value;
+    std::memcpy(&value, src.data(), sizeof(S));
+    D converted = convert<D, S>(value);
+    std::memcpy(out, &converted, sizeof(D));
   });
-  return known;
 }
 
 }  // namespace

@@ -124,4 +124,15 @@ inline bool dispatch_dtype(int32_t dtype, Fn&& fn) {
   }
 }
 
+// Calls fn(D{}, S{}) with the C++ types of a conversion's destination and source dtypes;
+// returns false when either is not computable.
+template <typename Fn>
+inline bool dispatch_dtype_pair(int32_t dst, int32_t src, Fn&& fn) {
+  bool known = false;
+  dispatch_dtype(dst, [&](auto dst_type) {
+    known = dispatch_dtype(src, [&](auto src_type) { fn(dst_type, src_type); });
+  });
+  return known;
+}
+
 }  // namespace aotishim
