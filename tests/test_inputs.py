@@ -693,6 +693,10 @@ def test_is_zip_and_is_elf_strict_read_the_first_bytes(tmp_path) -> None:
     with pytest.raises(InputError) as raised:
         inputs.is_elf_strict(str(tmp_path))
     assert str(raised.value) == f"{tmp_path}: cannot read: Is a directory"
+    assert inputs._folder_kind(str(tmp_path / "e")) == "other" and inputs._folder_kind(str(tmp_path / "z")) is None
+    with pytest.raises(InputError) as raised:
+        inputs._folder_kind(str(tmp_path))
+    assert str(raised.value) == f"{tmp_path}: cannot read: Is a directory"
 
 
 def test_an_empty_zip_declares_no_members(tmp_path) -> None:
@@ -777,11 +781,13 @@ def _tree(tmp_path: Path) -> Path:
     (root / "b.txt").write_bytes(b"b")
     (root / "c").symlink_to(root / "a", target_is_directory=True)  # the real folder, read already
     (root / "d").mkdir()
+    (root / "d" / "loop").symlink_to(root, target_is_directory=True)  # a loop from a real subfolder
     (root / "d" / "z").write_bytes(b"z")
     (root / "e.lnk").symlink_to(root / "b.txt")
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "w").write_bytes(b"w")
+    (outside / "toa").symlink_to(root / "a", target_is_directory=True)  # from a linked folder to one read already
     (root / "g").symlink_to(outside, target_is_directory=True)
     (root / "g2").symlink_to(outside, target_is_directory=True)  # a second link to it
     (root / "h.txt").write_bytes(b"h")
@@ -795,7 +801,7 @@ def test_the_walk_lists_files_by_name_follows_folder_links_once_and_says_what_it
     want = [str(root / p) for p in ("a/sub/y", "a/x", "b.txt", "d/z", "e.lnk", "g/w", "h.txt", "zz")]
     with Workspace() as ws:
         assert list(inputs._walk(str(root), ws)) == want
-        assert ws.ignored == [(str(root / n), _READ_ALREADY) for n in ("c", "g2", "up")]
+        assert ws.ignored == [(str(root / n), _READ_ALREADY) for n in ("c", "d/loop", "g/toa", "g2", "up")]
     assert list(inputs._walk(str(root))) == want  # no workspace: nothing to say it in
 
 
