@@ -171,19 +171,37 @@ def test_check_of_the_wheel_equals_check_of_its_files(moved: dict[str, Path], tm
     assert "COLLISION" in render(of_wheel, "text")
 
 
-_WHERE = ["skipped to PT_DYNAMIC", "kept to PT_DYNAMIC", "PT_DYNAMIC in the first read"]
+_WHERE = ["skipped to PT_DYNAMIC", "kept to PT_DYNAMIC", "PT_DYNAMIC in the first read",
+          "a head ending where .dynsym's segment ends", "a first read ending inside the moved tables"]  # fmt: skip
 
 
 def _stand(moved: dict[str, Path], monkeypatch: pytest.MonkeyPatch, where: str) -> None:
     """Leave the stream after PT_DYNAMIC by each path: skipped to it past a smaller head,
-    kept up to it, or read with the first bytes."""
+    kept up to it, or read with the first bytes; the head ending exactly where a table's
+    segment ends (that table is kept, the moved ones are fetched), or one byte into the
+    moved tables (they are read on from there)."""
     end = _dynamic_end(moved["plain"])
     if where == "skipped to PT_DYNAMIC":
         monkeypatch.setattr(inputs, "STREAM_HEAD", 64 << 10)
     elif where == "kept to PT_DYNAMIC":
         monkeypatch.setattr(inputs, "STREAM_HEAD", end - 1)
-    else:
+    elif where == "PT_DYNAMIC in the first read":
         monkeypatch.setattr(inputs, "_FIRST_BYTES", end + 1)
+    elif where == "a head ending where .dynsym's segment ends":
+        first = _load_ends(moved["moved"])[0]
+        assert inputs._FIRST_BYTES < first < end
+        monkeypatch.setattr(inputs, "STREAM_HEAD", first)
+    else:
+        monkeypatch.setattr(inputs, "_FIRST_BYTES", max(off for kind, off, _ in _segments(moved["moved"]) if kind == PT_LOAD) + 1)
+
+
+def _load_ends(path: Path) -> list[int]:
+    """Where each PT_LOAD's file range ends, in program-header order."""
+    data = path.read_bytes()
+    phoff = struct.unpack_from("<Q", data, 0x20)[0]
+    phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
+    heads = [struct.unpack_from("<IIQQQQ", data, phoff + i * phentsize) for i in range(phnum)]
+    return [h[2] + h[5] for h in heads if h[0] == PT_LOAD]
 
 
 @pytest.mark.parametrize("where", _WHERE)
