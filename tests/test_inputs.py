@@ -526,6 +526,11 @@ def test_workspace_files_are_numbered_and_private(tmp_path) -> None:
         folder = Path(first).parent
     assert not folder.exists() and ws._dir is None
     ws.close()  # a second close is harmless
+    with Workspace() as ws:
+        fd, path = ws.new_file()
+        os.close(fd)
+        shutil.rmtree(Path(path).parent)  # removed by someone else (a temp cleaner): closing still works
+    assert ws._dir is None
 
 
 def test_display_names_are_relative_inside_the_current_folder(tmp_path, monkeypatch) -> None:
@@ -891,6 +896,8 @@ def test_a_folder_gives_its_libraries_and_exporting_programs_and_says_what_it_le
     (folder / "bin").mkdir(parents=True)
     (folder / "bin" / "runner").write_bytes(programs["runner"])
     (folder / "bin" / "tool").write_bytes(programs["tool"])
+    (folder / "bin" / "runner2").write_bytes(programs["runner"])  # a second exporting program
+    (folder / "up").symlink_to(folder, target_is_directory=True)
     (folder / "lib").mkdir()
     (folder / "lib" / "libsmall.so").write_bytes(libs["small"])
     (folder / "lib" / "libsmall.so.1").symlink_to("libsmall.so")  # the same file again
@@ -902,13 +909,14 @@ def test_a_folder_gives_its_libraries_and_exporting_programs_and_says_what_it_le
         arts = collect([str(folder)], ws)
         assert [(a.path, a.display, a.kind, a.wheel, a.image) for a in arts] == [
             (str(folder / "bin" / "runner"),) * 2 + ("executable", None, None),
+            (str(folder / "bin" / "runner2"),) * 2 + ("executable", None, None),
             (str(folder / "lib" / "libsmall.so"),) * 2 + ("shared", None, None),
             (str(folder / "zlast.so"),) * 2 + ("shared", None, None),
         ]  # fmt: skip
         assert ws.ignored == [(str(folder / "bin" / "tool"), "executable"), (str(folder / "lib" / "main.o"), "object"),
-                              (str(folder / "lib" / "stub"), "other")]  # fmt: skip
-        assert [a.file_name for a in arts] == ["runner", "libsmall.so", "zlast.so"]
-        with arts[1].open() as image:
+                              (str(folder / "lib" / "stub"), "other"), (str(folder / "up"), _READ_ALREADY)]  # fmt: skip
+        assert [a.file_name for a in arts] == ["runner", "runner2", "libsmall.so", "zlast.so"]
+        with arts[2].open() as image:
             assert image.display == str(folder / "lib" / "libsmall.so") and "myrt_aoti_torch_small" in image.exports()
 
 
@@ -1106,3 +1114,51 @@ def test_the_count_is_the_end_record_zipfile_reads_the_last_in_the_tail(tmp_path
     with pytest.raises(InputError) as raised:
         open_wheel(str(wheel))
     assert str(raised.value) == f"{wheel}: wheel has 11 members, more than 10"
+
+
+def test_an_end_record_behind_the_longest_comment_is_found(tmp_path) -> None:
+    """The end record is searched for in the file's last 22 + 65535 bytes: one whose comment
+    is as long as a zip allows starts at the first of them."""
+    wheel = tmp_path / "w.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for i in range(3):
+            zf.writestr(f"f{i}.txt", b"x")
+        zf.comment = b"c" * 0xFFFF
+    data = wheel.read_bytes()
+    assert data.rfind(b"PK\x05\x06") == len(data) - 22 - 0xFFFF
+    assert inputs._declared_member_count(str(wheel)) == 3
+
+
+def test_a_zip64_locator_at_the_search_windows_first_byte_is_read(tmp_path, monkeypatch) -> None:
+    """A comment of 65535 - 20 bytes puts the zip64 locator (20 bytes before the end record)
+    at the first byte searched."""
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)
+    wheel = tmp_path / "w.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for i in range(5):
+            zf.writestr(f"f{i}.txt", b"x")
+        zf.comment = b"c" * (0xFFFF - 20)
+    monkeypatch.undo()
+    _set_declared(wheel, 0xFFFF)
+    data = wheel.read_bytes()
+    assert data.rfind(b"PK\x06\x07") == len(data) - 22 - 0xFFFF
+    assert inputs._declared_member_count(str(wheel)) == 5
+
+
+def test_a_zip64_record_at_offset_0_is_read(tmp_path, monkeypatch) -> None:
+    """An archive with no member data has its zip64 record at the file's first byte; a
+    hand-made one may declare any count there, and that count is the bound."""
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", -1)  # zip64 records for no members
+    wheel = tmp_path / "w.whl"
+    zipfile.ZipFile(wheel, "w").close()
+    monkeypatch.undo()
+    data = bytearray(wheel.read_bytes())
+    assert data[:4] == b"PK\x06\x06"
+    struct.pack_into("<QQ", data, 24, 99, 99)
+    wheel.write_bytes(bytes(data))
+    _set_declared(wheel, 0xFFFF)
+    assert inputs._declared_member_count(str(wheel)) == 99
+    monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 98)
+    with pytest.raises(InputError) as raised:
+        open_wheel(str(wheel))
+    assert str(raised.value) == f"{wheel}: wheel has 99 members, more than 98"
