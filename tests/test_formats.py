@@ -352,7 +352,7 @@ def test_an_unknown_format_names_the_choices() -> None:
 # texts that need JSON escaping.
 _B_COLLISION = FindingBatch(
     "COLLISION", BLOCKING, SHIM, ["c10_a", "c10_b", "c10_c"],
-    ["libc10.so exports it too", "libtorch_cpu.so exports it too", 'say "c"\\é'], ["libc10.so", None, "libtorch_cpu.so"],
+    ["libc10.so exports it too", "libtorch_cpu.so exports it too", 'say "c"\\é\x01'], ["libc10.so", None, "libtorch_cpu.so"],
 )  # fmt: skip
 _B_RUNTIME = FindingBatch("REEXPORTED_RUNTIME", WARNING, MODEL, ["_ZSt4cout", "_ZSt4cerr"], ["re-exports it", "and this"], [None, None])
 _B_WHOLE = FindingBatch("NOT_A_SHIM", WARNING, MODEL, [""], ["exports no aoti_torch_* name"], [None])
@@ -360,7 +360,7 @@ _BATCHES = (_B_COLLISION, _B_RUNTIME, _B_WHOLE)
 _FINDINGS = (
     Finding("COLLISION", BLOCKING, SHIM, "c10_a", "libc10.so exports it too", "libc10.so"),
     Finding("COLLISION", BLOCKING, SHIM, "c10_b", "libtorch_cpu.so exports it too", None),
-    Finding("COLLISION", BLOCKING, SHIM, "c10_c", 'say "c"\\é', "libtorch_cpu.so"),
+    Finding("COLLISION", BLOCKING, SHIM, "c10_c", 'say "c"\\é\x01', "libtorch_cpu.so"),
     Finding("REEXPORTED_RUNTIME", WARNING, MODEL, "_ZSt4cout", "re-exports it"),
     Finding("REEXPORTED_RUNTIME", WARNING, MODEL, "_ZSt4cerr", "and this"),
     Finding("NOT_A_SHIM", WARNING, MODEL, "", "exports no aoti_torch_* name"),
@@ -405,7 +405,7 @@ def test_json_of_batches_lists_every_field_of_every_finding_one_a_line() -> None
          "related": "libc10.so", "fingerprint": fingerprint("COLLISION", SHIM, "c10_a")},
         {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_b",
          "message": "libtorch_cpu.so exports it too", "related": None, "fingerprint": fingerprint("COLLISION", SHIM, "c10_b")},
-        {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_c", "message": 'say "c"\\é',
+        {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_c", "message": 'say "c"\\é\x01',
          "related": "libtorch_cpu.so", "fingerprint": fingerprint("COLLISION", SHIM, "c10_c")},
         {"rule": "REEXPORTED_RUNTIME", "severity": "warning", "artifact": MODEL, "symbol": "_ZSt4cout", "message": "re-exports it",
          "related": None, "fingerprint": fingerprint("REEXPORTED_RUNTIME", MODEL, "_ZSt4cout")},
@@ -418,7 +418,9 @@ def test_json_of_batches_lists_every_field_of_every_finding_one_a_line() -> None
     # One finding a line (a reader can follow the stream line by line).
     listed = [line.strip().rstrip(",") for line in out.splitlines() if line.startswith('    {"rule": ')]
     assert [json.loads(line) for line in listed] == doc["findings"]
-    assert out.isascii() and '"say \\"c\\"\\\\\\u00e9"' in out
+    # JSON escapes the control character itself (\u0001); text makes it visible (\x01).
+    assert out.isascii() and '"say \\"c\\"\\\\\\u00e9\\u0001"' in out
+    assert "      say \"c\"\\é\\x01" in _streamed("text", _BATCHES, _report(_FINDINGS)).splitlines()
 
 
 def test_sarif_of_batches_gives_each_finding_its_result() -> None:
@@ -553,3 +555,46 @@ def test_github_annotation_escapes_what_ends_a_property_or_the_line() -> None:
     against = AgainstSource("t%1", "/p%2", "argument", "2.13", 2)
     assert render_annotations(_report((), against=(against,)), with_summary=False).splitlines() == [
         "::notice title=aoti-shim against::t%251: torch 2.13 at /p%252 (from argument; 2 libraries)"]  # fmt: skip
+
+
+def test_a_message_is_escaped_when_it_is_the_batch_s_only_unsafe_text() -> None:
+    # LOAD_FAILURE names no symbol and no related library, yet its message quotes the
+    # loader's reason, which can hold a dependency's hostile file name.
+    failure = FindingBatch("LOAD_FAILURE", BLOCKING, SHIM, [""], ["cannot be loaded: libx\x1b[2J.so: no such file"], [None])
+    report = _report(tuple(failure.findings()), suppressed=(), unused_suppressions=(), skipped_rules=(), against=())
+    for fmt, shown in (("text", "  blocking  LOAD_FAILURE  cannot be loaded: libx\\x1b[2J.so: no such file"),
+                       ("json", '"message": "cannot be loaded: libx\\u001b[2J.so: no such file"')):  # fmt: skip
+        out = _streamed(fmt, (failure,), report)
+        assert shown in out and "\x1b" not in out, fmt
+
+
+def test_text_of_models_only_and_of_a_library_with_both_severities() -> None:
+    only_models = _report((), artifacts=(CheckedArtifact(MODEL, "model"),) * 2)
+    assert render(only_models).splitlines()[1] == "checked: 0 shim libraries, 2 model(s) against 1 reference(s)"
+    both = _report((F_EXPORT, F_RUNTIME._replace(artifact=SHIM)), suppressed=(), unused_suppressions=())
+    at = render(both).splitlines().index(SHIM)
+    # One column of severities, one of rules, per library.
+    assert render(both).splitlines()[at + 1 : at + 3] == [
+        "  blocking  UNPREFIXED_EXPORT   exports aoti_torch_get_dim without the prefix",
+        "  warning   REEXPORTED_RUNTIME  re-exports the C++ runtime",
+    ]
+
+
+def test_junit_properties_and_the_output_of_several_warnings() -> None:
+    warned = (F_RUNTIME, F_RUNTIME._replace(symbol="_ZSt4cerr", message="and cerr"))
+    root = ET.fromstring(render(_report(warned), "junit"))
+    assert [(p.get("name"), p.get("value")) for p in root.iterfind("testsuite/properties/property")] == [
+        ("against torch", AGAINST.describe())]  # fmt: skip
+    case = root.find("testsuite/testcase[@classname='aoti-shim.REEXPORTED_RUNTIME'][@name='models/model.so']")
+    assert case is not None and case.find("failure") is None
+    assert case.findtext("system-out") == "warning: _ZSt4cout: re-exports the C++ runtime\nwarning: _ZSt4cerr: and cerr"
+
+
+def test_a_fingerprint_hashes_undecodable_bytes_as_they_were() -> None:
+    import hashlib
+
+    # scan's JSON fingerprints its raw findings: a name that is no UTF-8 hashes the bytes
+    # Python's surrogateescape stands for, encoded as it holds them (surrogatepass).
+    want = hashlib.sha256(b"HIJACK\0lib\xed\xb3\xbex.so\0sym\xed\xb3\xbf").hexdigest()[:32]
+    assert fingerprint("HIJACK", "d/lib\udcfex.so", "sym\udcff") == want
+    assert Finding("HIJACK", BLOCKING, "d/lib\udcfex.so", "sym\udcff", "m").fingerprint == want

@@ -67,3 +67,25 @@ def test_prefix_origin_in_words() -> None:
     assert prefix_origin("inferred", "") == "inferred from the shims' exports"
     assert prefix_origin("given", "") == "given" and prefix_origin("none", "") == "none found"
     assert prefix_origin("CMAKE_ARGS", "") == "CMAKE_ARGS"
+
+
+def test_a_report_assembled_from_a_stream_carries_every_header_field_and_the_tally() -> None:
+    from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Header, Suppressed, assemble, header_of
+
+    found = Finding("COLLISION", BLOCKING, "a.so", "x", "m", "b.so")
+    header = Header(
+        prefix="myrt_", prefix_source="inferred", artifacts=(CheckedArtifact("a.so", "shim"),), references=("r.so",),
+        skipped_rules=(("LOAD_FAILURE", "why"),), prefix_inferred_from="models",
+        against=(AgainstSource("torch", "/t", "argument", "2.13.0", 3),), ignored=(("tool", "executable"),),
+    )  # fmt: skip
+    tally = Tally()
+    tally.suppressed = [Suppressed(found._replace(symbol="y"), "known")]
+    tally.unused_suppressions = ("NOT_A_SHIM in *.so",)
+    report = assemble(header, (found,), tally)
+    assert report == Report(
+        findings=(found,), prefix="myrt_", prefix_source="inferred", artifacts=header.artifacts, references=("r.so",),
+        suppressed=(Suppressed(found._replace(symbol="y"), "known"),), unused_suppressions=("NOT_A_SHIM in *.so",),
+        skipped_rules=(("LOAD_FAILURE", "why"),), prefix_inferred_from="models", against=header.against,
+    )  # fmt: skip
+    # And back: the header a report says before its findings (what a file listed as not checked is, it does not keep).
+    assert header_of(report) == Header(**{**header.__dict__, "ignored": ()})
