@@ -105,6 +105,8 @@ def test_quote_each_is_json_quoting(texts: list[str]) -> None:
 @given(symbols=_texts, artifact=st.text(max_size=8))
 # Names that are no UTF-8 (lone surrogates), which the search rarely draws.
 @example(symbols=["sym\udcff", "\ud800", "a b", ""], artifact="lib\udcfe.so")
+# A name holding NUL (no ELF name can: strings end at one) is hashed on its own too.
+@example(symbols=["a\0b", "c\udcff", ""], artifact="lib.so")
 def test_batch_fingerprints_are_the_findings_fingerprints(symbols: list[str], artifact: str) -> None:
     batch = FindingBatch("COLLISION", BLOCKING, artifact, symbols, ["m"] * len(symbols), [None] * len(symbols))
     assert FindingEncoder().fingerprints(batch) == [fingerprint("COLLISION", artifact, s) for s in symbols]
