@@ -1162,3 +1162,36 @@ def test_a_zip64_record_at_offset_0_is_read(tmp_path, monkeypatch) -> None:
     with pytest.raises(InputError) as raised:
         open_wheel(str(wheel))
     assert str(raised.value) == f"{wheel}: wheel has 99 members, more than 98"
+
+
+@pytest.mark.parametrize("comment", [0xFFFF, 0xFFFF + 1])
+def test_the_end_record_is_searched_for_in_the_last_22_plus_65535_bytes(tmp_path, comment) -> None:
+    """An end record followed by the longest comment a zip allows is found; one byte
+    further from the end it is not (zipfile does not look there either)."""
+    path = tmp_path / "w.whl"
+    path.write_bytes(b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 7, 7, 0, 0, 0) + bytes(comment))
+    assert inputs._declared_member_count(str(path)) == (7 if comment == 0xFFFF else -1)
+
+
+@pytest.mark.parametrize(("where", "read"), [(56, True), (55, False), ("past any file", False)])
+def test_the_zip64_record_is_read_where_the_locator_points_up_to_the_last_56_bytes(tmp_path, monkeypatch, where, read) -> None:
+    """The locator may point anywhere; a record there is read when its 56 bytes fit in the
+    file (here in the zip comment, at 56 bytes from the end), not one byte later, nor at an
+    offset past any file (2^56 more than the real one: only 8 bytes of offset say so)."""
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 2)
+    wheel = tmp_path / "w.whl"
+    fake = b"PK\x06\x06" + bytes(28) + struct.pack("<Q", 77) + bytes(16)
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for i in range(5):
+            zf.writestr(f"f{i}.txt", b"x")
+        zf.comment = b"" if where == "past any file" else fake[: where]
+    monkeypatch.undo()
+    _set_declared(wheel, 0xFFFF)
+    data = bytearray(wheel.read_bytes())
+    locator = data.rfind(b"PK\x06\x07")
+    if where == "past any file":
+        struct.pack_into("<Q", data, locator + 8, data.rfind(b"PK\x06\x06") + (1 << 56))
+    else:
+        struct.pack_into("<Q", data, locator + 8, len(data) - where)
+    wheel.write_bytes(bytes(data))
+    assert inputs._declared_member_count(str(wheel)) == (77 if read else 0xFFFF)
