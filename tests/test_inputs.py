@@ -1195,3 +1195,23 @@ def test_the_zip64_record_is_read_where_the_locator_points_up_to_the_last_56_byt
         struct.pack_into("<Q", data, locator + 8, len(data) - where)
     wheel.write_bytes(bytes(data))
     assert inputs._declared_member_count(str(wheel)) == (77 if read else 0xFFFF)
+
+
+def test_a_member_that_inflates_to_less_than_its_declared_size_is_read_as_far_as_it_goes(libs, tmp_path) -> None:
+    """A stored member whose declared size is 4 KiB more than its data (its CRC that of the
+    data): the stream ends early, the reading goes on with what came, the library is read."""
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libsmall.so", libs["small"])], compression=zipfile.ZIP_STORED)
+    data = bytearray(wheel.read_bytes())
+    declared = len(libs["small"]) + 4096
+    struct.pack_into("<I", data, 22, declared)  # the local header's size
+    struct.pack_into("<I", data, data.rfind(b"PK\x01\x02") + 24, declared)  # the central directory's
+    wheel.write_bytes(bytes(data))
+    with _disk(tmp_path, libs["small"]) as on_disk:
+        want = dict(on_disk.exports().items())
+    with open_wheel(str(wheel)) as zf, Workspace() as ws:
+        (info,) = zf.infolist()
+        assert info.file_size == declared
+        kind, art = read_member(zf, info, "w!lib/libsmall.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
+        assert kind == "shared" and art is not None and art.image is not None
+        assert dict(art.image.exports().items()) == want
+        assert zf.inflate_budget - zf.inflate_left == len(libs["small"])
