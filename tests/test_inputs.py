@@ -1215,3 +1215,22 @@ def test_a_member_that_inflates_to_less_than_its_declared_size_is_read_as_far_as
         assert kind == "shared" and art is not None and art.image is not None
         assert dict(art.image.exports().items()) == want
         assert zf.inflate_budget - zf.inflate_left == len(libs["small"])
+
+
+def test_the_temp_copy_takes_the_member_limit_given_not_the_default(many_exports, tmp_path, monkeypatch) -> None:
+    """A member declared 5 GiB (its data far less, its CRC that of the data), read with a
+    member limit above the 4 GiB default: copied to a temp file under that limit too."""
+    data = _dynamic_at(many_exports, len(many_exports) + 4096)
+    monkeypatch.setattr(inputs, "SMALL_MEMBER", 1024)
+    monkeypatch.setattr(inputs, "STREAM_HEAD", 4096)  # the tables lie between this and PT_DYNAMIC
+    declared = 5 << 30
+    wheel = tmp_path / "w.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr("lib/libmany.so", data)
+        zf.filelist[0].file_size = declared  # the central directory says so (zip64)
+    with open_wheel(str(wheel)) as zf, Workspace() as ws:
+        (info,) = zf.infolist()
+        assert info.file_size == declared > inputs.DEFAULT_MEMBER_LIMIT
+        kind, art = read_member(zf, info, "w!lib/libmany.so", ws, declared)
+        assert kind == "shared" and art is not None and art.image is None  # the temp copy
+        assert Path(art.path).read_bytes() == data
