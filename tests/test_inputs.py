@@ -1234,3 +1234,23 @@ def test_the_temp_copy_takes_the_member_limit_given_not_the_default(many_exports
         kind, art = read_member(zf, info, "w!lib/libmany.so", ws, declared)
         assert kind == "shared" and art is not None and art.image is None  # the temp copy
         assert Path(art.path).read_bytes() == data
+
+
+def test_a_file_its_reader_may_not_read_is_refused_in_its_words(libs, tmp_path) -> None:
+    """os.access asks with the real user: as root, the real user becomes nobody for the call
+    (the effective one stays root, so the file can still be found), and is root again after."""
+    path = tmp_path / "libsecret.so"
+    path.write_bytes(libs["small"])
+    path.chmod(0)
+    before = os.getresuid()
+    with Workspace() as ws, pytest.raises(InputError) as raised:
+        if os.geteuid() == 0:
+            os.setresuid(65534, 0, 0)
+            try:
+                collect([str(path)], ws)
+            finally:
+                os.setresuid(0, 0, 0)
+        else:
+            collect([str(path)], ws)
+    assert str(raised.value) == f"{path}: cannot read: permission denied"
+    assert os.getresuid() == before
