@@ -29,7 +29,8 @@ MODULES=("$@")
 TESTS=(tests/test_rule_matrix.py tests/test_prefix_rules.py tests/test_check.py tests/test_check_soundness.py
     tests/test_plugin_prefix.py tests/test_plugin_settings.py tests/test_gate.py
     tests/test_inputs.py tests/test_check_bounds.py tests/test_wheel_tables_at_end.py tests/test_robustness.py
-    tests/test_report.py tests/test_formats.py tests/test_compare.py tests/test_rewrite.py)
+    tests/test_report.py tests/test_formats.py tests/test_hostile_names.py tests/test_finding_batches.py
+    tests/test_compare.py tests/test_rewrite.py)
 [ -z "${AOTI_SHIM_MUTATION_TESTS:-}" ] || read -r -a TESTS <<< "$AOTI_SHIM_MUTATION_TESTS"
 # Mutant names to run (globs); empty: every mutant of the modules.
 read -r -a SELECT <<< "${AOTI_SHIM_MUTATION_SELECT:-}"
