@@ -90,8 +90,14 @@ def fingerprint_prefix(rule: str, artifact: str) -> bytes:
     return "\0".join((rule, artifact.rsplit("/", 1)[-1], "")).encode("utf-8", "surrogatepass")
 
 
-def fingerprint(rule: str, artifact: str, symbol: str) -> str:
+def fingerprint(rule: str, artifact: str, symbol: str, related: str | None = None) -> str:
+    """A finding's stable id. ``related`` joins the hash where one library's findings of a
+    rule differ only by it (scan's HIJACK: one finding per captured consumer, each with the
+    consumer's first captured name, often the same): code scanning merges results that
+    share a fingerprint."""
     key = fingerprint_prefix(rule, artifact) + symbol.encode("utf-8", "surrogatepass")
+    if related is not None:
+        key += b"\0" + related.encode("utf-8", "surrogatepass")
     return hashlib.sha256(key).hexdigest()[:32]
 
 

@@ -17,7 +17,7 @@ from aoti_shim.checks.formats.escape import printable, valid_unicode
 from aoti_shim.checks.formats.github import _md_code, _md_text, annotations, findings_table, table_row
 from aoti_shim.checks.formats.junit import junit_document
 from aoti_shim.checks.formats.sarif import SARIF_SCHEMA, artifact_uri, level, rule_descriptors
-from aoti_shim.checks.report import BLOCKING, Finding
+from aoti_shim.checks.report import BLOCKING, Finding, fingerprint
 from aoti_shim.checks.scan import NOBODY, SCAN_RULES, LibraryFacts
 from aoti_shim.checks.scan_report import ScanReport
 from aoti_shim.errors import UsageError
@@ -119,6 +119,11 @@ def render_text(report: ScanReport, *, color: bool = False, verbose: bool = Fals
     return "\n".join(lines) + "\n"
 
 
+def _fingerprint(x: Finding) -> str:
+    """A scan finding's id: its related library too (one HIJACK finding per consumer)."""
+    return fingerprint(x.rule, x.artifact, x.symbol, x.related)
+
+
 # -- JSON -------------------------------------------------------------------------------------
 
 
@@ -130,7 +135,7 @@ def _finding_dict(x: Finding, f: Escape) -> dict[str, Any]:
         "symbol": f(x.symbol),
         "message": f(x.message),
         "related": None if x.related is None else f(x.related),
-        "fingerprint": x.fingerprint,
+        "fingerprint": _fingerprint(x),
     }
 
 
@@ -199,7 +204,7 @@ def render_sarif(report: ScanReport) -> str:
             "level": level(x.severity),
             "message": {"text": f(x.message)},
             "locations": [{"physicalLocation": {"artifactLocation": {"uri": artifact_uri(f(x.artifact))}}}],
-            "partialFingerprints": {"aotiShimFinding/v1": x.fingerprint},
+            "partialFingerprints": {"aotiShimFinding/v1": _fingerprint(x)},
         }
         if x.symbol:
             result["locations"][0]["logicalLocations"] = [{"name": f(x.symbol), "kind": "function"}]

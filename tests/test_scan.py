@@ -330,9 +330,12 @@ def test_scan_json_says_every_field(dirty: ScanReport, scan_envs: ScanEnvs) -> N
     ]
     assert doc["findings"] == [
         {"rule": rule, "severity": severity, "artifact": lib, "symbol": symbol, "message": message, "related": related,
-         "fingerprint": fingerprint(rule, lib, symbol)}
+         "fingerprint": fingerprint(rule, lib, symbol, related)}
         for rule, severity, lib, symbol, related, message in _dirty_findings(scan_envs)
     ]  # fmt: skip
+    # One id a finding: the three HIJACKs of one provider, one per consumer, share their
+    # rule, library and first captured name (code scanning would merge them into one alert).
+    assert len({f["fingerprint"] for f in doc["findings"]}) == len(doc["findings"])
     assert (doc["suppressed"], doc["unused_suppressions"], doc["summary"]) == ([], [], {"blocking": 6, "warning": 1})
 
 
@@ -353,9 +356,10 @@ def test_scan_sarif_says_each_result(dirty: ScanReport, scan_envs: ScanEnvs) -> 
          "message": {"text": message},
          "locations": [{"physicalLocation": {"artifactLocation": {"uri": lib}},
                         "logicalLocations": [{"name": symbol, "kind": "function"}]}],
-         "partialFingerprints": {"aotiShimFinding/v1": fingerprint(rule, lib, symbol)}}
-        for rule, severity, lib, symbol, _, message in _dirty_findings(scan_envs)
+         "partialFingerprints": {"aotiShimFinding/v1": fingerprint(rule, lib, symbol, related)}}
+        for rule, severity, lib, symbol, related, message in _dirty_findings(scan_envs)
     ]  # fmt: skip
+    assert len({r["partialFingerprints"]["aotiShimFinding/v1"] for r in run["results"]}) == len(run["results"])
 
 
 def test_scan_github_annotations_and_summary_say_each_finding(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
