@@ -14,7 +14,7 @@ from typing import Iterable, Iterator
 from aoti_shim.checks import prefix as prefix_rules
 from aoti_shim.checks import search
 from aoti_shim.checks import suppressions as suppression_file
-from aoti_shim.checks.bindings import DEPENDENCY, Linked
+from aoti_shim.checks.bindings import DEPENDENCY, SYSTEM, Linked
 from aoti_shim.checks.elf import ElfImage
 from aoti_shim.checks.environment import running_interpreter
 from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, open_wheel
@@ -67,6 +67,9 @@ def _identity(art: Artifact) -> object:
 # an auxiliary filtee it cannot find).
 _Needs = dict[int, tuple[search.Needer, list[str], frozenset[str]]]
 
+# Relocation tables up to this size are read for every library (a few milliseconds).
+RELOCATION_READ_LIMIT = 256 << 10
+
 
 def _read(art: Artifact, role: str, needs: _Needs | None = None, wheel_roots: tuple[str, ...] = ()) -> Library:
     identity = _identity(art)
@@ -76,10 +79,11 @@ def _read(art: Artifact, role: str, needs: _Needs | None = None, wheel_roots: tu
             return Library(display=art.display, role=role, exports={}, imports={}, identity=identity, executable=executable)
         # The tables hold packed ints, not the mapping: they outlive the image.
         exports, imports = image.exports(), image.imports()
-        # The loader's view for the binding model: only shim-ABI imports are asked about, and
-        # the relocation tables (which say which bind lazily) are read only for a library that
-        # has some (libtorch_cpu's .rela.dyn is megabytes, its shim-ABI imports none).
+        # The loader's view for the binding model: every import. The relocation tables (which
+        # say which imports bind lazily, and which any relocation names) are read for a
+        # library with shim-ABI imports or small tables (libtorch_cpu's are 8 MiB, 0.2 s).
         shim_imports = any(prefix_rules.is_shim_name(n) for n in imports)
+        relocated = image.relocated_symbol_indexes() if shim_imports or image.relocation_bytes() <= RELOCATION_READ_LIMIT else None
         linked = Linked.of_tables(
             art.display,
             "shim" if role == "shim" else "model",
@@ -93,10 +97,12 @@ def _read(art: Artifact, role: str, needs: _Needs | None = None, wheel_roots: tu
             noopen=image.noopen,
             header=(image.elf_class, image.big_endian, image.machine),
             versions=image.versions(),
-            import_filter=prefix_rules.is_shim_name,
-            lazy=image.lazy_symbol_indexes() if shim_imports else frozenset(),
+            lazy=relocated[0] if relocated is not None else frozenset(),
             local_references=image.local_references(),
             unseen=image.unseen_definitions(exports, (n for n in exports if prefix_rules.is_shim_name(n))),
+        )
+        linked = dataclasses.replace(
+            linked, referenced=relocated[1] if relocated is not None else None, lazy_unknown=relocated is None
         )
         # A program's copies of shim data (R_*_COPY) are the one instance, not a definition of its own.
         at = image.copy_relocated_indexes() if executable else frozenset()
@@ -127,6 +133,13 @@ class Dependencies:
     unseen: tuple[tuple[str, str, str], ...]
     # Extra names a checked library is needed by (a DT_NEEDED path that is its file).
     aliases: dict[int, set[str]]
+    # DT_NEEDED names each checked or found library has that this machine lacks (UNSEEN).
+    unseen_of: dict[int, list[str]] = dataclasses.field(default_factory=dict)
+    # The process's own libraries, global before everything: the machine's libc (every
+    # program has it) and the references' dependencies (libstdc++, libm...).
+    machine: tuple[Linked, ...] = ()
+    # The machine's libraries read for their exports, open until the check ends.
+    images: tuple[ElfImage, ...] = ()
 
 
 def _needer(art: Artifact, image: ElfImage, wheel_roots: tuple[str, ...]) -> search.Needer:
@@ -174,6 +187,7 @@ def _dependencies(
     checked: dict[str, int],
     references: frozenset[str],
     settings: CheckSettings,
+    reference_images: tuple[ElfImage, ...] = (),
 ) -> Dependencies:
     """Every DT_NEEDED entry of the checked libraries, looked up as ld.so looks it up
     (:mod:`aoti_shim.checks.search`), and of what that finds: each checked library's
@@ -186,8 +200,14 @@ def _dependencies(
     of_shims: list[Library] = []
     missing: dict[int, list[tuple[str, str]]] = {}
     unseen: list[tuple[str, str, str]] = []
+    unseen_of: dict[int, list[str]] = {}
     aliases: dict[int, set[str]] = {}
     read: dict[str, Library] = {}
+    # The machine's libraries (found in the ld.so cache or a system folder), by real path:
+    # read for their exports only, through .gnu.hash, the image kept open.
+    machine_read: dict[str, Linked] = {}
+    machine_named: dict[str, Linked] = {}
+    images: list[ElfImage] = []
     # Each checked library in load order with its closure, breadth first (as dlopen maps
     # it): (its Library, the needers that brought it in, reached from a shim?).
     todo: list[tuple[Library, tuple[search.Needer, ...], bool]] = []
@@ -198,6 +218,31 @@ def _dependencies(
         if lib.linked is not None and (lib.identity is None or lib.identity not in identities):
             identities.add(lib.identity)
             roots.append(lib)
+
+    def machine_library(path: str, name: str) -> Linked | None:
+        """A library of the machine (or a reference's dependency), read once: its exports
+        and needs; its own imports are not asked about."""
+        real = os.path.realpath(path)
+        if real in machine_read:
+            return machine_read[real]
+        try:
+            image = ElfImage(real)
+        except InputError:
+            return None  # unreadable: it defines nothing the check can tell
+        images.append(image)
+        linked = Linked.of_image(image, SYSTEM, imports=False)
+        linked = dataclasses.replace(linked, names=linked.names | {name})
+        machine_read[real] = linked
+        for n in linked.names:
+            machine_named.setdefault(n, linked)
+        if image.has_dynsym:
+            rpath, runpath = image.search_paths
+            needer = search.Needer(os.path.dirname(real), rpath=rpath, runpath=runpath, nodeflib=image.nodeflib,
+                                   header=(image.elf_class, image.big_endian, image.machine))  # fmt: skip
+            needs[id(linked)] = (needer, list(image.needed), frozenset())
+            todo.append((Library(linked.display, SYSTEM, {}, {}, linked=linked), (), False))
+        return linked
+
     while todo or roots:
         if not todo:
             root = roots.pop(0)
@@ -206,16 +251,17 @@ def _dependencies(
         if lib.linked is None or id(lib.linked) not in needs:
             continue
         needer, needed, optional = needs[id(lib.linked)]
+        system = lib.linked.role == SYSTEM
         wanted = [n for n in needed if n not in known]
         for name in wanted:
             if name in known:
                 continue
             where = finder.find(name, needer, loaders)
-            if where.how == search.SYSTEM:
-                known.add(name)  # the machine's own (libc, libstdc++): no shim names
-            elif where.how == search.UNSEEN:
-                unseen.append((lib.display, name, where.via))
-            elif where.how == search.MISSING and name in optional:
+            if where.how == search.UNSEEN:
+                unseen_of.setdefault(id(lib.linked), []).append(name)
+                if not system:
+                    unseen.append((lib.display, name, where.via))
+            elif where.how == search.MISSING and (name in optional or system):
                 continue  # an auxiliary filtee found nowhere: glibc uses the filter's own definitions
             elif where.how == search.MISSING:
                 missing.setdefault(id(lib.linked), []).append((name, _searched(needer, fix)))
@@ -230,6 +276,15 @@ def _dependencies(
                     continue
                 if real in references:
                     known.add(name)
+                    continue
+                if where.how == search.SYSTEM or system:
+                    # The machine's own (libc, libstdc++): no shim names, its imports its own.
+                    known.add(name)
+                    dep_linked = machine_library(real, name)
+                    if dep_linked is not None:
+                        known.update(dep_linked.names)
+                        if dep_linked not in found:
+                            found.append(dep_linked)
                     continue
                 if real in read:
                     dep = read[real]
@@ -248,7 +303,80 @@ def _dependencies(
                         of_shims.append(_shim_names_only(dep))
                     todo.append((dep, (needer, *loaders), from_shim))
                 known.add(name)
-    return Dependencies(tuple(found), tuple(of_shims), missing, tuple(unseen), aliases)
+    machine: list[Linked] = []
+    # The process's machine, as the binding model takes it: the references', else the models'.
+    headers = [(r.elf_class, r.big_endian, r.machine) for r in reference_images if r.has_dynsym]
+    headers += [lib.linked.header for _, lib in pairs if lib.role != "shim" and lib.linked is not None and lib.linked.header]
+    headers += [lib.linked.header for _, lib in pairs if lib.linked is not None and lib.linked.header]
+    header = headers[0] if headers else None
+    # Every program has libc (and its dynamic linker) in the global scope, given or not.
+    libc = finder.find("libc.so.6", search.Needer(None, header=header))
+    if libc.how in (search.SYSTEM, search.FILE) and libc.path is not None:
+        real = os.path.realpath(libc.path)
+        host = machine_read.get(real) if "libc.so.6" in known else machine_library(real, "libc.so.6")
+        if host is not None:
+            machine.append(host)
+            known.update(host.names)
+    # The references' own dependencies load global with them: what they define counts as
+    # bound. One this machine lacks stands in as unknown (it may define anything).
+    for ref in reference_images:
+        if not ref.has_dynsym:
+            continue
+        rpath, runpath = ref.search_paths
+        needer = search.Needer(os.path.dirname(os.path.realpath(ref.path)), rpath=rpath, runpath=runpath,
+                               nodeflib=ref.nodeflib, header=(ref.elf_class, ref.big_endian, ref.machine))  # fmt: skip
+        for name in ref.needed:
+            if name in machine_named:  # a checked library's need too: global with the references
+                if all(m is not machine_named[name] for m in machine):
+                    machine.append(machine_named[name])
+                continue
+            if name in known:
+                continue
+            where = finder.find(name, needer)
+            real = os.path.realpath(where.path) if where.path else None
+            if real is not None and real in references:
+                continue
+            dep_linked = machine_library(real, name) if real is not None and where.how in (search.SYSTEM, search.FILE) else None
+            if dep_linked is None:
+                dep_linked = Linked(name, SYSTEM, frozenset(), unseen=(name,))
+            else:
+                known.update(dep_linked.names)
+            known.add(name)
+            machine.append(dep_linked)
+    # The closures of what was read last (libc's dynamic linker, the references' needs).
+    while todo:
+        lib, _, _ = todo.pop(0)
+        if lib.linked is None or id(lib.linked) not in needs:
+            continue
+        needer, needed, _ = needs[id(lib.linked)]
+        for name in needed:
+            if name in known:
+                continue
+            where = finder.find(name, needer)
+            known.add(name)
+            if where.path is not None and where.how in (search.SYSTEM, search.FILE):
+                real = os.path.realpath(where.path)
+                if real in checked or real in references:
+                    continue
+                dep_linked = machine_library(real, name)
+                if dep_linked is not None and dep_linked not in found:
+                    found.append(dep_linked)
+            elif where.how == search.UNSEEN:
+                unseen_of.setdefault(id(lib.linked), []).append(name)
+    # A machine library that needs one this machine lacks says so (nothing beside it is judged).
+    marked: dict[int, Linked] = {}
+
+    def mark(linked: Linked) -> Linked:
+        if id(linked) not in unseen_of:
+            return linked
+        if id(linked) not in marked:
+            marked[id(linked)] = dataclasses.replace(linked, unseen=tuple(unseen_of[id(linked)]))
+        return marked[id(linked)]
+
+    return Dependencies(
+        tuple(mark(d) if d.role == SYSTEM else d for d in found), tuple(of_shims), missing, tuple(unseen), aliases,
+        unseen_of, tuple(mark(m) for m in machine), tuple(images),
+    )  # fmt: skip
 
 
 def _shim_names_only(lib: Library) -> Library:
@@ -260,14 +388,15 @@ def _shim_names_only(lib: Library) -> Library:
 
 def _with_needs(libs: list[Library], deps: Dependencies) -> list[Library]:
     """The libraries with what the search said of their DT_NEEDED entries: the names found
-    nowhere, and the paths by which others need them."""
+    nowhere or not on this machine, and the paths by which others need them."""
     out = []
     for lib in libs:
         linked = lib.linked
-        if linked is not None and (id(linked) in deps.missing or id(linked) in deps.aliases):
+        if linked is not None and (id(linked) in deps.missing or id(linked) in deps.aliases or id(linked) in deps.unseen_of):
             linked = dataclasses.replace(
-                linked, missing=tuple(deps.missing.get(id(linked), ())), names=linked.names | deps.aliases.get(id(linked), set())
-            )
+                linked, missing=tuple(deps.missing.get(id(linked), ())), names=linked.names | deps.aliases.get(id(linked), set()),
+                unseen=tuple(deps.unseen_of.get(id(linked), ())),
+            )  # fmt: skip
             lib = dataclasses.replace(lib, linked=linked)
         out.append(lib)
     return out
@@ -381,14 +510,20 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
             for a, lib in (*zip(shim_arts, shims), *zip(model_arts, models))
         }
         ref_files = frozenset(os.path.realpath(r.path) for r in refs if isinstance(r, ElfImage))
+        ref_images = tuple(r for r in refs if isinstance(r, ElfImage))
         try:
-            deps = _dependencies([*zip(shim_arts, shims), *zip(model_arts, models)], needs, known, by_file, ref_files, settings)
+            deps = _dependencies(
+                [*zip(shim_arts, shims), *zip(model_arts, models)], needs, known, by_file, ref_files, settings, ref_images
+            )
         except BaseException:
             close_all(refs)
             raise
         shims, models = _with_needs(shims, deps), _with_needs(models, deps)
         linked_deps = tuple(
-            dataclasses.replace(d, missing=tuple(deps.missing[id(d)])) if id(d) in deps.missing else d for d in deps.linked
+            dataclasses.replace(d, missing=tuple(deps.missing.get(id(d), ())), unseen=tuple(deps.unseen_of.get(id(d), ())))
+            if id(d) in deps.missing or (d.role == DEPENDENCY and id(d) in deps.unseen_of)
+            else d
+            for d in deps.linked
         )
         try:
             ctx = Context(
@@ -401,6 +536,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
                 dependencies=linked_deps,
                 shim_dependencies=deps.of_shims,
                 unseen=deps.unseen,
+                machine=deps.machine,
             )
             skipped = []
             if not settings.against:
@@ -420,6 +556,8 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
             yield CheckRun(header, ctx, sups)
         finally:
             close_all(refs)
+            for image in deps.images:
+                image.close()
 
 
 def run_check(settings: CheckSettings) -> Report:

@@ -2,6 +2,8 @@
 
 The process the checker answers for is the one a slim runtime shares with libtorch:
 
+0. the machine's libc and its dynamic linker (every program has them), and the references'
+   own dependencies (libstdc++, libm...): read for their exports only;
 1. the program itself when it exports dynamic symbols (a runner linked ``-rdynamic``);
 2. the references (libtorch and what ``import torch`` loads), ``RTLD_GLOBAL``, in order;
 3. the shim libraries, ``RTLD_GLOBAL``, in order, each with its ``DT_NEEDED`` closure;
@@ -25,7 +27,10 @@ encoding or machine differs from the process's cannot load; neither can one need
 version that a loaded dependency lacks, nor one dlopen opens (itself or in its closure)
 that was linked ``-z nodlopen``, nor one with a DT_NEEDED library the loader finds
 nowhere (where it looks is :mod:`aoti_shim.checks.search`'s; ``Linked.missing`` holds
-what it did not find). TLS and IFUNC symbols bind by these same rules.
+what it did not find). TLS and IFUNC symbols bind by these same rules. An import of
+any name that binds to nothing fails the load (a global library's function import: its first
+call, :meth:`Process.call_failures`), unless it is weak, or no relocation refers to it, or it
+is no shim ABI and a library this machine lacks (``Linked.unseen``) is in its lookup scope.
 
 Only names are asked of references (through their hash tables), so the model costs a
 lookup per resolved import, not a scan of libtorch. Use it as::
@@ -61,6 +66,9 @@ from aoti_shim.checks.elf import (
 
 # Where a library sits in the process (load order follows this order).
 PROGRAM, REFERENCE, SHIM, MODEL, DEPENDENCY = "program", "reference", "shim", "model", "dependency"
+# The machine's own libraries (libc, libstdc++...) and the references' dependencies: they
+# define names for the others, and their own imports are not asked about.
+SYSTEM = "system"
 
 # ELF machine numbers named in messages (the rest print as numbers).
 MACHINES = {3: "i386", 40: "ARM", 62: "x86-64", 183: "AArch64", 243: "RISC-V", 21: "PowerPC64", 22: "S390"}
@@ -108,6 +116,15 @@ class Linked:
     # DT_NEEDED entries the loader finds nowhere, each with what was searched (one line):
     # a library needing one cannot load, nor can whatever needs it.
     missing: tuple[tuple[str, str], ...] = ()
+    # DT_NEEDED names this machine lacks and a deployment has (a GPU driver library):
+    # whatever it would define is unknown, so no import of another name is judged beside it.
+    unseen: tuple[str, ...] = ()
+    # The relocation tables were not read (too large): which imports bind lazily is unknown,
+    # and a global library's imports of names other than shim ABI are taken as lazy.
+    lazy_unknown: bool = False
+    # The .dynsym indexes some relocation refers to (ld.so looks up no other); None when the
+    # relocation tables were not read (every import counts then).
+    referenced: frozenset[int] | None = None
 
     def definitions(self, name: str) -> list[DynamicEntry]:
         return self.lookup(name)
@@ -261,6 +278,25 @@ class LoadFailure:
     # An import bound to nothing (the import rules say which); else the library itself
     # cannot load (its class or machine, a missing version).
     undefined: bool = False
+    # For an import bound to nothing: the library that imports it (``library`` or one of
+    # its closure), the import, and the search list its lookup went through after the
+    # global scope (where a definer was expected).
+    importer: Linked | None = None
+    entry: DynamicEntry | None = None
+    searched: tuple[Linked, ...] = ()
+    # A global library's lazy (PLT) import: it loaded, and its first call fails (a host
+    # that opens it RTLD_NOW, as Python's ctypes does, is refused the load).
+    at_call: bool = False
+
+    @property
+    def symbol(self) -> str:
+        return self.entry.symbol.name if self.entry is not None else ""
+
+    @property
+    def judged_here(self) -> bool:
+        """An import bound to nothing whose name is no shim ABI: LOAD_FAILURE's to say (the
+        import rules say the shim-ABI ones)."""
+        return self.undefined and self.entry is not None and not shim_abi.is_shim_name(self.symbol)
 
 
 def shim_abi_imports(entry: DynamicEntry) -> bool:
@@ -309,15 +345,19 @@ class Process:
         shims: Sequence[Linked] = (),
         models: Sequence[Linked] = (),
         dependencies: Sequence[Linked] = (),
+        machine: Sequence[Linked] = (),
     ) -> None:
         self.programs = list(programs)
+        # The machine's libraries every process has (libc and its closure, the program's)
+        # and the references' dependencies: global, loaded first.
+        self.machine = list(machine)
         self.references = list(references)
         self.shims = list(shims)
         self.models = list(models)
         # Libraries known only as someone's DT_NEEDED (loaded with whoever needs them).
         self.dependencies = list(dependencies)
         self._by_name: dict[str, Linked] = {}
-        for lib in (*self.programs, *self.references, *self.shims, *self.dependencies, *self.models):
+        for lib in (*self.programs, *self.references, *self.shims, *self.dependencies, *self.models, *self.machine):
             for n in lib.names:
                 self._by_name.setdefault(n, lib)
         self.header = next((lib.header for lib in (*self.references, *self.models, *self.programs) if lib.header), None)
@@ -330,10 +370,13 @@ class Process:
         models: Sequence[Linked] = (),
         programs: Sequence[Linked] = (),
         dependencies: Sequence[Linked] = (),
+        machine: Sequence[Linked] = (),
     ) -> Process:
         """A process from references (open images or snapshot libraries) and checked libraries."""
         refs = [r if isinstance(r, Linked) else Linked.of_reference(r) for r in references]
-        return Process(programs=programs, references=refs, shims=shims, models=models, dependencies=dependencies)
+        return Process(
+            programs=programs, references=refs, shims=shims, models=models, dependencies=dependencies, machine=machine
+        )
 
     # -- loading ------------------------------------------------------------------------
 
@@ -385,18 +428,25 @@ class Process:
         # The imports that failed a dlopen, as bound then (a later load of the same library,
         # as someone's dependency, may bind them: the failure still stands).
         self._failed_bindings: list[Binding] = []
+        # Imports of the global libraries bound to nothing at their first call.
+        self._call_failures: list[LoadFailure] = []
         self._opening = True
-        for root in (*self.programs, *self.references, *self.shims):
+        for root in (*self.machine, *self.programs, *self.references, *self.shims):
             self._open(root, glob=True)
         for blob in self.models:
             if id(blob) not in self._local:  # not a shim's dependency, loaded global with it
                 self._open(blob, glob=False)
         self._opening = False
+        self._bind_calls()
         return self._global, self._local, self._failures
 
     def _open(self, root: Linked, *, glob: bool) -> None:
         """dlopen ``root``: map its closure, check it, bind it, keep it or roll it back."""
         closure = self._closure(root)
+        if root.role == SYSTEM:
+            # The process's own (libc, the references' dependencies): there already, not judged.
+            self._join([lib for lib in closure if id(lib) not in self._local], closure, glob)
+            return
         mismatched = [lib for lib in closure if self._mismatch(lib)]
         if mismatched:
             for lib in closure:
@@ -413,7 +463,7 @@ class Process:
             self._failures.append(LoadFailure(root, f"needs {name}{through}, which the loader finds nowhere ({searched})"))
             return
         new = [lib for lib in closure if id(lib) not in self._local]
-        refused = [lib for lib in new if lib.noopen] if root.role != PROGRAM else []
+        refused = [lib for lib in new if lib.noopen and lib.role != SYSTEM] if root.role != PROGRAM else []
         if refused:
             # A program's closure loads at start-up; everything else here is dlopen's.
             for lib in refused:
@@ -421,15 +471,12 @@ class Process:
             if root not in refused:
                 self._failures.append(LoadFailure(root, f"needs {refused[0].display}, which dlopen refuses (-z nodlopen)"))
             return
-        seen = len(self._global)
+        self._join(new, closure, glob)
+        # A version the new libraries need from a loaded library that defines none by that name
+        # (the machine's own libraries' needs are the machine's).
         for lib in new:
-            self._local[id(lib)] = closure
-            if glob:
-                self._before[id(lib)] = seen
-        if glob:
-            self._global.extend(new)
-        # A version the new libraries need from a loaded library that defines none by that name.
-        for lib in new:
+            if lib.role == SYSTEM:
+                continue
             for _, (version, file) in sorted(lib.versions.needed.items()):
                 dep = self._by_name.get(file)
                 if dep is None or not dep.versions.defined:
@@ -440,21 +487,24 @@ class Process:
                     )
                     self._roll_back(new, glob)
                     return
-        if root.role == REFERENCE:
-            return  # libtorch's own imports are not asked about
+        if root.role in (REFERENCE, SYSTEM):
+            return  # libtorch's and the machine's own imports are not asked about
         for lib in reversed(new):  # ld.so relocates the dependencies first
             # .rela.dyn (data, TLS) before .rela.plt (functions): the first failure is the one said.
             for entry in sorted(lib.imports, key=lambda e: (e.index in lib.lazy, e.index)):
-                if glob and entry.index in lib.lazy:
+                if glob and self._is_lazy(lib, entry):
                     continue  # bound lazily, at its first call (see bind)
-                b = self.bind(lib, entry)
-                if b.definer is None and b.scope != "itself" and entry.symbol.bind != STB_WEAK:
-                    self._failures.append(LoadFailure(root, f"undefined symbol: {entry.symbol.name}", undefined=True))
+                b = self._binding(lib, entry)
+                if self._unbound(b):
+                    self._failures.append(self._undefined(root, lib, entry))
                     self._failed_bindings.append(b)
+                    # ld.so names the first; the check names every other name bound to nothing.
+                    self._failures.extend(self._more_undefined(root, new, glob, (lib, entry)))
                     self._roll_back(new, glob)
                     return
                 if (
                     b.definer is not None
+                    and shim_abi.is_shim_name(entry.symbol.name)  # (the others: only whether they bind)
                     and entry.version is not None
                     and not b.definer.has_versym
                     and entry.version_file in b.definer.names
@@ -470,6 +520,91 @@ class Process:
                     )
                     self._roll_back(new, glob)
                     return
+
+    def _join(self, new: list[Linked], closure: list[Linked], glob: bool) -> None:
+        seen = len(self._global)
+        for lib in new:
+            self._local[id(lib)] = closure
+            if glob:
+                self._before[id(lib)] = seen
+        if glob:
+            self._global.extend(new)
+
+    @staticmethod
+    def _is_lazy(lib: Linked, entry: DynamicEntry) -> bool:
+        """A PLT import (bound at its first call when its library is global); with the
+        relocation tables unread, every import of a name that is no shim ABI."""
+        return entry.index in lib.lazy or (lib.lazy_unknown and not shim_abi.is_shim_name(entry.symbol.name))
+
+    def _binding(self, lib: Linked, entry: DynamicEntry) -> Binding:
+        """:meth:`bind` for the load's judgement. An import of a name that is no shim ABI is
+        only asked whether it binds at all: any definer answers that, so its own search list
+        (where its definer most likely is) is asked first, the global scope after."""
+        if shim_abi.is_shim_name(entry.symbol.name) or _binds_itself(entry):
+            return self.bind(lib, entry)
+        name = entry.symbol.name
+        seen: set[int] = set()
+        for definer in (*self._search_list(lib), *self.visible_global(lib, entry)):
+            if id(definer) in seen:
+                continue
+            seen.add(id(definer))
+            d = pick(definer, definer.definitions(name), entry)
+            if d is not None:
+                return Binding(lib, entry, definer, d, "global" if definer in self._global else "local")
+        return Binding(lib, entry, None, None, "none")
+
+    def _unbound(self, b: Binding) -> bool:
+        """An import that fails its load (or first call): bound to nothing, not weak, and
+        judgeable: an import of a name that is no shim ABI beside a library this machine
+        lacks (a GPU driver's) may be that library's, so it counts as bound. (A shim-ABI
+        name is never the driver's: the import rules judge it whatever else is there.)"""
+        if b.definer is not None or b.scope == "itself" or b.entry.symbol.bind == STB_WEAK:
+            return False
+        if shim_abi.is_shim_name(b.name):
+            return True
+        if b.importer.referenced is not None and b.entry.index not in b.importer.referenced:
+            return False  # no relocation refers to it: ld.so never looks it up
+        scope = [*self.visible_global(b.importer, b.entry), *self._search_list(b.importer)]
+        return not any(lib.unseen for lib in scope)
+
+    def _search_list(self, lib: Linked) -> list[Linked]:
+        return self._local.get(id(lib)) or (self._tried[id(lib)][0] if id(lib) in self._tried else [lib])
+
+    def _undefined(self, root: Linked, lib: Linked, entry: DynamicEntry, *, at_call: bool = False) -> LoadFailure:
+        return LoadFailure(
+            root, f"undefined symbol: {entry.symbol.name}", undefined=True, importer=lib, entry=entry,
+            searched=tuple(self._search_list(lib)), at_call=at_call,
+        )  # fmt: skip
+
+    def _more_undefined(
+        self, root: Linked, new: list[Linked], glob: bool, first: tuple[Linked, DynamicEntry]
+    ) -> Iterator[LoadFailure]:
+        """The other imports of a failed dlopen, of names that are no shim ABI, bound to nothing."""
+        for lib in reversed(new):
+            for entry in lib.imports:
+                if (lib, entry) == first or shim_abi.is_shim_name(entry.symbol.name) or (glob and self._is_lazy(lib, entry)):
+                    continue
+                if self._unbound(self._binding(lib, entry)):
+                    yield self._undefined(root, lib, entry)
+
+    def _bind_calls(self) -> None:
+        """The global libraries' lazy imports of names that are no shim ABI, bound at their
+        first call, every global library loaded (the import rules judge the shim-ABI ones)."""
+        seen: set[int] = set()
+        for lib in self._global:
+            if id(lib) in seen or lib.role in (REFERENCE, SYSTEM):
+                continue
+            seen.add(id(lib))
+            for entry in lib.imports:
+                if self._is_lazy(lib, entry) and not shim_abi.is_shim_name(entry.symbol.name):
+                    if self._unbound(self._binding(lib, entry)):
+                        self._call_failures.append(self._undefined(lib, lib, entry, at_call=True))
+
+    def call_failures(self) -> list[LoadFailure]:
+        """The global libraries' lazy imports of names that are no shim ABI that bind to
+        nothing: each fails its first call (and the load, for a host opening it RTLD_NOW)."""
+        self._ensure()
+        return list(self._call_failures)
 
     def _roll_back(self, new: list[Linked], glob: bool) -> None:
         for lib in new:
@@ -518,7 +653,7 @@ class Process:
         """Where ``lib``'s import ``entry`` binds."""
         if _binds_itself(entry) and entry.symbol.visibility != STV_PROTECTED:
             return Binding(lib, entry, None, None, "itself")
-        local = self._local.get(id(lib)) or (self._tried[id(lib)][0] if id(lib) in self._tried else [lib])
+        local = self._search_list(lib)
         name = entry.symbol.name
         searched: list[tuple[Linked, str]] = []
         if lib.symbolic:

@@ -1536,32 +1536,41 @@ class ElfImage:
         loader binds at their first call, not when the library loads (unless it was linked
         -z now). Empty when the relocation tables cannot be read (every import then binds
         at load, the stricter answer)."""
+        found = self.relocated_symbol_indexes()
+        return frozenset() if found is None else found[0]
+
+    def relocation_bytes(self) -> int:
+        """The size of its dynamic relocation tables (what reading them costs)."""
         tags = self.dynamic_tags()
-        if DT_BIND_NOW in tags or tags.get(DT_FLAGS, 0) & DF_BIND_NOW or tags.get(DT_FLAGS_1, 0) & DF_1_NOW:
-            return frozenset()
-        if DT_JMPREL not in tags:
-            return frozenset()
+        return sum(tags.get(t, 0) for t in (DT_RELASZ, DT_RELSZ, DT_PLTRELSZ))
+
+    def relocated_symbol_indexes(self) -> tuple[frozenset[int], frozenset[int]] | None:
+        """(the .dynsym indexes bound lazily, every index some dynamic relocation refers to):
+        the first empty when the library binds at load (-z now); the loader looks up no
+        symbol that no relocation names. None when the tables cannot be read."""
+        tags = self.dynamic_tags()
+        now = DT_BIND_NOW in tags or tags.get(DT_FLAGS, 0) & DF_BIND_NOW or tags.get(DT_FLAGS_1, 0) & DF_1_NOW
         rela = tags.get(DT_PLTREL, DT_RELA) == DT_RELA
         is64 = self._lay.sym.size == 24
-        entsize = (24 if rela else 16) if is64 else (12 if rela else 8)
         shift = 32 if is64 else 8
         word = struct.Struct(self._lay.endian + ("Q" if is64 else "I"))
         try:
             hdr = self._elf_header()
             segment = self._dynamic_segment(hdr[5], hdr[9], hdr[10])
             if segment is None:
-                return frozenset()
+                return None
 
-            def indexes(tag: int, size_tag: int) -> set[int]:
+            def indexes(tag: int, size_tag: int, rela: bool) -> set[int]:
                 if tag not in tags:
                     return set()
+                entsize = (24 if rela else 16) if is64 else (12 if rela else 8)
                 at = self._file_offset(segment, "a relocation table", tags[tag])
                 size = tags.get(size_tag, 0)
                 data = self._bytes(at, size - size % entsize, "a relocation table")
                 return {word.unpack_from(data, i + word.size)[0] >> shift for i in range(0, len(data), entsize)}
 
-            plt = indexes(DT_JMPREL, DT_PLTRELSZ)
-            eager = indexes(DT_RELA, DT_RELASZ) | indexes(DT_REL, DT_RELSZ)
+            plt = indexes(DT_JMPREL, DT_PLTRELSZ, rela)
+            eager = indexes(DT_RELA, DT_RELASZ, True) | indexes(DT_REL, DT_RELSZ, False)
         except InputError:
-            return frozenset()
-        return frozenset(plt - eager)
+            return None
+        return frozenset() if now else frozenset(plt - eager), frozenset(plt | eager)

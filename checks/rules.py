@@ -21,7 +21,7 @@ from itertools import compress
 from typing import Callable, Generic, Iterator, Mapping, NamedTuple, Sequence, TypeVar, Union
 
 from aoti_shim.checks import prefix as prefixes
-from aoti_shim.checks.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, Binding, Linked, Process
+from aoti_shim.checks.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, SYSTEM, Binding, Linked, LoadFailure, Process
 from aoti_shim.checks.elf import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS, Symbol
 from aoti_shim.checks.references import Reference
 from aoti_shim.checks.report import BLOCKING, WARNING, FindingBatch
@@ -152,6 +152,9 @@ class Context:
     # (library, DT_NEEDED name, why) of dependencies this machine lacks and a deployment
     # has: the GPU driver's, another distribution's.
     unseen: Sequence[tuple[str, str, str]] = ()
+    # The process's own libraries, global first: the machine's libc, the references'
+    # dependencies (read for their exports only).
+    machine: Sequence[Linked] = ()
 
     @property
     def libraries(self) -> Sequence[Library]:
@@ -184,8 +187,9 @@ class Context:
             seen[id(lib)] = one
             (programs if role == PROGRAM else shims if role == SHIM else models).append(one)
         return Process.of(
-            references=self.references, programs=programs, shims=shims, models=models, dependencies=self.dependencies
-        )
+            references=self.references, programs=programs, shims=shims, models=models, dependencies=self.dependencies,
+            machine=self.machine,
+        )  # fmt: skip
 
     @cached_property
     def linked_of(self) -> dict[str, Linked]:
@@ -370,6 +374,31 @@ def _mangled_shim(ctx: Context) -> Iterator[Found]:
 def _load_failure(ctx: Context) -> Iterator[Found]:
     for failure in ctx.process.load_failures(undefined=False):
         yield failure.library.display, "", f"cannot be loaded next to the others: {failure.reason}"
+    # Imports of names that are no shim ABI bound to nothing (the import rules say the rest).
+    for failure in [*ctx.process.load_failures(), *ctx.process.call_failures()]:
+        if failure.judged_here:
+            yield failure.library.display, failure.symbol, _undefined_message(failure)
+
+
+def _undefined_message(failure: LoadFailure) -> str:
+    """One line: the symbol, who needs it, where a definer was expected, and the fix."""
+    importer = failure.importer or failure.library
+    entry = failure.entry
+    name = failure.symbol
+    wanted = f"'{name}@{entry.version}'" if entry is not None and entry.version else f"'{name}'"
+    by = "" if importer is failure.library else f", which {importer.display} (of its DT_NEEDED closure) imports"
+    # The machine's libraries (libc, libstdc++) stand as one item: their paths say little.
+    own = ", ".join(lib.display for lib in failure.searched if lib is not importer and lib.role != SYSTEM)
+    closure = f"its DT_NEEDED closure: {own}" if own else "its DT_NEEDED closure"
+    if entry is not None and entry.version_file:
+        closure = f"{entry.version_file}, which its version is needed from; {closure}"
+    head = "loads, but its first call of" if failure.at_call else "cannot be loaded next to the others:"
+    tail = " fails (a host opening it RTLD_NOW, as Python's ctypes does, is refused the load)" if failure.at_call else ""
+    return (
+        f"{head} undefined symbol {wanted}{by}{tail}: no library of its lookup scope defines it ({closure}; the "
+        "references; the shims; the machine's libraries, libc among them); link it against the library that defines "
+        "it (a DT_NEEDED entry), or make the one found define it (--library-path DIR names the deployment's folder)"
+    )
 
 
 def _unseen_dependency(ctx: Context) -> Iterator[Found]:
@@ -708,7 +737,7 @@ RULES: tuple[Rule[Context], ...] = (
     Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to nothing.", BLOCKING),
     Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
     Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or non-default-visibility symbol) binds to its own library.", BLOCKING),
-    Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, -z nodlopen on what dlopen opens, or a DT_NEEDED library the loader finds nowhere.", BLOCKING),
+    Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, -z nodlopen on what dlopen opens, a DT_NEEDED library the loader finds nowhere, or an import of a name that is no shim ABI that no library of its lookup scope defines (a shim's function import: its first call fails).", BLOCKING),
     Rule("UNSEEN_DEPENDENCY", _unseen_dependency, "A DT_NEEDED library this machine lacks that a deployment provides: a GPU driver library (libcuda.so.1), or one a wheel member's run path finds in another distribution's folder, not installed here.", WARNING),
     Rule("MANGLED_SHIM", _mangled_shim, "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".", BLOCKING),
     Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),

@@ -11,7 +11,10 @@ a shim or blob needing a library that is gone), and a shim of a foreign machine 
 e_machine patched copy: this machine has no 32-bit toolchain),
 a shim that is a filter (-F, -f) of a dependency, libraries linked -z nodlopen, and patched .dynsym entries: a blob's import the loader
 never looks up or binds to the blob itself (STB_LOCAL, hidden, protected), a definition
-its lookup passes over (value 0, STT_SECTION).
+its lookup passes over (value 0, STT_SECTION); a blob or a shim importing a name that is no
+shim ABI (a function or data, weak or not) that its own dependency (found by its RUNPATH
+only) may or may not define, or a reference, a shim or dep0; or libc's (every process has
+libc global, though no generated library needs it).
 
 Every library of a batch of cases is compiled in one ``gcc -c`` call and linked with
 ``ld``; one child process forks once per case and loads it the way the process under
@@ -25,7 +28,11 @@ once (their PLT imports bind lazily, at the first call). Then:
   blocking finding of the rules that judge bindings (the spelling rules, such as an
   unprefixed export nobody imports, may still block by policy);
 - for every shim-ABI import of every library that loaded, the binding model names the
-  library the loader bound it to (or none, for a weak import left unresolved).
+  library the loader bound it to (or none, for a weak import left unresolved); so it does
+  for the imports of other names;
+- a library that failed to load (or a shim whose call failed) on a name that is no shim ABI
+  gets LOAD_FAILURE naming that symbol; when every call returned, the model says no first
+  call fails.
 
 ``AOTI_SHIM_DIFF_BATCHES`` sets the number of batches (of ``CASES_PER_BATCH`` cases);
 CI runs a derandomized set.
@@ -69,7 +76,10 @@ EM_AARCH64 = 183
 # ld.so says "protected symbol" for a reference of protected visibility.
 _BINDING = re.compile(r"^\s*(\d+):\s+binding file (.+?) \[\d+\] to (.+?) \[\d+\]: (?:normal|protected) symbol `([^']+)'")
 SHIM_NAMES = sorted(n for n in shipped_names().names if re.fullmatch(r"[A-Za-z0-9_]+", n))
-counted = {"cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0, "gone": 0, "sdep": 0, "torch": 0}
+counted = {
+    "cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0, "gone": 0, "sdep": 0, "torch": 0,
+    "helpers": 0, "helper_bindings": 0, "helper_failures": 0,
+}  # fmt: skip
 
 
 @dataclass
@@ -182,6 +192,8 @@ def cases(draw: st.DrawFn) -> Case:
     if draw(st.integers(0, 7)) == 0:
         shims = [lib for lib in libs if lib.role == "shim"]
         draw(st.sampled_from(shims)).foreign = True
+    if draw(st.booleans()):
+        _helper(draw, classes, libs)
     loaded = [lib for lib in libs if lib.role in ("shim", "blob", "dep")]
     if draw(st.integers(0, 11)) == 0:
         # (An auxiliary filtee that dlopen refuses: left out, glibc's answer is not modelled.)
@@ -192,10 +204,51 @@ def cases(draw: st.DrawFn) -> Case:
         if lib.role == "blob":  # RTLD_NOW, never called: a patched import is only bound
             m = draw(st.sampled_from(lib.imps))
             lib.patches.append((name_of(m.base, m.spelling), draw(st.sampled_from(("local", "hidden", "protected")))))
-        elif any(not d.old for d in lib.defs):  # one .dynsym entry by that name
-            d = draw(st.sampled_from([d for d in lib.defs if not d.old]))
+        elif any(not d.old and d.base != HELPER for d in lib.defs):  # one .dynsym entry by that name
+            # (Not the helper's: a checked library's definition of a name that is no shim
+            # ABI is taken as defined; the check reads no more of it.)
+            d = draw(st.sampled_from([d for d in lib.defs if not d.old and d.base != HELPER]))
             lib.patches.append((name_of(d.base, d.spelling), draw(st.sampled_from(("value0", "section")))))
     return Case(classes, libs)
+
+
+# Names that are no shim ABI: a helper some library may define, and libc's own (every
+# process has libc global, though no generated library needs it).
+HELPER = "helper0"
+LIBC_NAMES = {"func": "getpid", "data": "error_message_count"}
+
+
+def _helper(draw: st.DrawFn, classes: dict[str, str], libs: list[Lib]) -> None:
+    """A blob or a shim imports a name that is no shim ABI (a function, or data, which a
+    global library binds at load), maybe weak; its own dependency (found by its RUNPATH
+    only) may or may not define it, and so may a reference, a shim or dep0; or it is
+    libc's."""
+    cls = draw(st.sampled_from(("func", "func", "data")))
+    importer = draw(st.sampled_from([lib for lib in libs if lib.role in ("shim", "blob")]))
+    if draw(st.integers(0, 5)) == 0:
+        base = LIBC_NAMES[cls]
+        classes[base] = cls
+        importer.imps.append(Imp(base, "missing", False))
+        return
+    classes[HELPER] = cls
+    importer.imps.append(Imp(HELPER, "missing", draw(st.integers(0, 5)) == 0))
+    definers = draw(st.lists(st.sampled_from(("hdep", "hdep", "ref0", "shim", "dep0", "none")), max_size=2, unique=True))
+    kind = draw(st.sampled_from(("global", "global", "weak")))
+    if draw(st.booleans()) or "hdep" in definers:
+        # Its own dependency: linked in, and defining the helper or not (one built for
+        # another release, found where the deployment's folder is).
+        defs = [Def(HELPER, "missing", kind)] if "hdep" in definers else []
+        libs.append(Lib("hdep", "hdep", defs))
+        importer.needed.append("hdep")
+    for lib in libs:
+        if lib.key == "ref0" and "ref0" in definers:
+            lib.defs.append(Def(HELPER, "missing", "global"))
+        if lib.key == "dep0" and "dep0" in definers:
+            lib.defs.append(Def(HELPER, "missing", kind))
+    if "shim" in definers:
+        others = [lib for lib in libs if lib.role == "shim" and lib is not importer]
+        if others:
+            draw(st.sampled_from(others)).defs.append(Def(HELPER, "missing", kind))
 
 
 # -- C sources --------------------------------------------------------------------------
@@ -281,7 +334,7 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
     # One gcc call compiles every library of the batch; ld links each.
     subprocess.run(["gcc", "-c", "-fPIC", "-O1", *[s.name for _, _, s in sources]], cwd=out, check=True, capture_output=True)
     built = [Built(case, {}) for case in batch]
-    order = {"stub": 0, "gone": 0, "dep": 1, "sdep": 1, "ref": 2, "shim": 3, "blob": 4}
+    order = {"stub": 0, "gone": 0, "dep": 1, "sdep": 1, "hdep": 1, "ref": 2, "shim": 3, "blob": 4}
     for c, lib, src in sorted(sources, key=lambda t: (t[0], order[t[1].role])):
         case = batch[c]
         soname = f"libc{c}_{'shim0' if lib.role == 'stub' else lib.key}.so"
@@ -371,7 +424,7 @@ for case in cases:
             for n in range(case["uses"].get(path, 0)):
                 if path in handles:
                     with open(case["result"] + ".trying", "w") as f:
-                        f.write("call:" + path)
+                        f.write(f"call:{n}:" + path)
                     ctypes.CFUNCTYPE(ctypes.c_int)(libc.dlsym(handles[path], f"use_{n}".encode()))()
         with open(case["result"], "w") as f:
             json.dump(failed, f)
@@ -414,7 +467,10 @@ def load_batch(built: list[Built], out: Path) -> list[tuple[dict[str, str], list
             # that binds to nothing when first called, or an inconsistency ld.so asserts on.
             trying = Path(job["result"] + ".trying").read_text()
             if trying.startswith("call:"):
-                failed = {trying[5:]: f"ld.so ended the process calling it (wait status {status}): undefined symbol"}
+                n, path = trying[5:].split(":", 1)
+                lib = next(lib for lib in b.case.libs if str(b.paths[lib.key]) == path)
+                m = lib.imps[int(n)]
+                failed = {path: f"ld.so ended the process calling it (wait status {status}): undefined symbol: {name_of(m.base, m.spelling)}"}
             else:
                 failed = {trying: f"ld.so ended the process (wait status {status})"}
         else:
@@ -462,6 +518,16 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
         findings = list(run.findings())
         model = {(bd.importer.display, bd.name): (bd.definer.display if bd.definer else None) for lib in ctx.bindings.values() for bd in lib}
         model_failed = {f.library.display for f in ctx.process.load_failures()}
+        model_calls = {f.library.display for f in ctx.process.call_failures()}
+        # Where the model binds each import of a name that is no shim ABI (asked while the
+        # machine's libraries it read are open).
+        others: dict[tuple[str, str], str | None] = {}
+        for importer, name in imports:
+            linked = ctx.linked_of.get(importer)
+            entry = next((e for e in linked.imports if e.symbol.name == name), None) if linked is not None else None
+            if entry is not None and not is_shim_name(name):
+                bound = ctx.process.bind(linked, entry)
+                others[(importer, name)] = os.path.realpath(bound.definer.display) if bound.definer is not None else None
     blocking = [f for f in findings if f.severity == BLOCKING]
     story = f"case: {case}\nfailed: {failed}\nloader: {loader}\nmodel: {model}\nfindings: {[(f.rule, f.artifact, f.symbol) for f in findings]}"
     if bad:
@@ -482,12 +548,29 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
         assert model_failed == failures, "the model and the loader disagree on what loads\n" + story
     for p in failures - structural:
         culprit = p if "calling it" in failed[p] else failed[p].split(": undefined symbol")[0]  # p, or what p needs
+        symbol = failed[p].split("undefined symbol: ", 1)[1].split(",")[0].strip()
+        if not is_shim_name(symbol):
+            # A name that is no shim ABI: LOAD_FAILURE names it, on the library whose load
+            # (or, for a global one, whose call) failed.
+            assert any(f.rule == "LOAD_FAILURE" and f.artifact == p and f.symbol == symbol for f in blocking), (
+                f"{p} failed on '{symbol}', bound to nothing, and LOAD_FAILURE does not say so\n" + story
+            )
+            continue
         assert any(f.artifact == culprit and f.rule in ("UNSATISFIED_IMPORT", "PREFIX_MISMATCH") for f in blocking), (
             "a library failed on an undefined symbol and no import rule says so\n" + story
         )
     died = any("ended the process" in why for why in failed.values())
+    if not died:
+        # Every call of the global libraries returned: none of their lazy imports is unbound.
+        assert not model_calls, "every call returned; the model says a first call fails\n" + story
     for importer, name in sorted(imports):
-        if died or importer not in loaded or not is_shim_name(name):
+        if died or importer not in loaded:
+            continue
+        if not is_shim_name(name):
+            counted["helper_bindings"] += 1
+            assert others.get((importer, name), "(not asked)") == loader.get((importer, name)), (
+                f"{importer}: {name}: the model binds it to {others.get((importer, name))}, the loader to {loader.get((importer, name))}\n" + story
+            )
             continue
         counted["bindings"] += 1
         assert model.get((importer, name), "(not asked)") == loader.get((importer, name)), (
@@ -498,6 +581,8 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     counted["gone"] += any(lib.role == "gone" for lib in case.libs)
     counted["sdep"] += any(lib.role == "sdep" for lib in case.libs)
     counted["torch"] += any("ref0" in lib.needed for lib in case.libs)
+    counted["helpers"] += any(m.base == HELPER or m.base in LIBC_NAMES.values() for lib in case.libs for m in lib.imps)
+    counted["helper_failures"] += any(f.rule == "LOAD_FAILURE" and f.symbol and not is_shim_name(f.symbol) for f in blocking)
     counted["blocking"] += bool(blocking)
     counted["clean"] += clean
 
@@ -517,7 +602,8 @@ def report_count(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def
         f"binding differential: {counted['cases']} cases, {counted['bindings']} shim-ABI bindings compared with ld.so, "
         f"{counted['blocking']} blocked, {counted['clean']} clean loads, {counted['disagreements']} disagreements "
         f"({counted['gone']} needing a library that is gone, {counted['sdep']} with a shim's run-path dependency, "
-        f"{counted['torch']} with a blob needing the libtorch stand-in)"
+        f"{counted['torch']} with a blob needing the libtorch stand-in, {counted['helpers']} importing a name that is no "
+        f"shim ABI: {counted['helper_bindings']} such bindings compared, {counted['helper_failures']} LOAD_FAILUREs of one)"
     )
     # In the run's closing summary: a fixture's own output is captured and never reaches CI's log.
     summary_line(request.config, line)
