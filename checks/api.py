@@ -343,6 +343,15 @@ def _dependencies(
                 known.update(dep_linked.names)
             known.add(name)
             machine.append(dep_linked)
+    # A CUDA process (the runtime, or torch's CUDA libraries, among its libraries) has the GPU
+    # driver loaded, needed or not: read where this machine has it, else unknown (it may
+    # define whatever a blob that records no DT_NEEDED for it imports, cuLaunchKernel...).
+    if any(search.CUDA_RUNTIME_LIBRARY.fullmatch(n) for n in known) and "libcuda.so.1" not in machine_named:
+        driver = finder.find("libcuda.so.1", search.Needer(None, header=header))
+        linked_driver = (
+            machine_library(driver.path, "libcuda.so.1") if driver.path is not None and driver.how in (search.SYSTEM, search.FILE) else None
+        )
+        machine.append(linked_driver or Linked("libcuda.so.1", SYSTEM, frozenset(), unseen=("libcuda.so.1",)))
     # The closures of what was read last (libc's dynamic linker, the references' needs).
     while todo:
         lib, _, _ = todo.pop(0)

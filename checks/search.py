@@ -40,6 +40,10 @@ DRIVER_LIBRARY = re.compile(
     r"lib(cuda|cudadebugger|nvcuvid|nvoptix|nvidia-[A-Za-z0-9_-]+|nvidia_[A-Za-z0-9_-]+)\.so(\.[0-9]+)*"
 )
 
+# Libraries that make a process a CUDA one: the CUDA runtime, and torch's CUDA libraries that
+# need it. Such a process has the GPU driver's libcuda.so.1 loaded (the runtime opens it).
+CUDA_RUNTIME_LIBRARY = re.compile(r"lib(cudart|torch_cuda|c10_cuda)\.so(\.[0-9]+)*")
+
 CACHE_FILE = "/etc/ld.so.cache"
 _NEW_CACHE = b"glibc-ld.so.cache1.1"
 _OLD_CACHE = b"ld.so-1.7.0"

@@ -212,3 +212,19 @@ def test_a_version_the_machines_libc_lacks_fails_the_load(tmp_path: Path) -> Non
     assert [(f.rule, f.message) for f in report.findings if f.severity == "blocking"] == [
         ("LOAD_FAILURE", "cannot be loaded next to the others: needs version 'GLIBC_2.99' of libc.so.6, which defines no such version")
     ]
+
+
+def test_a_cuda_process_has_the_driver_though_no_dt_needed_names_it(tmp_path: Path) -> None:
+    """A CUDA blob linked against an empty libcuda.so.1 stand-in records no DT_NEEDED for it
+    and leaves cuLaunchKernel undefined: the driver the CUDA runtime loads provides it. With
+    the runtime in the process (a shim needing libcudart.so.13) the driver is part of it: read
+    where this machine has it, else unknown, so no false block; without a runtime the same
+    import binds to nothing."""
+    if "libcuda.so.1" in search.ld_so_cache():
+        pytest.skip("this machine has a GPU driver: libcuda.so.1 is read")
+    runtime = _lib(tmp_path / "cuda", "cudart", defining("cudaMalloc"), soname="libcudart.so.13")
+    shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_x") + using("cudaMalloc"), (str(runtime), "-Wl,-rpath,$ORIGIN/cuda"))
+    plain = _lib(tmp_path, "plain", defining("myrt_aoti_torch_x"))
+    blob = _lib(tmp_path, "blob", using("myrt_aoti_torch_x", "cuLaunchKernel") + ENTRY)
+    assert run_check(CheckSettings(shims=(str(shim),), models=(str(blob),))).findings == ()
+    assert _blocking(run_check(CheckSettings(shims=(str(plain),), models=(str(blob),)))) == {("LOAD_FAILURE", "libblob.so", "cuLaunchKernel")}
