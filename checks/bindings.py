@@ -133,6 +133,12 @@ class Linked:
     def defined_versions(self) -> frozenset[str]:
         return frozenset(self.versions.defined.values())
 
+    @cached_property
+    def python_extension(self) -> bool:
+        """A CPython extension module: it defines ``PyInit_<name>`` (``<name>`` its file name up
+        to the first dot), the symbol the interpreter looks up when it imports the module."""
+        return any(self.definitions("PyInit_" + name.split(".", 1)[0]) for name in self.names)
+
     @staticmethod
     def of_image(image: ElfImage, role: str, display: str | None = None, *, imports: bool = True) -> Linked:
         """A library read from an open image (which must stay open while the model is asked)."""
@@ -564,6 +570,10 @@ class Process:
             return True
         if b.importer.referenced is not None and b.entry.index not in b.importer.referenced:
             return False  # no relocation refers to it: ld.so never looks it up
+        if b.importer.python_extension and b.name.startswith(("Py", "_Py")):
+            # CPython's C API is the host program's, the interpreter's: an extension module
+            # links no libpython (manylinux forbids it), so no library defines these names.
+            return False
         scope = [*self.visible_global(b.importer, b.entry), *self._search_list(b.importer)]
         return not any(lib.unseen for lib in scope)
 

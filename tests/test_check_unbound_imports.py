@@ -228,3 +228,49 @@ def test_a_cuda_process_has_the_driver_though_no_dt_needed_names_it(tmp_path: Pa
     blob = _lib(tmp_path, "blob", using("myrt_aoti_torch_x", "cuLaunchKernel") + ENTRY)
     assert run_check(CheckSettings(shims=(str(shim),), models=(str(blob),))).findings == ()
     assert _blocking(run_check(CheckSettings(shims=(str(plain),), models=(str(blob),)))) == {("LOAD_FAILURE", "libblob.so", "cuLaunchKernel")}
+
+
+_EXTENSION = """
+#include <Python.h>
+/* A runtime's shims in its Python module: CPython's API comes from the interpreter. */
+__attribute__((visibility("default"))) int myrt_aoti_torch_get_numel(void* h, long* out) {
+  PyObject* n = PyLong_FromLong(7);
+  *out = PyLong_AsLong(n);
+  Py_DECREF(n);
+  return h == Py_None ? 1 : 0;
+}
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_rt", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit__rt(void) { return PyModule_Create(&module); }
+"""
+
+
+def _extension(folder: Path, init: bool) -> Path:
+    """A real CPython extension (no libpython DT_NEEDED, as manylinux builds them), or the same
+    library without its PyInit_ (then nothing tells that an interpreter hosts it)."""
+    import sysconfig
+
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "rt.c"
+    source.write_text(_EXTENSION if init else _EXTENSION.split("static struct")[0], encoding="utf-8")
+    out = folder / "_rt.cpython-3x-linux.so"
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(["cc", "-shared", "-fPIC", f"-I{include}", "-o", str(out), str(source)], check=True, capture_output=True)
+    return out
+
+
+def test_a_python_extensions_imports_of_cpythons_api_are_the_interpreters(tmp_path: Path) -> None:
+    """A runtime shipping its shims in its Python module: the interpreter that imports it
+    defines Py* (the truth: it imports and runs); the check said LOAD_FAILURE for each."""
+    extension = _extension(tmp_path / "ext", init=True)
+    blob = _lib(tmp_path, "blob", using("myrt_aoti_torch_get_numel") + ENTRY)
+    code = f"import sys; sys.path.insert(0, {str(extension.parent)!r}); import importlib.util as u; " \
+        f"s = u.spec_from_file_location('_rt', {str(extension)!r}); m = u.module_from_spec(s); s.loader.exec_module(m)"
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert imported.returncode == 0, imported.stderr
+    report = run_check(CheckSettings(shims=(str(extension),), models=(str(blob),)))
+    assert _blocking(report) == set(), [f.message for f in report.findings]
+    # Without PyInit_ the same imports are the unknown host's: judged unbound, as before (the
+    # data import, Py_None, at load, which stops there as ld.so does).
+    plain = _extension(tmp_path / "plain", init=False)
+    report = run_check(CheckSettings(shims=(str(plain),), models=(str(blob),)))
+    assert {(n, s) for r, n, s in _blocking(report) if r == "LOAD_FAILURE"} == {(plain.name, "_Py_NoneStruct")}
