@@ -479,9 +479,10 @@ class Process:
             return
         self._join(new, closure, glob)
         # A version the new libraries need from a loaded library that defines none by that name
-        # (the machine's own libraries' needs are the machine's).
+        # (the machine's own libraries' needs are the machine's, and a reference's are its own:
+        # the check judges the libraries it is given, not libtorch's build against this libc).
         for lib in new:
-            if lib.role == SYSTEM:
+            if lib.role == SYSTEM or root.role == REFERENCE:
                 continue
             for _, (version, file) in sorted(lib.versions.needed.items()):
                 dep = self._by_name.get(file)
