@@ -141,3 +141,34 @@ def test_the_gpu_script_rehearses_its_tests_on_the_cpu(tmp_path: Path) -> None:
     # two-GPU step said why it had nothing to run instead of failing.
     assert re.search(r"=+ \d+ passed, \d+ skipped in ", tests_log), tests_log
     assert "skipped: fewer than two GPUs (0 visible)" in tests_log
+
+
+def _package_imports(tree: ast.AST) -> list[tuple[str, str | None]]:
+    """(module, name or None) for every ``from aoti_shim... import name`` and ``import aoti_shim...``."""
+    out: list[tuple[str, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "aoti_shim":
+            out += [(node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            out += [(alias.name, None) for alias in node.names if alias.name.split(".")[0] == "aoti_shim"]
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in KIT if p.suffix == ".py"], ids=lambda p: str(p.relative_to(REPO)))
+def test_every_package_name_the_gpu_kit_imports_exists(path: Path) -> None:
+    """A GPU script or test that imports a function the package moved fails here, not on the GPU."""
+    import importlib
+
+    missing = []
+    for module, name in _package_imports(ast.parse(path.read_text(encoding="utf-8"))):
+        try:
+            found = importlib.import_module(module)
+        except ImportError:
+            missing.append(module)
+            continue
+        if name is not None and not hasattr(found, name):
+            try:
+                importlib.import_module(f"{module}.{name}")
+            except ImportError:
+                missing.append(f"{module}.{name}")
+    assert not missing, missing
