@@ -742,8 +742,8 @@ AOTITorchError run_cudnn(
     }
   }
   // A plan holds the operands' alignment.
-  key += 'a' + std::to_string(alignment(xs->data())) + ',' + std::to_string(alignment(ws->data())) + ',' +
-         std::to_string(alignment(out.data()));
+  const int64_t in_align = alignment(xs->data()), w_align = alignment(ws->data()), out_align = alignment(out.data());
+  key += 'a' + std::to_string(in_align) + ',' + std::to_string(w_align) + ',' + std::to_string(out_align);
   auto known = prepared().find(key);
   if (known == prepared().end()) {
     AOTISHIM_PROFILE_STEP("cudnn: descriptors and algorithm (first call of a shape)");
@@ -758,7 +758,7 @@ AOTITorchError run_cudnn(
       g.w_dims = w_sizes, g.w_strides = packed(w_sizes);
       g.out_dims = out_sizes, g.out_strides = packed(out_sizes);
       g.pad = to64(pad), g.stride = to64(stride), g.dilation = to64(dilation);
-      g.in_align = alignment(xs->data()), g.w_align = alignment(ws->data()), g.out_align = alignment(out.data());
+      g.in_align = in_align, g.w_align = w_align, g.out_align = out_align;
       (void)build_plan(handle, g, fresh.get());
     }
     if (fresh->plan == nullptr) {
