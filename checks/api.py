@@ -98,11 +98,9 @@ def _read(art: Artifact, role: str, needs: _Needs | None = None, wheel_roots: tu
             header=(image.elf_class, image.big_endian, image.machine),
             versions=image.versions(),
             lazy=relocated[0] if relocated is not None else frozenset(),
+            referenced=relocated[1] if relocated is not None else None,
             local_references=image.local_references(),
             unseen=image.unseen_definitions(exports, (n for n in exports if prefix_rules.is_shim_name(n))),
-        )
-        linked = dataclasses.replace(
-            linked, referenced=relocated[1] if relocated is not None else None, lazy_unknown=relocated is None
         )
         # A program's copies of shim data (R_*_COPY) are the one instance, not a definition of its own.
         at = image.copy_relocated_indexes() if executable else frozenset()

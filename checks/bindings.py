@@ -175,20 +175,18 @@ class Linked:
         noopen: bool = False,
         header: tuple[int, bool, int] | None = None,
         versions: Versions = NO_VERSIONS,
-        import_filter: Callable[[str], bool] | None = None,
         lazy: frozenset[int] = frozenset(),
+        referenced: frozenset[int] | None = None,
         local_references: Sequence[DynamicEntry] = (),
         unseen: frozenset[int] = frozenset(),
     ) -> Linked:
-        """A library from the checker's packed tables; ``import_filter`` keeps the imports
-        whose names are asked about (all by default); ``local_references`` are its undefined
-        symbols the loader binds to itself (ElfImage.local_references), ``unseen`` the
+        """A library from the checker's packed tables. ``lazy`` and ``referenced`` are
+        ElfImage.relocated_symbol_indexes' answer (``referenced`` None: the relocation tables
+        were not read, and which imports bind lazily is unknown); ``local_references`` are its
+        undefined symbols the loader binds to itself (ElfImage.local_references), ``unseen`` the
         .dynsym indexes of definitions its lookup never returns (ElfImage.unseen_definitions)."""
-        names = [n for n in imports if import_filter is None or import_filter(n)]
-        entries = tuple(imports.entry(n, versions) for n in sorted(names))
-        entries += tuple(
-            e for e in local_references if e.symbol.name not in imports and (import_filter is None or import_filter(e.symbol.name))
-        )
+        entries = tuple(imports.entry(n, versions) for n in sorted(imports))
+        entries += tuple(e for e in local_references if e.symbol.name not in imports)
         return Linked(
             display=display,
             role=role,
@@ -203,6 +201,8 @@ class Linked:
             imports=entries,
             lazy=lazy,
             lookup=lambda name: [e for e in exports.entries(name, versions) if e.index not in unseen],
+            lazy_unknown=referenced is None,
+            referenced=referenced,
         )
 
     @staticmethod
