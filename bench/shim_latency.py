@@ -969,7 +969,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def shims_prefix(library: Path, given: str | None) -> str:
     """``--prefix`` when given, else the prefix ``library`` was built with."""
-    from aoti_shim.checks.prefix import given_or_built
+    from aoti_shim.checks.abi.prefix import given_or_built
 
     found = given_or_built(given, library)
     if not found:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from aoti_shim.checks.api import CheckSettings, run_check
+from aoti_shim.checks.check.run import CheckSettings, run_check
 from aoti_shim.checks.formats import FORMATS, render
-from aoti_shim.checks.report import Finding, Report
-from aoti_shim.checks.rules import RULES
+from aoti_shim.checks.report.model import Finding, Report
+from aoti_shim.checks.rules.table import RULES
 
 __all__ = ["CheckSettings", "run_check", "render", "FORMATS", "Finding", "Report", "RULES"]

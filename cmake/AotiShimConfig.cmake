@@ -53,7 +53,7 @@ endif()
 # PREFIX is an error), <given> its PREFIX. The first that gives one: <given>; with
 # FROM_TARGET, the prefix aoti_shim_prefix() gave <target>; the cache's
 # AOTI_SHIM_SYMBOL_PREFIX. None is an error, or with OPTIONAL an empty <out>. The prefix
-# found is held to the checker's rule (checks/prefix.py) here, once, and announced.
+# found is held to the checker's rule (checks/abi/prefix.py) here, once, and announced.
 function(_aoti_shim_resolve_prefix fn target argv missing_values given out)
   cmake_parse_arguments(PARSE_ARGV 6 R "FROM_TARGET;OPTIONAL" "" "")
   _aoti_shim_prefix_empty("${argv}" "${missing_values}" empty)
@@ -85,7 +85,7 @@ function(_aoti_shim_resolve_prefix fn target argv missing_values given out)
   if(NOT "${given}" MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
     message(FATAL_ERROR "${fn}: prefix '${given}' for '${target}' is not a C identifier prefix ([A-Za-z_][A-Za-z0-9_]*)")
   endif()
-  # The checker's rule too (checks/prefix.py): libtorch's own names start so.
+  # The checker's rule too (checks/abi/prefix.py): libtorch's own names start so.
   if("${given}" MATCHES "^aoti_torch_")
     message(FATAL_ERROR "${fn}: prefix '${given}' for '${target}' starts with 'aoti_torch_', which libtorch uses itself")
   endif()

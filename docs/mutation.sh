@@ -5,9 +5,9 @@
 # last score and what each surviving mutant is).
 #
 #     bash docs/mutation.sh                      # every module below
-#     bash docs/mutation.sh checks/rules.py      # some of them (paths inside the installed package)
-#     AOTI_SHIM_MUTATION_SELECT='aoti_shim.checks.inputs.x_open_wheel__mutmut_*' \
-#         bash docs/mutation.sh checks/inputs.py # some mutants (mutmut's names, fnmatch globs)
+#     bash docs/mutation.sh checks/rules/table.py      # some of them (paths inside the installed package)
+#     AOTI_SHIM_MUTATION_SELECT='aoti_shim.checks.inputs.collect.x_open_wheel__mutmut_*' \
+#         bash docs/mutation.sh checks/inputs/collect.py # some mutants (mutmut's names, fnmatch globs)
 #
 # The tests import the installed package, and the clone's folders are not that package
 # (the wheel maps checks/, plugin/ and src/aoti_shim/ into one), so the run stages a copy
@@ -21,8 +21,8 @@ PY=${PYTHON:-$REPO/.venv/bin/python}
 STAGE=${AOTI_SHIM_MUTATION_STAGE:-${TMPDIR:-/tmp}/aoti-shim-mutation}
 JOBS=${AOTI_SHIM_MUTATION_JOBS:-1}
 MODULES=("$@")
-[ ${#MODULES[@]} -gt 0 ] || MODULES=(checks/rules.py checks/prefix.py plugin/prefix.py plugin/gate.py
-    checks/inputs.py checks/report.py checks/formats/__init__.py checks/formats/text.py
+[ ${#MODULES[@]} -gt 0 ] || MODULES=(checks/rules/table.py checks/abi/prefix.py plugin/prefix.py plugin/gate.py
+    checks/inputs/collect.py checks/report/model.py checks/formats/__init__.py checks/formats/text.py
     checks/formats/json_report.py checks/formats/sarif.py checks/formats/junit.py checks/formats/github.py
     smoke/compare.py smoke/rewrite.py smoke/rewrite_worker.py)
 # The fast tests that exercise those modules (no pip, CMake or torch compile).

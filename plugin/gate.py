@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.atomic import write_text_atomically
-from aoti_shim.checks import CheckSettings, inputs, render, run_check
-from aoti_shim.checks.api import library_folders
-from aoti_shim.checks.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
-from aoti_shim.checks.references import resolve_snapshot_name, snapshot_hint
-from aoti_shim.checks.roles import Roles, classify_by_symbols
+from aoti_shim.checks import CheckSettings, render, run_check
+from aoti_shim.checks.inputs import collect as inputs
+from aoti_shim.checks.check.run import library_folders
+from aoti_shim.checks.abi.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
+from aoti_shim.checks.references.reference import resolve_snapshot_name, snapshot_hint
+from aoti_shim.checks.loader.roles import Roles, classify_by_symbols
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice

@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aoti_shim.checks.prefix import validate  # the one rule for a prefix, shared with `aoti-shim check`
+from aoti_shim.checks.abi.prefix import validate  # the one rule for a prefix, shared with `aoti-shim check`
 from aoti_shim.errors import UsageError
 from aoti_shim.plugin import settings
 from aoti_shim.plugin.settings import CMAKE_VAR

@@ -21,8 +21,8 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 
-from aoti_shim.checks.prefix import validate  # the one prefix rule, shared with `aoti-shim check`
-from aoti_shim.checks.report import validate_fail_on
+from aoti_shim.checks.abi.prefix import validate  # the one prefix rule, shared with `aoti-shim check`
+from aoti_shim.checks.report.model import validate_fail_on
 from aoti_shim.errors import UsageError
 
 TABLE = "[tool.aoti-shim]"

@@ -19,7 +19,7 @@ from glob import glob
 from pathlib import Path
 from typing import Iterator, Mapping
 
-from aoti_shim.checks.snapshot import shipped_snapshots
+from aoti_shim.checks.snapshot.record import shipped_snapshots
 from aoti_shim.errors import InputError, UsageError
 from aoti_shim.torch_location import TORCH_ENV_VAR, TorchLocation, from_environment, in_process, in_sites
 

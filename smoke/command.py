@@ -12,7 +12,7 @@ import warnings
 from pathlib import Path
 
 from aoti_shim.arguments import path
-from aoti_shim.checks.prefix import DEFAULT_PREFIX, given_or_built
+from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX, given_or_built
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, UsageError
 from aoti_shim.extras import install_line
 from aoti_shim.paths import shim_library

@@ -46,7 +46,7 @@ def first_error_line(log: Path, limit: int = 300) -> str | None:
 
 def _runpath_dirs(library: Path) -> list[Path]:
     """The folders ``library``'s RUNPATH (or RPATH) names, ``$ORIGIN`` expanded."""
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(library) as image:
         paths = image.runpath
@@ -62,7 +62,7 @@ def _runpath_dirs(library: Path) -> list[Path]:
 def runtime_copies(bindings: Iterable[Binding], shim_library: Path) -> list[str]:
     """One line per runtime library (libcudart) that the shim library bound to a copy other
     than the one its own RUNPATH leads to: another copy was already in the process (torch's)."""
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(shim_library) as image:
         needed = [n for n in image.needed if n.startswith(RUNTIME_SONAMES)]

@@ -14,7 +14,7 @@ import sys
 def rename_imports(source: str, target: str, prefix: str) -> list[str]:
     import lief
 
-    from aoti_shim.checks.prefix import is_unprefixed
+    from aoti_shim.checks.abi.prefix import is_unprefixed
 
     # Hold the parsed binary in a variable: LIEF 1.0 frees it (and segfaults on
     # the symbols) if only a temporary refers to it.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from compile_support import compile_shared
 
-from aoti_shim.checks.prefix import DEFAULT_PREFIX
+from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "smoke"

@@ -64,7 +64,7 @@ def test_libtorch_linked_twin_compiles_and_links_libtorch(bench: ModuleType, tmp
     # The twin is the smoke's own compile with link_libtorch=True alone: a change to the smoke's
     # compile signature broke it on the H200 (run11) while every CPU test stayed green.
     pytest.importorskip("torch")
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     twin = bench.compile_libtorch_linked(tmp_path, "cpu", "mlp")
     options = json.loads((twin.directory / "result.json").read_text())["inductor_options"]

@@ -55,9 +55,9 @@ from hypothesis import strategies as st
 from summary_support import summary_line
 
 from aoti_shim.checks import CheckSettings
-from aoti_shim.checks.api import checking
-from aoti_shim.checks.prefix import is_shim_name
-from aoti_shim.checks.report import BLOCKING
+from aoti_shim.checks.check.run import checking
+from aoti_shim.checks.abi.prefix import is_shim_name
+from aoti_shim.checks.report.model import BLOCKING
 from aoti_shim.torch_names import shipped_names
 
 PREFIX = "myrt_"

@@ -18,8 +18,8 @@ from compile_support import compile_shared
 from elf_fixtures import nm_exports
 
 from aoti_shim.checks import RULES, CheckSettings, render, run_check
-from aoti_shim.checks.elf import STB_GNU_UNIQUE, STT_TLS, ElfImage
-from aoti_shim.checks.rules import RULES
+from aoti_shim.checks.elf.image import STB_GNU_UNIQUE, STT_TLS, ElfImage
+from aoti_shim.checks.rules.table import RULES
 from aoti_shim.cli import main
 
 # -P: never import the source tree that sits in the current folder instead of the installed package.
@@ -255,7 +255,7 @@ def test_unwritable_github_step_summary_is_one_line(checker_libs, tmp_path, monk
 
 
 def test_libtorch_cpu_exports_its_shims_global_and_unversioned(torch_lib):
-    from aoti_shim.checks.references import find_torch
+    from aoti_shim.checks.references.reference import find_torch
 
     assert find_torch().lib == torch_lib
     lib = torch_lib / "libtorch_cpu.so"
@@ -403,7 +403,7 @@ def test_wheel_member_with_parent_path_is_rejected(checker_libs, tmp_path):
 
 
 def test_against_torch_follows_the_aoti_shim_torch_variable(checker_libs, tmp_path, monkeypatch):
-    from aoti_shim.checks.references import find_torch
+    from aoti_shim.checks.references.reference import find_torch
 
     real = find_torch().lib
     for form in (real.parent.parent, real.parent, real):
@@ -415,7 +415,7 @@ def test_against_torch_follows_the_aoti_shim_torch_variable(checker_libs, tmp_pa
 
 
 def test_a_relative_aoti_shim_torch_is_made_absolute(checker_libs, monkeypatch):
-    from aoti_shim.checks.references import find_torch
+    from aoti_shim.checks.references.reference import find_torch
 
     real = find_torch().lib.resolve()
     site = real.parent.parent
@@ -434,7 +434,7 @@ def test_a_relative_aoti_shim_torch_is_made_absolute(checker_libs, monkeypatch):
 
 
 def test_reference_documents_every_check_option_and_shipped_snapshot():
-    from aoti_shim.checks.snapshot import shipped
+    from aoti_shim.checks.snapshot.record import shipped
     from aoti_shim.cli import build_parser
 
     readme = (Path(__file__).resolve().parents[1] / "docs" / "reference.md").read_text()

@@ -17,10 +17,11 @@ import pytest
 from c_library_support import ENTRY, EXPORT, c_library as _lib, defining as _define, using as _use, loads as _loads
 from compile_support import compile_program
 
-from aoti_shim.checks import CheckSettings, inputs, run_check
-from aoti_shim.checks.api import checking
-from aoti_shim.checks.elf import ElfImage
-from aoti_shim.checks.prefix import infer, is_shim_name, is_unprefixed, prefix_of
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.inputs import collect as inputs
+from aoti_shim.checks.check.run import checking
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.abi.prefix import infer, is_shim_name, is_unprefixed, prefix_of
 from aoti_shim.rename_header import header_names
 
 REPO = Path(__file__).resolve().parents[1]
@@ -283,7 +284,7 @@ def test_a_shim_without_extern_c_is_said_to_be_one(tmp_path: Path) -> None:
         'the definitions in an extern "C" block)'
     )
     # No prefix is read off a mangled name (f562a93: "the built shims carry the prefix '_Z29myrt_'").
-    from aoti_shim.checks.prefix import built_prefix
+    from aoti_shim.checks.abi.prefix import built_prefix
 
     assert built_prefix(shim) is None and infer(["_Z29myrt_aoti_torch_empty_stridedv"]) is None
 

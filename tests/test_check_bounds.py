@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from cli_support import cli, one_line_error
 
-from aoti_shim.checks import CheckSettings, inputs, run_check
-from aoti_shim.checks import snapshot as snapshot_mod
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.inputs import collect as inputs
+from aoti_shim.checks.snapshot import record as snapshot_mod
 from aoti_shim.errors import InputError
 
 

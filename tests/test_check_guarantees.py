@@ -16,7 +16,7 @@ import pytest
 from cli_support import one_line_error
 
 from aoti_shim.checks import CheckSettings, render, run_check
-from aoti_shim.checks.references import find_torch
+from aoti_shim.checks.references.reference import find_torch
 from aoti_shim.errors import InputError
 
 FORMATS = ("text", "json", "sarif", "github", "junit")

@@ -16,7 +16,7 @@ from cli_support import CLI
 from compile_support import compile_shared
 
 from aoti_shim.checks import CheckSettings, render, run_check
-from aoti_shim.checks.prefix import validate
+from aoti_shim.checks.abi.prefix import validate
 from aoti_shim.errors import UsageError
 
 NAMES = ("dtype_float32", "device_type_cpu")
@@ -121,7 +121,7 @@ def test_a_given_prefix_no_shim_exports_is_blocking(built):
 
 
 def test_built_prefix_reads_what_was_built(built):
-    from aoti_shim.checks.prefix import built_prefix
+    from aoti_shim.checks.abi.prefix import built_prefix
 
     assert built_prefix(built["shim_aotishim_"]) == "aotishim_"
     assert built_prefix(built["blob_myrt_"]) is None  # imports carry no export prefix

@@ -18,9 +18,7 @@ import pytest
 from c_library_support import ENTRY, EXPORT, c_library, defining, loads, using
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks import search
-
-
+from aoti_shim.checks.loader import search
 def _lib(folder: Path, name: str, text: str, flags: tuple[str, ...] = (), *, soname: str | None = None) -> Path:
     # --no-as-needed: a DT_NEEDED entry stays though the library no longer defines what was used.
     return c_library(folder, name, text, ("-Wl,--no-as-needed", *flags), soname=soname)

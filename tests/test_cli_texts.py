@@ -43,8 +43,8 @@ def test_an_unknown_snapshot_name_lists_the_shipped_ones(checker_libs, tmp_path:
 
 
 def test_the_command_and_the_plugin_share_one_resolver() -> None:
-    from aoti_shim.checks.references import resolve_snapshot_name, shipped_snapshots
-    from aoti_shim.checks.snapshot import shipped
+    from aoti_shim.checks.references.reference import resolve_snapshot_name, shipped_snapshots
+    from aoti_shim.checks.snapshot.record import shipped
 
     assert set(shipped_snapshots()) >= {"torch-2.11.0+cu130", "torch-2.13.0+cpu", "torch-2.14.1+cu130"}
     for path in shipped():
@@ -67,9 +67,9 @@ def test_a_prefix_inferred_from_the_models_says_so(checker_libs) -> None:
 
 
 def test_check_help_describes_every_choice() -> None:
-    from aoti_shim.checks.command import COLOR_HELP, FAIL_ON_HELP, FORMAT_HELP
+    from aoti_shim.checks.check.command import COLOR_HELP, FAIL_ON_HELP, FORMAT_HELP
     from aoti_shim.checks.formats import FORMATS
-    from aoti_shim.checks.report import FAIL_ON_CHOICES
+    from aoti_shim.checks.report.model import FAIL_ON_CHOICES
 
     assert set(FORMAT_HELP) == set(FORMATS) and set(FAIL_ON_HELP) == set(FAIL_ON_CHOICES)
     result = cli("check", "--help")
@@ -104,7 +104,7 @@ def test_a_command_line_imports_only_its_own_command() -> None:
     # -P: the installed package. check must not pay for scan's environment reader or the smoke.
     code = (
         "import sys\nfrom aoti_shim.cli import main\ntry:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m in ('aoti_shim.checks.scan_command', 'aoti_shim.smoke.command', 'aoti_shim.own_wheel')))"
+        "print(sorted(m for m in sys.modules if m in ('aoti_shim.checks.scan.command', 'aoti_shim.smoke.command', 'aoti_shim.own_wheel')))"
     )
     result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

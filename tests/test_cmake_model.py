@@ -41,7 +41,7 @@ def _blob(project: CMakeProject) -> Path:
 
 
 def test_blob_imports_only_prefixed_shims(model_build: Built) -> None:
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     project, _, prefix = model_build
     with ElfImage(_blob(project)) as image:
@@ -54,7 +54,7 @@ def test_blob_imports_only_prefixed_shims(model_build: Built) -> None:
 
 
 def test_blob_exports_only_the_aoti_api(model_build: Built) -> None:
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     project, _, _ = model_build
     with ElfImage(_blob(project)) as image:
@@ -73,7 +73,7 @@ def test_check_with_models_fails_the_build_on_unsatisfied_imports(model_build: B
     assert "UNPREFIXED_IMPORT" not in output and "FAILED:" in output
     # ...which are the blob's prefixed imports but the two the shim provides.
     from aoti_shim.checks import CheckSettings, run_check
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     project, _, _ = model_build
     with ElfImage(_blob(project)) as image:

@@ -49,7 +49,7 @@ def test_configure_prints_the_effective_prefix_once(public_build: Build) -> None
 
 def test_shim_library_exports_only_prefixed_names(public_build: Build) -> None:
     from aoti_shim.checks import CheckSettings, render, run_check
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     project, _, built = public_build
     assert built.returncode == 0, log(built)
@@ -75,7 +75,7 @@ def test_private_define_reproduces_the_upstream_link_failure(cmake_project) -> N
 
 
 def test_without_link_whole_the_unreferenced_shims_are_lost(cmake_project) -> None:
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     project = cmake_project(SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_SCOPE": "PUBLIC", "FIXTURE_LINK_WHOLE": "OFF"})
     built = project.configure_and_build()

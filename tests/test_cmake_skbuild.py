@@ -38,7 +38,7 @@ def _build_wheel(tmp: Path, **settings: str) -> tuple[subprocess.CompletedProces
 
 
 def _shim_exports(wheel: Path, tmp: Path) -> set[str]:
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with zipfile.ZipFile(wheel) as archive:
         member = next(n for n in archive.namelist() if n.endswith("libfixture_shim.so"))

@@ -35,7 +35,7 @@ def _cache_value(build: Path, name: str) -> str:
 
 
 def _exports(library: Path) -> set[str]:
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(library) as image:
         return set(image.exports())

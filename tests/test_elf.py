@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, pyelftools_truth, synth_elf
 
-from aoti_shim.checks.elf import (
+from aoti_shim.checks.elf.image import (
     STB_GLOBAL,
     STB_GNU_UNIQUE,
     STB_WEAK,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.elf.image import ElfImage
 from elf_fixtures import compile_fixtures
 
 _BINDS = {"STB_GLOBAL", "STB_WEAK", "STB_GNU_UNIQUE", "STB_LOOS"}

@@ -1,4 +1,4 @@
-"""Symbol versions read by checks/elf.py (struct code) agree with pyelftools, for a
+"""Symbol versions read by checks/elf/image.py (struct code) agree with pyelftools, for a
 library's definitions (default and hidden versions, its base version) and imports (the
 version and the file each is needed from), read from its sections, the loader's way (no
 section headers) and streamed from a wheel."""
@@ -13,8 +13,8 @@ from compile_support import compile_shared
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerSymSection
 
-from aoti_shim.checks import inputs
-from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.inputs import collect as inputs
+from aoti_shim.checks.elf.image import ElfImage
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
-from aoti_shim.checks.report import BLOCKING, Finding, FindingBatch, fingerprint
-from aoti_shim.checks.rules import BATCH
+from aoti_shim.checks.report.model import BLOCKING, Finding, FindingBatch, fingerprint
+from aoti_shim.checks.rules.table import BATCH
 
 SHARED = 5000  # several batches, the last one partial; the suppression below cuts across one
 assert 2 * BATCH < 3000 < 4000 < SHARED and 3000 % BATCH and SHARED % BATCH

@@ -16,7 +16,7 @@ from aoti_shim.checks.formats.github import MAX_ANNOTATIONS, render_annotations
 from aoti_shim.checks.formats.json_report import render_json, report_dict
 from aoti_shim.checks.formats.sarif import SARIF_SCHEMA, render_sarif
 from aoti_shim.checks.formats.text import SAMPLE, SUPPRESSED_SHOWN
-from aoti_shim.checks.report import (
+from aoti_shim.checks.report.model import (
     BLOCKING,
     WARNING,
     AgainstSource,
@@ -29,7 +29,7 @@ from aoti_shim.checks.report import (
     fingerprint,
     header_of,
 )
-from aoti_shim.checks.rules import RULES
+from aoti_shim.checks.rules.table import RULES
 from aoti_shim.errors import UsageError
 
 SHIM, MODEL = "lib/libshim.so", "models/model.so"

@@ -20,9 +20,9 @@ from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, mutate, pyelftools_tru
 from wheel_support import make_wheel
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks import snapshot as snapshot_mod
-from aoti_shim.checks.elf import ElfImage
-from aoti_shim.checks.report import Finding, Report
+from aoti_shim.checks.snapshot import record as snapshot_mod
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.report.model import Finding, Report
 from aoti_shim.errors import AotiShimError, InputError
 
 SEED = int(os.environ.get("AOTI_SHIM_FUZZ_SEED", "20261130"))

@@ -24,8 +24,8 @@ from compile_support import compile_shared
 from shims_support import reference_shims
 
 from aoti_shim.checks import CheckSettings, render, run_check
-from aoti_shim.checks import snapshot as snapshot_mod
-from aoti_shim.checks.elf import STB_GLOBAL, STT_FUNC, ElfImage
+from aoti_shim.checks.snapshot import record as snapshot_mod
+from aoti_shim.checks.elf.image import STB_GLOBAL, STT_FUNC, ElfImage
 
 CUDA_PACKAGE = REPO / "fixtures" / "aoti_packages" / "mlp_cuda"
 MODEL_DIR = CUDA_PACKAGE / "model" / "data" / "aotinductor" / "model"

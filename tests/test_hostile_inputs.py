@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aoti_shim.checks import snapshot as snapshot_mod
-from aoti_shim.checks.prefix import SHIM_MARK, validate
+from aoti_shim.checks.snapshot import record as snapshot_mod
+from aoti_shim.checks.abi.prefix import SHIM_MARK, validate
 from aoti_shim.cli import main
 from aoti_shim.errors import UsageError
 

@@ -22,7 +22,7 @@ from markdown_it import MarkdownIt
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.formats.escape import printable
-from aoti_shim.checks.rules import BATCH
+from aoti_shim.checks.rules.table import BATCH
 
 HOSTILE = (
     b'q"uote', b"back\\slash", b"ctl\x01\x1b[31m\x7f", b"bidi\xe2\x80\xaeevil", b"bad\xff\xfe", b"sp ace",

@@ -1,4 +1,4 @@
-"""The wheel reader's bounds (checks/inputs.py), each at several shapes: the limit one below,
+"""The wheel reader's bounds (checks/inputs/collect.py), each at several shapes: the limit one below,
 at and one above; crossed at the first, a middle and the last member, and at a member's
 last byte. The wheels are real zips of ELF libraries gcc builds here from small sources.
 And what --shim/--model take from folders and wheels: shared libraries only, wheel members
@@ -19,9 +19,10 @@ from cli_support import CLI
 from compile_support import compile_object, compile_program, compile_shared
 from wheel_support import make_wheel
 
-from aoti_shim.checks import CheckSettings, inputs, run_check
-from aoti_shim.checks.elf import ElfImage, file_kind
-from aoti_shim.checks.inputs import Workspace, collect, copy_elf_member, extract_elf_members, open_wheel, read_member
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.inputs import collect as inputs
+from aoti_shim.checks.elf.image import ElfImage, file_kind
+from aoti_shim.checks.inputs.collect import Workspace, collect, copy_elf_member, extract_elf_members, open_wheel, read_member
 from aoti_shim.errors import InputError
 
 # Three libraries of different sizes: a padding array makes the big one big.

@@ -129,7 +129,7 @@ def test_relative_aoti_shim_torch_survives_the_gates_chdir(
 ) -> None:
     # The gate runs the checker from a temp folder; a relative $AOTI_SHIM_TORCH must still
     # name the torch it named when the build started.
-    from aoti_shim.checks.references import find_torch
+    from aoti_shim.checks.references.reference import find_torch
     from aoti_shim.plugin import gate
 
     site = find_torch().lib.resolve().parent.parent

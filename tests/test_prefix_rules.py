@@ -1,4 +1,4 @@
-"""The prefix rules (checks/prefix.py) as functions: what each accepts, refuses and says.
+"""The prefix rules (checks/abi/prefix.py) as functions: what each accepts, refuses and says.
 
 Their messages are what a user reads on a failed build, so they are compared whole.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from aoti_shim.checks import prefix
+from aoti_shim.checks.abi import prefix
 from aoti_shim.errors import AotiShimError, UsageError
 
 

@@ -135,7 +135,7 @@ def test_every_block_says_what_it_is() -> None:
     assert [b.body.splitlines()[0] for b in skipped] == [
         'python3 -m venv .venv && .venv/bin/pip install ".[torch]" && .venv/bin/aoti-shim smoke',
         '.venv/bin/pytest -m "not slow"',
-        "bash docs/mutation.sh                    # or name modules: bash docs/mutation.sh checks/rules.py",
+        "bash docs/mutation.sh                    # or name modules: bash docs/mutation.sh checks/rules/table.py",
     ]
     assert skipped[0].body.splitlines()[1] == 'python3 -m venv .venv && .venv/bin/pip install ".[test]" && .venv/bin/pytest'
 

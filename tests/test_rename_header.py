@@ -160,7 +160,7 @@ def test_every_name_the_manifest_lists_or_our_headers_declare_is_renamed() -> No
 
 
 def test_every_shim_the_reference_library_exports_is_renamed() -> None:
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
     from aoti_shim.paths import shim_library
 
     # The wheel ships the library (test_smoke asserts it): no library is a failure, not a skip.

@@ -1,11 +1,11 @@
-"""The report every format is rendered from (checks/report.py): its exit bits, counts and
+"""The report every format is rendered from (checks/report/model.py): its exit bits, counts and
 the words for where the prefix came from."""
 
 from __future__ import annotations
 
 import pytest
 
-from aoti_shim.checks.report import (
+from aoti_shim.checks.report.model import (
     BLOCKING,
     WARNING,
     Finding,
@@ -70,7 +70,7 @@ def test_prefix_origin_in_words() -> None:
 
 
 def test_a_report_assembled_from_a_stream_carries_every_header_field_and_the_tally() -> None:
-    from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Header, Suppressed, assemble, header_of
+    from aoti_shim.checks.report.model import AgainstSource, CheckedArtifact, Header, Suppressed, assemble, header_of
 
     found = Finding("COLLISION", BLOCKING, "a.so", "x", "m", "b.so")
     header = Header(

@@ -14,7 +14,7 @@ from cli_support import cli, one_line_error
 from shims_support import imported_shim_names
 from smoke_support import PREFIX, build_fake_libs, compiled_mlp
 
-from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.elf.image import ElfImage
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from cli_support import CLI, cli, one_line_error
 from elf_fixtures import SYNTH_SYMBOLS, SynthSymbol, compile_fixtures, regions, synth_elf
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.errors import InputError
 
 SHT_DYNSYM, SHT_GNU_HASH = 11, 0x6FFFFFF6
@@ -252,14 +252,14 @@ UNSAFE_MEMBERS = ["../escape.so", "/tmp/aoti-shim-absolute-escape.so", "pkg/../.
 
 @pytest.mark.parametrize("name", UNSAFE_MEMBERS)
 def test_one_rule_refuses_unsafe_member_names(name: str) -> None:
-    from aoti_shim.checks.inputs import safe_member_name
+    from aoti_shim.checks.inputs.collect import safe_member_name
 
     assert not safe_member_name(name)
 
 
 @pytest.mark.parametrize("name", ["torch/lib/libc10.so", "pkg/sub/a..b.so", "pkg/odd:name.so", "./pkg/x.so"])
 def test_one_rule_accepts_ordinary_member_names(name: str) -> None:
-    from aoti_shim.checks.inputs import safe_member_name
+    from aoti_shim.checks.inputs.collect import safe_member_name
 
     assert safe_member_name(name)
 
@@ -348,8 +348,7 @@ def test_exports_hidden_from_the_section_view_fail_closed(tiny: bytes, tmp_path:
 
 
 def test_wheel_with_too_many_members_is_refused_before_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aoti_shim.checks import inputs
-
+    from aoti_shim.checks.inputs import collect as inputs
     wheel = tmp_path / "many-1.0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as zf:
         for i in range(66_000):  # past 65535: the count lives in the zip64 record

@@ -32,8 +32,8 @@ import pytest
 from compile_support import compile_shared
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.elf import STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_TLS, ElfImage
-from aoti_shim.checks.rules import RULES
+from aoti_shim.checks.elf.image import STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_TLS, ElfImage
+from aoti_shim.checks.rules.table import RULES
 
 PREFIX = "myrt_"
 # The probe names each kind's library defines with that kind.

@@ -20,10 +20,10 @@ from cli_support import cli, one_line_error
 from scan_support import ScanEnvs, tree_state
 from torch_support import torch_package
 
-from aoti_shim.checks.prefix import is_shim_name
-from aoti_shim.checks.scan import Scanned, captures
-from aoti_shim.checks.scan_formats import render_scan
-from aoti_shim.checks.scan_report import ScanReport, ScanSettings, run_scan
+from aoti_shim.checks.abi.prefix import is_shim_name
+from aoti_shim.checks.scan.judge import Scanned, captures
+from aoti_shim.checks.formats.scan import render_scan
+from aoti_shim.checks.scan.run import ScanReport, ScanSettings, run_scan
 
 
 def _scan(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -298,7 +298,7 @@ def _library_facts(path: str, roles: list[str], prefixes: list[str], exports: in
 
 def test_scan_json_says_every_field(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
     from aoti_shim import __version__
-    from aoti_shim.checks.report import fingerprint
+    from aoti_shim.checks.report.model import fingerprint
 
     doc = json.loads(render_scan(dirty, "json"))
     site = str(scan_envs.dirty.site)
@@ -340,8 +340,8 @@ def test_scan_json_says_every_field(dirty: ScanReport, scan_envs: ScanEnvs) -> N
 
 
 def test_scan_sarif_says_each_result(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
-    from aoti_shim.checks.report import fingerprint
-    from aoti_shim.checks.scan import SCAN_RULES
+    from aoti_shim.checks.report.model import fingerprint
+    from aoti_shim.checks.scan.judge import SCAN_RULES
 
     run = json.loads(render_scan(dirty, "sarif"))["runs"][0]
     rules = run["tool"]["driver"]["rules"]
@@ -394,7 +394,7 @@ def test_scan_github_annotations_and_summary_say_each_finding(dirty: ScanReport,
 
 
 def test_scan_junit_has_a_case_per_rule_and_library(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
-    from aoti_shim.checks.scan import SCAN_RULES
+    from aoti_shim.checks.scan.judge import SCAN_RULES
 
     suite = ET.fromstring(render_scan(dirty, "junit")).find("testsuite")
     assert suite is not None and suite.attrib == {"name": "aoti-shim scan", "tests": str(5 * 7), "failures": "3", "errors": "0"}

@@ -155,8 +155,8 @@ def _holding(names, contains: tuple[str, ...], starts: tuple[str, ...]) -> set[s
 def test_tables_holding_are_the_tables_filtered(tmp_path: Path, torch_lib: Path) -> None:
     """The scan's reader cuts only the names it asks about; what it answers is the whole
     tables' answer, tail-merged names (aoti_torch_x inside rta_aoti_torch_x) included."""
-    from aoti_shim.checks.elf import ElfImage
-    from aoti_shim.checks.scan import _ASKED_CONTAINS, _ASKED_STARTS
+    from aoti_shim.checks.elf.image import ElfImage
+    from aoti_shim.checks.scan.judge import _ASKED_CONTAINS, _ASKED_STARTS
 
     source = tmp_path / "merged.c"
     source.write_text(

@@ -45,7 +45,7 @@ def test_manifest_is_well_formed() -> None:
 
 
 def test_exports_are_exactly_the_prefixed_manifest() -> None:
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     prefix = reference_prefix()
     assert prefix and not prefix.startswith("aoti_torch")
@@ -59,7 +59,7 @@ def test_exports_are_exactly_the_prefixed_manifest() -> None:
 
 def test_no_name_shared_with_libtorch() -> None:
     from aoti_shim.checks import CheckSettings, render, run_check
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(torch_lib() / "libtorch_cpu.so") as torch_image, ElfImage(reference_library()) as ours:
         torch_names = set(torch_image.exports())
@@ -199,7 +199,7 @@ def test_loads_and_fails_cleanly_without_gpu() -> None:
 
 
 def test_finds_cudart_from_the_installed_location() -> None:
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     library = reference_library()
     with ElfImage(library) as image:

@@ -225,7 +225,7 @@ def test_missing_shims_are_listed_before_anything_runs(
 ) -> None:
     cache = smoke_cache
     artefact = compiled_mlp(cache)
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(artefact.blob) as image:
         wanted = {PREFIX + n for n in image.imports() if n.startswith("aoti_torch_")}

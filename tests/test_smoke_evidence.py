@@ -125,7 +125,7 @@ def _refusing_shims(tmp: Path, reference: Path, prefix: str) -> Path:
     """Shims "of a runtime": every name of the reference library under the prefix myrt_ (a jump
     through a slot that a constructor fills from the reference library, opened RTLD_LOCAL, so no
     reference name is imported), except one that prints the runtime's own error line and fails."""
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(reference) as image:
         names = sorted(n[len(prefix) :] for n in image.exports() if n.startswith(f"{prefix}aoti_torch_") and n[len(prefix) :] != _REFUSED)

@@ -1,4 +1,4 @@
-"""checks/snapshot.py and its command: the shipped snapshots are real, reproducible, and gate
+"""checks/snapshot/record.py and its command: the shipped snapshots are real, reproducible, and gate
 like torch itself; the command's words; a snapshot file is read within bounds; a broken
 snapshot or a hostile input is one error line, exit 1."""
 
@@ -20,8 +20,8 @@ from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, synth_elf
 from test_robustness import UNSAFE_MEMBERS
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks import snapshot as snapshot_mod
-from aoti_shim.checks.elf import STB_GLOBAL, STT_FUNC, ElfImage
+from aoti_shim.checks.snapshot import record as snapshot_mod
+from aoti_shim.checks.elf.image import STB_GLOBAL, STT_FUNC, ElfImage
 from aoti_shim.errors import InputError
 
 
@@ -225,7 +225,7 @@ def test_absent_names_are_answered_from_the_index_alone() -> None:
 
 
 def test_snapshot_list_shows_the_shipped_files() -> None:
-    from aoti_shim.checks.snapshot import shipped, shipped_dir
+    from aoti_shim.checks.snapshot.record import shipped, shipped_dir
 
     result = cli("snapshot", "--list")
     assert result.returncode == 0, result.stderr

@@ -1,4 +1,4 @@
-"""checks/suppressions.py: a suppressions file (or inline [[tool.aoti-shim.suppress]] tables)
+"""checks/report/suppressions.py: a suppressions file (or inline [[tool.aoti-shim.suppress]] tables)
 waives findings, each with a reason; a file that cannot be read safely, or whose entries
 would hide everything, is a usage error (one line, exit 2). How suppressions meet the other
 parts (the gate, the formats, finding batches, the rule matrix) is tested with those."""

@@ -63,7 +63,7 @@ def _source_route_include() -> str:
 
 
 def test_every_caller_finds_the_installed_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aoti_shim.checks.references import find_torch
+    from aoti_shim.checks.references.reference import find_torch
     from aoti_shim.plugin import target_env
 
     monkeypatch.delenv(TORCH_ENV_VAR, raising=False)
@@ -84,8 +84,8 @@ def test_every_caller_finds_the_installed_torch(tmp_path: Path, monkeypatch: pyt
 
 @pytest.mark.parametrize("form", ["site", "package", "lib"])
 def test_every_caller_follows_aoti_shim_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checker_libs, form: str) -> None:
-    from aoti_shim.checks.api import CheckSettings, run_check
-    from aoti_shim.checks.references import find_torch
+    from aoti_shim.checks.check.run import CheckSettings, run_check
+    from aoti_shim.checks.references.reference import find_torch
     from aoti_shim.plugin import target_env
 
     site = _fake_site(tmp_path, checker_libs["unprefixed_shim"])
@@ -108,8 +108,8 @@ def test_every_caller_follows_aoti_shim_torch(tmp_path: Path, monkeypatch: pytes
 def test_a_search_path_comes_after_aoti_shim_torch_and_before_the_installed_torch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checker_libs
 ) -> None:
-    from aoti_shim.checks.api import CheckSettings, run_check
-    from aoti_shim.checks.references import find_torch
+    from aoti_shim.checks.check.run import CheckSettings, run_check
+    from aoti_shim.checks.references.reference import find_torch
 
     site = _fake_site(tmp_path / "a", checker_libs["unprefixed_shim"])
     monkeypatch.delenv(TORCH_ENV_VAR, raising=False)
@@ -137,7 +137,7 @@ def _bad_values(tmp_path: Path) -> dict[str, tuple[Path, str]]:
 
 
 def test_a_bad_aoti_shim_torch_is_one_line_and_exit_1_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aoti_shim.checks.references import find_torch
+    from aoti_shim.checks.references.reference import find_torch
     from aoti_shim.plugin import target_env
 
     for what, (value, says) in _bad_values(tmp_path).items():

@@ -149,7 +149,7 @@ def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Pat
     compile (attention lowered to math), the prefixed blob bitwise equal to the control,
     and within the float64 eager bound."""
     import transformers  # noqa: F401 - in the test extra: its absence fails, it does not skip
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
     from aoti_shim.smoke.zoo import spec
 
@@ -184,7 +184,7 @@ def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Pat
 def test_the_default_compile_runs_through_the_shims_fallbacks(smoke_cache: Path, tmp_path: Path) -> None:
     """smoke --compile default on CPU: no autotuning leaves the bundled block's GEMMs to ATen,
     fallback ops the reference shims serve (cpu_addmm_out, cpu_bmm_out), equal to the control."""
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
 
     out = tmp_path / "default.json"

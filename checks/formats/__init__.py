@@ -12,7 +12,7 @@ from aoti_shim.checks.formats.json_report import stream_json
 from aoti_shim.checks.formats.junit import render_junit
 from aoti_shim.checks.formats.sarif import stream_sarif
 from aoti_shim.checks.formats.text import stream_text
-from aoti_shim.checks.report import FindingBatch, Header, Report, Tally, assemble, findings_of, header_of
+from aoti_shim.checks.report.model import FindingBatch, Header, Report, Tally, assemble, findings_of, header_of
 from aoti_shim.errors import UsageError
 
 Write = Callable[[str], None]

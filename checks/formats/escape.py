@@ -17,7 +17,7 @@ import dataclasses
 import re
 from typing import Callable
 
-from aoti_shim.checks.report import (
+from aoti_shim.checks.report.model import (
     AgainstSource,
     CheckedArtifact,
     Finding,

@@ -6,7 +6,7 @@ import re
 from typing import Callable, Sequence
 
 from aoti_shim.checks.formats.escape import for_terminal
-from aoti_shim.checks.report import BLOCKING, Finding, Report
+from aoti_shim.checks.report.model import BLOCKING, Finding, Report
 
 # GitHub shows only a few annotations per step; the summary carries the full table.
 MAX_ANNOTATIONS = 50

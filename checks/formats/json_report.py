@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import for_unicode
-from aoti_shim.checks.report import Finding, FindingBatch, Header, Report, Tally, fingerprint_prefix, header_of
+from aoti_shim.checks.report.model import Finding, FindingBatch, Header, Report, Tally, fingerprint_prefix, header_of
 
 SCHEMA_VERSION = 1
 

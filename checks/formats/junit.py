@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 from typing import Callable, Iterable, Sequence
 
 from aoti_shim.checks.formats.escape import for_terminal
-from aoti_shim.checks.report import BLOCKING, Finding, Report
-from aoti_shim.checks.rules import RULES
+from aoti_shim.checks.report.model import BLOCKING, Finding, Report
+from aoti_shim.checks.rules.table import RULES
 
 
 def junit_document(

@@ -13,8 +13,8 @@ from urllib.parse import quote
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import for_unicode
 from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
-from aoti_shim.checks.report import BLOCKING, FindingBatch, Header, Report, Tally, header_of
-from aoti_shim.checks.rules import RULES, Rule
+from aoti_shim.checks.report.model import BLOCKING, FindingBatch, Header, Report, Tally, header_of
+from aoti_shim.checks.rules.table import RULES, Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _RESULTS = '"results": []'

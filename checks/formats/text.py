@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-from aoti_shim.checks.report import BLOCKING, FindingBatch, Header, Tally
+from aoti_shim.checks.report.model import BLOCKING, FindingBatch, Header, Tally
 
 _RED, _YELLOW, _GREEN, _DIM, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"
 

@@ -22,7 +22,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from aoti_shim.checks.prefix import built_prefix
+from aoti_shim.checks.abi.prefix import built_prefix
 from aoti_shim.paths import shim_library
 
 P, I64, I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32

@@ -35,7 +35,7 @@ POLICIES = ("zero-fallback", "default")
 
 def _fallbacks(blob: Path) -> list[str]:
     """The fallback ops (aoti_torch_cpu_* / aoti_torch_cuda_*) a blob imports."""
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(blob) as image:
         return sorted(n for n in image.imports() if n.startswith(("aoti_torch_cpu_", "aoti_torch_cuda_")))

@@ -25,9 +25,9 @@ from aoti_shim.torch_location import torch_include_dir
 # names one is parsed by a parser holding only that one: the others' modules (scan's
 # environment reader, the smoke's pipeline) cost a check ~60 ms of imports it never uses.
 COMMANDS: dict[str, str] = {
-    "check": "aoti_shim.checks.command",
-    "scan": "aoti_shim.checks.scan_command",
-    "snapshot": "aoti_shim.checks.snapshot_command",
+    "check": "aoti_shim.checks.check.command",
+    "scan": "aoti_shim.checks.scan.command",
+    "snapshot": "aoti_shim.checks.snapshot.command",
     "rename-header": "aoti_shim.rename_header",
     "smoke": "aoti_shim.smoke.command",
     "rewrite-imports": "aoti_shim.smoke.rewrite",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from aoti_shim.arguments import path
 from aoti_shim.atomic import write_text_atomically
-from aoti_shim.checks.prefix import is_unprefixed
+from aoti_shim.checks.abi.prefix import is_unprefixed
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
 from aoti_shim.paths import cmake_dir
 from aoti_shim.torch_location import locate

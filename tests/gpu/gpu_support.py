@@ -14,7 +14,7 @@ from typing import Any, Iterator
 import pytest
 from shims_support import reference_library
 
-from aoti_shim.checks.prefix import DEFAULT_PREFIX
+from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX
 
 PREFIX = DEFAULT_PREFIX  # what the installed reference shims carry
 # Tests reuse the smoke run's compiled models when this names its cache (the H200 script

@@ -32,7 +32,7 @@ DEVICE = os.environ.get("AOTI_SHIM_GPU_DEVICE", "cuda")
 # Skipped, not left out: CI still imports the module and collects its tests.
 pytestmark = pytest.mark.skipif(DEVICE == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-from aoti_shim.checks.prefix import DEFAULT_PREFIX  # noqa: E402
+from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX  # noqa: E402
 from aoti_shim.paths import shim_library  # noqa: E402
 from aoti_shim.smoke.runner import ShimApi  # noqa: E402
 

@@ -255,7 +255,7 @@ def test_two_threads_with_different_selections_get_their_own_streams(model: Mode
 
 def test_prefixed_blob_imports_only_prefixed_shims(model: Model) -> None:
     """The CUDA blob under test is the prefixed one: nothing it imports can bind to libtorch."""
-    from aoti_shim.checks.elf import ElfImage
+    from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(Path(model.built.blob)) as image:
         shim_imports = [n for n in image.imports() if "aoti_torch_" in n]

@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol
 
-from aoti_shim.checks.elf import ElfImage, Symbol
-from aoti_shim.checks.inputs import (
+from aoti_shim.checks.elf.image import ElfImage, Symbol
+from aoti_shim.checks.inputs.collect import (
     DEFAULT_MEMBER_LIMIT,
     Artifact,
     Workspace,
@@ -20,10 +20,10 @@ from aoti_shim.checks.inputs import (
     is_elf_strict,
     open_wheel,
 )
-from aoti_shim.checks import snapshot
-from aoti_shim.checks.report import AgainstSource
-from aoti_shim.checks.snapshot import SNAPSHOT_SUFFIX, shipped_snapshots
-from aoti_shim.checks.torch_libraries import TORCH_TEST_LIBRARIES, import_closure, is_torch_lib_dir
+from aoti_shim.checks.snapshot import record as snapshot
+from aoti_shim.checks.report.model import AgainstSource
+from aoti_shim.checks.snapshot.record import SNAPSHOT_SUFFIX, shipped_snapshots
+from aoti_shim.checks.references.torch_libraries import TORCH_TEST_LIBRARIES, import_closure, is_torch_lib_dir
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import TorchLocation, locate, package_lib, version_in
 

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
-from aoti_shim.checks import bindings
-from aoti_shim.checks import prefix as prefixes
-from aoti_shim.checks.elf import ElfImage, SymbolTable
-from aoti_shim.checks.environment import Environment, LibraryFile
-from aoti_shim.checks.report import BLOCKING, WARNING, FindingBatch
-from aoti_shim.checks.rules import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, MODEL_ENTRY_PREFIX, Columns, Found, Rule, stamped
-from aoti_shim.checks.torch_libraries import import_closure
+from aoti_shim.checks.loader import bindings
+from aoti_shim.checks.abi import prefix as prefixes
+from aoti_shim.checks.elf.image import ElfImage, SymbolTable
+from aoti_shim.checks.scan.environment import Environment, LibraryFile
+from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
+from aoti_shim.checks.rules.table import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, MODEL_ENTRY_PREFIX, Columns, Found, Rule, stamped
+from aoti_shim.checks.references.torch_libraries import import_closure
 from aoti_shim.torch_names import shipped_names
 
 # The distributions whose unprefixed shim names are the reference ones: libtorch's.

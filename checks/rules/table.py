@@ -4,7 +4,7 @@ Each rule reads a :class:`Context` and yields what it found as ``(artifact, symb
 message[, related])`` tuples, or :class:`Columns` of many; :func:`evaluate` stamps each
 with the rule's id and severity from its :class:`Rule` row, so a rule's identity is
 written once. The rules about imports are judgements over the binding model
-(:mod:`aoti_shim.checks.bindings`): where each shim-ABI import binds in the coalesced
+(:mod:`aoti_shim.checks.loader.bindings`): where each shim-ABI import binds in the coalesced
 process. Shim libraries and model blobs are small, so their symbol tables are read
 whole; references (libtorch) are large and are only asked about single names, through
 their ``.gnu.hash``.
@@ -20,11 +20,11 @@ from functools import cached_property
 from itertools import compress
 from typing import Callable, Generic, Iterator, Mapping, NamedTuple, Sequence, TypeVar, Union
 
-from aoti_shim.checks import prefix as prefixes
-from aoti_shim.checks.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, SYSTEM, Binding, Linked, LoadFailure, Process
-from aoti_shim.checks.elf import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS, Symbol
-from aoti_shim.checks.references import Reference
-from aoti_shim.checks.report import BLOCKING, WARNING, FindingBatch
+from aoti_shim.checks.abi import prefix as prefixes
+from aoti_shim.checks.loader.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, SYSTEM, Binding, Linked, LoadFailure, Process
+from aoti_shim.checks.elf.image import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS, Symbol
+from aoti_shim.checks.references.reference import Reference
+from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 
 # Every AOTInductor blob exports its loader entry points under this prefix
 # (AOTInductorModelContainerCreateWithDevice, ...Run, ...Delete).
@@ -256,7 +256,7 @@ Found = Union[tuple[str, str, str], tuple[str, str, str, "str | None"], Columns]
 
 
 def _entries(exports: Mapping[str, Symbol], name: str) -> list:  # type: ignore[type-arg]
-    from aoti_shim.checks.elf import DynamicEntry
+    from aoti_shim.checks.elf.image import DynamicEntry
 
     sym = exports.get(name)
     return [] if sym is None else [DynamicEntry(sym, 0, 1, None)]

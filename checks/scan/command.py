@@ -8,9 +8,9 @@ import sys
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, write_text_atomically
-from aoti_shim.checks.command import FORMAT_HELP, _append_step_summary, add_report_options
-from aoti_shim.checks.scan_formats import markdown_summary, render_annotations, render_scan
-from aoti_shim.checks.scan_report import ScanSettings, run_scan
+from aoti_shim.checks.check.command import FORMAT_HELP, _append_step_summary, add_report_options
+from aoti_shim.checks.formats.scan import markdown_summary, render_annotations, render_scan
+from aoti_shim.checks.scan.run import ScanSettings, run_scan
 from aoti_shim.color import wants_color
 from aoti_shim.errors import AotiShimError
 

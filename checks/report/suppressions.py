@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
-from aoti_shim.checks.report import Finding, FindingBatch, Suppressed, Tally
+from aoti_shim.checks.report.model import Finding, FindingBatch, Suppressed, Tally
 from aoti_shim.errors import UsageError
 
 def _toml() -> Any:

@@ -13,13 +13,13 @@ from typing import Iterator
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
 from aoti_shim.checks import CheckSettings
-from aoti_shim.checks.api import checking
+from aoti_shim.checks.check.run import checking
 from aoti_shim.checks.formats import render_stream
 from aoti_shim.checks.formats.escape import printable
 from aoti_shim.checks.formats.github import markdown_summary, render_annotations
-from aoti_shim.checks.inputs import extract_elf_members
-from aoti_shim.checks.report import FAIL_ON_CHOICES, assemble
-from aoti_shim.checks.roles import classify_by_symbols
+from aoti_shim.checks.inputs.collect import extract_elf_members
+from aoti_shim.checks.report.model import FAIL_ON_CHOICES, assemble
+from aoti_shim.checks.loader.roles import classify_by_symbols
 from aoti_shim.color import wants_color
 from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.torch_location import TORCH_ENV_VAR

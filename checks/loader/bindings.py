@@ -26,7 +26,7 @@ itself: either way to address 0 of its own library. A library whose ELF class, d
 encoding or machine differs from the process's cannot load; neither can one needing a
 version that a loaded dependency lacks, nor one dlopen opens (itself or in its closure)
 that was linked ``-z nodlopen``, nor one with a DT_NEEDED library the loader finds
-nowhere (where it looks is :mod:`aoti_shim.checks.search`'s; ``Linked.missing`` holds
+nowhere (where it looks is :mod:`aoti_shim.checks.loader.search`'s; ``Linked.missing`` holds
 what it did not find). TLS and IFUNC symbols bind by these same rules. An import of
 any name that binds to nothing fails the load (a global library's function import: its first
 call, :meth:`Process.call_failures`), unless it is weak, or no relocation refers to it, or it
@@ -35,7 +35,7 @@ is no shim ABI and a library this machine lacks (``Linked.unseen``) is in its lo
 Only names are asked of references (through their hash tables), so the model costs a
 lookup per resolved import, not a scan of libtorch. Use it as::
 
-    from aoti_shim.checks import bindings
+    from aoti_shim.checks.loader import bindings
     process = bindings.Process.of(references=refs, shims=shims, models=blobs)
     for b in process.resolve(bindings.shim_abi_imports):
         print(b.importer.display, b.name, b.definer.display if b.definer else "unresolved")
@@ -49,8 +49,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
-from aoti_shim.checks import prefix as shim_abi
-from aoti_shim.checks.elf import (
+from aoti_shim.checks.abi import prefix as shim_abi
+from aoti_shim.checks.elf.image import (
     STB_GNU_UNIQUE,
     STB_LOCAL,
     STB_WEAK,

@@ -44,9 +44,9 @@ from typing import Any, Iterator
 
 from aoti_shim import __version__
 from aoti_shim.atomic import write_bytes_atomically
-from aoti_shim.checks.elf import ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
-from aoti_shim.checks.inputs import Workspace, collect, copy_elf_member, open_wheel
-from aoti_shim.checks.torch_libraries import TORCH_TEST_LIBRARIES, import_closure
+from aoti_shim.checks.elf.image import ElfImage, Symbol, SymbolTable, pack_symbol, unpack_symbol
+from aoti_shim.checks.inputs.collect import Workspace, collect, copy_elf_member, open_wheel
+from aoti_shim.checks.references.torch_libraries import TORCH_TEST_LIBRARIES, import_closure
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import package_lib, version_from_text, version_in
 
@@ -368,7 +368,8 @@ def load(path: str | os.PathLike[str]) -> list[SnapshotLibrary]:
 
 def shipped_dir() -> Path:
     """The folder of snapshots that ship inside the package."""
-    return Path(__file__).resolve().parent / "snapshots"
+    # Data beside the checker's other data (schemas/), where the wheel has always had it.
+    return Path(__file__).resolve().parent.parent / "snapshots"
 
 
 def shipped() -> list[Path]:

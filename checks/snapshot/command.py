@@ -7,8 +7,8 @@ import sys
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination
-from aoti_shim.checks import snapshot
-from aoti_shim.checks.snapshot import shipped_dir, shipped_snapshots
+from aoti_shim.checks.snapshot import record as snapshot
+from aoti_shim.checks.snapshot.record import shipped_dir, shipped_snapshots
 from aoti_shim.errors import UsageError
 
 

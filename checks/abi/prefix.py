@@ -18,7 +18,7 @@ import re
 from functools import lru_cache
 from typing import Iterable
 
-from aoti_shim.checks.elf import ElfImage
+from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.errors import UsageError
 from aoti_shim.torch_names import shipped_names
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aoti_shim.checks.elf import ElfImage
-from aoti_shim.checks.prefix import SHIM_MARK
-from aoti_shim.checks.rules import MODEL_ENTRY_PREFIX
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.abi.prefix import SHIM_MARK
+from aoti_shim.checks.rules.table import MODEL_ENTRY_PREFIX
 
 
 @dataclass(frozen=True)

@@ -11,17 +11,17 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from aoti_shim.checks import prefix as prefix_rules
-from aoti_shim.checks import search
-from aoti_shim.checks import suppressions as suppression_file
-from aoti_shim.checks.bindings import DEPENDENCY, SYSTEM, Linked
-from aoti_shim.checks.elf import ElfImage
-from aoti_shim.checks.environment import running_interpreter
-from aoti_shim.checks.inputs import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, open_wheel
-from aoti_shim.checks.references import close_all, open_references
-from aoti_shim.checks.report import AgainstSource, CheckedArtifact, Finding, FindingBatch, Header, Report, Tally, assemble, findings_of
-from aoti_shim.checks.rules import RULES_BY_ID, Context, Library, evaluate
-from aoti_shim.checks.suppressions import Suppression
+from aoti_shim.checks.abi import prefix as prefix_rules
+from aoti_shim.checks.loader import search
+from aoti_shim.checks.report import suppressions as suppression_file
+from aoti_shim.checks.loader.bindings import DEPENDENCY, SYSTEM, Linked
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.scan.environment import running_interpreter
+from aoti_shim.checks.inputs.collect import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, open_wheel
+from aoti_shim.checks.references.reference import close_all, open_references
+from aoti_shim.checks.report.model import AgainstSource, CheckedArtifact, Finding, FindingBatch, Header, Report, Tally, assemble, findings_of
+from aoti_shim.checks.rules.table import RULES_BY_ID, Context, Library, evaluate
+from aoti_shim.checks.report.suppressions import Suppression
 from aoti_shim.errors import AotiShimError, InputError, UsageError
 
 
@@ -188,7 +188,7 @@ def _dependencies(
     reference_images: tuple[ElfImage, ...] = (),
 ) -> Dependencies:
     """Every DT_NEEDED entry of the checked libraries, looked up as ld.so looks it up
-    (:mod:`aoti_shim.checks.search`), and of what that finds: each checked library's
+    (:mod:`aoti_shim.checks.loader.search`), and of what that finds: each checked library's
     closure breadth first, in load order (the shims first). A name a loaded library already has (a checked library's or a
     reference's DT_SONAME or file name) is that library, as for the loader."""
     sites = settings.site_folders if settings.site_folders is not None else running_interpreter().folders

@@ -17,9 +17,9 @@ from aoti_shim.checks.formats.escape import printable, valid_unicode
 from aoti_shim.checks.formats.github import _md_code, _md_text, annotations, findings_table, table_row
 from aoti_shim.checks.formats.junit import junit_document
 from aoti_shim.checks.formats.sarif import SARIF_SCHEMA, artifact_uri, level, rule_descriptors
-from aoti_shim.checks.report import BLOCKING, Finding, fingerprint
-from aoti_shim.checks.scan import NOBODY, SCAN_RULES, LibraryFacts
-from aoti_shim.checks.scan_report import ScanReport
+from aoti_shim.checks.report.model import BLOCKING, Finding, fingerprint
+from aoti_shim.checks.scan.judge import NOBODY, SCAN_RULES, LibraryFacts
+from aoti_shim.checks.scan.run import ScanReport
 from aoti_shim.errors import UsageError
 
 SCHEMA_VERSION = 1

@@ -1,0 +1,1 @@
+"""The findings model both products report, and suppressions."""

@@ -1,0 +1,1 @@
+"""check's rules, as a table of (ID, function, doc)."""

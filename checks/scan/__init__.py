@@ -1,0 +1,1 @@
+"""`aoti-shim scan`: reading an environment, the judgement, the run, the command line."""
