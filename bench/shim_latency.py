@@ -59,9 +59,10 @@ import time
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from aoti_shim.errors import AotiShimError, UsageError
+from aoti_shim.smoke.report import STREAM_DEFAULT, STREAM_LABELS, STREAM_NEW, STREAM_NONE
 
 # How the libtorch-linked twin differs from the smoke's compile: only this option.
 LIBTORCH_OPTIONS = {"aot_inductor.link_libtorch": True}
@@ -171,6 +172,10 @@ class BenchSettings:
     profile: bool = True
     torch_loader: bool = False
     compile: str = "zero-fallback"  # the smoke's --compile: which cached blob (a) and (b) run
+    # The smoke's --stream (report.STREAM_*): on CUDA every run, the correctness run
+    # included, passes a stream of its own made current ("new", what runtimes pass), or
+    # the legacy default stream, a null pointer ("default"); "none" on the CPU.
+    stream: str = "none"
 
 
 @dataclass(frozen=True)
@@ -230,6 +235,7 @@ def header(settings: BenchSettings) -> dict[str, str]:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "device": settings.device,
+        "stream": STREAM_LABELS[settings.stream],
         "prefix": settings.prefix,
         "shims": str(settings.shim_library),
         "rounds": f"{settings.rounds} x {settings.iterations} timed runs (+{settings.warmup} warm-up) per variant",
@@ -579,7 +585,8 @@ def measure_model(
             # Correctness first: every blob must give eager's answer.
             failures = []
             for key, (_, api, _) in blobs.items():
-                first = run_container(api, containers[key], inputs, RunSettings(device=settings.device, warmup=0, iterations=1))
+                once = RunSettings(device=settings.device, warmup=0, iterations=1, stream=settings.stream)
+                first = run_container(api, containers[key], inputs, once)
                 cmp = compare(first.outputs, io["expected"])
                 result.max_abs[key] = cmp.max_abs
                 if not cmp.within_tolerance:
@@ -799,6 +806,28 @@ def measure_alloc(settings: BenchSettings, ours: AllocApi, theirs: AllocApi) -> 
 # ---------------------------------------------------------------- the run
 
 
+def stream_of(device: str, choice: str | None) -> str:
+    """The stream the runs pass: a stream of their own on CUDA unless asked, as the smoke."""
+    if device != "cuda":
+        return STREAM_NONE
+    return choice or STREAM_NEW
+
+
+@contextlib.contextmanager
+def caller_stream(settings: BenchSettings) -> Iterator[None]:
+    """With ``--stream new`` on CUDA, a stream of its own is torch's current stream while a
+    model is measured: every variant (eager included) and the correctness run pass it, as
+    a runtime passes its own stream. Otherwise the current stream stays the default one."""
+    if settings.stream != STREAM_NEW:
+        yield
+        return
+    import torch
+
+    with torch.cuda.stream(torch.cuda.Stream()):
+        yield
+    torch.cuda.synchronize()
+
+
 def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> BenchReport:
     import torch
 
@@ -822,7 +851,8 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
             progress(f"{model}: compile (cached after the first time) and measure")
             began = time.perf_counter()
             try:
-                report.models.append(measure_model(settings, model, ours_api, torch_api, profile, keep, progress))
+                with caller_stream(settings):
+                    report.models.append(measure_model(settings, model, ours_api, torch_api, profile, keep, progress))
             except AotiShimError as e:
                 report.models.append(ModelResult(model=model, error=str(e)))
             # Each row as soon as it is measured: a run cut short still shows what it had.
@@ -962,6 +992,9 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-graph", action="store_true", help="skip (g), CUDA-graph replay")
     p.add_argument("--no-profile", action="store_true", help="skip the profiled variant and the per-shim table")
     p.add_argument("--torch-loader", action="store_true", help="also torch's own loader on the twin (a child process)")
+    p.add_argument("--stream", choices=(STREAM_NEW, STREAM_DEFAULT),
+                   help="CUDA: the stream every run passes: new (a stream of its own made current, the default, what "
+                   "runtimes pass) or default (the legacy default stream, a null pointer), as the smoke's --stream")
     p.add_argument("--json", type=Path, help="also write the results as JSON")
     p.add_argument("--compile-libtorch-worker", metavar="REQUEST", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -1010,6 +1043,7 @@ def main(argv: list[str]) -> int:
                 profile=not args.no_profile,
                 torch_loader=args.torch_loader,
                 compile=args.compile,
+                stream=stream_of(args.device, args.stream),
             )
             report = run_bench(settings, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True))
         finally:

@@ -74,3 +74,20 @@ def test_libtorch_linked_twin_compiles_and_links_libtorch(bench: ModuleType, tmp
         assert any(n.startswith(("libtorch", "libc10")) for n in blob.needed), blob.needed
     # Cached: the second call compiles nothing and answers the same folder.
     assert bench.compile_libtorch_linked(tmp_path, "cpu", "mlp").directory == twin.directory
+
+
+def test_runs_pass_a_stream_of_their_own_on_cuda_unless_asked(bench: ModuleType) -> None:
+    # As the smoke's --stream: what runtimes pass (ExecuTorch's shims refuse a null stream).
+    assert bench.stream_of("cuda", None) == "new"
+    assert bench.stream_of("cuda", "default") == "default"
+    assert bench.stream_of("cpu", None) == "none" and bench.stream_of("cpu", "new") == "none"
+    assert bench._parse(["--device", "cuda", "--stream", "default"]).stream == "default"
+    with pytest.raises(SystemExit):
+        bench._parse(["--stream", "null"])
+
+
+def test_a_cpu_run_keeps_the_current_stream(bench: ModuleType, tmp_path: Path) -> None:
+    settings = bench.BenchSettings(device="cpu", models=("mlp",), cache_dir=tmp_path, work_dir=tmp_path, prefix="p_",
+                                   shim_library=tmp_path / "lib.so", stream="none")
+    with bench.caller_stream(settings):
+        pass  # no CUDA call: a CPU machine runs it

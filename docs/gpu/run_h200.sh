@@ -189,10 +189,11 @@ bench_latency() {
   # link_libtorch=True twin, (c) eager, (g) CUDA-graph replay, the profile on/off, each
   # with a 95% interval from interleaved rounds; the per-inference shim profile table;
   # allocation pairs. The slow compile (block) last: a bench cut short still printed its
-  # first rows. JSON into the artefacts tarball (the 8 files back are taken).
+  # first rows. JSON into the artefacts tarball (the 8 files back are taken). Arguments
+  # go to the bench: the runs pass a stream of their own unless "--stream default".
   python3 "$REPO/bench/shim_latency.py" --device "$DEVICE" --cache-dir "$CACHE" \
     --model mlp --model convnet --model block --rounds "${AOTI_SHIM_BENCH_ROUNDS:-40}" \
-    --iterations "${AOTI_SHIM_BENCH_ITERATIONS:-40}" --json "$WORK/bench.json"
+    --iterations "${AOTI_SHIM_BENCH_ITERATIONS:-40}" --json "$WORK/bench.json" "$@"
 }
 
 bench_latency_zoo() {
@@ -276,6 +277,8 @@ fi
 if [[ " $PHASES " == *" latency "* ]]; then
   step "bench shim latency, run 2" 150 "$OUT/04_bench.log" bench_latency
   step "bench shim latency, run 3" 150 "$OUT/04_bench.log" bench_latency
+  # Issue 38: the legacy default stream beside the caller stream the runs above pass.
+  step "bench shim latency, default stream" 150 "$OUT/04_bench.log" bench_latency --stream default
   step "bench shim latency, zoo" 120 "$OUT/04_bench.log" bench_latency_zoo
 fi
 if [[ " $PHASES " == *" bf16 "* ]]; then
@@ -306,6 +309,7 @@ if [ -f "$OUT/04_bench.log" ]; then
     # Every bench run's latencies and ratios, its shims' share per model and the allocation
     # ratio; the profile tables stay in the file.
     awk '/^# shim latency benchmark/ {n++} /^date: / && n {print "bench run " n ", " $0}
+         /^stream: / && n {print "bench run " n ", " $0}
          /^one inference, median/ {on = 1} /^shim profile, |^allocation:|^== / {on = 0}
          on && !/^max abs error/ && !/^-+$/' "$OUT/04_bench.log"
     grep -E '^shim profile, |^  \(shim total|^  time per pair' "$OUT/04_bench.log" | sed 's/ per inference of (a), means over / over /'
