@@ -102,7 +102,7 @@ def test_cpu_group(shim_test_binary: Path, group: str, expected: int) -> None:
 
 
 # The cuda group: 8 tests for one GPU, and 2 that need two (test_two_gpus.cpp).
-CUDA_TESTS, TWO_GPU_TESTS = 10, 2
+CUDA_TESTS, TWO_GPU_TESTS = 11, 2
 
 
 def test_cuda_group(shim_test_binary: Path) -> None:

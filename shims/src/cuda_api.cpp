@@ -101,14 +101,19 @@ AOTITorchError set_device(int32_t index) {
 // - a pool per device whose release threshold is unbounded, so memory freed before a
 //   synchronisation is not handed back to the OS and mapped again after it (on an
 //   allocation failure the pool is trimmed and the allocation tried once more);
-// - blocks allocated on the legacy default stream wait, once freed, in a small cache
-//   keyed by (device, rounded size) for the next request of that size on that stream.
+// - freed blocks wait in a small cache keyed by (device, stream, rounded size) for the
+//   next request of that size on that stream: stream order puts the block's earlier
+//   kernels before its next user's, with no event (issue 38: with a caller stream, every
+//   allocation and free went to the driver, the shims' largest host cost).
 //
 // Every block is freed on the stream it was allocated on, as libtorch's allocator does:
 // the model's kernels run there, and a free on the deleting thread's current stream
-// would not be ordered after them. Only the legacy stream is cached: it is never
-// destroyed (a cached handle of a destroyed stream could name a new, unordered stream)
-// and never captured into a CUDA graph.
+// would not be ordered after them. A stream is known in the cache by the id CUDA gives
+// it (cudaStreamGetId), never by its handle: a destroyed stream's handle can come back
+// for a new, unordered stream, its id cannot. For the same reason an idle block of a
+// stream other than the legacy one is handed back with cudaFree (which waits for the
+// device) rather than cudaFreeAsync on a handle that may be gone. A stream being
+// captured into a CUDA graph neither takes nor gives cached blocks.
 namespace {
 
 constexpr int kMaxPooledDevices = 64;
@@ -118,24 +123,61 @@ constexpr size_t kMaxCachedBytes = size_t(1) << 30;
 
 size_t rounded(size_t nbytes) { return nbytes == 0 ? kRound : (nbytes + kRound - 1) / kRound * kRound; }
 
-bool cacheable(void* stream) { return stream == nullptr || stream == static_cast<void*>(cudaStreamLegacy); }
+bool is_legacy(void* stream) { return stream == nullptr || stream == static_cast<void*>(cudaStreamLegacy); }
+
+// The legacy stream's key; no stream id CUDA hands out is this.
+constexpr uint64_t kLegacyStreamId = UINT64_MAX;
+// A stream whose blocks the cache must not hold (being captured, or its id unreadable).
+constexpr uint64_t kUncachedStream = UINT64_MAX - 1;
+
+// The stream's key in the cache: legacy, its CUDA id, or kUncachedStream.
+uint64_t cache_stream_id(void* stream) {
+  if (is_legacy(stream)) {
+    return kLegacyStreamId;  // never captured, never destroyed
+  }
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (cudaStreamIsCapturing(as_stream(stream), &capturing) != cudaSuccess ||
+      capturing != cudaStreamCaptureStatusNone || cudaStreamGetId(as_stream(stream), &id) != cudaSuccess ||
+      id >= kUncachedStream) {
+    (void)cudaGetLastError();
+    return kUncachedStream;
+  }
+  return static_cast<uint64_t>(id);
+}
 
 struct Block {
   int device;
   size_t size;
-  void* stream;  // where it was allocated, and where it is freed
+  void* stream;        // where it was allocated, and where it is freed
+  uint64_t stream_id;  // cache_stream_id(stream) when it was allocated
+};
+
+struct IdleKey {
+  uint64_t stream_id;
+  size_t size;
+  int device;
+  bool operator==(const IdleKey& other) const {
+    return stream_id == other.stream_id && size == other.size && device == other.device;
+  }
+};
+
+struct IdleKeyHash {
+  size_t operator()(const IdleKey& k) const {
+    uint64_t h = k.stream_id * 0x9E3779B97F4A7C15ull;
+    h ^= (static_cast<uint64_t>(k.size) << 8) | static_cast<uint64_t>(k.device & 0xff);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
 };
 
 struct BlockCache {
   std::mutex mutex;
-  std::unordered_map<uint64_t, std::vector<void*>> idle;  // (device, size) -> blocks
-  std::unordered_map<void*, Block> owned;                 // every block handed out or idle
+  std::unordered_map<IdleKey, std::vector<void*>, IdleKeyHash> idle;  // (stream, size, device) -> blocks
+  std::unordered_map<void*, Block> owned;                             // every block handed out or idle
   size_t idle_bytes = 0;
   cudaMemPool_t pools[kMaxPooledDevices] = {};
   bool pool_failed[kMaxPooledDevices] = {};
 };
-
-uint64_t idle_key(int device, size_t size) { return (static_cast<uint64_t>(size) << 8) | static_cast<uint64_t>(device); }
 
 BlockCache& cache() {
   static BlockCache* instance = new BlockCache();  // never destroyed: frees may run at exit
@@ -203,12 +245,16 @@ void release_idle(BlockCache& c, cudaMemPool_t pool) {
   for (auto& [key, blocks] : c.idle) {
     for (void* block : blocks) {
       auto found = c.owned.find(block);
-      // Idle blocks are legacy-stream blocks: their device's, which must be current.
+      // Their device must be current (the legacy stream is the current device's).
       DeviceScope scope;
       if (found != c.owned.end() && scope.enter(found->second.device) != AOTI_SHIM_OK) {
         continue;
       }
-      (void)cudaFreeAsync(block, as_stream(found != c.owned.end() ? found->second.stream : nullptr));
+      if (key.stream_id == kLegacyStreamId) {
+        (void)cudaFreeAsync(block, as_stream(nullptr));
+      } else {
+        (void)cudaFree(block);  // its stream may be destroyed by now: wait for the device instead
+      }
       if (found != c.owned.end()) {
         c.owned.erase(found);
       }
@@ -226,10 +272,11 @@ void release_idle(BlockCache& c, cudaMemPool_t pool) {
 // The caller holds the mutex; the current device may be any.
 AOTITorchError malloc_locked(BlockCache& c, void** ptr, size_t nbytes, int32_t device, void* stream) {
   size_t size = rounded(nbytes);
-  if (cacheable(stream)) {
+  uint64_t stream_id = cache_stream_id(stream);
+  if (stream_id != kUncachedStream) {
     // Empty lists stay in the map: erasing and re-creating one per allocation and free
     // cost two heap operations a pair.
-    auto idle = c.idle.find(idle_key(device, size));
+    auto idle = c.idle.find(IdleKey{stream_id, size, device});
     if (idle != c.idle.end() && !idle->second.empty()) {
       profile::count("alloc: block reused from the idle cache");
       *ptr = idle->second.back();
@@ -252,7 +299,7 @@ AOTITorchError malloc_locked(BlockCache& c, void** ptr, size_t nbytes, int32_t d
   }
   AOTISHIM_TRY(check(status, "cudaMallocAsync"));
   try {
-    c.owned.emplace(fresh, Block{device, size, stream});
+    c.owned.emplace(fresh, Block{device, size, stream, stream_id});
   } catch (...) {
     (void)cudaFreeAsync(fresh, as_stream(stream));
     return fail_format(AOTI_SHIM_E_OUT_OF_MEMORY, "cudaMallocAsync: no host memory for the block's record");
@@ -271,9 +318,10 @@ AOTITorchError free_locked(BlockCache& c, void* ptr, int32_t device, void* strea
     return check(cudaFreeAsync(ptr, as_stream(stream)), "cudaFreeAsync");
   }
   Block block = found->second;
-  if (cacheable(block.stream) && block.size <= kMaxCachedBlock && c.idle_bytes + block.size <= kMaxCachedBytes) {
+  bool cacheable = block.stream_id != kUncachedStream && cache_stream_id(block.stream) == block.stream_id;
+  if (cacheable && block.size <= kMaxCachedBlock && c.idle_bytes + block.size <= kMaxCachedBytes) {
     try {
-      c.idle[idle_key(block.device, block.size)].push_back(ptr);
+      c.idle[IdleKey{block.stream_id, block.size, block.device}].push_back(ptr);
       c.idle_bytes += block.size;
       profile::count("alloc: block kept in the idle cache");
       return AOTI_SHIM_OK;

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <thread>
 
 using namespace testing_helpers;
@@ -226,6 +227,33 @@ TEST(cuda, stream_guards_and_allocation_streams) {
   CHECK(raw != nullptr);
   CHECK_OK(aoti_torch_cuda_caching_allocator_raw_delete(raw));
   CHECK_EQ(cudaStreamSynchronize(caller.stream), cudaSuccess);
+}
+
+// Issue 38: a freed block waits for the next request of its size on its own stream,
+// known by the stream's CUDA id: a new stream (even one given the same handle back)
+// never gets a block another stream may still be using.
+TEST(cuda, idle_blocks_are_reused_on_their_own_stream_only) {
+  require_gpu();
+  auto block_on = [](cudaStream_t stream) {
+    aoti_shim::CallerStreamGuard selected(stream);
+    Owned t = empty({1000}, {1}, kFloat32, kCUDA, 0);
+    return data_of<void>(t);  // freed (kept idle) as t goes
+  };
+  auto first = std::make_unique<Stream>();
+  void* a = block_on(first->stream);
+  CHECK(block_on(first->stream) == a);  // reused on the same stream
+  Stream other;
+  CHECK(block_on(other.stream) != a);   // never another stream's idle block
+  cudaStream_t old_handle = first->stream;
+  first.reset();                        // destroyed with a block of it idle
+  Stream next;
+  void* fresh = block_on(next.stream);
+  CHECK(fresh != a);  // even where CUDA hands the old handle back
+  (void)old_handle;
+  // The legacy default stream keeps its own blocks too.
+  void* legacy = block_on(nullptr);
+  CHECK(block_on(nullptr) == legacy);
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
 TEST(cuda, device_guards) {
