@@ -38,8 +38,8 @@ inline void* open_library(const char* env, std::initializer_list<const char*> na
 }
 
 // A library's handles (cublasHandle_t, cudnnHandle_t), one a device, held thread_local by
-// its user: a handle must not serve two threads at once. Each call first points the
-// device's handle at `stream`. Handles live until the process ends (destroying them at
+// its user: a handle must not serve two threads at once. A call points the device's
+// handle at `stream` when it is not there already. Handles live until the process ends (destroying them at
 // thread exit could run after the CUDA context is gone). create(Handle*) and
 // set_stream(Handle, void*) make the library's status an AOTITorchError.
 template <typename Handle>
@@ -51,15 +51,28 @@ class DeviceHandles {
     if (found == handles_.end()) {
       Handle h = nullptr;
       AOTISHIM_TRY(create(&h));
-      found = handles_.emplace(device, h).first;
+      found = handles_.emplace(device, Bound{h, nullptr, false}).first;
     }
-    AOTISHIM_TRY(set_stream(found->second, stream));
-    *out = found->second;
+    Bound& bound = found->second;
+    // Only when the stream changes: the handle is this thread's alone, and setting a
+    // stream is a library call per GEMM or convolution otherwise (issue 38).
+    if (!bound.stream_set || bound.stream != stream) {
+      bound.stream_set = false;
+      AOTISHIM_TRY(set_stream(bound.handle, stream));
+      bound.stream = stream;
+      bound.stream_set = true;
+    }
+    *out = bound.handle;
     return AOTI_SHIM_OK;
   }
 
  private:
-  std::unordered_map<int32_t, Handle> handles_;
+  struct Bound {
+    Handle handle;
+    void* stream;     // the stream last set on it
+    bool stream_set;  // whether `stream` is known to be set
+  };
+  std::unordered_map<int32_t, Bound> handles_;
 };
 
 // TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1, torch's one TF32 override: float32 GEMMs and
