@@ -15,6 +15,7 @@
 // outputs have the sizes, strides, dtypes and devices torch 2.11's CUDA kernels return
 // (read on the H200: docs/gpu/results-2026-12-01/run7_probe.log), which is what a blob
 // compiled against them indexes.
+#include "attention_fused.h"
 #include "blas.h"
 #include "cuda_api.h"
 #include "kernels_nn.h"
@@ -23,6 +24,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -157,11 +160,69 @@ AOTITorchError new_cuda(std::vector<int64_t> sizes, std::vector<int64_t> strides
   return new_tensor(std::move(sizes), std::move(strides), dtype, kCUDA, device, false, out);
 }
 
-// The attention itself into `out` (and `lse` with its [b, h, l] strides, when not null).
+// AOTI_SHIM_ATTENTION_ROUTE=gemm sends every call down the GEMM route (read per call, so
+// that a test can compare both routes on the same shapes).
+bool gemm_route_forced() {
+  const char* route = std::getenv("AOTI_SHIM_ATTENTION_ROUTE");
+  return route != nullptr && std::strcmp(route, "gemm") == 0;
+}
+
+// The fused kernel's plan for this call, or false where an operand's layout rules it out
+// here (a last dim that is not unit-stride, value and query head dims that differ);
+// fused_attention_takes() has the kernel's own conditions.
+bool fused_plan(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides, double scale,
+                kernels::FusedPlan* plan) {
+  const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
+  if (v.sizes[3] != q.sizes[3]) {
+    return false;
+  }
+  for (const Tensor* t : {&q, &k, &v, &out}) {
+    if (t->strides[3] != 1) {
+      return false;
+    }
+  }
+  kernels::FusedPlan& p = *plan;
+  p.q = q.data(), p.k = k.data(), p.v = v.data(), p.out = out.data();
+  p.dtype = q.dtype;
+  p.batch = q.sizes[0], p.heads = q.sizes[1], p.kv_heads = k.sizes[1];
+  p.q_len = q.sizes[2], p.k_len = k.sizes[2], p.head_dim = q.sizes[3];
+  std::copy(q.strides.begin(), q.strides.begin() + 3, p.q_strides);
+  std::copy(k.strides.begin(), k.strides.begin() + 3, p.k_strides);
+  std::copy(v.strides.begin(), v.strides.begin() + 3, p.v_strides);
+  std::copy(out.strides.begin(), out.strides.begin() + 3, p.out_strides);
+  p.scale = static_cast<float>(scale);
+  p.causal = r.causal;
+  if (r.mask != nullptr) {
+    const Tensor& m = *r.mask;
+    int64_t lead = 4 - m.dim();
+    for (int64_t d = lead; d < 4; ++d) {
+      p.mask_strides[d] = m.sizes[d - lead] == 1 ? 0 : m.strides[d - lead];
+    }
+    p.mask = m.data();
+    p.mask_dtype = m.dtype;
+  }
+  if (lse != nullptr) {
+    p.lse = lse;
+    std::copy(lse_strides, lse_strides + 3, p.lse_strides);
+  }
+  return true;
+}
+
+// The attention itself into `out` (and `lse` with its [b, h, l] strides, when not null):
+// the fused kernel where it takes the call, else the GEMM route.
 AOTITorchError run(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides) {
 #if AOTI_SHIM_WITH_CUDA
   const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
   int32_t device = q.device_index();
+  if (!gemm_route_forced()) {
+    kernels::FusedPlan plan;
+    double fused_scale = r.scale != nullptr ? *r.scale : 1.0 / std::sqrt(static_cast<double>(q.sizes[3]));
+    if (fused_plan(r, out, lse, lse_strides, fused_scale, &plan) && kernels::fused_attention_takes(plan, device)) {
+      cuda::DeviceScope fused_scope;
+      AOTISHIM_TRY(fused_scope.enter(device));
+      return cuda::check_status(kernels::fused_attention(plan, current_stream(device)), "fused attention kernel");
+    }
+  }
   int64_t batch = q.sizes[0], heads = q.sizes[1], lq = q.sizes[2], e = q.sizes[3];
   int64_t kv_heads = k.sizes[1], lk = k.sizes[2], ev = v.sizes[3];
   int64_t group = heads / kv_heads;

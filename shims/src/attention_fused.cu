@@ -1,0 +1,508 @@
+// The fused attention forward kernel (issue 38): one CTA per (batch * head, query tile),
+// kWarps warps of 16 query rows each. Key and value tiles of kBlockN rows are staged in
+// shared memory by cp.async (the next key tile loads while this one's softmax and P @ V
+// run); the scores stay in registers, softmax is online (running max and sum per row,
+// base 2 with the scale folded in), and the output is normalised once at the end. Causal
+// tiles past the diagonal are never loaded; the mask is read per score in the tile.
+//
+// Tensor cores through mma.sync: float16/bfloat16 as m16n8k16 (float32 accumulate,
+// operands by ldmatrix; the probabilities rounded to the inputs' dtype for P @ V, as
+// torch's kernels do), float32 as m16n8k8 tf32 three times per product (hi*hi + hi*lo +
+// lo*hi, each operand split in a tf32 high part and a tf32 remainder): float32 accuracy,
+// the split torch's memory-efficient kernel uses on sm80+ for float32.
+#include "attention_fused.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <math_constants.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+namespace aotishim::kernels {
+namespace {
+
+constexpr int kBlockN = 64;  // keys per tile
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// Shared-memory rows are padded by 16 bytes: ldmatrix's 8 rows (and the float32 path's
+// scalar fragment loads) then fall in distinct banks.
+template <typename T>
+__host__ __device__ constexpr int row_pad() {
+  return 16 / static_cast<int>(sizeof(T));
+}
+
+__device__ inline void cp_async16(void* dst, const void* src, int bytes) {
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ inline void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// rows x D elements from global rows `row_stride` apart into shared rows D + pad apart;
+// rows at or past `valid` are zero-filled (a zero value row times a zero probability: no NaN).
+template <typename T, int D, int Rows, int Threads>
+__device__ inline void load_tile(T* smem, const T* gmem, int64_t row_stride, int valid, int tid) {
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kChunks = D / kVec;
+  constexpr int kStride = D + row_pad<T>();
+#pragma unroll
+  for (int c = tid; c < Rows * kChunks; c += Threads) {
+    int r = c / kChunks, col = (c % kChunks) * kVec;
+    bool ok = r < valid;
+    const T* src = ok ? gmem + r * row_stride + col : gmem;
+    cp_async16(smem + r * kStride + col, src, ok ? 16 : 0);
+  }
+}
+
+__device__ inline void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+__device__ inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
+  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+// d += a (16x16, row) * b (16x8, col), float32 accumulate.
+template <typename T>
+__device__ inline void mma16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// d += a (16x8, row) * b (8x8, col) in tf32, float32 accumulate.
+__device__ inline void mma1688(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// x = hi + lo, both tf32 (hi rounded to nearest; lo the rounded remainder).
+__device__ inline void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(hi) : "f"(x));
+  float rest = x - __uint_as_float(hi);
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(lo) : "f"(rest));
+}
+
+// The three products of the float32 path, the small ones first.
+__device__ inline void mma_3xtf32(float (&d)[4], const uint32_t (&ahi)[4], const uint32_t (&alo)[4], const float b0,
+                                  const float b1) {
+  uint32_t bh0, bl0, bh1, bl1;
+  split_tf32(b0, bh0, bl0);
+  split_tf32(b1, bh1, bl1);
+  mma1688(d, alo, bh0, bh1);
+  mma1688(d, ahi, bl0, bl1);
+  mma1688(d, ahi, bh0, bh1);
+}
+
+template <typename T>
+__device__ inline uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+  } else {
+    __half2 v = __floats2half2_rn(lo, hi);
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+  }
+}
+
+template <typename T>
+__device__ inline void store2(T* p, float a, float b) {
+  if constexpr (std::is_same_v<T, float>) {
+    *reinterpret_cast<float2*>(p) = make_float2(a, b);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+  } else {
+    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+  }
+}
+
+__device__ inline float mask_value(const FusedPlan& p, int64_t i) {
+  switch (p.mask_dtype) {
+    case 11:
+      return static_cast<const bool*>(p.mask)[i] ? 0.0f : -CUDART_INF_F;
+    case 5:
+      return __half2float(static_cast<const __half*>(p.mask)[i]);
+    case 15:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(p.mask)[i]);
+    default:
+      return static_cast<const float*>(p.mask)[i];
+  }
+}
+
+template <typename T, int D, int W>
+__global__ void __launch_bounds__(W * 32) fused_attention_kernel(const FusedPlan p, int tiles, int64_t bh_count) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  constexpr int kBlockM = 16 * W;
+  constexpr int kThreads = 32 * W;
+  constexpr int kStride = D + row_pad<T>();
+  constexpr int kNT = kBlockN / 8;  // score n-tiles of 8 keys per warp row block
+  constexpr int kDT = D / 8;        // output n-tiles of 8 head-dim columns
+  constexpr bool kF32 = std::is_same_v<T, float>;
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + kBlockM * kStride;
+  T* sV = sK + kBlockN * kStride;
+
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int g = lane / 4, t = lane % 4;
+  // Heavy (late, for causal) query tiles first: they start while the light ones fill in.
+  const int64_t linear = blockIdx.x;
+  const int tile = tiles - 1 - static_cast<int>(linear / bh_count);
+  const int64_t bh = linear % bh_count;
+  const int64_t b = bh / p.heads, h = bh % p.heads;
+  const int64_t kvh = h / (p.heads / p.kv_heads);
+  const int m0 = tile * kBlockM;
+  const int lq = static_cast<int>(p.q_len), lk = static_cast<int>(p.k_len);
+
+  const T* qg = static_cast<const T*>(p.q) + b * p.q_strides[0] + h * p.q_strides[1] + m0 * p.q_strides[2];
+  const T* kg = static_cast<const T*>(p.k) + b * p.k_strides[0] + kvh * p.k_strides[1];
+  const T* vg = static_cast<const T*>(p.v) + b * p.v_strides[0] + kvh * p.v_strides[1];
+  const int n_end = p.causal ? min(lk, m0 + kBlockM) : lk;
+  const int n_tiles = (n_end + kBlockN - 1) / kBlockN;
+
+  load_tile<T, D, kBlockM, kThreads>(sQ, qg, p.q_strides[2], lq - m0, tid);
+  load_tile<T, D, kBlockN, kThreads>(sK, kg, p.k_strides[2], lk, tid);
+  cp_async_commit();
+
+  const int wr = warp * 16;  // this warp's first row in the tile
+  const int row0 = m0 + wr + g, row1 = row0 + 8;
+  const float scale2 = p.scale * kLog2e;
+  int64_t mask_base0 = 0, mask_base1 = 0;
+  if (p.mask != nullptr) {
+    int64_t common = b * p.mask_strides[0] + h * p.mask_strides[1];
+    mask_base0 = common + static_cast<int64_t>(min(row0, lq - 1)) * p.mask_strides[2];
+    mask_base1 = common + static_cast<int64_t>(min(row1, lq - 1)) * p.mask_strides[2];
+  }
+
+  float o[kDT][4];
+#pragma unroll
+  for (int i = 0; i < kDT; ++i) {
+    o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  }
+  float row_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
+  float row_sum[2] = {0.0f, 0.0f};
+  // The 16-bit path keeps its query fragments in registers (loaded once).
+  uint32_t qf[kF32 ? 1 : D / 16][4];
+
+  for (int j = 0; j < n_tiles; ++j) {
+    const int n0 = j * kBlockN;
+    load_tile<T, D, kBlockN, kThreads>(sV, vg + n0 * p.v_strides[2], p.v_strides[2], lk - n0, tid);
+    cp_async_commit();
+    cp_async_wait<1>();  // this key tile (and the queries)
+    __syncthreads();
+
+    float s[kNT][4];
+#pragma unroll
+    for (int i = 0; i < kNT; ++i) {
+      s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+    }
+    if constexpr (kF32) {
+#pragma unroll
+      for (int kk = 0; kk < D / 8; ++kk) {
+        const float* qa = sQ + (wr + g) * kStride + kk * 8 + t;
+        uint32_t ahi[4], alo[4];
+        split_tf32(qa[0], ahi[0], alo[0]);
+        split_tf32(qa[8 * kStride], ahi[1], alo[1]);
+        split_tf32(qa[4], ahi[2], alo[2]);
+        split_tf32(qa[8 * kStride + 4], ahi[3], alo[3]);
+#pragma unroll
+        for (int nt = 0; nt < kNT; ++nt) {
+          const float* kb = sK + (nt * 8 + g) * kStride + kk * 8 + t;
+          mma_3xtf32(s[nt], ahi, alo, kb[0], kb[4]);
+        }
+      }
+    } else {
+      if (j == 0) {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+          ldmatrix_x4(qf[kk], sQ + (wr + (lane % 8) + ((lane / 8) % 2) * 8) * kStride + kk * 16 + (lane / 16) * 8);
+        }
+      }
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+        for (int nt = 0; nt < kNT; nt += 2) {
+          uint32_t kb[4];
+          ldmatrix_x4(kb, sK + (nt * 8 + (lane % 8) + (lane / 16) * 8) * kStride + kk * 16 + ((lane / 8) % 2) * 8);
+          mma16816<T>(s[nt], qf[kk], kb[0], kb[1]);
+          mma16816<T>(s[nt + 1], qf[kk], kb[2], kb[3]);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with this key tile
+    if (j + 1 < n_tiles) {
+      load_tile<T, D, kBlockN, kThreads>(sK, kg + (n0 + kBlockN) * p.k_strides[2], p.k_strides[2], lk - n0 - kBlockN,
+                                         tid);
+    }
+    cp_async_commit();  // possibly empty: the wait counts stay the same
+
+    // Scale (base 2), the keys past the end, the causal cut, the mask.
+    const bool edge = n0 + kBlockN > lk || (p.causal && n0 + kBlockN - 1 > m0 + wr);
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int col = n0 + nt * 8 + 2 * t + (e & 1);
+        const int row = e < 2 ? row0 : row1;
+        float x = s[nt][e] * scale2;
+        if (edge && (col >= lk || (p.causal && col > row))) {
+          x = -CUDART_INF_F;
+        } else if (p.mask != nullptr) {
+          x += mask_value(p, (e < 2 ? mask_base0 : mask_base1) + col * p.mask_strides[3]) * kLog2e;
+        }
+        s[nt][e] = x;
+      }
+    }
+    // Online softmax: per row, the running max, the rescale of what came before.
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float mx = row_max[r];
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+      }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float base = mx == -CUDART_INF_F ? 0.0f : mx;  // a row masked out so far: exp2(-inf) = 0
+      const float corr = exp2f(row_max[r] - base);
+      row_max[r] = mx;
+      float sum = 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
+        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
+        sum += s[nt][2 * r] + s[nt][2 * r + 1];
+      }
+      row_sum[r] = row_sum[r] * corr + sum;  // this thread's part; the quad sums at the end
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        o[dt][2 * r] *= corr;
+        o[dt][2 * r + 1] *= corr;
+      }
+    }
+
+    cp_async_wait<1>();  // this value tile (the next key tile may still be on its way)
+    __syncthreads();
+    if constexpr (kF32) {
+      // k-slot t holds key 2t of the group of 8, slot t + 4 key 2t + 1: the score fragment
+      // (columns 2t, 2t + 1) is then the A fragment as it is.
+#pragma unroll
+      for (int kk = 0; kk < kNT; ++kk) {
+        uint32_t ahi[4], alo[4];
+        split_tf32(s[kk][0], ahi[0], alo[0]);
+        split_tf32(s[kk][2], ahi[1], alo[1]);
+        split_tf32(s[kk][1], ahi[2], alo[2]);
+        split_tf32(s[kk][3], ahi[3], alo[3]);
+        const float* vb = sV + (kk * 8 + 2 * t) * kStride + g;
+#pragma unroll
+        for (int dt = 0; dt < kDT; ++dt) {
+          mma_3xtf32(o[dt], ahi, alo, vb[dt * 8], vb[kStride + dt * 8]);
+        }
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < kBlockN / 16; ++kk) {
+        uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                         pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+        for (int dt = 0; dt < kDT; dt += 2) {
+          uint32_t vb[4];
+          ldmatrix_x4_trans(vb, sV + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kStride + dt * 8 + (lane / 16) * 8);
+          mma16816<T>(o[dt], a, vb[0], vb[1]);
+          mma16816<T>(o[dt + 1], a, vb[2], vb[3]);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with this value tile
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = row_sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = r == 0 ? row0 : row1;
+    if (row >= lq) {
+      continue;
+    }
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    T* orow = static_cast<T*>(p.out) + b * p.out_strides[0] + h * p.out_strides[1] + row * p.out_strides[2];
+#pragma unroll
+    for (int dt = 0; dt < kDT; ++dt) {
+      store2(orow + dt * 8 + 2 * t, o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
+    }
+    if (p.lse != nullptr && t == 0) {
+      p.lse[b * p.lse_strides[0] + h * p.lse_strides[1] + row * p.lse_strides[2]] =
+          sum > 0.0f ? (row_max[r] + log2f(sum)) * kLn2 : -CUDART_INF_F;
+    }
+  }
+#endif
+}
+
+template <typename T, int D>
+constexpr size_t smem_bytes(int warps) {
+  return static_cast<size_t>(16 * warps + 2 * kBlockN) * (D + row_pad<T>()) * sizeof(T);
+}
+
+template <typename T, int D, int W>
+int launch(const FusedPlan& p, cudaStream_t stream) {
+  constexpr int kBlockM = 16 * W;
+  constexpr size_t smem = smem_bytes<T, D>(W);
+  // Over 48 KiB of dynamic shared memory needs the opt-in, once per device.
+  static std::atomic<unsigned long long> opted_in{0};
+  if (smem > 48 * 1024) {
+    int device = 0;
+    cudaError_t e = cudaGetDevice(&device);
+    if (e != cudaSuccess) {
+      return static_cast<int>(e);
+    }
+    unsigned long long bit = device < 64 ? 1ull << device : 0;
+    if (bit == 0 || (opted_in.load(std::memory_order_relaxed) & bit) == 0) {
+      e = cudaFuncSetAttribute(fused_attention_kernel<T, D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(smem));
+      if (e != cudaSuccess) {
+        return static_cast<int>(e);
+      }
+      opted_in.fetch_or(bit, std::memory_order_relaxed);
+    }
+  }
+  int tiles = static_cast<int>((p.q_len + kBlockM - 1) / kBlockM);
+  int64_t bh = p.batch * p.heads;
+  fused_attention_kernel<T, D, W><<<static_cast<unsigned>(tiles * bh), W * 32, smem, stream>>>(p, tiles, bh);
+  return static_cast<int>(cudaGetLastError());
+}
+
+// Warps per CTA (query rows / 16): 4 by default; AOTI_SHIM_ATTENTION_WARPS=4 or 8 picks
+// (read per call: a knob for measuring both tiles in one process, not a setting to rely on).
+int warps_per_cta(int dtype, int64_t head_dim) {
+  const char* v = std::getenv("AOTI_SHIM_ATTENTION_WARPS");
+  int chosen = v != nullptr ? std::atoi(v) : 0;
+  if (chosen == 4 || chosen == 8) {
+    return chosen;
+  }
+  (void)dtype, (void)head_dim;
+  return 4;
+}
+
+template <typename T>
+int launch_dim(const FusedPlan& p, cudaStream_t stream) {
+  bool wide = warps_per_cta(p.dtype, p.head_dim) == 8;
+  switch (p.head_dim) {
+    case 32:
+      return wide ? launch<T, 32, 8>(p, stream) : launch<T, 32, 4>(p, stream);
+    case 64:
+      return wide ? launch<T, 64, 8>(p, stream) : launch<T, 64, 4>(p, stream);
+    case 96:
+      return wide ? launch<T, 96, 8>(p, stream) : launch<T, 96, 4>(p, stream);
+    case 128:
+      return wide ? launch<T, 128, 8>(p, stream) : launch<T, 128, 4>(p, stream);
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+bool aligned16(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; }
+
+// Strides of dims whose size exceeds 1 must be 16-byte multiples (the others never move).
+bool strides_aligned(const int64_t (&strides)[3], const int64_t (&sizes)[3], size_t element) {
+  for (int i = 0; i < 3; ++i) {
+    if (sizes[i] > 1 && (strides[i] * static_cast<int64_t>(element)) % 16 != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int compute_major(int device) {
+  static std::atomic<int> majors[64] = {};
+  if (device >= 0 && device < 64) {
+    int known = majors[device].load(std::memory_order_relaxed);
+    if (known != 0) {
+      return known;
+    }
+  }
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    return 0;
+  }
+  if (device >= 0 && device < 64) {
+    majors[device].store(major, std::memory_order_relaxed);
+  }
+  return major;
+}
+
+}  // namespace
+
+bool fused_attention_takes(const FusedPlan& p, int device) {
+  if (p.dtype != 6 && p.dtype != 5 && p.dtype != 15) {
+    return false;
+  }
+  if (p.head_dim != 32 && p.head_dim != 64 && p.head_dim != 96 && p.head_dim != 128) {
+    return false;
+  }
+  if (p.q_len < 1 || p.k_len < 1 || p.q_len > (1 << 30) || p.k_len > (1 << 30) || p.kv_heads < 1 ||
+      p.heads % p.kv_heads != 0) {
+    return false;
+  }
+  int64_t tiles = (p.q_len + 15) / 16;  // the most CTAs: one warp per CTA would be 16 rows
+  if (p.batch * p.heads > (int64_t{1} << 40) || tiles * p.batch * p.heads > 2147483647LL) {
+    return false;
+  }
+  size_t element = p.dtype == 6 ? 4 : 2;
+  const int64_t q_sizes[3] = {p.batch, p.heads, p.q_len};
+  const int64_t kv_sizes[3] = {p.batch, p.kv_heads, p.k_len};
+  if (!aligned16(p.q) || !aligned16(p.k) || !aligned16(p.v) || !aligned16(p.out) ||
+      !strides_aligned(p.q_strides, q_sizes, element) || !strides_aligned(p.k_strides, kv_sizes, element) ||
+      !strides_aligned(p.v_strides, kv_sizes, element) || !strides_aligned(p.out_strides, q_sizes, element)) {
+    return false;
+  }
+  return compute_major(device) >= 8;
+}
+
+int fused_attention(const FusedPlan& p, void* stream) {
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (p.dtype) {
+    case 6:
+      return launch_dim<float>(p, s);
+    case 5:
+      return launch_dim<__half>(p, s);
+    case 15:
+      return launch_dim<__nv_bfloat16>(p, s);
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
+  }
+}
+
+}  // namespace aotishim::kernels
