@@ -390,6 +390,81 @@ def test_sdpa_outputs_a_blob_does_not_read(shims: Shims, kind: str) -> None:
         shims.delete(*rets)
 
 
+# Issue 38: the fused kernel (shims/src/attention_fused.cu) takes float32, float16 and
+# bfloat16 at head dims 32, 64, 96 and 128 with equal query and value head dims and
+# 16-byte aligned layouts; the cases below are all of that kind (the ones above with a value
+# head dim of 32 under 64 query dims, and the scalar-strided ones, go down the GEMM route).
+FUSED_KINDS = [("efficient", torch.float32), ("efficient", torch.bfloat16), ("cudnn", torch.bfloat16),
+               ("cudnn", torch.float16), ("cudnn", torch.float32), ("flash", torch.bfloat16),
+               ("flash", torch.float16)]  # fmt: skip
+
+
+@pytest.mark.parametrize("kind,dtype", FUSED_KINDS)
+def test_sdpa_fused_shapes(shims: Shims, kind: str, dtype: torch.dtype) -> None:
+    """Every head dim the kernel has, sequence lengths that are not multiples of its 64-row
+    tiles, more queries than keys and fewer, both layouts; causal or not, with the logsumexp."""
+    torch.manual_seed(5)
+    for b, h, lq, lk, e, layout in [(1, 2, 1, 1, 32, "bhle"), (2, 3, 65, 65, 64, "blhe"), (1, 2, 100, 37, 96, "bhle"),
+                                    (2, 2, 37, 130, 128, "blhe"), (1, 4, 191, 191, 128, "bhle"),
+                                    (2, 2, 64, 128, 32, "blhe"), (1, 1, 257, 300, 64, "bhle")]:  # fmt: skip
+        q, k, v = qkv(b, h, h, lq, lk, e, e, dtype, layout)
+        for causal in (False, True):
+            run_sdpa(shims, kind, q, k, v, causal=causal, tag=f"fused {b, h, lq, lk, e, layout} causal={causal}")
+        run_sdpa(shims, kind, q, k, v, scale=0.05, want_lse=kind == "flash", tag="fused scale")
+
+
+@pytest.mark.parametrize("kind,dtype", [k for k in FUSED_KINDS if k[0] != "flash"])
+def test_sdpa_fused_masks(shims: Shims, kind: str, dtype: torch.dtype) -> None:
+    """Additive masks (broadcast over batch or heads, full, a [L, S] one) and bool masks, with
+    and without the causal cut, on lengths off the tile size and L != S."""
+    torch.manual_seed(6)
+    for b, h, lq, lk, e in [(2, 4, 16, 16, 32), (1, 2, 70, 90, 64), (2, 2, 129, 77, 128)]:
+        q, k, v = qkv(b, h, h, lq, lk, e, e, dtype, "blhe")
+        bias = torch.randn(b, 1, lq, lk, device="cuda", dtype=dtype).expand(b, h, lq, lk)
+        run_sdpa(shims, kind, q, k, v, mask=bias, tag="fused additive [B,1,L,S]")
+        run_sdpa(shims, kind, q, k, v, mask=bias, causal=True, tag="fused additive causal")
+        full = torch.randn(b, h, lq, lk, device="cuda", dtype=dtype) * 3
+        run_sdpa(shims, kind, q, k, v, mask=full, tag="fused additive [B,H,L,S]")
+        row = torch.randn(lq, lk, device="cuda", dtype=dtype)
+        run_sdpa(shims, kind, q, k, v, mask=row, tag="fused additive [L,S]")
+        keep = torch.rand(b, 1, lq, lk, device="cuda") > 0.4
+        keep[..., 0] = True
+        run_sdpa(shims, kind, q, k, v, mask=keep, tag="fused bool [B,1,L,S]")
+        run_sdpa(shims, kind, q, k, v, mask=keep, causal=True, tag="fused bool causal")
+
+
+@pytest.mark.parametrize("kind,dtype", FUSED_KINDS)
+def test_sdpa_fused_grouped_query_heads(shims: Shims, kind: str, dtype: torch.dtype) -> None:
+    torch.manual_seed(7)
+    for hq, hk, lq, lk, e, layout in [(8, 2, 20, 24, 64, "bhle"), (6, 3, 77, 77, 32, "blhe"), (4, 1, 130, 70, 128, "bhle"),
+                                      (32, 8, 65, 65, 96, "blhe")]:  # fmt: skip
+        q, k, v = qkv(2, hq, hk, lq, lk, e, e, dtype, layout)
+        run_sdpa(shims, kind, q, k, v, causal=True, tag=f"fused gqa {hq}/{hk}")
+        run_sdpa(shims, kind, q, k, v, causal=False, tag=f"fused gqa {hq}/{hk}")
+        if kind != "flash":
+            bias = torch.randn(lq, lk, device="cuda", dtype=dtype)
+            run_sdpa(shims, kind, q, k, v, mask=bias, tag=f"fused gqa {hq}/{hk} mask")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_sdpa_gemm_route_still_right(shims: Shims, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GEMM route (the fallback for what the fused kernel does not take), forced by
+    AOTI_SHIM_ATTENTION_ROUTE=gemm on shapes the kernel would take, and reached on its own by
+    a head dim the kernel lacks (80) and by a query sliced off its 16-byte alignment."""
+    torch.manual_seed(8)
+    kind = "efficient" if dtype == torch.float32 else "cudnn"
+    q, k, v = qkv(2, 4, 2, 33, 47, 64, 64, dtype, "blhe")
+    monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", "gemm")
+    run_sdpa(shims, kind, q, k, v, causal=True, tag="gemm forced")
+    monkeypatch.delenv("AOTI_SHIM_ATTENTION_ROUTE")
+    q, k, v = qkv(1, 2, 2, 40, 40, 80, 80, dtype, "bhle")
+    run_sdpa(shims, kind, q, k, v, causal=True, tag="gemm head dim 80")
+    wide = torch.randn(1, 2, 40, 65, device="cuda", dtype=dtype)
+    q = wide[..., 1:]  # base and row stride off 16 bytes: not the kernel's
+    k, v = torch.randn(1, 2, 40, 64, device="cuda", dtype=dtype), torch.randn(1, 2, 40, 64, device="cuda", dtype=dtype)
+    run_sdpa(shims, kind, q, k, v, causal=False, tag="gemm unaligned")
+
+
 def test_sdpa_errors(shims: Shims) -> None:
     q, k, v = qkv(1, 2, 2, 8, 8, 16, 16, torch.float32, "bhle")
     code, _, _ = sdpa_shim(shims, "efficient", q, k, v, None, False, None, False, dropout=0.1)
@@ -409,27 +484,41 @@ def bench_ms(fn, iters: int = 50) -> float:
     return (time.perf_counter() - start) / iters * 1e3
 
 
-def test_speed_against_torch(shims: Shims) -> None:
-    """Not a pass/fail check: prints ours against torch's own kernels (median of 3 x 50 runs)."""
+def test_speed_against_torch(shims: Shims, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not a pass/fail check: prints ours against torch's own kernels (median of 3 x 50 runs),
+    for attention the fused kernel (its 4- and 8-warp tiles) and the GEMM route."""
     rows = []
-    for kind, dtype, shape in [("efficient", torch.float32, (2, 4, 16, 32)), ("efficient", torch.float32, (4, 16, 512, 64)),
-                               ("efficient", torch.float32, (1, 32, 2048, 128)), ("cudnn", torch.bfloat16, (2, 4, 16, 32)),
-                               ("cudnn", torch.bfloat16, (4, 16, 512, 64)), ("cudnn", torch.bfloat16, (1, 32, 2048, 128)),
-                               ("flash", torch.bfloat16, (1, 32, 2048, 128))]:  # fmt: skip
-        b, h, n, e = shape
-        q, k, v = qkv(b, h, h, n, n, e, e, dtype, "blhe")
+    attention = []
+    for shape in [(2, 4, 16, 32), (4, 16, 512, 64), (1, 32, 2048, 128)]:  # the zoo's, then two larger
+        for kind, dtype in [("efficient", torch.float32), ("cudnn", torch.bfloat16), ("cudnn", torch.float16),
+                            ("flash", torch.bfloat16), ("flash", torch.float16)]:  # fmt: skip
+            b, h, n, e = shape
+            q, k, v = qkv(b, h, h, n, n, e, e, dtype, "blhe")
 
-        def ours() -> None:
-            code, rets, _ = sdpa_shim(shims, kind, q, k, v, None, True, None, False)
-            assert code == 0
-            shims.delete(*rets)
+            def ours() -> None:
+                code, rets, _ = sdpa_shim(shims, kind, q, k, v, None, True, None, False)
+                assert code == 0
+                shims.delete(*rets)
 
-        def theirs() -> None:
-            torch_op(kind, q, k, v, None, True, None, False)
+            def theirs() -> None:
+                torch_op(kind, q, k, v, None, True, None, False)
 
-        t_ours = sorted(bench_ms(ours) for _ in range(3))[1]
-        t_theirs = sorted(bench_ms(theirs) for _ in range(3))[1]
-        rows.append((f"sdpa {kind} {str(dtype)[6:]} causal B,H,L,E={shape}", t_ours, t_theirs))
+            times = {}
+            for label, env in [("fused4", {"AOTI_SHIM_ATTENTION_WARPS": "4"}), ("fused8", {"AOTI_SHIM_ATTENTION_WARPS": "8"}),
+                               ("fused", {}), ("gemm", {"AOTI_SHIM_ATTENTION_ROUTE": "gemm"})]:  # fmt: skip
+                for name in ("AOTI_SHIM_ATTENTION_WARPS", "AOTI_SHIM_ATTENTION_ROUTE"):
+                    monkeypatch.delenv(name, raising=False)
+                for name, value in env.items():
+                    monkeypatch.setenv(name, value)
+                times[label] = sorted(bench_ms(ours) for _ in range(3))[1]
+            for name in ("AOTI_SHIM_ATTENTION_WARPS", "AOTI_SHIM_ATTENTION_ROUTE"):
+                monkeypatch.delenv(name, raising=False)
+            t_theirs = sorted(bench_ms(theirs) for _ in range(3))[1]
+            attention.append((f"sdpa {kind} {str(dtype)[6:]} causal B,H,L,E={shape}", times, t_theirs))
+    print("\n# attention speed, ms per call (ours through ctypes; fused = the default tile choice)")
+    for name, t, theirs in attention:
+        print(f"{name:52s} fused {t['fused']:7.3f} (4w {t['fused4']:7.3f}, 8w {t['fused8']:7.3f})  gemm {t['gemm']:7.3f}  "
+              f"torch {theirs:7.3f}  fused/torch {t['fused'] / theirs:5.2f}  gemm/torch {t['gemm'] / theirs:5.2f}")  # fmt: skip
     for dtype in (torch.float32, torch.bfloat16):
         x = torch.randn(32, 64, 56, 56, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
         w = torch.randn(64, 64, 3, 3, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
