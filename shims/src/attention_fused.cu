@@ -1,5 +1,5 @@
 // The fused attention forward kernel (issue 38): one CTA per (batch * head, query tile),
-// kWarps warps of 16 query rows each. Key and value tiles of kBlockN rows are staged in
+// four warps of 16 or 32 query rows each. Key and value tiles of kBlockN rows are staged in
 // shared memory by cp.async (the next key tile loads while this one's softmax and P @ V
 // run); the scores stay in registers, softmax is online (running max and sum per row,
 // base 2 with the scale folded in), and the output is normalised once at the end. Causal
@@ -8,7 +8,7 @@
 // Tensor cores through mma.sync: float16/bfloat16 as m16n8k16 (float32 accumulate,
 // operands by ldmatrix; the probabilities rounded to the inputs' dtype for P @ V, as
 // torch's kernels do), float32 as m16n8k8 tf32 three times per product (hi*hi + hi*lo +
-// lo*hi, each operand split in a tf32 high part and a tf32 remainder): float32 accuracy,
+// lo*hi, the small ones first; each operand split in a tf32 high part and a tf32 remainder): float32 accuracy,
 // the split torch's memory-efficient kernel uses on sm80+ for float32.
 #include "attention_fused.h"
 
@@ -26,7 +26,6 @@
 namespace aotishim::kernels {
 namespace {
 
-constexpr int kBlockN = 64;  // keys per tile
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -110,17 +109,6 @@ __device__ inline void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(lo) : "f"(rest));
 }
 
-// The three products of the float32 path, the small ones first.
-__device__ inline void mma_3xtf32(float (&d)[4], const uint32_t (&ahi)[4], const uint32_t (&alo)[4], const float b0,
-                                  const float b1) {
-  uint32_t bh0, bl0, bh1, bl1;
-  split_tf32(b0, bh0, bl0);
-  split_tf32(b1, bh1, bl1);
-  mma1688(d, alo, bh0, bh1);
-  mma1688(d, ahi, bl0, bl1);
-  mma1688(d, ahi, bh0, bh1);
-}
-
 template <typename T>
 __device__ inline uint32_t pack2(float lo, float hi) {
   if constexpr (std::is_same_v<T, __nv_bfloat16>) {
@@ -160,19 +148,29 @@ __device__ inline float mask_value(const FusedPlan& p, int64_t i) {
   }
 }
 
-template <typename T, int D, int W>
-__global__ void __launch_bounds__(W * 32) fused_attention_kernel(const FusedPlan p, int tiles, int64_t bh_count) {
+__device__ inline float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// kWarps warps per CTA, each MT m-tiles of 16 query rows; BN keys per tile.
+constexpr int kWarps = 4;
+
+template <typename T, int D, int MT, int BN>
+__global__ void __launch_bounds__(kWarps * 32) fused_attention_kernel(const FusedPlan p, int tiles, int64_t bh_count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  constexpr int kBlockM = 16 * W;
-  constexpr int kThreads = 32 * W;
+  constexpr int kRows = 16 * MT;  // query rows per warp
+  constexpr int kBlockM = kRows * kWarps;
+  constexpr int kThreads = 32 * kWarps;
   constexpr int kStride = D + row_pad<T>();
-  constexpr int kNT = kBlockN / 8;  // score n-tiles of 8 keys per warp row block
-  constexpr int kDT = D / 8;        // output n-tiles of 8 head-dim columns
+  constexpr int kNT = BN / 8;  // score n-tiles of 8 keys
+  constexpr int kDT = D / 8;   // output n-tiles of 8 head-dim columns
   constexpr bool kF32 = std::is_same_v<T, float>;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   T* sQ = reinterpret_cast<T*>(smem_raw);
   T* sK = sQ + kBlockM * kStride;
-  T* sV = sK + kBlockN * kStride;
+  T* sV = sK + BN * kStride;
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
@@ -189,158 +187,216 @@ __global__ void __launch_bounds__(W * 32) fused_attention_kernel(const FusedPlan
   const T* kg = static_cast<const T*>(p.k) + b * p.k_strides[0] + kvh * p.k_strides[1];
   const T* vg = static_cast<const T*>(p.v) + b * p.v_strides[0] + kvh * p.v_strides[1];
   const int n_end = p.causal ? min(lk, m0 + kBlockM) : lk;
-  const int n_tiles = (n_end + kBlockN - 1) / kBlockN;
+  const int n_tiles = (n_end + BN - 1) / BN;
 
   load_tile<T, D, kBlockM, kThreads>(sQ, qg, p.q_strides[2], lq - m0, tid);
-  load_tile<T, D, kBlockN, kThreads>(sK, kg, p.k_strides[2], lk, tid);
+  load_tile<T, D, BN, kThreads>(sK, kg, p.k_strides[2], lk, tid);
   cp_async_commit();
 
-  const int wr = warp * 16;  // this warp's first row in the tile
-  const int row0 = m0 + wr + g, row1 = row0 + 8;
+  const int wr = warp * kRows;  // this warp's first row in the tile
   const float scale2 = p.scale * kLog2e;
-  int64_t mask_base0 = 0, mask_base1 = 0;
+  int64_t mask_base[MT][2] = {};
   if (p.mask != nullptr) {
     int64_t common = b * p.mask_strides[0] + h * p.mask_strides[1];
-    mask_base0 = common + static_cast<int64_t>(min(row0, lq - 1)) * p.mask_strides[2];
-    mask_base1 = common + static_cast<int64_t>(min(row1, lq - 1)) * p.mask_strides[2];
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        int row = m0 + wr + mt * 16 + g + 8 * r;
+        mask_base[mt][r] = common + static_cast<int64_t>(min(row, lq - 1)) * p.mask_strides[2];
+      }
+    }
   }
 
-  float o[kDT][4];
+  float o[MT][kDT][4];
+  float row_max[MT][2], row_sum[MT][2];
 #pragma unroll
-  for (int i = 0; i < kDT; ++i) {
-    o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+    for (int i = 0; i < kDT; ++i) {
+      o[mt][i][0] = o[mt][i][1] = o[mt][i][2] = o[mt][i][3] = 0.0f;
+    }
+    row_max[mt][0] = row_max[mt][1] = -CUDART_INF_F;
+    row_sum[mt][0] = row_sum[mt][1] = 0.0f;
   }
-  float row_max[2] = {-CUDART_INF_F, -CUDART_INF_F};
-  float row_sum[2] = {0.0f, 0.0f};
-  // The 16-bit path keeps its query fragments in registers (loaded once).
-  uint32_t qf[kF32 ? 1 : D / 16][4];
 
   for (int j = 0; j < n_tiles; ++j) {
-    const int n0 = j * kBlockN;
-    load_tile<T, D, kBlockN, kThreads>(sV, vg + n0 * p.v_strides[2], p.v_strides[2], lk - n0, tid);
+    const int n0 = j * BN;
+    load_tile<T, D, BN, kThreads>(sV, vg + n0 * p.v_strides[2], p.v_strides[2], lk - n0, tid);
     cp_async_commit();
     cp_async_wait<1>();  // this key tile (and the queries)
     __syncthreads();
 
-    float s[kNT][4];
+    // A warp whose rows all come before this tile's first key (causal) has nothing here.
+    const bool idle = p.causal && n0 > m0 + wr + kRows - 1;
+    float s[MT][kNT][4];
 #pragma unroll
-    for (int i = 0; i < kNT; ++i) {
-      s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
-    }
-    if constexpr (kF32) {
+    for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int kk = 0; kk < D / 8; ++kk) {
-        const float* qa = sQ + (wr + g) * kStride + kk * 8 + t;
-        uint32_t ahi[4], alo[4];
-        split_tf32(qa[0], ahi[0], alo[0]);
-        split_tf32(qa[8 * kStride], ahi[1], alo[1]);
-        split_tf32(qa[4], ahi[2], alo[2]);
-        split_tf32(qa[8 * kStride + 4], ahi[3], alo[3]);
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          const float* kb = sK + (nt * 8 + g) * kStride + kk * 8 + t;
-          mma_3xtf32(s[nt], ahi, alo, kb[0], kb[4]);
-        }
+      for (int i = 0; i < kNT; ++i) {
+        s[mt][i][0] = s[mt][i][1] = s[mt][i][2] = s[mt][i][3] = 0.0f;
       }
-    } else {
-      if (j == 0) {
+    }
+    if (!idle) {
+      if constexpr (kF32) {
+#pragma unroll
+        for (int kk = 0; kk < D / 8; ++kk) {
+          uint32_t ahi[MT][4], alo[MT][4];
+#pragma unroll
+          for (int mt = 0; mt < MT; ++mt) {
+            const float* qa = sQ + (wr + mt * 16 + g) * kStride + kk * 8 + t;
+            split_tf32(qa[0], ahi[mt][0], alo[mt][0]);
+            split_tf32(qa[8 * kStride], ahi[mt][1], alo[mt][1]);
+            split_tf32(qa[4], ahi[mt][2], alo[mt][2]);
+            split_tf32(qa[8 * kStride + 4], ahi[mt][3], alo[mt][3]);
+          }
+#pragma unroll
+          for (int nt = 0; nt < kNT; ++nt) {
+            const float* kb = sK + (nt * 8 + g) * kStride + kk * 8 + t;
+            uint32_t bh0, bl0, bh1, bl1;
+            split_tf32(kb[0], bh0, bl0);
+            split_tf32(kb[4], bh1, bl1);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+              mma1688(s[mt][nt], alo[mt], bh0, bh1);
+              mma1688(s[mt][nt], ahi[mt], bl0, bl1);
+              mma1688(s[mt][nt], ahi[mt], bh0, bh1);
+            }
+          }
+        }
+      } else {
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
-          ldmatrix_x4(qf[kk], sQ + (wr + (lane % 8) + ((lane / 8) % 2) * 8) * kStride + kk * 16 + (lane / 16) * 8);
-        }
-      }
+          uint32_t qa[MT][4];
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
+          for (int mt = 0; mt < MT; ++mt) {
+            ldmatrix_x4(qa[mt], sQ + (wr + mt * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kStride + kk * 16 +
+                                    (lane / 16) * 8);
+          }
 #pragma unroll
-        for (int nt = 0; nt < kNT; nt += 2) {
-          uint32_t kb[4];
-          ldmatrix_x4(kb, sK + (nt * 8 + (lane % 8) + (lane / 16) * 8) * kStride + kk * 16 + ((lane / 8) % 2) * 8);
-          mma16816<T>(s[nt], qf[kk], kb[0], kb[1]);
-          mma16816<T>(s[nt + 1], qf[kk], kb[2], kb[3]);
+          for (int nt = 0; nt < kNT; nt += 2) {
+            uint32_t kb[4];
+            ldmatrix_x4(kb, sK + (nt * 8 + (lane % 8) + (lane / 16) * 8) * kStride + kk * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+              mma16816<T>(s[mt][nt], qa[mt], kb[0], kb[1]);
+              mma16816<T>(s[mt][nt + 1], qa[mt], kb[2], kb[3]);
+            }
+          }
         }
       }
     }
     __syncthreads();  // every warp is done with this key tile
     if (j + 1 < n_tiles) {
-      load_tile<T, D, kBlockN, kThreads>(sK, kg + (n0 + kBlockN) * p.k_strides[2], p.k_strides[2], lk - n0 - kBlockN,
-                                         tid);
+      load_tile<T, D, BN, kThreads>(sK, kg + (n0 + BN) * p.k_strides[2], p.k_strides[2], lk - n0 - BN, tid);
     }
     cp_async_commit();  // possibly empty: the wait counts stay the same
 
-    // Scale (base 2), the keys past the end, the causal cut, the mask.
-    const bool edge = n0 + kBlockN > lk || (p.causal && n0 + kBlockN - 1 > m0 + wr);
+    if (!idle) {
+      // Scale (base 2), the keys past the end, the causal cut, the mask.
+      const bool edge = n0 + BN > lk || (p.causal && n0 + BN - 1 > m0 + wr);
 #pragma unroll
-    for (int nt = 0; nt < kNT; ++nt) {
+      for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int col = n0 + nt * 8 + 2 * t + (e & 1);
-        const int row = e < 2 ? row0 : row1;
-        float x = s[nt][e] * scale2;
-        if (edge && (col >= lk || (p.causal && col > row))) {
-          x = -CUDART_INF_F;
-        } else if (p.mask != nullptr) {
-          x += mask_value(p, (e < 2 ? mask_base0 : mask_base1) + col * p.mask_strides[3]) * kLog2e;
+        for (int nt = 0; nt < kNT; ++nt) {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int col = n0 + nt * 8 + 2 * t + (e & 1);
+            const int row = m0 + wr + mt * 16 + g + (e < 2 ? 0 : 8);
+            float x = s[mt][nt][e] * scale2;
+            if (edge && (col >= lk || (p.causal && col > row))) {
+              x = -CUDART_INF_F;
+            } else if (p.mask != nullptr) {
+              x += mask_value(p, mask_base[mt][e / 2] + col * p.mask_strides[3]) * kLog2e;
+            }
+            s[mt][nt][e] = x;
+          }
         }
-        s[nt][e] = x;
       }
-    }
-    // Online softmax: per row, the running max, the rescale of what came before.
+      // Online softmax: per row, the running max, the rescale of what came before.
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      float mx = row_max[r];
+      for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
-      }
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float base = mx == -CUDART_INF_F ? 0.0f : mx;  // a row masked out so far: exp2(-inf) = 0
-      const float corr = exp2f(row_max[r] - base);
-      row_max[r] = mx;
-      float sum = 0.0f;
+        for (int r = 0; r < 2; ++r) {
+          float mx = row_max[mt][r];
 #pragma unroll
-      for (int nt = 0; nt < kNT; ++nt) {
-        s[nt][2 * r] = exp2f(s[nt][2 * r] - base);
-        s[nt][2 * r + 1] = exp2f(s[nt][2 * r + 1] - base);
-        sum += s[nt][2 * r] + s[nt][2 * r + 1];
-      }
-      row_sum[r] = row_sum[r] * corr + sum;  // this thread's part; the quad sums at the end
+          for (int nt = 0; nt < kNT; ++nt) {
+            mx = fmaxf(mx, fmaxf(s[mt][nt][2 * r], s[mt][nt][2 * r + 1]));
+          }
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          const float base = mx == -CUDART_INF_F ? 0.0f : mx;  // a row masked out so far: exp2(-inf) = 0
+          const float corr = fast_exp2(row_max[mt][r] - base);
+          row_max[mt][r] = mx;
+          float sum = 0.0f;
 #pragma unroll
-      for (int dt = 0; dt < kDT; ++dt) {
-        o[dt][2 * r] *= corr;
-        o[dt][2 * r + 1] *= corr;
+          for (int nt = 0; nt < kNT; ++nt) {
+            s[mt][nt][2 * r] = fast_exp2(s[mt][nt][2 * r] - base);
+            s[mt][nt][2 * r + 1] = fast_exp2(s[mt][nt][2 * r + 1] - base);
+            sum += s[mt][nt][2 * r] + s[mt][nt][2 * r + 1];
+          }
+          row_sum[mt][r] = row_sum[mt][r] * corr + sum;  // this thread's part; the quad sums at the end
+#pragma unroll
+          for (int dt = 0; dt < kDT; ++dt) {
+            o[mt][dt][2 * r] *= corr;
+            o[mt][dt][2 * r + 1] *= corr;
+          }
+        }
       }
     }
 
     cp_async_wait<1>();  // this value tile (the next key tile may still be on its way)
     __syncthreads();
-    if constexpr (kF32) {
-      // k-slot t holds key 2t of the group of 8, slot t + 4 key 2t + 1: the score fragment
-      // (columns 2t, 2t + 1) is then the A fragment as it is.
+    if (!idle) {
+      if constexpr (kF32) {
+        // k-slot t holds key 2t of the group of 8, slot t + 4 key 2t + 1: the score fragment
+        // (columns 2t, 2t + 1) is then the A fragment as it is.
 #pragma unroll
-      for (int kk = 0; kk < kNT; ++kk) {
-        uint32_t ahi[4], alo[4];
-        split_tf32(s[kk][0], ahi[0], alo[0]);
-        split_tf32(s[kk][2], ahi[1], alo[1]);
-        split_tf32(s[kk][1], ahi[2], alo[2]);
-        split_tf32(s[kk][3], ahi[3], alo[3]);
-        const float* vb = sV + (kk * 8 + 2 * t) * kStride + g;
+        for (int kk = 0; kk < kNT; ++kk) {
+          uint32_t ahi[MT][4], alo[MT][4];
 #pragma unroll
-        for (int dt = 0; dt < kDT; ++dt) {
-          mma_3xtf32(o[dt], ahi, alo, vb[dt * 8], vb[kStride + dt * 8]);
+          for (int mt = 0; mt < MT; ++mt) {
+            split_tf32(s[mt][kk][0], ahi[mt][0], alo[mt][0]);
+            split_tf32(s[mt][kk][2], ahi[mt][1], alo[mt][1]);
+            split_tf32(s[mt][kk][1], ahi[mt][2], alo[mt][2]);
+            split_tf32(s[mt][kk][3], ahi[mt][3], alo[mt][3]);
+          }
+          const float* vb = sV + (kk * 8 + 2 * t) * kStride + g;
+#pragma unroll
+          for (int dt = 0; dt < kDT; ++dt) {
+            uint32_t bh0, bl0, bh1, bl1;
+            split_tf32(vb[dt * 8], bh0, bl0);
+            split_tf32(vb[kStride + dt * 8], bh1, bl1);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+              mma1688(o[mt][dt], alo[mt], bh0, bh1);
+              mma1688(o[mt][dt], ahi[mt], bl0, bl1);
+              mma1688(o[mt][dt], ahi[mt], bh0, bh1);
+            }
+          }
         }
-      }
-    } else {
+      } else {
 #pragma unroll
-      for (int kk = 0; kk < kBlockN / 16; ++kk) {
-        uint32_t a[4] = {pack2<T>(s[2 * kk][0], s[2 * kk][1]), pack2<T>(s[2 * kk][2], s[2 * kk][3]),
-                         pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]), pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+        for (int kk = 0; kk < BN / 16; ++kk) {
+          uint32_t a[MT][4];
 #pragma unroll
-        for (int dt = 0; dt < kDT; dt += 2) {
-          uint32_t vb[4];
-          ldmatrix_x4_trans(vb, sV + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kStride + dt * 8 + (lane / 16) * 8);
-          mma16816<T>(o[dt], a, vb[0], vb[1]);
-          mma16816<T>(o[dt + 1], a, vb[2], vb[3]);
+          for (int mt = 0; mt < MT; ++mt) {
+            a[mt][0] = pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+            a[mt][1] = pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+            a[mt][2] = pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+            a[mt][3] = pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+          }
+#pragma unroll
+          for (int dt = 0; dt < kDT; dt += 2) {
+            uint32_t vb[4];
+            ldmatrix_x4_trans(vb, sV + (kk * 16 + (lane % 8) + ((lane / 8) % 2) * 8) * kStride + dt * 8 +
+                                      (lane / 16) * 8);
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt) {
+              mma16816<T>(o[mt][dt], a[mt], vb[0], vb[1]);
+              mma16816<T>(o[mt][dt + 1], a[mt], vb[2], vb[3]);
+            }
+          }
         }
       }
     }
@@ -349,37 +405,35 @@ __global__ void __launch_bounds__(W * 32) fused_attention_kernel(const FusedPlan
   cp_async_wait<0>();
 
 #pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float sum = row_sum[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int row = r == 0 ? row0 : row1;
-    if (row >= lq) {
-      continue;
-    }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    T* orow = static_cast<T*>(p.out) + b * p.out_strides[0] + h * p.out_strides[1] + row * p.out_strides[2];
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
-    for (int dt = 0; dt < kDT; ++dt) {
-      store2(orow + dt * 8 + 2 * t, o[dt][2 * r] * inv, o[dt][2 * r + 1] * inv);
-    }
-    if (p.lse != nullptr && t == 0) {
-      p.lse[b * p.lse_strides[0] + h * p.lse_strides[1] + row * p.lse_strides[2]] =
-          sum > 0.0f ? (row_max[r] + log2f(sum)) * kLn2 : -CUDART_INF_F;
+    for (int r = 0; r < 2; ++r) {
+      float sum = row_sum[mt][r];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int row = m0 + wr + mt * 16 + g + 8 * r;
+      if (row >= lq) {
+        continue;
+      }
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      T* orow = static_cast<T*>(p.out) + b * p.out_strides[0] + h * p.out_strides[1] + row * p.out_strides[2];
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        store2(orow + dt * 8 + 2 * t, o[mt][dt][2 * r] * inv, o[mt][dt][2 * r + 1] * inv);
+      }
+      if (p.lse != nullptr && t == 0) {
+        p.lse[b * p.lse_strides[0] + h * p.lse_strides[1] + row * p.lse_strides[2]] =
+            sum > 0.0f ? (row_max[mt][r] + log2f(sum)) * kLn2 : -CUDART_INF_F;
+      }
     }
   }
 #endif
 }
 
-template <typename T, int D>
-constexpr size_t smem_bytes(int warps) {
-  return static_cast<size_t>(16 * warps + 2 * kBlockN) * (D + row_pad<T>()) * sizeof(T);
-}
-
-template <typename T, int D, int W>
+template <typename T, int D, int MT, int BN>
 int launch(const FusedPlan& p, cudaStream_t stream) {
-  constexpr int kBlockM = 16 * W;
-  constexpr size_t smem = smem_bytes<T, D>(W);
+  constexpr int kBlockM = 16 * MT * kWarps;
+  constexpr size_t smem = static_cast<size_t>(kBlockM + 2 * BN) * (D + row_pad<T>()) * sizeof(T);
   // Over 48 KiB of dynamic shared memory needs the opt-in, once per device.
   static std::atomic<unsigned long long> opted_in{0};
   if (smem > 48 * 1024) {
@@ -390,7 +444,7 @@ int launch(const FusedPlan& p, cudaStream_t stream) {
     }
     unsigned long long bit = device < 64 ? 1ull << device : 0;
     if (bit == 0 || (opted_in.load(std::memory_order_relaxed) & bit) == 0) {
-      e = cudaFuncSetAttribute(fused_attention_kernel<T, D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      e = cudaFuncSetAttribute(fused_attention_kernel<T, D, MT, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                static_cast<int>(smem));
       if (e != cudaSuccess) {
         return static_cast<int>(e);
@@ -400,34 +454,54 @@ int launch(const FusedPlan& p, cudaStream_t stream) {
   }
   int tiles = static_cast<int>((p.q_len + kBlockM - 1) / kBlockM);
   int64_t bh = p.batch * p.heads;
-  fused_attention_kernel<T, D, W><<<static_cast<unsigned>(tiles * bh), W * 32, smem, stream>>>(p, tiles, bh);
+  fused_attention_kernel<T, D, MT, BN><<<static_cast<unsigned>(tiles * bh), kWarps * 32, smem, stream>>>(p, tiles, bh);
   return static_cast<int>(cudaGetLastError());
 }
 
-// Warps per CTA (query rows / 16): 4 by default; AOTI_SHIM_ATTENTION_WARPS=4 or 8 picks
-// (read per call: a knob for measuring both tiles in one process, not a setting to rely on).
-int warps_per_cta(int dtype, int64_t head_dim) {
-  const char* v = std::getenv("AOTI_SHIM_ATTENTION_WARPS");
-  int chosen = v != nullptr ? std::atoi(v) : 0;
-  if (chosen == 4 || chosen == 8) {
-    return chosen;
+// The tile: query rows per warp (16 or 32) by keys per tile (64 or 32). The default by
+// dtype and head dim, from the H200 runs (docs/gpu/attention.md); AOTI_SHIM_ATTENTION_TILE=
+// 16x64, 32x64 or 32x32 overrides it (read per call: a knob for measuring, not a setting).
+enum class Tile { R16K64, R32K64, R32K32 };
+
+Tile pick_tile(int dtype, int64_t head_dim) {
+  if (const char* v = std::getenv("AOTI_SHIM_ATTENTION_TILE")) {
+    if (std::strcmp(v, "16x64") == 0) {
+      return Tile::R16K64;
+    }
+    if (std::strcmp(v, "32x64") == 0) {
+      return Tile::R32K64;
+    }
+    if (std::strcmp(v, "32x32") == 0) {
+      return Tile::R32K32;
+    }
   }
   (void)dtype, (void)head_dim;
-  return 4;
+  return Tile::R16K64;
+}
+
+template <typename T, int D>
+int launch_tile(const FusedPlan& p, cudaStream_t stream) {
+  switch (pick_tile(p.dtype, p.head_dim)) {
+    case Tile::R32K64:
+      return launch<T, D, 2, 64>(p, stream);
+    case Tile::R32K32:
+      return launch<T, D, 2, 32>(p, stream);
+    default:
+      return launch<T, D, 1, 64>(p, stream);
+  }
 }
 
 template <typename T>
 int launch_dim(const FusedPlan& p, cudaStream_t stream) {
-  bool wide = warps_per_cta(p.dtype, p.head_dim) == 8;
   switch (p.head_dim) {
     case 32:
-      return wide ? launch<T, 32, 8>(p, stream) : launch<T, 32, 4>(p, stream);
+      return launch_tile<T, 32>(p, stream);
     case 64:
-      return wide ? launch<T, 64, 8>(p, stream) : launch<T, 64, 4>(p, stream);
+      return launch_tile<T, 64>(p, stream);
     case 96:
-      return wide ? launch<T, 96, 8>(p, stream) : launch<T, 96, 4>(p, stream);
+      return launch_tile<T, 96>(p, stream);
     case 128:
-      return wide ? launch<T, 128, 8>(p, stream) : launch<T, 128, 4>(p, stream);
+      return launch_tile<T, 128>(p, stream);
     default:
       return static_cast<int>(cudaErrorInvalidValue);
   }

@@ -296,7 +296,11 @@ def run_sdpa(shims: Shims, kind: str, q, k, v, mask=None, causal=False, scale=No
     group = q.shape[1] // k.shape[1]
     k64, v64 = k.double().repeat_interleave(group, 1), v.double().repeat_interleave(group, 1)
     m64 = mask if mask is None or mask.dtype == torch.bool else mask.double()
-    want = F.scaled_dot_product_attention(q.double(), k64, v64, m64, is_causal=causal, scale=scale)
+    if m64 is not None and causal:
+        # torch's math refuses a mask with is_causal: the causal cut goes into the mask (top-left).
+        cut = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool, device="cuda").tril()
+        m64 = m64 & cut if m64.dtype == torch.bool else m64.masked_fill(~cut, float("-inf"))
+    want = F.scaled_dot_product_attention(q.double(), k64, v64, m64, is_causal=causal and m64 is None, scale=scale)
     close(f"sdpa {kind} {q.dtype}", got[0], want.to(q.dtype), ATTN_TOL)
     # Layouts, dtypes and devices of every output as torch's own kernel gives them, where
     # torch's kernel takes these arguments (it may refuse some, e.g. GQA or a mask).
@@ -484,9 +488,43 @@ def bench_ms(fn, iters: int = 50) -> float:
     return (time.perf_counter() - start) / iters * 1e3
 
 
+def blob_call(shims: Shims, kind: str, q, k, v):
+    """One causal attention call as a blob makes it: the input handles made once (a blob has
+    them already), the op called with them, its outputs deleted; ctypes' function objects
+    made once. Returns the call and the handles to delete afterwards."""
+    hq, hk, hv = shims.handle(q), shims.handle(k), shims.handle(v)
+    delete = shims.fn("aoti_torch_delete_tensor_object", P)
+    if kind == "efficient":
+        f = shims.fn("aoti_torch_cuda__scaled_dot_product_efficient_attention", P, P, P, P, I32, F64, I32, P, P, P, P, P)
+        rets = [P() for _ in range(4)]
+        refs = [ctypes.byref(r) for r in rets]
+        args = (hq, hk, hv, None, 0, 0.0, 1, None, *refs)
+    else:
+        rets = [P() for _ in range(9)]
+        i4, i5 = I64(), I64()
+        refs = [ctypes.byref(r) for r in rets[:4]] + [ctypes.byref(i4), ctypes.byref(i5)] + [ctypes.byref(r) for r in rets[6:]]
+        if kind == "cudnn":
+            f = shims.fn("aoti_torch_cuda__scaled_dot_product_cudnn_attention", P, P, P, P, I32, F64, I32, I32, P,
+                         *([P] * 9))  # fmt: skip
+            args = (hq, hk, hv, None, 0, 0.0, 1, 0, None, *refs)
+        else:
+            f = shims.fn("aoti_torch_cuda__scaled_dot_product_flash_attention", P, P, P, F64, I32, I32, P, *([P] * 9))
+            args = (hq, hk, hv, 0.0, 1, 0, None, *refs)
+    outs = [r for i, r in enumerate(rets) if kind == "efficient" or i not in (4, 5)]
+
+    def call() -> None:
+        assert f(*args) == 0
+        for r in outs:
+            if r:
+                delete(r)
+                r.value = None
+
+    return call, (hq, hk, hv)
+
+
 def test_speed_against_torch(shims: Shims, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not a pass/fail check: prints ours against torch's own kernels (median of 3 x 50 runs),
-    for attention the fused kernel (its 4- and 8-warp tiles) and the GEMM route."""
+    for attention the fused kernel (each of its tiles: query rows per warp x keys) and the GEMM route."""
     rows = []
     attention = []
     for shape in [(2, 4, 16, 32), (4, 16, 512, 64), (1, 32, 2048, 128)]:  # the zoo's, then two larger
@@ -495,29 +533,29 @@ def test_speed_against_torch(shims: Shims, monkeypatch: pytest.MonkeyPatch) -> N
             b, h, n, e = shape
             q, k, v = qkv(b, h, h, n, n, e, e, dtype, "blhe")
 
-            def ours() -> None:
-                code, rets, _ = sdpa_shim(shims, kind, q, k, v, None, True, None, False)
-                assert code == 0
-                shims.delete(*rets)
+            ours, handles = blob_call(shims, kind, q, k, v)
 
             def theirs() -> None:
                 torch_op(kind, q, k, v, None, True, None, False)
 
             times = {}
-            for label, env in [("fused4", {"AOTI_SHIM_ATTENTION_WARPS": "4"}), ("fused8", {"AOTI_SHIM_ATTENTION_WARPS": "8"}),
-                               ("fused", {}), ("gemm", {"AOTI_SHIM_ATTENTION_ROUTE": "gemm"})]:  # fmt: skip
-                for name in ("AOTI_SHIM_ATTENTION_WARPS", "AOTI_SHIM_ATTENTION_ROUTE"):
+            for label, env in [("16x64", {"AOTI_SHIM_ATTENTION_TILE": "16x64"}), ("32x64", {"AOTI_SHIM_ATTENTION_TILE": "32x64"}),
+                               ("32x32", {"AOTI_SHIM_ATTENTION_TILE": "32x32"}), ("fused", {}),
+                               ("gemm", {"AOTI_SHIM_ATTENTION_ROUTE": "gemm"})]:  # fmt: skip
+                for name in ("AOTI_SHIM_ATTENTION_TILE", "AOTI_SHIM_ATTENTION_ROUTE"):
                     monkeypatch.delenv(name, raising=False)
                 for name, value in env.items():
                     monkeypatch.setenv(name, value)
                 times[label] = sorted(bench_ms(ours) for _ in range(3))[1]
-            for name in ("AOTI_SHIM_ATTENTION_WARPS", "AOTI_SHIM_ATTENTION_ROUTE"):
+            for name in ("AOTI_SHIM_ATTENTION_TILE", "AOTI_SHIM_ATTENTION_ROUTE"):
                 monkeypatch.delenv(name, raising=False)
+            shims.delete(*handles)
             t_theirs = sorted(bench_ms(theirs) for _ in range(3))[1]
             attention.append((f"sdpa {kind} {str(dtype)[6:]} causal B,H,L,E={shape}", times, t_theirs))
     print("\n# attention speed, ms per call (ours through ctypes; fused = the default tile choice)")
     for name, t, theirs in attention:
-        print(f"{name:52s} fused {t['fused']:7.3f} (4w {t['fused4']:7.3f}, 8w {t['fused8']:7.3f})  gemm {t['gemm']:7.3f}  "
+        tiles = ", ".join(f"{tile} {t[tile]:.3f}" for tile in ("16x64", "32x64", "32x32"))
+        print(f"{name:52s} fused {t['fused']:7.3f} ({tiles})  gemm {t['gemm']:7.3f}  "
               f"torch {theirs:7.3f}  fused/torch {t['fused'] / theirs:5.2f}  gemm/torch {t['gemm'] / theirs:5.2f}")  # fmt: skip
     for dtype in (torch.float32, torch.bfloat16):
         x = torch.randn(32, 64, 56, 56, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)

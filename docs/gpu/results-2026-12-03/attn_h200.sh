@@ -24,7 +24,7 @@ export PYTHONUNBUFFERED=1
   start=$(date +%s)
   rm -rf "$BUILD" "$SITE"
   timeout 300 cmake -S "$REPO/shims" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_CUDA_COMPILER="$nvcc_bin" -DCUDAToolkit_ROOT="$(dirname "$(dirname "$nvcc_bin")")" &&
+    -DCMAKE_CUDA_FLAGS=--split-compile=0 -DCMAKE_CUDA_COMPILER="$nvcc_bin" -DCUDAToolkit_ROOT="$(dirname "$(dirname "$nvcc_bin")")" &&
     timeout 300 cmake --build "$BUILD" -j 16 &&
     cmake --install "$BUILD" --prefix "$SITE" > /dev/null
   echo "build rc=$? in $(($(date +%s) - start)) s"
