@@ -1,5 +1,5 @@
 // The fused attention forward kernel (issue 38): one CTA per (batch * head, query tile),
-// four warps of 16 or 32 query rows each. Key and value tiles of kBlockN rows are staged in
+// four warps of 16 or 32 query rows each. Key and value tiles of BN rows are staged in
 // shared memory by cp.async (the next key tile loads while this one's softmax and P @ V
 // run); the scores stay in registers, softmax is online (running max and sum per row,
 // base 2 with the scale folded in), and the output is normalised once at the end. Causal
@@ -7,8 +7,8 @@
 //
 // Tensor cores through mma.sync: float16/bfloat16 as m16n8k16 (float32 accumulate,
 // operands by ldmatrix; the probabilities rounded to the inputs' dtype for P @ V, as
-// torch's kernels do), float32 as m16n8k8 tf32 three times per product (hi*hi + hi*lo +
-// lo*hi, the small ones first; each operand split in a tf32 high part and a tf32 remainder): float32 accuracy,
+// torch's kernels do), float32 as m16n8k8 tf32 three times per product (lo*hi + hi*lo +
+// hi*hi, each operand split in a tf32 high part and a tf32 remainder): float32 accuracy,
 // the split torch's memory-efficient kernel uses on sm80+ for float32.
 #include "attention_fused.h"
 
@@ -458,37 +458,20 @@ int launch(const FusedPlan& p, cudaStream_t stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
-// The tile: query rows per warp (16 or 32) by keys per tile (64 or 32). The default by
-// dtype and head dim, from the H200 runs (docs/gpu/attention.md); AOTI_SHIM_ATTENTION_TILE=
-// 16x64, 32x64 or 32x32 overrides it (read per call: a knob for measuring, not a setting).
-enum class Tile { R16K64, R32K64, R32K32 };
-
-Tile pick_tile(int dtype, int64_t head_dim) {
-  if (const char* v = std::getenv("AOTI_SHIM_ATTENTION_TILE")) {
-    if (std::strcmp(v, "16x64") == 0) {
-      return Tile::R16K64;
-    }
-    if (std::strcmp(v, "32x64") == 0) {
-      return Tile::R32K64;
-    }
-    if (std::strcmp(v, "32x32") == 0) {
-      return Tile::R32K32;
-    }
-  }
-  (void)dtype, (void)head_dim;
-  return Tile::R16K64;
-}
-
+// The tile: query rows per warp by keys per tile. 16 x 64 everywhere but float32 at head
+// dim 128, where 32 x 32 (each tf32 split of a key or value used twice) measured 5% faster
+// on the H200 (run 2, docs/gpu/attention.md); 32 x 64 spilled registers and was slower
+// for every dtype. AOTI_SHIM_ATTENTION_TILE=16x64 or 32x32 overrides that choice for
+// float32 at head dim 128 (read per call: a knob for measuring, not a setting).
 template <typename T, int D>
 int launch_tile(const FusedPlan& p, cudaStream_t stream) {
-  switch (pick_tile(p.dtype, p.head_dim)) {
-    case Tile::R32K64:
-      return launch<T, D, 2, 64>(p, stream);
-    case Tile::R32K32:
+  if constexpr (std::is_same_v<T, float> && D == 128) {
+    const char* v = std::getenv("AOTI_SHIM_ATTENTION_TILE");
+    if (v == nullptr || std::strcmp(v, "16x64") != 0) {
       return launch<T, D, 2, 32>(p, stream);
-    default:
-      return launch<T, D, 1, 64>(p, stream);
+    }
   }
+  return launch<T, D, 1, 64>(p, stream);
 }
 
 template <typename T>
