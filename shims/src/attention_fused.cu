@@ -1,5 +1,5 @@
 // The fused attention forward kernel (issue 38): one CTA per (batch * head, query tile),
-// four warps of 16 or 32 query rows each. Key and value tiles of BN rows are staged in
+// four warps of 16 query rows each (the template has 32-row warps too, unused). Key and value tiles of BN rows are staged in
 // shared memory by cp.async (the next key tile loads while this one's softmax and P @ V
 // run); the scores stay in registers, softmax is online (running max and sum per row,
 // base 2 with the scale folded in), and the output is normalised once at the end. Causal
@@ -19,8 +19,6 @@
 #include <math_constants.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <type_traits>
 
 namespace aotishim::kernels {
@@ -458,19 +456,13 @@ int launch(const FusedPlan& p, cudaStream_t stream) {
   return static_cast<int>(cudaGetLastError());
 }
 
-// The tile: query rows per warp by keys per tile. 16 x 64 everywhere but float32 at head
-// dim 128, where 32 x 32 (each tf32 split of a key or value used twice) measured 5% faster
-// on the H200 (run 2, docs/gpu/attention.md); 32 x 64 spilled registers and was slower
-// for every dtype. AOTI_SHIM_ATTENTION_TILE=16x64 or 32x32 overrides that choice for
-// float32 at head dim 128 (read per call: a knob for measuring, not a setting).
+// The tile: 16 query rows per warp (64 per CTA) by 64 keys, for every dtype and head dim.
+// The kernel's template also has 32-row warps (MT = 2) and 32-key tiles; on the H200 (run 2,
+// docs/gpu/attention.md) 32 x 64 spilled registers and was slower everywhere, and 32 x 32
+// was 5% faster only for float32 at head dim 128 but was timed there, not checked for
+// values, so it is not instantiated.
 template <typename T, int D>
 int launch_tile(const FusedPlan& p, cudaStream_t stream) {
-  if constexpr (std::is_same_v<T, float> && D == 128) {
-    const char* v = std::getenv("AOTI_SHIM_ATTENTION_TILE");
-    if (v == nullptr || std::strcmp(v, "16x64") != 0) {
-      return launch<T, D, 2, 32>(p, stream);
-    }
-  }
   return launch<T, D, 1, 64>(p, stream);
 }
 
