@@ -3,13 +3,15 @@
 // picks it on the H200 for float32), _scaled_dot_product_cudnn_attention (bfloat16 and
 // float16) and _scaled_dot_product_flash_attention. Inference only: dropout must be 0.
 //
-// One implementation serves all three: scores = scale * Q @ K^T by a strided-batched cuBLAS
-// GEMM into float32, a softmax kernel of ours (kernels_nn.cu) that adds the mask, applies
-// the causal cut, writes the probabilities in the inputs' dtype and the logsumexp, then
-// out = P @ V by a second GEMM straight into the output's layout. Not fused (the scores
-// make a round trip through memory, B*H*L*S floats), but built only from what the shims
-// already load (cuBLAS) and one small kernel, and exact in the way the math backend is.
-// docs/gpu/attention.md has the choice and its speed against torch's fused kernels.
+// One implementation serves all three, by two routes. The fused kernel (attention_fused.cu,
+// issue 38): one launch, the scores kept on chip, for float32/float16/bfloat16 at head dims
+// 32, 64, 96 and 128 with 16-byte aligned, unit-stride rows. Everything else takes the GEMM
+// route (issue 25): scores = scale * Q @ K^T by a strided-batched cuBLAS GEMM into float32,
+// a softmax kernel of ours (kernels_nn.cu) that adds the mask, applies the causal cut,
+// writes the probabilities in the inputs' dtype and the logsumexp, then out = P @ V by a
+// second GEMM straight into the output's layout (the scores make a round trip through
+// memory, B*H*L*S floats). docs/gpu/attention.md has both, which calls go where, and their
+// speed against torch's fused kernels.
 //
 // Grouped-query attention: query head h reads key/value head h / (Hq / Hk). Each op's
 // outputs have the sizes, strides, dtypes and devices torch 2.11's CUDA kernels return
