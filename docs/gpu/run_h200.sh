@@ -227,6 +227,10 @@ gpu_test_steps() {
     python3 -m pytest -p no:cacheprovider -v -rs --rootdir "$REPO" -c "$REPO/pyproject.toml" \
     "$REPO/tests/gpu/test_concurrent_blobs_gpu.py"
   step "gpu tests: two GPUs" 120 "$OUT/03_gpu_tests.log" two_gpu_tests
+  # Issue 38: the fused attention kernel against float64 math, and its speed beside torch's.
+  step "gpu tests: attention" 150 "$OUT/03_gpu_tests.log" env AOTI_SHIM_SMOKE_CACHE="$CACHE" \
+    python3 -m pytest -p no:cacheprovider -v -s -rs --rootdir "$REPO" -c "$REPO/pyproject.toml" \
+    "$REPO/tests/gpu/test_cuda_nn_gpu.py" -k "sdpa or speed"
 }
 
 export REPO OUT SITE WORK CACHE DEVICE
@@ -237,6 +241,7 @@ export -f two_gpu_tests bench_latency bench_latency_zoo cuda_kernel_tests
 # "bf16" (the bfloat16 smoke). Default: both, core first. "latency" (issue 16, after core:
 # "core latency"): the bench twice more, each a process of its own, so that the intervals
 # are seen across runs (compiles cached by core). "tests": the GPU test modules alone.
+# "streams" (issue 38, after core): the bench with a caller stream, then the default stream.
 PHASES=${*:-core bf16}
 cd "$WORK" || exit 1
 header >> "$RUN_LOG" 2>&1
@@ -273,6 +278,11 @@ fi
 if [[ " $PHASES " == *" shims "* ]]; then
   # The shims' C++ tests alone (after a shim change, before another script's phase).
   step "shim C++ unit tests" 120 "$OUT/01_shim_tests.log" shim_unit_tests
+fi
+if [[ " $PHASES " == *" streams "* ]]; then
+  # Issue 38: the bench with a caller stream and with the legacy default stream, back to back.
+  step "bench shim latency, caller stream" 150 "$OUT/04_bench.log" bench_latency
+  step "bench shim latency, default stream" 150 "$OUT/04_bench.log" bench_latency --stream default
 fi
 if [[ " $PHASES " == *" latency "* ]]; then
   step "bench shim latency, run 2" 150 "$OUT/04_bench.log" bench_latency
