@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from aoti_shim.atomic import write_text_atomically
+from aoti_shim.atomic import destination, write_text_atomically
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.checks.check.run import library_folders
@@ -138,6 +138,9 @@ def check_wheel(
     differ. ``torch`` is the target environment's torch, found before the build
     (needed when ``gate.against`` names ``torch``).
     """
+    report_inputs = _report_inputs(wheel, gate, project_dir)
+    if gate.report:
+        destination(_report_path(gate.report, project_dir), what=f"{TABLE} report", inputs=report_inputs)  # before the check
     with tempfile.TemporaryDirectory(prefix="aoti-shim-gate-") as tmp:
         root = Path(tmp)
         members = extract_elf_members(wheel, root)
@@ -197,18 +200,28 @@ def check_wheel(
             what = f"{len(report.warnings)} warning(s) with fail-on = {gate.fail_on}"
         verdict = f"{what} in {wheel.name}: the wheel was deleted; nothing is installed"
     if gate.report:
-        _write_report(gate.report, project_dir, render(report, "text", color=False), verdict)
+        _write_report(gate.report, project_dir, render(report, "text", color=False), verdict, report_inputs)
     if code:
         raise BuildRejected(verdict, exit_code=code)
 
 
-def _write_report(where: str, project_dir: Path, table: str, verdict: str) -> None:
+def _report_path(where: str, project_dir: Path) -> Path:
+    return Path(where) if os.path.isabs(where) else project_dir / where
+
+
+def _report_inputs(wheel: Path, gate: GateSettings, project_dir: Path) -> tuple[Path, ...]:
+    """What the report must never replace: the wheel, pyproject.toml, the suppressions file."""
+    suppressions = (_report_path(gate.suppressions, project_dir),) if gate.suppressions else ()
+    return (wheel, project_dir / "pyproject.toml", *suppressions)
+
+
+def _write_report(where: str, project_dir: Path, table: str, verdict: str, inputs: tuple[Path, ...] = ()) -> None:
     """The check's table and verdict, where ``report`` says: pip hides the backend's output
     on success (and shows it only on failure or under ``pip -v``)."""
-    path = Path(where) if os.path.isabs(where) else project_dir / where
+    path = _report_path(where, project_dir)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise AotiShimError(f"{TABLE} report {path}: cannot create its folder: {e.strerror or e}") from None
-    write_text_atomically(path, f"{table.rstrip()}\n{verdict}\n", what=f"{TABLE} report")
+    write_text_atomically(path, f"{table.rstrip()}\n{verdict}\n", what=f"{TABLE} report", inputs=inputs)
     console.info(f"report: {path}")

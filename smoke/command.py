@@ -13,8 +13,10 @@ from pathlib import Path
 
 from aoti_shim.arguments import path
 from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX, given_or_built
-from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, UsageError
+from aoti_shim.atomic import destination
+from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, UsageError
 from aoti_shim.extras import install_line
+from aoti_shim.guard import input_file, output_folder
 from aoti_shim.paths import shim_library
 from aoti_shim.smoke.compile import default_cache_dir
 from aoti_shim.smoke.models import BUNDLED, user_case
@@ -125,6 +127,33 @@ def _say_workarounds(names: list[str], prefix: str) -> None:
             print(f"aoti-shim smoke: {name} is unsupported by the reference shims; workaround: {fix}", file=sys.stderr)
 
 
+def _paths(args: argparse.Namespace) -> tuple[Path, Path]:
+    """The shim library and the cache folder, every path refused before anything compiles:
+    a FIFO, a device, a link to nowhere or in a loop, --json onto the shim library."""
+    if args.json is not None and not Path(os.path.realpath(args.json)).parent.is_dir():
+        raise UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
+    if args.json is not None and args.json.is_dir():
+        raise UsageError(f"--json {args.json}: is a directory")
+    if args.shims is not None and not os.path.lexists(args.shims):
+        raise UsageError(f"--shims {args.shims}: no such file")
+    if args.shims is not None:
+        input_file(args.shims, what="--shims", error=UsageError)
+    library = Path(os.path.realpath(args.shims)) if args.shims else shim_library()
+    if not library.is_file():
+        raise UsageError(f"--shims {args.shims}: no such file")
+    if args.json is not None:
+        try:
+            destination(args.json, what="--json", inputs=(library,))
+        except AotiShimError as e:
+            raise UsageError(str(e)) from None
+    cache_dir = Path(output_folder(args.cache_dir or default_cache_dir(), what="--cache-dir", error=UsageError))
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--cache-dir {cache_dir}: cannot create it: {e.strerror}") from None
+    return library, cache_dir
+
+
 def run(args: argparse.Namespace) -> int:
     _require_torch()
     if args.iterations < 1:
@@ -139,18 +168,7 @@ def run(args: argparse.Namespace) -> int:
     # A bad $AOTI_SHIM_TORCH (the source route's headers, the checker's torch) fails now, as
     # everywhere else (exit 1), not as a FAIL row after the models compiled.
     from_environment()
-    if args.json is not None and not args.json.resolve().parent.is_dir():
-        raise UsageError(f"--json {args.json}: folder {args.json.parent} does not exist")
-    if args.json is not None and args.json.is_dir():
-        raise UsageError(f"--json {args.json}: is a directory")
-    library = args.shims.resolve() if args.shims else shim_library()
-    if not library.is_file():
-        raise UsageError(f"--shims {args.shims}: no such file")
-    cache_dir = (args.cache_dir or default_cache_dir()).resolve()
-    try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"--cache-dir {cache_dir}: cannot create it: {e.strerror}") from None
+    library, cache_dir = _paths(args)
     device = _resolve_device(args.device)
     threads, threads_from = _threads(args.threads, os.environ)
     work_dir = Path(tempfile.mkdtemp(prefix="aoti-shim-smoke-"))
@@ -193,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
         for note in row.notes:
             print(f"note: {row.model} ({row.route_label}): {note}")
     if args.json is not None:
-        write_json(report, args.json)  # an unwritable file is a one-line AotiShimError
+        write_json(report, args.json, (library,))  # an unwritable file is a one-line AotiShimError
     if not report.ok:
         print("aoti-shim smoke: FAILED (see the result column)", file=sys.stderr)
         return EXIT_BLOCKING

@@ -185,7 +185,7 @@ class StepLog:
         self._emit(f"[{self._count}/{max(self._total, self._count)} {elapsed // 60}:{elapsed % 60:02d}] {what}")
 
 
-def write_json(report: SmokeReport, path: Path) -> None:
-    """Written to a temp file and renamed, so a reader never sees half a report."""
+def write_json(report: SmokeReport, path: Path, inputs: tuple[Path, ...] = ()) -> None:
+    """Written to a temp file and renamed, so a reader never sees half a report; never an input."""
     text = json.dumps(report.to_json(), indent=2) + "\n"
-    write_text_atomically(path.resolve(), text, what="--json")
+    write_text_atomically(path.resolve(), text, what="--json", inputs=inputs)

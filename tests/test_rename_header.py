@@ -220,7 +220,7 @@ def _latin1_header(tmp_path: Path) -> Path:
     ("make", "needle"),
     [
         (_named_header_dir, "trap.h: is a folder, not a file"),
-        (_dangling_link, "gone.h: a dangling symbolic link"),
+        (_dangling_link, "gone.h: a dangling symbolic link (to "),
         (_latin1_header, "shim.h: not UTF-8 text (byte 6)"),
     ],
     ids=["folder-named-h", "dangling-link", "not-utf8"],
@@ -230,7 +230,7 @@ def test_bad_shim_headers_are_one_line_errors(tmp_path: Path, capsys: pytest.Cap
     out = tmp_path / "rename.h"
     assert _run("--output", str(out), "--shim-include", str(include)) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("aoti-shim: error: shim header ") and err[0].endswith(needle), err
+    assert len(err) == 1 and err[0].startswith("aoti-shim: error: shim header ") and needle in err[0], err
     assert not out.exists()
 
 

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import subprocess
-import tempfile
 import time
 import zipfile
 from pathlib import Path
 
 import pytest
-from cli_support import CLI, cli, one_line_error
+from cli_support import cli, one_line_error
 from elf_fixtures import SYNTH_SYMBOLS, SynthSymbol, compile_fixtures, regions, synth_elf
 
 from aoti_shim.checks import CheckSettings, run_check
@@ -166,9 +164,9 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_symlink_loop(tmp_path: Path) -> None:
+    # The command line's answer is in tests/test_hostile_paths.py's matrix (check --shim-loop).
     loop = tmp_path / "loop.so"
     loop.symlink_to(loop)
-    assert_tool_error(cli("check", "--shim", str(loop)), "loop.so")
     with pytest.raises(InputError):
         ElfImage(loop)
 
@@ -187,9 +185,9 @@ def test_folder_with_symlink_cycles_terminates(tiny: bytes, tmp_path: Path) -> N
 
 
 def test_fifo_and_device_are_refused_without_hanging(tmp_path: Path) -> None:
+    # The command line's answers are in tests/test_hostile_paths.py's matrix (FIFO, device).
     fifo = tmp_path / "pipe.so"
     os.mkfifo(fifo)
-    assert_tool_error(cli("check", "--shim", str(fifo)), "pipe.so")
     with pytest.raises(InputError, match="not a regular file"):
         ElfImage(fifo)
     with pytest.raises(InputError, match="not a regular file"):
@@ -199,27 +197,6 @@ def test_fifo_and_device_are_refused_without_hanging(tmp_path: Path) -> None:
 def test_directory_as_elf_image(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="not a regular file"):
         ElfImage(tmp_path)
-
-
-def test_unreadable_file(tiny: bytes) -> None:
-    # Root reads any file, so as root the command runs as nobody (setpriv) to meet EACCES.
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("running as root without setpriv")
-        prefix = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
-    folder = Path(tempfile.mkdtemp(prefix="aoti-shim-unreadable-"))
-    try:
-        folder.chmod(0o755)
-        path = folder / "libsecret.so"
-        path.write_bytes(tiny)
-        path.chmod(0)
-        done = subprocess.run([*prefix, *CLI, "check", "--shim", str(path)], capture_output=True, text=True, timeout=60)
-        assert "Traceback" not in done.stderr, done.stderr
-        assert_tool_error(done, "libsecret.so")
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 # -- wheels ------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from aoti_shim.checks.report.model import FAIL_ON_CHOICES, assemble
 from aoti_shim.checks.loader.roles import classify_by_symbols
 from aoti_shim.color import wants_color
 from aoti_shim.errors import AotiShimError, UsageError
+from aoti_shim.guard import append_text, appendable
 from aoti_shim.torch_location import TORCH_ENV_VAR
 
 
@@ -105,12 +106,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _append_step_summary(path: str, markdown: str) -> None:
-    try:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(markdown)
-    except OSError as e:
-        raise AotiShimError(f"$GITHUB_STEP_SUMMARY {path}: cannot write: {e.strerror or e}") from None
+SUMMARY = "$GITHUB_STEP_SUMMARY"
+
+
+def _append_step_summary(path: str, markdown: str, inputs: tuple[str, ...] = ()) -> None:
+    append_text(path, markdown, what=SUMMARY, inputs=inputs)
 
 
 @contextlib.contextmanager
@@ -165,7 +165,9 @@ def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: t
     if args.output:
         destination(args.output, what="--output", inputs=inputs)  # refuse before the check runs
     color = wants_color(None if args.output else sys.stdout, args.color)
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY") if args.format == "github" else None
+    if summary_path:
+        appendable(summary_path, what=SUMMARY, inputs=inputs)
     with checking(settings) as check:
         header = check.header
         for source in header.against:
@@ -178,7 +180,7 @@ def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: t
             findings = tuple(check.findings())
             report = assemble(header, findings, check.tally)
             # In a GitHub job the table goes to the step summary, the annotations to the log.
-            _append_step_summary(summary_path, markdown_summary(report))
+            _append_step_summary(summary_path, markdown_summary(report), inputs)
             text = render_annotations(report, with_summary=False)
             if args.output:
                 write_text_atomically(args.output, text, what="--output", inputs=inputs)

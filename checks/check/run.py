@@ -23,6 +23,7 @@ from aoti_shim.checks.report.model import AgainstSource, CheckedArtifact, Findin
 from aoti_shim.checks.rules.table import RULES_BY_ID, Context, Library, evaluate
 from aoti_shim.checks.report.suppressions import Suppression
 from aoti_shim.errors import AotiShimError, InputError, UsageError
+from aoti_shim.guard import input_folder
 
 
 @dataclass(frozen=True)
@@ -462,6 +463,7 @@ def library_folders(
         path = folder if base is None else str(Path(base, folder))  # an absolute folder keeps its own
         if not os.path.isdir(path):
             raise error(f"{source} {folder!r}: {path} is not a folder")
+        input_folder(path, what=f"{source} {folder!r}:", error=error)  # a folder the loader cannot list
         out.append(path)
     return tuple(out)
 

@@ -8,11 +8,12 @@ import sys
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, write_text_atomically
-from aoti_shim.checks.check.command import FORMAT_HELP, _append_step_summary, add_report_options
+from aoti_shim.checks.check.command import FORMAT_HELP, SUMMARY, _append_step_summary, add_report_options
 from aoti_shim.checks.formats.scan import markdown_summary, render_annotations, render_scan
 from aoti_shim.checks.scan.run import ScanSettings, run_scan
 from aoti_shim.color import wants_color
 from aoti_shim.errors import AotiShimError
+from aoti_shim.guard import appendable, input_file_or_folder
 
 SCAN_FORMAT_HELP = {**FORMAT_HELP, "json": "versioned JSON (schema in aoti_shim/checks/schemas/scan-v1.schema.json)"}
 
@@ -56,13 +57,17 @@ def _outside_environment(output: str, folders: tuple[str, ...]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     inputs = (*args.paths, *([args.python] if args.python else []), *([args.suppressions] if args.suppressions else []))
+    for item in args.paths:
+        input_file_or_folder(item)  # a FIFO, a device, a link to nowhere: one line, before any work
     if args.output:
         destination(args.output, what="--output", inputs=inputs)  # refuse before the scan runs
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY") if args.format == "github" else None
+    if summary_path:
+        appendable(summary_path, what=SUMMARY, inputs=inputs)
     report = run_scan(ScanSettings(paths=tuple(args.paths), python=args.python, suppressions=args.suppressions))
-    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
-    if args.format == "github" and summary_path:
+    if summary_path:
         # In a GitHub job the tables go to the step summary, the annotations to the log.
-        _append_step_summary(summary_path, markdown_summary(report))
+        _append_step_summary(summary_path, markdown_summary(report), inputs)
         text = render_annotations(report, with_summary=False)
     else:
         color = wants_color(None if args.output else sys.stdout, args.color)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from aoti_shim.errors import AotiShimError
+from aoti_shim.guard import the_input
 
 _STDOUT_NAMES = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
@@ -75,17 +76,25 @@ def destination(
             raise AotiShimError(f"{shown}: cannot write: Is a directory")
         if not stat.S_ISREG(st.st_mode):
             raise AotiShimError(f"{shown}: not a regular file; name a file to write")
+    inputs = tuple(inputs)
+    same = the_input(st, inputs) if st is not None else None
+    if same is not None:  # by (st_dev, st_ino): through a symbolic link or a hard link too
+        raise AotiShimError(f"{shown}: is also an input ({same}); write the output elsewhere")
     for item in inputs:
         source = os.fspath(item)
-        try:
-            src_st = os.stat(source)
-        except OSError:
-            continue  # not a file (torch, a snapshot name): nothing to protect
-        if st is not None and os.path.samestat(st, src_st):
-            raise AotiShimError(f"{shown}: is also an input ({source}); write the output elsewhere")
-        if st is not None and stat.S_ISDIR(src_st.st_mode) and _inside(real, os.path.realpath(source)):
+        if st is not None and os.path.isdir(source) and _inside(real, os.path.realpath(source)):
             raise AotiShimError(f"{shown}: lies in the input folder {source}; write the output elsewhere")
+    folder = os.path.dirname(real)
+    if os.path.isdir(folder) and not _writable(folder):
+        # Refused now, before a long read, not when the finished output cannot land.
+        raise AotiShimError(f"{shown}: cannot write: Permission denied (in {folder})")
     return Destination(real, shown)
+
+
+def _writable(folder: str) -> bool:
+    """Whether a file can be created in ``folder``, by this process's effective ids."""
+    effective = os.access in os.supports_effective_ids
+    return os.access(folder, os.W_OK | os.X_OK, effective_ids=effective)
 
 
 @contextlib.contextmanager

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from aoti_shim.arguments import path
 from aoti_shim.errors import AotiShimError, InputError
+from aoti_shim.guard import output_folder
 from aoti_shim.paths import REINSTALL
 
 DIST = "aoti-shim"
@@ -149,5 +150,6 @@ def write_wheel(folder: Path) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    output_folder(args.folder, what="wheelhouse")  # a FIFO, a file, a link to nowhere: before reading the install
     print(write_wheel(args.folder))
     return 0

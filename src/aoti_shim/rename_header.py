@@ -16,15 +16,17 @@ tree the manifest and headers default to ``shims/manifest.txt`` and ``shims/incl
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.arguments import path
-from aoti_shim.atomic import write_text_atomically
+from aoti_shim.atomic import destination, write_text_atomically
 from aoti_shim.checks.abi.prefix import is_unprefixed
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, InputError, UsageError
+from aoti_shim.guard import input_file, input_folder, read_input
 from aoti_shim.paths import cmake_dir
 from aoti_shim.torch_location import locate
 from aoti_shim.torch_names import declared_functions, names_in_include, shipped_names, torch_version_of
@@ -67,15 +69,8 @@ class NameList:
 
 
 def _read_text(path: Path, what: str) -> str:
-    """A UTF-8 text file, or a one-line InputError (a folder, a dangling link, bad bytes)."""
-    if path.is_symlink() and not path.exists():
-        raise InputError(f"{what} {path}: a dangling symbolic link")
-    if path.is_dir():
-        raise InputError(f"{what} {path}: is a folder, not a file")
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise InputError(f"{what} {path}: cannot read: {e.strerror or e}") from None
+    """A UTF-8 text file, or a one-line InputError (a folder, a FIFO, a dangling link, bad bytes)."""
+    data = read_input(path, what=what)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -103,14 +98,20 @@ def manifest_names(manifest: Path) -> set[str]:
 OWN_HEADER_SUFFIXES = (".h", ".hpp", ".cuh")
 
 
+def own_headers(shim_include: Path) -> list[Path]:
+    """A runtime's own shim headers: ``.h``, ``.hpp``, ``.cuh`` under the folder."""
+    input_folder(shim_include, what="--shim-include")
+    try:
+        # A folder named like a header is read (and refused, one line) as before.
+        return sorted(p for p in shim_include.rglob("*") if p.suffix in OWN_HEADER_SUFFIXES)
+    except OSError as e:  # a subfolder that cannot be listed
+        raise InputError(f"--shim-include {shim_include}: cannot read: {e.strerror or e}") from None
+
+
 def own_header_names(shim_include: Path) -> set[str]:
-    """``aoti_torch_*`` functions a runtime's own shim headers (``.h``, ``.hpp``, ``.cuh`` under the folder) declare."""
-    if not shim_include.is_dir():
-        raise InputError(f"--shim-include {shim_include}: not a folder")
+    """``aoti_torch_*`` functions a runtime's own shim headers declare."""
     names: set[str] = set()
-    # A folder named like a header is read (and refused, one line) as before.
-    headers = sorted(p for p in shim_include.rglob("*") if p.suffix in OWN_HEADER_SUFFIXES)
-    for header in headers:
+    for header in own_headers(shim_include):
         names |= declared_functions(_read_text(header, "shim header"))
     return names
 
@@ -171,13 +172,13 @@ def header_names(text: str) -> set[str]:
     return set(_DEFINE.findall(text))
 
 
-def write_header(path: Path, text: str) -> None:
-    """Replace ``path`` in one step, so a failure never leaves half a header."""
+def write_header(path: Path, text: str, inputs: tuple[Path, ...] = ()) -> None:
+    """Replace ``path`` in one step, so a failure never leaves half a header; never an input."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise AotiShimError(f"rename header {path}: cannot write: {e.strerror or e}") from None
-    write_text_atomically(path, text, what="rename header")
+    write_text_atomically(path, text, what="rename header", inputs=inputs)
 
 
 @dataclass(frozen=True)
@@ -188,18 +189,11 @@ class CheckResult:
     missing: tuple[str, ...] = ()
 
 
-def _read_header(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
-
-
 def check_header(path: Path, expected: str, *, exact: bool = True, fix: str = "run `aoti-shim rename-header`") -> CheckResult:
     """Whether ``path`` renames every name of ``expected`` (and, when ``exact``, is it)."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         return CheckResult(f"{path} is missing: {fix}")
-    current = _read_header(path)
+    current = _read_text(path, "rename header")  # a FIFO, a folder, a dangling link: one line, exit 1
     if exact and current == expected:
         return CheckResult(None)
     missing = tuple(sorted(header_names(expected) - header_names(current)))
@@ -255,10 +249,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
     parser.set_defaults(run=run)
 
 
-def _given(path: Path | None, option: str) -> Path | None:
-    """An explicitly named input must exist: a typo must not silently drop names."""
-    if path is not None and not path.exists():
+def _given(path: Path | None, option: str, *, folder: bool) -> Path | None:
+    """An explicitly named input must exist, and be what it is named as (a FIFO would block,
+    a typo must not silently drop names): checked before anything is read or written."""
+    if path is not None and not os.path.lexists(path):
         raise InputError(f"{option} {path}: no such file or folder")
+    if path is not None:
+        (input_folder if folder else input_file)(path, what=option)
     return path
 
 
@@ -275,12 +272,12 @@ def _installed_header() -> Path:
 def run(args: argparse.Namespace) -> int:
     # --check without --root checks the installed header wherever it runs (from the source tree
     # it read the tree's header and manifest instead: 734 or 821 names depending on the folder).
-    root: Path | None = args.root if args.root is not None or args.check else Path(".")
+    root: Path | None = _given(args.root, "--root", folder=True) if args.root is not None or args.check else Path(".")
     in_tree = root is not None and (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
-    manifest = _given(args.manifest, "--manifest") or (root / DEFAULT_MANIFEST if in_tree else None)
-    given_includes = tuple(f for f in (_given(folder, "--shim-include") for folder in args.shim_include or ()) if f is not None)
+    manifest = _given(args.manifest, "--manifest", folder=False) or (root / DEFAULT_MANIFEST if in_tree else None)
+    given_includes = tuple(f for f in (_given(folder, "--shim-include", folder=True) for folder in args.shim_include or ()) if f is not None)
     shim_include = given_includes or ((root / DEFAULT_SHIM_INCLUDE,) if in_tree else ())
-    torch_include = _given(args.torch_include, "--torch-include") or _located_include()
+    torch_include = _given(args.torch_include, "--torch-include", folder=True) or _located_include()
     output: Path | None = args.output or (root / DEFAULT_OUTPUT if in_tree else None)
     exact = output is not None
     if output is None:
@@ -289,6 +286,11 @@ def run(args: argparse.Namespace) -> int:
         output = _installed_header()
         if torch_include is None:
             raise UsageError("rename-header --check: torch is not installed; pass --torch-include DIR")
+    # Neither the manifest, a shim header nor torch's headers is ever the header written.
+    headers = [h for folder in shim_include if folder.is_dir() for h in own_headers(folder)]
+    inputs = tuple(p for p in (manifest, *shim_include, *headers, torch_include) if p is not None)
+    if not args.check:
+        destination(output, what="rename header", inputs=inputs)  # refuse before reading any header
     # The installed header is checked against the installed torch alone: does this torch
     # declare a name that the header shipped with aoti-shim lacks?
     sources = RenameSources(torch_include=torch_include, manifest=manifest, shim_include=shim_include, shipped=exact)
@@ -305,7 +307,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BLOCKING
         print(f"aoti-shim rename-header: {output} renames every name ({len(names.names)}; checked against {against})", file=sys.stderr)
         return EXIT_OK
-    write_header(output, expected)
+    write_header(output, expected, inputs)
     print(f"aoti-shim rename-header: wrote {output} ({len(names.names)} names; {against} included)", file=sys.stderr)
     return EXIT_OK
 
