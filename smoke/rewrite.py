@@ -126,9 +126,10 @@ def _signal_text(returncode: int) -> str:
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "rewrite-imports",
-        help="rename a compiled blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*",
+        help="rename a compiled blob's imported aoti_torch_* (and stable C ABI torch_*) symbols to <prefix>...",
         description=(
-            "Rename a compiled AOTInductor blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*, so "
+            "Rename a compiled AOTInductor blob's imported aoti_torch_* symbols (and the stable C ABI's torch_* "
+            "ones) to <prefix>aoti_torch_* (<prefix>torch_*), so "
             "that they can no longer bind to libtorch. The result is checked, then renamed into place: a "
             "failed run writes nothing and leaves OUTPUT (or BLOB) untouched."
         ),

@@ -5,10 +5,12 @@ of the rule a prefix obeys (:func:`validate`), of the project's own default pref
 "the prefix a built library carries" (:func:`built_prefix`): the checker's rules and
 binding model, the pip plugin's gate, the smoke, the bench, the rename header and the
 import rewriter all ask here. Shim ABI is what torch's shim headers declare
-(``torch_shim_names.txt``): every ``aoti_torch_*`` name, and the few functions of
+(``torch_shim_names.txt``): every ``aoti_torch_*`` name, the few functions of
 ``c/shim.h`` spelled otherwise (``aoti_record_function_start`` and ``_end``, which a blob
-compiled with ``profiler_mark_wrapper_call=True`` imports). A runtime's own
-``aoti_torch_*`` names count by their spelling.
+compiled with ``profiler_mark_wrapper_call=True`` imports), and the stable C ABI's
+``torch_*`` functions (``torch/csrc/stable/c/shim.h``: ``torch_from_blob``...), which
+stable-ABI extensions import and a slim runtime may define. A runtime's own
+``aoti_torch_*`` names count by their spelling; a ``torch_*`` name only when torch declares it.
 """
 
 from __future__ import annotations
@@ -33,16 +35,36 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @lru_cache(maxsize=1)
 def other_shim_names() -> frozenset[str]:
-    """The shim-ABI functions torch's headers declare without the ``aoti_torch_`` marker."""
+    """The shim-ABI functions torch's headers declare without the ``aoti_torch_`` marker:
+    ``aoti_record_function_*``, and the stable C ABI's ``torch_*`` (stable/c/shim.h)."""
     return frozenset(n for n in shipped_names().names if not n.startswith(SHIM_MARK))
 
 
-@lru_cache(maxsize=1)
-def _prefixed() -> re.Pattern[str]:
-    # The part in front of the first marker (or in front of a whole unmarked shim name),
-    # when it is empty or an identifier prefix.
-    others = "|".join(re.escape(n) + "$" for n in sorted(other_shim_names()))
-    return re.compile(r"([A-Za-z_][A-Za-z0-9_]*?)?(?:" + SHIM_MARK + (f"|{others}" if others else "") + ")")
+# Every shim-ABI name, prefixed or not, holds one of these: the cheap test before the exact one.
+_SPELLINGS = ("aoti_", "torch_")
+
+
+def may_be_shim_name(name: str) -> bool:
+    """The C-fast substring test most names fail; True does not yet mean shim ABI."""
+    return "aoti_" in name or "torch_" in name
+
+
+def _split_at(name: str) -> int | None:
+    """Where the shim-ABI name in ``name`` starts behind an identifier prefix (0: unprefixed),
+    or None. The first start wins: ``aoti_torch_x`` is unprefixed, never ``aoti_`` + ``torch_x``."""
+    others = other_shim_names()
+    first: int | None = None
+    for spelling in _SPELLINGS:
+        at = name.find(spelling)
+        while at != -1 and (first is None or at < first):
+            rest = name[at:]
+            if rest.startswith(SHIM_MARK) or rest in others:
+                first = at
+                break
+            at = name.find(spelling, at + 1)
+    if first is None or (first and not _IDENTIFIER.fullmatch(name[:first])):
+        return None
+    return first
 
 
 def is_mangled(name: str) -> bool:
@@ -52,15 +74,17 @@ def is_mangled(name: str) -> bool:
 
 
 def is_shim_name(name: str) -> bool:
-    """True for shim ABI, ``aoti_torch_x`` or ``aoti_record_function_start``, and any
-    prefixed ``<p>aoti_torch_x`` or ``<p>aoti_record_function_start``; the marker counts
-    anywhere in the name (a mangled one too: see is_mangled)."""
-    return SHIM_MARK in name or ("aoti_" in name and _prefixed().match(name) is not None)
+    """True for shim ABI, ``aoti_torch_x``, ``aoti_record_function_start`` or a stable C ABI
+    ``torch_from_blob``, and any prefixed ``<p>aoti_torch_x``, ``<p>torch_from_blob``...; the
+    ``aoti_torch_`` marker counts anywhere in the name (a mangled one too: see is_mangled)."""
+    if SHIM_MARK in name:
+        return True
+    return may_be_shim_name(name) and not is_mangled(name) and _split_at(name) is not None
 
 
 def is_unprefixed(name: str) -> bool:
     """True for libtorch's own spelling of a shim-ABI name (``aoti_torch_x``,
-    ``aoti_record_function_start``)."""
+    ``aoti_record_function_start``, ``torch_from_blob``)."""
     return name.startswith(SHIM_MARK) or name in other_shim_names()
 
 
@@ -72,10 +96,10 @@ def prefixed(name: str, prefix: str) -> str:
 def prefix_of(name: str) -> str | None:
     """The prefix in front of the shim-ABI name in ``name`` ('' when unprefixed), or None
     when ``name`` is no shim name behind an identifier prefix."""
-    if name.startswith("_Z"):
+    if is_mangled(name) or not may_be_shim_name(name):
         return None  # mangled: no prefix a C name carries (see is_mangled)
-    m = _prefixed().match(name)
-    return (m.group(1) or "") if m else None
+    at = _split_at(name)
+    return None if at is None else name[:at]
 
 
 def validate(prefix: str, source: str | None = None) -> str:

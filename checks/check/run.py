@@ -390,7 +390,7 @@ def _dependencies(
 def _shim_names_only(lib: Library) -> Library:
     """A dependency as the export rules see it: only its shim-ABI exports count (libcudart's
     cuda* names are no collision of the shims')."""
-    exports = {n: lib.exports[n] for n in lib.exports if prefix_rules.SHIM_MARK in n and prefix_rules.is_shim_name(n)}
+    exports = {n: lib.exports[n] for n in lib.exports if prefix_rules.may_be_shim_name(n) and prefix_rules.is_shim_name(n)}
     return dataclasses.replace(lib, exports=exports, imports={})
 
 
@@ -492,8 +492,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         if settings.models and not models:
             raise UsageError(f"--model {' '.join(settings.models)}: no ELF file found")
         inferred_from = ""
-        # Only names holding the marker can carry a prefix: a cheap filter before the regexes.
-        mark = prefix_rules.SHIM_MARK
+        # Only shim-ABI names can carry a prefix.
         shim_names = [n for lib in shims for n in lib.marked_exports]
         if settings.prefix is not None:
             prefix, source = prefix_rules.validate(settings.prefix), "given"
@@ -501,7 +500,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
             inferred, inferred_from = prefix_rules.infer(shim_names), "shims"
             if inferred is None and not shims:
                 inferred, inferred_from = (
-                    prefix_rules.infer(n for lib in models for n in lib.imports if mark in n),
+                    prefix_rules.infer(n for lib in models for n in lib.imports if prefix_rules.is_shim_name(n)),
                     "models",
                 )
             prefix, source = inferred, ("inferred" if inferred else "none")

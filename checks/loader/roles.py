@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.abi.prefix import SHIM_MARK
+from aoti_shim.checks.abi.prefix import is_shim_name, is_unprefixed
 from aoti_shim.checks.rules.table import MODEL_ENTRY_PREFIX
 
 
@@ -39,14 +39,14 @@ def classify_by_symbols(members: list[str], root: Path) -> Roles:
             if not image.has_dynsym:
                 rest.append(member)
                 continue
-            if any(SHIM_MARK in name for name in image.exports()):
+            if any(is_shim_name(name) for name in image.exports()):
                 shims.append(member)
                 continue
-            used = [name for name in image.imports() if SHIM_MARK in name]
+            used = [name for name in image.imports() if is_shim_name(name)]
             if not used:
                 rest.append(member)
             elif any(n.startswith(MODEL_ENTRY_PREFIX) for n in image.exports()) or any(
-                not n.startswith(SHIM_MARK) for n in used
+                not is_unprefixed(n) for n in used
             ):
                 # An AOTInductor blob, or a consumer of the prefixed (private) shim ABI.
                 models.append(member)

@@ -109,10 +109,9 @@ class Library:
 
     @cached_property
     def marked_exports(self) -> list[str]:
-        """The exports holding the shim marker (prefixed or not), sorted: one pass, shared
-        by the prefix inference and the rules about shim names."""
-        mark = prefixes.SHIM_MARK
-        return [n for n in self.sorted_exports if mark in n]
+        """The shim-ABI exports (prefixed or not; aoti_torch_* and the stable C ABI's torch_*),
+        sorted: one pass, shared by the prefix inference and the rules about shim names."""
+        return [n for n in self.sorted_exports if prefixes.is_shim_name(n)]
 
     @property
     def exports_shims(self) -> bool:
@@ -230,7 +229,8 @@ class Context:
         return prefixes.is_unprefixed(name)
 
     def is_prefixed_shim(self, name: str) -> bool:
-        return bool(self.prefix) and name.startswith(f"{self.prefix}{prefixes.SHIM_MARK}")
+        prefix = self.prefix
+        return bool(prefix) and name.startswith(prefix) and prefixes.is_unprefixed(name[len(prefix) :])
 
 
 # Symbols the static linker defines in every shared object; sharing them is harmless.
@@ -656,7 +656,7 @@ def _duplicate_definer(ctx: Context) -> Iterator[Found]:
                 continue  # a program's copy of the shims' data: the one instance, not a second
             # The substring test first: it is the cheap one, and most names fail it.
             if (packed & 0xF) == STT_TLS or (
-                prefixes.SHIM_MARK in name and (ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name))
+                prefixes.may_be_shim_name(name) and (ctx.is_unprefixed_shim(name) or ctx.is_prefixed_shim(name))
             ):
                 definers.setdefault(name, []).append((lib, (packed >> 4) & 0xF == STB_GNU_UNIQUE))
     for name in sorted(definers):

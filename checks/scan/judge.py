@@ -108,15 +108,16 @@ def _normalized(name: str) -> str:
 _CORE_STARTS = ("__cxa_", "__gxx_", "_Unwind_", "__gcc_personality", "_Znw", "_Zna", "_Zdl", "_Zda",
                 "_ZTVN10__cxxabiv1", "_ZTIN10__cxxabiv1", "_ZTSN10__cxxabiv1", "_ZN10__cxxabiv1")  # fmt: skip
 _RUNTIME_STARTS = (*_CORE_STARTS, "cuda")
-# Every name the judgement reads holds "aoti_" (every shim-ABI name, prefixed or not) or
-# starts with one of the others (a blob's entry points, the runtimes' names).
-_ASKED_CONTAINS = ("aoti_",)
+# Every name the judgement reads holds "aoti_" or "torch_" (every shim-ABI name, prefixed or
+# not, the stable C ABI's torch_* too) or starts with one of the others (a blob's entry
+# points, the runtimes' names).
+_ASKED_CONTAINS = ("aoti_", "torch_")
 _ASKED_STARTS = (MODEL_ENTRY_PREFIX, *_RUNTIME_STARTS)
 
 
 def _shim_names(names: Iterable[str]) -> tuple[str, ...]:
     # The substring test first: it is C-fast, and almost every name fails it.
-    return tuple(sorted(n for n in names if "aoti_" in n and prefixes.is_shim_name(n)))
+    return tuple(sorted(n for n in names if prefixes.may_be_shim_name(n) and prefixes.is_shim_name(n)))
 
 
 def _facts_of(

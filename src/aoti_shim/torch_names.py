@@ -28,6 +28,7 @@ from typing import Sequence
 from aoti_shim.atomic import write_text_atomically
 from aoti_shim.errors import AotiShimError, InputError
 from aoti_shim.paths import REINSTALL
+from aoti_shim.stable_abi import render_section, stable_exports_of_snapshot, stable_names_in_include, stable_names_in_wheel
 from aoti_shim.torch_location import version_in
 
 SHIPPED_LIST = Path(__file__).resolve().parent / "torch_shim_names.txt"
@@ -44,6 +45,7 @@ _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.DOTALL)
 _FUNCTION_NAME = re.compile(r"\b(aoti_(?:torch|record_function)_[A-Za-z0-9_]+)\s*\(")
 _WHEEL_VERSION = re.compile(r"^torch-([^-]+)-")
 _VERSIONS_LINE = "# torch releases: "
+_STABLE_START = "# Stable C ABI functions"
 
 
 def declared_functions(source: str) -> set[str]:
@@ -68,12 +70,18 @@ def shim_headers(torch_include: Path) -> list[Path]:
     return headers
 
 
-def names_in_include(torch_include: Path) -> set[str]:
-    """The names the shim headers of one torch include folder declare."""
+def aoti_names_in_include(torch_include: Path) -> set[str]:
+    """The names the AOTInductor shim headers of one torch include folder declare."""
     names: set[str] = set()
     for header in shim_headers(torch_include):
         names |= declared_functions(_read_header(header))
     return names
+
+
+def names_in_include(torch_include: Path) -> set[str]:
+    """Every shim-ABI name one torch include folder declares: its AOTInductor shim headers'
+    and its stable C ABI's (``torch/csrc/stable/c``)."""
+    return aoti_names_in_include(torch_include) | stable_names_in_include(torch_include)
 
 
 def _read_header(header: Path) -> str:
@@ -131,8 +139,9 @@ class ShippedNames:
     versions: tuple[str, ...]
 
 
-def render_list(per_version: dict[str, set[str]]) -> str:
-    """The shipped list's text: a header naming each release and its count, then the union."""
+def render_list(per_version: dict[str, set[str]], stable: list[str] | None = None) -> str:
+    """The shipped list's text: a header naming each release and its count, then the union;
+    then ``stable``, the stable C ABI's lines (stable_abi.render_section)."""
     union = set().union(*per_version.values()) if per_version else set()
     ordered = sorted(per_version, key=_version_key)
     lines = [
@@ -142,8 +151,15 @@ def render_list(per_version: dict[str, set[str]]) -> str:
         _VERSIONS_LINE + ", ".join(ordered),
         *(f"#   {v}: {len(per_version[v])} names" for v in ordered),
         *sorted(union),
+        *(stable or []),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _aoti_part(text: str) -> str:
+    """The AOTInductor part of a list's text: everything before its stable C ABI lines."""
+    cut = text.find(_STABLE_START)
+    return text if cut < 0 else text[:cut]
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -166,27 +182,52 @@ def shipped_names(path: Path = SHIPPED_LIST) -> ShippedNames:
     return ShippedNames(frozenset(names), versions)
 
 
+def _stable_lines(sources: list[Path], snapshots: list[Path], notes: list[str]) -> list[str]:
+    """The stable C ABI's lines: each source's stable/c headers, each snapshot's exports."""
+    per_version: dict[str, set[str]] = {}
+    for source in sources:
+        names = stable_names_in_wheel(source) if source.suffix == ".whl" else stable_names_in_include(source)
+        if names:
+            per_version.setdefault(torch_version_of(source), set()).update(names)
+    declared = set().union(*per_version.values()) if per_version else set()
+    for snapshot in snapshots:
+        version, names = stable_exports_of_snapshot(snapshot, declared)
+        per_version.setdefault(version, set()).update(names)
+        notes = [*notes, f"stable {version}: the exports its snapshot ({snapshot.name}) records that the headers read declare"]
+    return render_section(per_version, notes, _version_key) if per_version else []
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m aoti_shim.torch_names",
-        description="Write the union of the aoti_torch_* names that torch wheels' (or include folders') shim headers declare.",
+        description="Write the union of the shim-ABI names that torch wheels' (or include folders') shim headers "
+        "and stable C ABI headers declare.",
     )
     parser.add_argument("sources", nargs="+", type=Path, metavar="WHEEL|INCLUDE_DIR")
     parser.add_argument("-o", "--output", type=Path, default=SHIPPED_LIST, help="default: the shipped list")
+    parser.add_argument("--stable-snapshot", type=Path, action="append", default=[], metavar="SNAPSHOT",
+                        help="also a release known by its exports only (checks/snapshots/*.json.gz)")  # fmt: skip
+    parser.add_argument("--note", action="append", default=[], help="a line for the stable section's header comment")
+    parser.add_argument("--stable-only", action="store_true",
+                        help="keep the output's AOTInductor names; replace only its stable C ABI section")  # fmt: skip
     args = parser.parse_args(argv)
 
     try:
-        per_version: dict[str, set[str]] = {}
-        for source in args.sources:
-            names = names_in_wheel(source) if source.suffix == ".whl" else names_in_include(source)
-            per_version.setdefault(torch_version_of(source), set()).update(names)
-        text = render_list(per_version)
+        stable = _stable_lines(args.sources, args.stable_snapshot, args.note)
+        if args.stable_only:
+            text = _aoti_part(args.output.read_text(encoding="utf-8")) + "\n".join(stable) + "\n"
+        else:
+            per_version: dict[str, set[str]] = {}
+            for source in args.sources:
+                names = names_in_wheel(source) if source.suffix == ".whl" else aoti_names_in_include(source)
+                per_version.setdefault(torch_version_of(source), set()).update(names)
+            text = render_list(per_version, stable)
         write_text_atomically(args.output, text, what="torch name list")
-    except AotiShimError as e:
+    except (AotiShimError, OSError) as e:
         print(f"aoti_shim.torch_names: error: {e}", file=sys.stderr)
-        return e.exit_code
-    count = len([line for line in text.splitlines() if not line.startswith("#")])
-    print(f"wrote {args.output}: {count} names from torch {', '.join(sorted(per_version, key=_version_key))}")
+        return e.exit_code if isinstance(e, AotiShimError) else 1
+    count = len([line for line in text.splitlines() if line and not line.startswith("#")])
+    print(f"wrote {args.output}: {count} names")
     return 0
 
 
