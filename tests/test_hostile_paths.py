@@ -284,7 +284,12 @@ def test_hostile_path(built: Path, role: Role, kind: str) -> None:
         assert [_state(p) for p in watched] == before
         assert _temp_files(w.root) == []
     finally:
-        for dirpath, dirnames, _files in os.walk(base):
-            for d in dirnames:
-                os.chmod(os.path.join(dirpath, d), 0o755, follow_symlinks=False) if not os.path.islink(os.path.join(dirpath, d)) else None
-        shutil.rmtree(base, ignore_errors=True)
+        _remove(base)
+
+
+def _remove(base: Path) -> None:
+    """The case's folder, gone: its mode-000 and 0555 folders opened first (a user who is not
+    root could not empty them)."""
+    for folder in [p for p in base.rglob("*") if p.is_dir() and not p.is_symlink()]:
+        folder.chmod(0o755)
+    shutil.rmtree(base, ignore_errors=True)

@@ -15,7 +15,7 @@ import os
 import re
 import zipfile
 from pathlib import Path, PurePosixPath
-from typing import Iterable
+from typing import Callable, Iterable
 
 from aoti_shim.errors import InputError
 
@@ -77,7 +77,9 @@ def stable_exports_of_snapshot(snapshot: str | os.PathLike[str], declared: Itera
     return snap.torch_version, found & known
 
 
-def render_section(per_version: dict[str, set[str]], notes: Iterable[str], version_key) -> list[str]:  # type: ignore[no-untyped-def]
+def render_section(
+    per_version: dict[str, set[str]], notes: Iterable[str], version_key: Callable[[str], tuple[int, ...]]
+) -> list[str]:
     """The shipped list's stable-ABI lines: where each release's names came from, then the names."""
     union = set().union(*per_version.values()) if per_version else set()
     ordered = sorted(per_version, key=version_key)
