@@ -515,8 +515,8 @@ MESSAGES: list[tuple[str, str, str, str]] = [
         "shim-GLOBAL",
         "UNPREFIXED_IMPORT",
         IU,
-        "imports 'aoti_torch_iu' itself (its own code calls the unprefixed name), which binds to libtorch whenever "
-        "libtorch is global",
+        "imports 'aoti_torch_iu' itself (its own code calls the unprefixed name), which binds to no library of this "
+        "process (its first call fails: undefined symbol), and to libtorch whenever libtorch is global",
     ),
     (
         "model-UNDEF_WEAK",
@@ -560,7 +560,13 @@ MESSAGES: list[tuple[str, str, str, str]] = [
         "whole process (link the runtime with hidden visibility)",
     ),
     ("shim-BARE", "NOT_A_SHIM", "", "exports no aoti_torch_* name, prefixed or not: not a shim library"),
-    ("model-GLOBAL", "UNPREFIXED_IMPORT", IU, "imports 'aoti_torch_iu', which binds to libtorch whenever libtorch is global"),
+    (
+        "model-GLOBAL",
+        "UNPREFIXED_IMPORT",
+        IU,
+        "imports 'aoti_torch_iu', which binds to no library of this process (the load fails: undefined symbol), and to "
+        "libtorch whenever libtorch is global",
+    ),
     (
         "model-GLOBAL",
         "UNSATISFIED_IMPORT",

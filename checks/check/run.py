@@ -410,6 +410,19 @@ def _with_needs(libs: list[Library], deps: Dependencies) -> list[Library]:
     return out
 
 
+def _hosts(arts: list[Artifact], libs: list[Library], settings: CheckSettings) -> list[Library]:
+    """Marks the programs the user named (a file given, not a wheel's member nor one a folder
+    holds) as the program hosting the blobs; any other program is a process of its own."""
+    named = {os.path.realpath(x) for x in (*settings.shims, *settings.models) if os.path.isfile(x)}
+    inside = tuple(os.path.join(os.path.abspath(r), "") for r in settings.wheel_roots)
+    return [
+        dataclasses.replace(lib, hosts=True)
+        if lib.executable and art.wheel is None and os.path.realpath(art.path) in named and not os.path.abspath(art.path).startswith(inside)
+        else lib
+        for art, lib in zip(arts, libs)
+    ]
+
+
 def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:
     if root is None:
         return arts
@@ -486,6 +499,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         needs: _Needs = {}
         shims = [_read(a, "shim", needs, settings.wheel_roots) for a in shim_arts]
         models = [_read(a, "model", needs, settings.wheel_roots) for a in model_arts]
+        shims, models = _hosts(shim_arts, shims, settings), _hosts(model_arts, models, settings)
         ignored = tuple(ws.ignored)
         if settings.shims and not shims:
             raise UsageError(f"--shim {' '.join(settings.shims)}: no ELF file found")

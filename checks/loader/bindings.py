@@ -70,6 +70,9 @@ PROGRAM, REFERENCE, SHIM, MODEL, DEPENDENCY = "program", "reference", "shim", "m
 # define names for the others, and their own imports are not asked about.
 SYSTEM = "system"
 
+# Only an interpreter loads torch's Python bindings: whatever needs them lives in CPython.
+TORCH_PYTHON = "libtorch_python.so"
+
 # ELF machine numbers named in messages (the rest print as numbers).
 MACHINES = {3: "i386", 40: "ARM", 62: "x86-64", 183: "AArch64", 243: "RISC-V", 21: "PowerPC64", 22: "S390"}
 
@@ -571,12 +574,55 @@ class Process:
             return True
         if b.importer.referenced is not None and b.entry.index not in b.importer.referenced:
             return False  # no relocation refers to it: ld.so never looks it up
-        if b.importer.python_extension and b.name.startswith(("Py", "_Py")):
+        if b.name.startswith(("Py", "_Py")) and self.in_python(b.importer):
             # CPython's C API is the host program's, the interpreter's: an extension module
             # links no libpython (manylinux forbids it), so no library defines these names.
             return False
         scope = [*self.visible_global(b.importer, b.entry), *self._search_list(b.importer)]
         return not any(lib.unseen for lib in scope)
+
+    @cached_property
+    def _python_hosted(self) -> frozenset[int]:
+        """The libraries that live in a CPython process: an extension module and the closure it
+        needs, and a library whose closure needs libtorch_python.so (only an interpreter loads it)."""
+        hosted: set[int] = set()
+        for lib in self._everyone():
+            closure = self._closure(lib)
+            if lib.python_extension:
+                hosted.update(id(x) for x in closure)
+            elif any(TORCH_PYTHON in x.names or TORCH_PYTHON in x.needed for x in closure):
+                hosted.add(id(lib))
+        return frozenset(hosted)
+
+    def in_python(self, lib: Linked) -> bool:
+        """True when ``lib`` lives in a CPython process (see _python_hosted)."""
+        return id(lib) in self._python_hosted
+
+    def _everyone(self) -> list[Linked]:
+        out: dict[int, Linked] = {}
+        for lib in (*self.programs, *self.references, *self.shims, *self.dependencies, *self.models):
+            out.setdefault(id(lib), lib)
+        return list(out.values())
+
+    def chain(self, lib: Linked) -> list[Linked]:
+        """How ``lib`` joined the process: the library loaded first (a program, reference, shim or
+        blob) whose DT_NEEDED closure reaches it, then each DT_NEEDED step down to ``lib``."""
+        for root in (*self.programs, *self.references, *self.shims, *self.models):
+            parent: dict[int, Linked | None] = {id(root): None}
+            todo = [root]
+            while todo and id(lib) not in parent:
+                at = todo.pop(0)
+                for name in (*at.filtees, *at.needed):
+                    dep = self._by_name.get(name)
+                    if dep is not None and id(dep) not in parent:
+                        parent[id(dep)] = at
+                        todo.append(dep)
+            if id(lib) in parent:
+                path: list[Linked] = [lib]
+                while (up := parent[id(path[-1])]) is not None:
+                    path.append(up)
+                return path[::-1]
+        return [lib]
 
     def _search_list(self, lib: Linked) -> list[Linked]:
         return self._local.get(id(lib)) or (self._tried[id(lib)][0] if id(lib) in self._tried else [lib])

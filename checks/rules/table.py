@@ -65,8 +65,11 @@ class Library:
     identity: object = None
     # The loader's view of it (names, needs, versions, flags) for the binding model.
     linked: Linked | None = None
-    # An executable that exports dynamic symbols: the process's program itself.
+    # An executable that exports dynamic symbols.
     executable: bool = False
+    # An executable the user named (not one found in a wheel or a folder): the program that
+    # hosts the blobs. Any other program is a process of its own.
+    hosts: bool = False
     # Its exports that are copies (R_*_COPY) of a library's data: the process's one instance.
     copied: frozenset[str] = frozenset()
 
@@ -170,25 +173,73 @@ class Context:
         return frozenset(p for p in (self.prefix, *self.shim_prefixes) if p)
 
     @cached_property
-    def process(self) -> Process:
-        """The coalesced process of the binding model: executables exporting symbols (the
-        program), the references, the shims (global), then each model (local)."""
+    def _placed(self) -> tuple[list[Linked], list[Linked], list[Linked], list[Linked]]:
+        """The checked libraries' loader views: (the named programs, the shims, the models, the
+        programs found in a wheel or a folder)."""
         def linked(lib: Library, role: str) -> Linked:
             if lib.linked is not None:
                 return lib.linked if lib.linked.role == role else dataclasses.replace(lib.linked, role=role)
             return Linked(lib.display, role, frozenset(), lookup=lambda name, e=lib.exports: _entries(e, name))
 
-        seen: dict[object, Linked] = {}
-        programs, shims, models = [], [], []
+        programs, shims, models, found = [], [], [], []
         for lib in self.distinct_libraries:
             role = PROGRAM if lib.executable else (SHIM if lib.role == "shim" else MODEL)
             one = linked(lib, role)
-            seen[id(lib)] = one
-            (programs if role == PROGRAM else shims if role == SHIM else models).append(one)
+            (found if role == PROGRAM and not lib.hosts else programs if role == PROGRAM else shims if role == SHIM else models).append(one)
+        return programs, shims, models, found
+
+    @cached_property
+    def process(self) -> Process:
+        """The coalesced process of the binding model: the named program, the references, the
+        shims (global), then each model (local)."""
+        programs, shims, models, _ = self._placed
         return Process.of(
             references=self.references, programs=programs, shims=shims, models=models, dependencies=self.dependencies,
             machine=self.machine,
         )  # fmt: skip
+
+    @cached_property
+    def own_processes(self) -> list[Process]:
+        """A program found in a wheel or a folder is no host of the others: each is a process of
+        its own, the program and its DT_NEEDED closure on the machine's libraries (a tool that
+        exports a copy-relocated ``stderr`` must not lend its dependencies to a library)."""
+        main = self.process
+        known = [*main.shims, *main.models, *main.dependencies, *main.references]
+        return [
+            Process(machine=self.machine, programs=[p], dependencies=[x for x in known if x is not p]) for p in self._placed[3]
+        ]
+
+    @property
+    def processes(self) -> list[Process]:
+        """Every process the check judges: the coalesced one, then each found program's own."""
+        return [self.process, *self.own_processes]
+
+    @cached_property
+    def judged(self) -> Sequence[Library]:
+        """What the import rules judge: every library of the process, the checked ones and each
+        dependency their closures reach (a blob's kernel library its RUNPATH finds, a shim's);
+        one without shim-ABI imports has nothing for them."""
+        deps = []
+        for dep in self.dependencies:
+            if dep.role != DEPENDENCY:
+                continue
+            imports = {e.symbol.name: e.symbol for e in dep.imports if prefixes.is_shim_name(e.symbol.name)}
+            if imports:
+                deps.append(Library(dep.display, "dependency", {}, imports, linked=dep))
+        return [*self.distinct_libraries, *deps]
+
+    def loaded_as(self, lib: Library) -> str:
+        """' (loaded as blob.so → libdep.so)' for a dependency: who pulled it in; '' for the others."""
+        if lib.role != "dependency" or lib.linked is None:
+            return ""
+        return f" (loaded as {' → '.join(x.display for x in self.process.chain(lib.linked))})"
+
+    def root_of(self, lib: Library) -> Library | None:
+        """The checked library whose DT_NEEDED closure brought ``lib`` into the process."""
+        if lib.linked is None:
+            return None
+        first = self.process.chain(lib.linked)[0]
+        return next((x for x in self.distinct_libraries if x.display == first.display), None)
 
     @cached_property
     def linked_of(self) -> dict[str, Linked]:
@@ -197,11 +248,23 @@ class Context:
 
     @cached_property
     def bindings(self) -> dict[str, list[Binding]]:
-        """Every shim-ABI import's binding, by importer's display name."""
+        """Every shim-ABI import's binding, by importer's display name (a found program's in its
+        own process)."""
         out: dict[str, list[Binding]] = {}
         for b in self.process.resolve():
             out.setdefault(b.importer.display, []).append(b)
+        for own in self.own_processes:
+            for b in own.resolve():
+                if b.importer in own.programs:
+                    out.setdefault(b.importer.display, []).append(b)
         return out
+
+    def load_failures(self, *, undefined: bool = True) -> list[LoadFailure]:
+        """What dlopen refuses, in every process the check judges."""
+        return [f for p in self.processes for f in p.load_failures(undefined=undefined)]
+
+    def call_failures(self) -> list[LoadFailure]:
+        return [f for p in self.processes for f in p.call_failures()]
 
     def binding_of(self, lib: Library, name: str) -> Binding | None:
         return next((b for b in self.bindings.get(lib.display, ()) if b.name == name), None)
@@ -372,10 +435,10 @@ def _mangled_shim(ctx: Context) -> Iterator[Found]:
 
 
 def _load_failure(ctx: Context) -> Iterator[Found]:
-    for failure in ctx.process.load_failures(undefined=False):
+    for failure in ctx.load_failures(undefined=False):
         yield failure.library.display, "", f"cannot be loaded next to the others: {failure.reason}"
     # Imports of names that are no shim ABI bound to nothing (the import rules say the rest).
-    for failure in [*ctx.process.load_failures(), *ctx.process.call_failures()]:
+    for failure in [*ctx.load_failures(), *ctx.call_failures()]:
         if failure.judged_here:
             yield failure.library.display, failure.symbol, _undefined_message(failure)
 
@@ -408,7 +471,11 @@ def _unseen_dependency(ctx: Context) -> Iterator[Found]:
 
 def _is_stable_abi_extension(ctx: Context, lib: Library) -> bool:
     """A model that is no AOTInductor model and imports none of the shims' prefixed names:
-    its unprefixed imports are meant for libtorch (torchaudio's, say)."""
+    its unprefixed imports are meant for libtorch (torchaudio's, say); and such a model's own
+    dependency that imports no prefixed name either (libtorchaudio.so under _torchaudio)."""
+    if lib.role == "dependency":
+        root = ctx.root_of(lib)
+        return root is not None and root is not lib and _is_stable_abi_extension(ctx, root) and not lib.imports_prefix(ctx.own_prefixes)
     return lib.role == "model" and not lib.executable and not lib.is_aoti_model and not lib.imports_prefix(ctx.own_prefixes)
 
 
@@ -437,6 +504,10 @@ def _not_a_shim(ctx: Context) -> Iterator[Found]:
 
 
 def _where(b: Binding | None) -> str:
+    if b is not None and b.scope == "none" and not b.weak:
+        # A global library's function import binds at its first call; the rest at load.
+        when = "its first call fails" if b.entry.index in b.importer.lazy and b.importer.role == SHIM else "the load fails"
+        return f"binds to no library of this process ({when}: undefined symbol), and to libtorch whenever libtorch is global"
     if b is None or b.definer is None:
         return "binds to libtorch whenever libtorch is global"
     if b.definer.role == REFERENCE:
@@ -448,10 +519,11 @@ def _unprefixed_import(ctx: Context) -> Iterator[Found]:
     """Every library's unprefixed shim-ABI imports, the shims' own included: each binds to
     libtorch's definition when libtorch is global (the binding model says where, with
     --against). Only a stable-ABI extension imports them on purpose."""
-    for lib in ctx.distinct_libraries:
+    for lib in ctx.judged:
         if _is_stable_abi_extension(ctx, lib):
             continue  # NOT_AN_AOTI_MODEL says so once
         consumer = lib.role == "model" and not lib.is_aoti_model
+        loaded_as = ctx.loaded_as(lib)
         for name in lib.shim_imports:
             if not ctx.is_unprefixed_shim(name):
                 continue
@@ -469,7 +541,7 @@ def _unprefixed_import(ctx: Context) -> Iterator[Found]:
                     f"header?), which {where}"
                 )
             else:
-                message = f"imports '{name}', which {where}"
+                message = f"imports '{name}'{loaded_as}, which {where}"
             related = b.definer.display if b is not None and b.definer is not None and b.definer.role == REFERENCE else None
             yield lib.display, name, message, related
 
@@ -492,7 +564,7 @@ def _unbound(ctx: Context, lib: Library) -> Iterator[tuple[str, str | None, Bind
             continue  # a mangled import binds to a mangled export: MANGLED_SHIM's
         b = ctx.binding_of(lib, name)
         if b is None:
-            if name not in ctx.provided:
+            if name not in ctx.provided and lib.role != "dependency":  # a dependency never loaded: nothing bound
                 yield name, prefixes.prefix_of(name), None
         elif b.scope == "itself":
             continue  # bound to itself: BINDS_OUTSIDE_SHIMS says so
@@ -505,19 +577,25 @@ def _is_shims_prefix(ctx: Context, p: str | None) -> bool:
 
 
 def _failed(ctx: Context) -> set[str]:
-    return {f.library.display for f in ctx.process.load_failures(undefined=False)}
+    return {f.library.display for f in ctx.load_failures(undefined=False)}
 
 
 def _unsatisfied_import(ctx: Context) -> Iterator[Found]:
     if not ctx.shims:
         return
     failed = _failed(ctx)
-    for lib in ctx.distinct_libraries:
+    for lib in ctx.judged:
         if lib.display in failed:
             continue  # LOAD_FAILURE says it cannot load at all
         for name, p, b in _unbound(ctx, lib):
             if _is_shims_prefix(ctx, p):
-                if b is not None and b.version is not None and name in ctx.provided:
+                if lib.role == "dependency":
+                    root = ctx.process.chain(lib.linked)[0].display if lib.linked is not None else "the blob"
+                    message = (
+                        f"imports '{name}'{ctx.loaded_as(lib)}, which no shim library exports: the dlopen of {root} "
+                        "fails (undefined symbol)"
+                    )
+                elif b is not None and b.version is not None and name in ctx.provided:
                     message = (
                         f"imports '{name}@{b.version}', which no shim library defines in that version "
                         "(a versioned import binds only to its version)"
@@ -548,14 +626,14 @@ def _given_prefix_mismatch(ctx: Context) -> Iterator[Found]:
         yield from _foreign_prefixes(model.display, foreign, f"the given prefix is {ctx.prefix!r}")
 
 
-def _foreign_prefixes(artifact: str, foreign: dict[str, list[str]], expected: str) -> Iterator[Found]:
+def _foreign_prefixes(artifact: str, foreign: dict[str, list[str]], expected: str, loaded_as: str = "") -> Iterator[Found]:
     """PREFIX_MISMATCH's finding for each prefix of ``foreign`` (prefix -> the names imported
     with it), in prefix order; ``expected`` says which prefix was wanted."""
     for p, names in sorted(foreign.items()):
         yield (
             artifact,
             names[0],
-            f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'), but {expected}: "
+            f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'){loaded_as}, but {expected}: "
             "blob and shims were built with different prefixes, so it cannot load",
         )
 
@@ -577,14 +655,14 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
             f"the given prefix {ctx.prefix!r} is exported by no shim library; the shims carry {_carried(ctx)}",
         )
     failed = _failed(ctx)
-    for model in ctx.distinct_libraries:
+    for model in ctx.judged:
         if model.display in failed:
             continue
         foreign: dict[str, list[str]] = {}
         for name, p, _ in _unbound(ctx, model):
             if not _is_shims_prefix(ctx, p):
                 foreign.setdefault(p or "", []).append(name)
-        yield from _foreign_prefixes(model.display, foreign, f"the shims carry {_carried(ctx)}")
+        yield from _foreign_prefixes(model.display, foreign, f"the shims carry {_carried(ctx)}", ctx.loaded_as(model))
 
 
 _VISIBILITY = {0: "default", 1: "internal", 2: "hidden", 3: "protected"}
@@ -595,8 +673,9 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
     reference exporting the name, a blob's own dependency, a model; and a shim-ABI
     reference, prefixed or not, that the loader binds to its own library (local, or of a
     visibility other than default)."""
-    for lib in ctx.distinct_libraries:
-        global_ids = {id(g) for g in ctx.process.global_scope if g.role != REFERENCE}
+    global_ids = {id(g) for g in ctx.process.global_scope if g.role != REFERENCE}
+    for lib in ctx.judged:
+        loaded_as = ctx.loaded_as(lib)
         for b in ctx.bindings.get(lib.display, ()):
             if b.scope == "itself":
                 sym = b.entry.symbol
@@ -604,7 +683,7 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
                 yield (
                     lib.display,
                     b.name,
-                    f"refers to '{b.name}' as {kind} without defining it: the loader never looks it up and binds it "
+                    f"refers to '{b.name}'{loaded_as} as {kind} without defining it: the loader never looks it up and binds it "
                     "to address 0 of this library itself, never to the shims",
                 )
                 continue
@@ -622,7 +701,7 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
                 yield (
                     lib.display,
                     b.name,
-                    f"imports '{b.name}', which binds to {b.definer.display} (a dependency loaded with the shims) "
+                    f"imports '{b.name}'{loaded_as}, which binds to {b.definer.display} (a dependency loaded with the shims) "
                     f"in the process, not to {shim}, which also defines it",
                     b.definer.display,
                 )
@@ -630,7 +709,7 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
             yield (
                 lib.display,
                 b.name,
-                f"imports '{b.name}', which binds to {b.definer.display} ({what}) in the process, not to the shims",
+                f"imports '{b.name}'{loaded_as}, which binds to {b.definer.display} ({what}) in the process, not to the shims",
                 b.definer.display,
             )
 
@@ -691,7 +770,8 @@ def _is_linked_runtime(name: str, exports: Mapping[str, Symbol]) -> bool:
 
 def _reexported_runtime(ctx: Context) -> Iterator[Found]:
     for lib in ctx.distinct_libraries:
-        names = sorted(n for n in lib.runtime_exports if _is_linked_runtime(n, lib.exports))
+        # A program's copies (R_*_COPY) of libstdc++'s data (std::cout) are libstdc++'s instance.
+        names = sorted(n for n in lib.runtime_exports if n not in lib.copied and _is_linked_runtime(n, lib.exports))
         if names:
             yield (
                 lib.display,

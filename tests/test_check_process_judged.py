@@ -1,0 +1,230 @@
+"""Every library of the process is judged, and the process is derived, not guessed (issue 33
+§1, §1b).
+
+§1: a shim-ABI import of a blob's own dependency (a kernel library its RUNPATH finds) is
+judged by the import rules as the blob's are, and the finding names the chain that loaded
+it (``blob → libdep.so``). §1b: a library an extension module needs, or that needs
+libtorch_python.so, lives in a CPython process; a program found in a wheel is a process of
+its own; a program's copy relocations are no re-export of the C++ runtime. Each shape that
+is about loading is asked of the real loader: a child process dlopens the globals
+RTLD_GLOBAL, then the blob RTLD_NOW | RTLD_LOCAL, under LD_DEBUG=bindings.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+from c_library_support import ENTRY, EXPORT, c_library, defining, using
+from compile_support import compile_program, compiler
+
+from aoti_shim.checks import CheckSettings, run_check
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCES = REPO / "fixtures" / "checker"
+LOADER = (
+    "import ctypes, os, sys\n"
+    "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
+    "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_library_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+
+
+def _lib(folder: Path, name: str, text: str, flags: tuple[str, ...] = ()) -> Path:
+    return c_library(folder, name, text, ("-Wl,--no-as-needed", *flags))
+
+
+def _load(*paths: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, LD_DEBUG="bindings")
+    env.pop("LD_LIBRARY_PATH", None)
+    return subprocess.run([sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True, env=env, check=False)
+
+
+def _blocking(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+    return {(f.rule, Path(f.artifact).name, f.symbol) for f in report.findings if f.severity == "blocking"}
+
+
+def _message(report, rule: str, symbol: str) -> str:  # type: ignore[no-untyped-def]
+    return next(f.message for f in report.findings if f.rule == rule and f.symbol == symbol)
+
+
+# -- §1: a blob's own dependency ---------------------------------------------------------------
+
+
+def _kernel_blob(tmp_path: Path, kernel_imports: tuple[str, ...]) -> tuple[Path, Path, Path]:
+    """libtorch_cpu.so (a stand-in defining the unprefixed name), the shims (myrt_), and a
+    blob whose kernel library kern/libkern.so (found by the blob's RUNPATH) imports
+    ``kernel_imports``."""
+    torch = _lib(tmp_path / "torch", "torch_cpu", defining("aoti_torch_get_numel", "aoti_torch_empty_strided"))
+    shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_get_numel", "myrt_aoti_torch_empty_strided"))
+    decls = "".join(f"extern int {n}(void);\n" for n in kernel_imports)
+    kern = _lib(tmp_path / "kern", "kern", decls + f"{EXPORT} int kernel(void) {{ return {' + '.join(f'{n}()' for n in kernel_imports)}; }}\n")
+    blob_text = "extern int kernel(void);\n" + using("myrt_aoti_torch_get_numel", "kernel") + ENTRY
+    blob = _lib(tmp_path, "blob", blob_text, (str(kern), "-Wl,-rpath,$ORIGIN/kern"))
+    return torch, shim, blob
+
+
+def test_a_partial_rename_in_a_runpath_dependency_binds_to_libtorch(tmp_path: Path) -> None:
+    """libkern.so imports myrt_aoti_torch_empty_strided and aoti_torch_get_numel: the loader
+    binds the unprefixed one to libtorch (the crash); 4c8e217 said OK."""
+    torch, shim, blob = _kernel_blob(tmp_path, ("myrt_aoti_torch_empty_strided", "aoti_torch_get_numel"))
+    kern = tmp_path / "kern" / "libkern.so"
+    loaded = _load(torch, shim, blob)
+    assert loaded.returncode == 0, loaded.stderr
+    assert f"binding file {kern} [0] to {torch} [0]: normal symbol `aoti_torch_get_numel'" in loaded.stderr
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), against=(str(torch),)))
+    assert _blocking(report) == {("UNPREFIXED_IMPORT", "libkern.so", "aoti_torch_get_numel")}
+    message = _message(report, "UNPREFIXED_IMPORT", "aoti_torch_get_numel")
+    assert f"(loaded as {blob} → {kern})" in message, message
+    assert f"binds to {torch} in the process" in message, message
+
+
+def test_a_prefixed_name_no_shim_defines_in_a_dependency_fails_the_load(tmp_path: Path) -> None:
+    """libkern.so imports myrt_aoti_torch_nothere: dlopen refuses the blob; 4c8e217 said OK."""
+    torch, shim, blob = _kernel_blob(tmp_path, ("myrt_aoti_torch_nothere",))
+    loaded = _load(torch, shim, blob)
+    assert loaded.returncode != 0 and "undefined symbol: myrt_aoti_torch_nothere" in loaded.stderr, loaded.stderr
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), against=(str(torch),)))
+    assert _blocking(report) == {("UNSATISFIED_IMPORT", "libkern.so", "myrt_aoti_torch_nothere")}
+    message = _message(report, "UNSATISFIED_IMPORT", "myrt_aoti_torch_nothere")
+    assert f"(loaded as {blob} → {tmp_path / 'kern' / 'libkern.so'})" in message, message
+    assert f"the dlopen of {blob} fails" in message, message
+
+
+def test_an_unprefixed_name_with_no_libtorch_in_a_dependency_fails_the_load(tmp_path: Path) -> None:
+    """No libtorch in the process: libkern.so's aoti_torch_get_numel binds to nothing and
+    dlopen refuses the blob; 4c8e217 said OK."""
+    _, shim, blob = _kernel_blob(tmp_path, ("aoti_torch_get_numel",))
+    loaded = _load(shim, blob)
+    assert loaded.returncode != 0 and "undefined symbol: aoti_torch_get_numel" in loaded.stderr, loaded.stderr
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),)))
+    assert _blocking(report) == {("UNPREFIXED_IMPORT", "libkern.so", "aoti_torch_get_numel")}
+    message = _message(report, "UNPREFIXED_IMPORT", "aoti_torch_get_numel")
+    assert f"(loaded as {blob} → {tmp_path / 'kern' / 'libkern.so'})" in message, message
+    assert "binds to no library of this process (the load fails: undefined symbol)" in message, message
+
+
+def test_a_clean_dependency_and_a_stable_abi_extensions_own_dependency_add_nothing(tmp_path: Path) -> None:
+    """A kernel library importing only the shims' names is clean; a stable-ABI extension's
+    dependency imports libtorch's names by design, as the extension does (a warning once)."""
+    torch, shim, blob = _kernel_blob(tmp_path, ("myrt_aoti_torch_empty_strided",))
+    assert _load(torch, shim, blob).returncode == 0
+    assert _blocking(run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), against=(str(torch),)))) == set()
+    dep = _lib(tmp_path / "ext", "extdep", using("aoti_torch_get_numel"))
+    ext_text = "extern int use_all(void);\nextern int aoti_torch_empty_strided(void);\n"
+    ext_text += f"{EXPORT} int ext(void) {{ return use_all() + aoti_torch_empty_strided(); }}\n"
+    ext = _lib(tmp_path, "ext", ext_text, (str(dep), "-Wl,-rpath,$ORIGIN/ext"))
+    assert _load(torch, ext).returncode == 0
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(ext),), against=(str(torch),)))
+    assert _blocking(report) == set(), [f.message for f in report.findings]
+    assert [f.rule for f in report.findings] == ["NOT_AN_AOTI_MODEL"]
+
+
+# -- §1b: the Python host -----------------------------------------------------------------------
+
+_HELPER = """
+#include <Python.h>
+__attribute__((visibility("default"))) PyObject *helper_value(void) { return PyLong_FromLong(7); }
+"""
+_EXTENSION = """
+#include <Python.h>
+extern PyObject *helper_value(void);
+static PyObject *value(PyObject *self, PyObject *args) { return helper_value(); }
+static PyMethodDef methods[] = {{"value", value, METH_NOARGS, NULL}, {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ext", NULL, -1, methods};
+PyMODINIT_FUNC PyInit__ext(void) { return PyModule_Create(&module); }
+"""
+
+
+def _python_library(folder: Path, name: str, text: str, flags: tuple[str, ...] = ()) -> Path:
+    """A library built against CPython's headers, no libpython linked (as manylinux builds them)."""
+    include = sysconfig.get_paths()["include"]
+    return c_library(folder, name, text, (f"-I{include}", "-Wl,--no-as-needed", *flags))
+
+
+def test_a_library_an_extension_module_needs_binds_cpythons_api_to_the_interpreter(tmp_path: Path) -> None:
+    """_ext (PyInit__ext) needs libhelper.so, which calls PyLong_FromLong: it imports and runs
+    in an interpreter; 4c8e217 said LOAD_FAILURE for the helper's Py* imports."""
+    helper = _python_library(tmp_path / "pkg", "helper", _HELPER)
+    ext = _python_library(tmp_path / "pkg", "_ext", _EXTENSION, (str(helper), "-Wl,-rpath,$ORIGIN"))
+    ext = ext.rename(ext.with_name("_ext.so"))
+    code = f"import sys; sys.path.insert(0, {str(ext.parent)!r}); import _ext; assert _ext.value() == 7"
+    imported = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert imported.returncode == 0, imported.stderr
+    report = run_check(CheckSettings(models=(str(ext),)))
+    assert not [f for f in report.findings if f.rule == "LOAD_FAILURE"], [f.message for f in report.findings]
+    # The same helper with no extension module above it: nothing says an interpreter hosts it.
+    alone = _python_library(tmp_path / "alone", "helper", _HELPER)
+    assert ("LOAD_FAILURE", "libhelper.so", "PyLong_FromLong") in _blocking(run_check(CheckSettings(models=(str(alone),))))
+
+
+def test_a_library_needing_libtorch_python_binds_cpythons_api_to_the_interpreter(tmp_path: Path) -> None:
+    """libuser.so needs libtorch_python.so (a stand-in here) and calls PyLong_FromLong:
+    libtorch_python lives only in an interpreter, so ctypes loads it there (RTLD_NOW);
+    4c8e217 said LOAD_FAILURE."""
+    torch_python = _lib(tmp_path / "torch", "torch_python", defining("THPVariable_Wrap"))
+    user = _python_library(tmp_path, "user", _HELPER, (str(torch_python), "-Wl,-rpath,$ORIGIN/torch"))
+    loaded = _load(user)
+    assert loaded.returncode == 0, loaded.stderr
+    report = run_check(CheckSettings(models=(str(user),)))
+    assert not [f for f in report.findings if f.rule == "LOAD_FAILURE"], [f.message for f in report.findings]
+
+
+# -- §1b: a program in a wheel is a process of its own ----------------------------------------------
+
+
+def test_a_wheels_program_does_not_host_the_wheels_libraries(tmp_path: Path) -> None:
+    """bin/tool (-no-pie: it exports its copy of stderr) needs libfoo.so; lib/libbar.so calls
+    foo_helper without a DT_NEEDED on libfoo.so. dlopen refuses libbar.so; 4c8e217 put the
+    tool first with libfoo.so global and said OK."""
+    lib = tmp_path / "pkg" / "lib"
+    foo = _lib(lib, "foo", defining("foo_helper"))
+    bar = _lib(lib, "bar", using("foo_helper", "myrt_aoti_torch_get_numel") + ENTRY)
+    tool = tmp_path / "pkg" / "bin" / "tool"
+    tool.parent.mkdir(parents=True)
+    compile_program(SOURCES / "stderr_tool.c", tool, ("-no-pie", "-Wl,--no-as-needed", str(foo), "-Wl,-rpath,$ORIGIN/../lib"))
+    exported = subprocess.run(["readelf", "--dyn-syms", "-W", str(tool)], capture_output=True, text=True, check=True).stdout
+    assert any(" stderr" in line and " UND " not in line for line in exported.splitlines()), exported
+    assert subprocess.run([str(tool)], capture_output=True, text=True, check=False).returncode == 0
+    shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_get_numel"))
+    loaded = _load(shim, bar)
+    assert loaded.returncode != 0 and "undefined symbol: foo_helper" in loaded.stderr, loaded.stderr
+    wheel = tmp_path / "pkg-1.0-py3-none-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        for path in (foo, bar, tool):
+            zf.write(path, str(path.relative_to(tmp_path)))
+    for given in (str(wheel), str(tmp_path / "pkg")):
+        report = run_check(CheckSettings(shims=(str(shim),), models=(given,)))
+        assert ("LOAD_FAILURE", "libbar.so", "foo_helper") in _blocking(report), (given, [f.message for f in report.findings])
+        assert not [f for f in report.findings if Path(f.artifact).name == "tool" and f.severity == "blocking"], given
+    # Named as the program that hosts the blobs, the tool is the process's program again.
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(tool), str(bar))))
+    assert ("LOAD_FAILURE", "libbar.so", "foo_helper") not in _blocking(report), [f.message for f in report.findings]
+
+
+# -- §1b: copy relocations are no re-export ---------------------------------------------------------
+
+
+def test_a_programs_copies_of_libstdcxx_data_are_no_reexported_runtime(tmp_path: Path) -> None:
+    """g++ -no-pie on a one-line program: std::cout and std::cerr are R_X86_64_COPY targets of
+    libstdc++ that the program exports; 4c8e217 said REEXPORTED_RUNTIME (executorch's flatc)."""
+    compiler("c++")
+    program = tmp_path / "hello"
+    compile_program(SOURCES / "cout_program.cpp", program, ("-no-pie",))
+    exported = subprocess.run(["readelf", "--dyn-syms", "-W", str(program)], capture_output=True, text=True, check=True).stdout
+    assert any(" _ZSt4cout" in line and " UND " not in line for line in exported.splitlines()), exported
+    report = run_check(CheckSettings(models=(str(program),)))
+    assert [f.rule for f in report.findings] == [], [f.message for f in report.findings]
+    # A library that links the runtime statically still re-exports it.
+    static = c_library(tmp_path / "static", "static", '#include <stdexcept>\n__attribute__((visibility("default"))) void f() { throw std::runtime_error("x"); }\n',
+                       ("-static-libstdc++", "-static-libgcc"), language="c++")  # fmt: skip
+    assert "REEXPORTED_RUNTIME" in [f.rule for f in run_check(CheckSettings(models=(str(static),))).findings]
