@@ -232,13 +232,21 @@ class Context:
         """' (loaded as blob.so → libdep.so)' for a dependency: who pulled it in; '' for the others."""
         if lib.role != "dependency" or lib.linked is None:
             return ""
-        return f" (loaded as {' → '.join(x.display for x in self.process.chain(lib.linked))})"
+        return f" (loaded as {' → '.join(x.display for x in self.chain(lib.linked))})"
+
+    def chain(self, lib: Linked) -> list[Linked]:
+        """Process.chain in the coalesced process, else in the found program's own that loads it."""
+        for process in self.processes:
+            path = process.chain(lib)
+            if len(path) > 1:
+                return path
+        return [lib]
 
     def root_of(self, lib: Library) -> Library | None:
         """The checked library whose DT_NEEDED closure brought ``lib`` into the process."""
         if lib.linked is None:
             return None
-        first = self.process.chain(lib.linked)[0]
+        first = self.chain(lib.linked)[0]
         return next((x for x in self.distinct_libraries if x.display == first.display), None)
 
     @cached_property
@@ -253,9 +261,11 @@ class Context:
         out: dict[str, list[Binding]] = {}
         for b in self.process.resolve():
             out.setdefault(b.importer.display, []).append(b)
+        main = set(out)
         for own in self.own_processes:
             for b in own.resolve():
-                if b.importer in own.programs:
+                # The program, and what only its closure loads (the coalesced process has it not).
+                if b.importer in own.programs or b.importer.display not in main:
                     out.setdefault(b.importer.display, []).append(b)
         return out
 
@@ -590,7 +600,7 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Found]:
         for name, p, b in _unbound(ctx, lib):
             if _is_shims_prefix(ctx, p):
                 if lib.role == "dependency":
-                    root = ctx.process.chain(lib.linked)[0].display if lib.linked is not None else "the blob"
+                    root = ctx.chain(lib.linked)[0].display if lib.linked is not None else "the blob"
                     message = (
                         f"imports '{name}'{ctx.loaded_as(lib)}, which no shim library exports: the dlopen of {root} "
                         "fails (undefined symbol)"
@@ -615,7 +625,7 @@ def _given_prefix_mismatch(ctx: Context) -> Iterator[Found]:
     (the README's CMake quickstart), so a blob built with another one cannot bind to them."""
     if ctx.prefix_source != "given" or not ctx.prefix:
         return
-    for model in ctx.distinct_libraries:
+    for model in ctx.judged:
         foreign: dict[str, list[str]] = {}
         for name in model.shim_imports:
             if prefixes.is_unprefixed(name) or prefixes.is_mangled(name):
@@ -623,7 +633,7 @@ def _given_prefix_mismatch(ctx: Context) -> Iterator[Found]:
             p = prefixes.prefix_of(name)
             if p != ctx.prefix:
                 foreign.setdefault(p or "", []).append(name)
-        yield from _foreign_prefixes(model.display, foreign, f"the given prefix is {ctx.prefix!r}")
+        yield from _foreign_prefixes(model.display, foreign, f"the given prefix is {ctx.prefix!r}", ctx.loaded_as(model))
 
 
 def _foreign_prefixes(artifact: str, foreign: dict[str, list[str]], expected: str, loaded_as: str = "") -> Iterator[Found]:
@@ -813,9 +823,9 @@ RULES: tuple[Rule[Context], ...] = (
     Rule("NOT_A_SHIM", _not_a_shim, "A --shim library exports no aoti_torch_* name, prefixed or not.", WARNING),
     Rule("COLLISION", _collision, "A shim library exports a symbol that a reference library (libtorch) also exports.", BLOCKING),
     Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
-    Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A model, a shim library's own code or a consumer of the prefixed names imports a shim-ABI name without the prefix: it binds to libtorch when libtorch is global.", BLOCKING),
-    Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A checked library imports a prefixed shim name (in a version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to nothing.", BLOCKING),
-    Rule("PREFIX_MISMATCH", _prefix_mismatch, "A checked library imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
+    Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A library of the process (a model, a shim library's own code, a consumer of the prefixed names, or a library of their DT_NEEDED closure, named with the chain that loaded it) imports a shim-ABI name without the prefix: it binds to libtorch when libtorch is global, to nothing without it.", BLOCKING),
+    Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A library of the process (a checked one or one of its DT_NEEDED closure) imports a prefixed shim name (in a version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to nothing.", BLOCKING),
+    Rule("PREFIX_MISMATCH", _prefix_mismatch, "A library of the process (a checked one or one of its DT_NEEDED closure) imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
     Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or non-default-visibility symbol) binds to its own library.", BLOCKING),
     Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, -z nodlopen on what dlopen opens, a DT_NEEDED library the loader finds nowhere, or an import of a name that is no shim ABI that no library of its lookup scope defines (a shim's function import: its first call fails).", BLOCKING),
     Rule("UNSEEN_DEPENDENCY", _unseen_dependency, "A DT_NEEDED library this machine lacks that a deployment provides: a GPU driver library (libcuda.so.1), or one a wheel member's run path finds in another distribution's folder, not installed here.", WARNING),
