@@ -228,3 +228,24 @@ def test_a_programs_copies_of_libstdcxx_data_are_no_reexported_runtime(tmp_path:
     static = c_library(tmp_path / "static", "static", '#include <stdexcept>\n__attribute__((visibility("default"))) void f() { throw std::runtime_error("x"); }\n',
                        ("-static-libstdc++", "-static-libgcc"), language="c++")  # fmt: skip
     assert "REEXPORTED_RUNTIME" in [f.rule for f in run_check(CheckSettings(models=(str(static),))).findings]
+
+
+def test_a_found_programs_own_load_is_judged_once(tmp_path: Path) -> None:
+    """A found program is judged as the process it is: one needing a library found nowhere
+    cannot start (as the loader says); a shim another program loads, whose function import
+    binds to nothing, is said once, though both processes load that shim."""
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    gone = _lib(tmp_path / "elsewhere", "gone", defining("gone_helper"))
+    shim = _lib(tmp_path / "lib", "shim", defining("myrt_aoti_torch_get_numel", "foo_helper") + using("helper_nowhere"))
+    flags = ("-no-pie", "-Wl,--no-as-needed,--allow-shlib-undefined", str(shim), "-Wl,-rpath,$ORIGIN/../lib")
+    compile_program(SOURCES / "stderr_tool.c", folder / "tool", (*flags, str(gone)))
+    compile_program(SOURCES / "stderr_tool.c", folder / "runs", flags)
+    gone.unlink()
+    started = subprocess.run([str(folder / "tool")], capture_output=True, text=True, check=False)
+    assert started.returncode != 0 and "libgone.so: cannot open shared object file" in started.stderr, started.stderr
+    assert subprocess.run([str(folder / "runs")], capture_output=True, text=True, check=False).returncode == 0
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(folder),)))
+    blocking = sorted((f.rule, Path(f.artifact).name, f.symbol) for f in report.findings if f.severity == "blocking")
+    assert blocking == [("LOAD_FAILURE", "libshim.so", "helper_nowhere"), ("LOAD_FAILURE", "tool", "")], blocking
+    assert "needs libgone.so" in _message(report, "LOAD_FAILURE", ""), _message(report, "LOAD_FAILURE", "")

@@ -50,6 +50,7 @@ from functools import cached_property
 from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 from aoti_shim.checks.abi import prefix as shim_abi
+from aoti_shim.checks.loader import lineage
 from aoti_shim.checks.elf.image import (
     STB_GNU_UNIQUE,
     STB_LOCAL,
@@ -69,9 +70,6 @@ PROGRAM, REFERENCE, SHIM, MODEL, DEPENDENCY = "program", "reference", "shim", "m
 # The machine's own libraries (libc, libstdc++...) and the references' dependencies: they
 # define names for the others, and their own imports are not asked about.
 SYSTEM = "system"
-
-# Only an interpreter loads torch's Python bindings: whatever needs them lives in CPython.
-TORCH_PYTHON = "libtorch_python.so"
 
 # ELF machine numbers named in messages (the rest print as numbers).
 MACHINES = {3: "i386", 40: "ARM", 62: "x86-64", 183: "AArch64", 243: "RISC-V", 21: "PowerPC64", 22: "S390"}
@@ -583,46 +581,16 @@ class Process:
 
     @cached_property
     def _python_hosted(self) -> frozenset[int]:
-        """The libraries that live in a CPython process: an extension module and the closure it
-        needs, and a library whose closure needs libtorch_python.so (only an interpreter loads it)."""
-        hosted: set[int] = set()
-        for lib in self._everyone():
-            closure = self._closure(lib)
-            if lib.python_extension:
-                hosted.update(id(x) for x in closure)
-            elif any(TORCH_PYTHON in x.names or TORCH_PYTHON in x.needed for x in closure):
-                hosted.add(id(lib))
-        return frozenset(hosted)
+        everyone = {id(x): x for x in (*self.programs, *self.references, *self.shims, *self.dependencies, *self.models)}
+        return lineage.python_hosted(everyone.values(), self._closure)
 
     def in_python(self, lib: Linked) -> bool:
-        """True when ``lib`` lives in a CPython process (see _python_hosted)."""
+        """True when ``lib`` lives in a CPython process (:func:`lineage.python_hosted`)."""
         return id(lib) in self._python_hosted
 
-    def _everyone(self) -> list[Linked]:
-        out: dict[int, Linked] = {}
-        for lib in (*self.programs, *self.references, *self.shims, *self.dependencies, *self.models):
-            out.setdefault(id(lib), lib)
-        return list(out.values())
-
     def chain(self, lib: Linked) -> list[Linked]:
-        """How ``lib`` joined the process: the library loaded first (a program, reference, shim or
-        blob) whose DT_NEEDED closure reaches it, then each DT_NEEDED step down to ``lib``."""
-        for root in (*self.programs, *self.references, *self.shims, *self.models):
-            parent: dict[int, Linked | None] = {id(root): None}
-            todo = [root]
-            while todo and id(lib) not in parent:
-                at = todo.pop(0)
-                for name in (*at.filtees, *at.needed):
-                    dep = self._by_name.get(name)
-                    if dep is not None and id(dep) not in parent:
-                        parent[id(dep)] = at
-                        todo.append(dep)
-            if id(lib) in parent:
-                path: list[Linked] = [lib]
-                while (up := parent[id(path[-1])]) is not None:
-                    path.append(up)
-                return path[::-1]
-        return [lib]
+        """How ``lib`` joined the process (:func:`lineage.chain`): its root first."""
+        return lineage.chain((*self.programs, *self.references, *self.shims, *self.models), lib, self._by_name)
 
     def _search_list(self, lib: Linked) -> list[Linked]:
         return self._local.get(id(lib)) or (self._tried[id(lib)][0] if id(lib) in self._tried else [lib])

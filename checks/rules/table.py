@@ -18,7 +18,7 @@ from array import array
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
-from typing import Callable, Generic, Iterator, Mapping, NamedTuple, Sequence, TypeVar, Union
+from typing import Callable, Generic, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar, Union
 
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.loader.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, SYSTEM, Binding, Linked, LoadFailure, Process
@@ -270,11 +270,12 @@ class Context:
         return out
 
     def load_failures(self, *, undefined: bool = True) -> list[LoadFailure]:
-        """What dlopen refuses, in every process the check judges."""
-        return [f for p in self.processes for f in p.load_failures(undefined=undefined)]
+        """What dlopen refuses, in every process the check judges (a failure a found program's
+        process repeats, of a library both load, said once)."""
+        return _once(f for p in self.processes for f in p.load_failures(undefined=undefined))
 
     def call_failures(self) -> list[LoadFailure]:
-        return [f for p in self.processes for f in p.call_failures()]
+        return _once(f for p in self.processes for f in p.call_failures())
 
     def binding_of(self, lib: Library, name: str) -> Binding | None:
         return next((b for b in self.bindings.get(lib.display, ()) if b.name == name), None)
@@ -304,6 +305,17 @@ class Context:
     def is_prefixed_shim(self, name: str) -> bool:
         prefix = self.prefix
         return bool(prefix) and name.startswith(prefix) and prefixes.is_unprefixed(name[len(prefix) :])
+
+
+def _once(failures: Iterable[LoadFailure]) -> list[LoadFailure]:
+    seen: set[tuple[str, str, str]] = set()
+    out = []
+    for f in failures:
+        key = (f.library.display, f.reason, f.symbol)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 # Symbols the static linker defines in every shared object; sharing them is harmless.
