@@ -609,27 +609,30 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Found]:
     for lib in ctx.judged:
         if lib.display in failed:
             continue  # LOAD_FAILURE says it cannot load at all
+        loaded_as = ctx.loaded_as(lib)
         for name, p, b in _unbound(ctx, lib):
             if _is_shims_prefix(ctx, p):
-                if lib.role == "dependency":
-                    root = ctx.chain(lib.linked)[0].display if lib.linked is not None else "the blob"
+                if b is not None and b.version is not None and name in ctx.provided:
                     message = (
-                        f"imports '{name}'{ctx.loaded_as(lib)}, which no shim library exports: the dlopen of {root} "
-                        "fails (undefined symbol)"
-                    )
-                elif b is not None and b.version is not None and name in ctx.provided:
-                    message = (
-                        f"imports '{name}@{b.version}', which no shim library defines in that version "
+                        f"imports '{name}@{b.version}'{loaded_as}, which no shim library defines in that version "
                         "(a versioned import binds only to its version)"
                     )
                 elif name in ctx.provided:
                     message = (
-                        f"imports '{name}', which a shim library exports, but the loader's lookup passes over that "
-                        "definition (of value 0, of a type that is no code or data, or out of reach of its .gnu.hash)"
+                        f"imports '{name}'{loaded_as}, which a shim library exports, but the loader's lookup passes over "
+                        "that definition (of value 0, of a type that is no code or data, or out of reach of its .gnu.hash)"
                     )
                 else:
-                    message = f"imports '{name}', which no shim library exports (it fails when first called)"
+                    message = f"imports '{name}'{loaded_as}, which no shim library exports{_fails(ctx, lib)}"
                 yield lib.display, name, message
+
+
+def _fails(ctx: Context, lib: Library) -> str:
+    """What an import bound to nothing fails: a blob's dependency fails the blob's dlopen (RTLD_NOW)."""
+    root = ctx.chain(lib.linked)[0] if lib.role == "dependency" and lib.linked is not None else None
+    if root is not None and root.role == MODEL:
+        return f": the dlopen of {root.display} fails (undefined symbol)"
+    return " (it fails when first called)"
 
 
 def _given_prefix_mismatch(ctx: Context) -> Iterator[Found]:
