@@ -6,7 +6,8 @@ shim headers declare), prefixes right, missing, wrong or partial, symbol kinds G
 WEAK, GNU_UNIQUE, IFUNC, protected and TLS, version scripts (a hidden old version too),
 -Bsymbolic, DT_NEEDED chains (a blob linked against a shim, or against a link-time stub
 of it that has another version, or against the libtorch stand-in, or needing a dependency
-of its own; a shim needing a dependency that only its RUNPATH finds, exporting shim names;
+of its own; a blob needing a dependency that only its RUNPATH finds, importing shim names
+(issue 33 §1); a shim needing a dependency that only its RUNPATH finds, exporting shim names;
 a shim or blob needing a library that is gone), and a shim of a foreign machine (an
 e_machine patched copy: this machine has no 32-bit toolchain),
 a shim that is a filter (-F, -f) of a dependency, libraries linked -z nodlopen, and patched .dynsym entries: a blob's import the loader
@@ -77,7 +78,7 @@ EM_AARCH64 = 183
 _BINDING = re.compile(r"^\s*(\d+):\s+binding file (.+?) \[\d+\] to (.+?) \[\d+\]: (?:normal|protected) symbol `([^']+)'")
 SHIM_NAMES = sorted(n for n in shipped_names().names if re.fullmatch(r"[A-Za-z0-9_]+", n))
 counted = {
-    "cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0, "gone": 0, "sdep": 0, "torch": 0,
+    "cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0, "gone": 0, "sdep": 0, "bdep": 0, "torch": 0,
     "helpers": 0, "helper_bindings": 0, "helper_failures": 0,
 }  # fmt: skip
 
@@ -181,6 +182,12 @@ def cases(draw: st.DrawFn) -> Case:
         if link != "none":
             needed.append(link)
         libs.append(Lib(f"blob{i}", "blob", [], imps, needed, symbolic=draw(st.integers(0, 3)) == 0))
+    if draw(st.integers(0, 5)) == 0:
+        # A blob's own dependency (a kernel library that its RUNPATH finds, never given to the
+        # check) importing shim-ABI names: judged as the blob's own imports are (issue 33 §1).
+        imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))]
+        libs.append(Lib("bdep0", "bdep", [], imps))
+        libs[[lib.key for lib in libs].index("blob0")].needed.append("bdep0")
     if any("stub" in lib.needed for lib in libs):
         # Linked against a stub of shim0 (its soname) that has every name, in version MYRT_2:
         # the blob asks for a version the loaded shim0 may lack.
@@ -334,7 +341,7 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
     # One gcc call compiles every library of the batch; ld links each.
     subprocess.run(["gcc", "-c", "-fPIC", "-O1", *[s.name for _, _, s in sources]], cwd=out, check=True, capture_output=True)
     built = [Built(case, {}) for case in batch]
-    order = {"stub": 0, "gone": 0, "dep": 1, "sdep": 1, "hdep": 1, "ref": 2, "shim": 3, "blob": 4}
+    order = {"stub": 0, "gone": 0, "dep": 1, "sdep": 1, "hdep": 1, "bdep": 1, "ref": 2, "shim": 3, "blob": 4}
     for c, lib, src in sorted(sources, key=lambda t: (t[0], order[t[1].role])):
         case = batch[c]
         soname = f"libc{c}_{'shim0' if lib.role == 'stub' else lib.key}.so"
@@ -497,7 +504,7 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     shims = set(roles(b, "shim"))
     checked = [str(b.paths[lib.key]) for lib in case.libs if lib.role in ("shim", "blob", "dep")]
     # What the loader bound, for the shim-ABI imports of the generated libraries.
-    imports = {(str(b.paths[lib.key]), name_of(m.base, m.spelling)) for lib in case.libs if lib.role in ("shim", "blob", "dep") for m in lib.imps}
+    imports = {(str(b.paths[lib.key]), name_of(m.base, m.spelling)) for lib in case.libs if lib.role in ("shim", "blob", "dep", "bdep") for m in lib.imps}
     loader: dict[tuple[str, str], str] = {}
     for importer, definer, symbol in bindings:
         if (importer, symbol) in imports:
@@ -506,6 +513,8 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     failures = {p for p in failed if p in by_path}
     bad = bool(failures) or any(d in refs for (i, s), d in loader.items() if is_shim_name(s))
     loaded = [p for p in checked if p not in failures and not _failed_by_need(b, p, failures)]
+    # A blob's own dependency is loaded when the blob is.
+    loaded += [str(b.paths[d.key]) for d in case.libs if d.role == "bdep" and any(str(b.paths[n.key]) in loaded for n in case.libs if d.key in n.needed)]
     clean = not failures and all(loader.get(key) in shims for key in imports if is_shim_name(key[1]))
     # A blob's import bound to the blob itself (a protected reference) or to nothing though
     # not weak (a local or hidden one): it loaded, and no call of it reaches a shim.
@@ -580,6 +589,7 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     # The dependency shapes, so the summary shows the generator reaches them.
     counted["gone"] += any(lib.role == "gone" for lib in case.libs)
     counted["sdep"] += any(lib.role == "sdep" for lib in case.libs)
+    counted["bdep"] += any(lib.role == "bdep" for lib in case.libs)
     counted["torch"] += any("ref0" in lib.needed for lib in case.libs)
     counted["helpers"] += any(m.base == HELPER or m.base in LIBC_NAMES.values() for lib in case.libs for m in lib.imps)
     counted["helper_failures"] += any(f.rule == "LOAD_FAILURE" and f.symbol and not is_shim_name(f.symbol) for f in blocking)
@@ -602,6 +612,7 @@ def report_count(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def
         f"binding differential: {counted['cases']} cases, {counted['bindings']} shim-ABI bindings compared with ld.so, "
         f"{counted['blocking']} blocked, {counted['clean']} clean loads, {counted['disagreements']} disagreements "
         f"({counted['gone']} needing a library that is gone, {counted['sdep']} with a shim's run-path dependency, "
+        f"{counted['bdep']} with a blob's run-path dependency importing shim ABI, "
         f"{counted['torch']} with a blob needing the libtorch stand-in, {counted['helpers']} importing a name that is no "
         f"shim ABI: {counted['helper_bindings']} such bindings compared, {counted['helper_failures']} LOAD_FAILUREs of one)"
     )
