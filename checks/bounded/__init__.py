@@ -1,0 +1,1 @@
+"""Bounded reads of an untrusted file, shared by the Mach-O and PE readers."""
