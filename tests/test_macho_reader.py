@@ -1,0 +1,225 @@
+"""The Mach-O reader against independent readers, on fixtures a seeded generator draws.
+
+Each fixture (tests/macho_fixtures.py) is compiled from generated C and linked here. Its
+facts are held to llvm-objdump's (dyld-info opcodes, load commands, export trie: LLVM 14
+cannot decode chained fixups), to LIEF's and llvm-nm's for chained-fixups files, and to
+what the generator meant (which names are flat, two-level, weak imports). Fat files, made
+by llvm-lipo and by a header written here, must give each slice's facts unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import lief
+import pytest
+from macho_fixtures import MachOSpec, build, ld64_lld, llvm_lipo, specs, write_fat
+
+from aoti_shim.checks.macho import read
+from aoti_shim.checks.macho.facts import FLAT, MAIN_EXECUTABLE, SELF, TWO_LEVEL, WEAK, MachOFacts
+
+SEED = int(os.environ.get("AOTI_SHIM_MACHO_SEED", "3601"))
+COUNT = int(os.environ.get("AOTI_SHIM_MACHO_COUNT", "6"))
+_SPECIAL_COLUMNS = {"flat-namespace": FLAT, "weak": WEAK, "this-image": SELF, "main-executable": MAIN_EXECUTABLE}
+_DYLIB_COMMANDS = {"LC_LOAD_DYLIB": "load", "LC_LOAD_WEAK_DYLIB": "weak", "LC_REEXPORT_DYLIB": "reexport",
+                   "LC_LAZY_LOAD_DYLIB": "lazy", "LC_LOAD_UPWARD_DYLIB": "upward"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def macho_built(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[MachOSpec, Path]]:
+    out = tmp_path_factory.mktemp("macho")
+    return [(spec, build(spec, out / spec.name)) for spec in specs(SEED, COUNT, with_lld=ld64_lld() is not None)]
+
+
+def _objdump(path: Path, *flags: str) -> list[str]:
+    done = subprocess.run(["llvm-objdump", "--macho", *flags, str(path)], capture_output=True, text=True, check=True)
+    return done.stdout.splitlines()
+
+
+def short_name(install_name: str) -> str:
+    """llvm-objdump's column for a library: the file name without directory, .dylib, or a .A/.B version."""
+    base = install_name.rsplit("/", 1)[-1].removesuffix(".dylib")
+    return re.sub(r"\.[A-Z]$", "", base)
+
+
+def objdump_headers(path: Path) -> dict[str, object]:
+    """Architecture, filetype and flags, LC_ID_DYLIB, the dylib commands and LC_RPATHs."""
+    lines = _objdump(path, "--private-headers")
+    values = lines[lines.index(next(x for x in lines if x.split()[:2] == ["magic", "cputype"])) + 1].split()
+    facts: dict[str, object] = {"cputype": values[1], "filetype": values[4], "flags": set(values[7:]),
+                                "id": None, "dylibs": [], "rpaths": []}  # fmt: skip
+    command = None
+    for line in lines:
+        words = line.split()
+        if words[:1] == ["cmd"]:
+            command = words[1]
+        elif words[:1] in (["name"], ["path"]) and command:
+            value = line.split(None, 1)[1].rsplit(" (offset ", 1)[0]
+            if command == "LC_ID_DYLIB":
+                facts["id"] = value
+            elif command in _DYLIB_COMMANDS:
+                facts["dylibs"].append((value, _DYLIB_COMMANDS[command]))  # type: ignore[union-attr]
+            elif command == "LC_RPATH":
+                facts["rpaths"].append(value)  # type: ignore[union-attr]
+    return facts
+
+
+def objdump_binds(path: Path) -> tuple[set[tuple[str, str]], set[str]]:
+    """{(symbol, dylib column)} over the bind, lazy-bind and weak-bind tables, and the
+    names the bind table marks weak_import."""
+    binds: set[tuple[str, str]] = set()
+    weak_imports: set[str] = set()
+    for flag, dylib_col, name_col in (("--bind", 5, 6), ("--lazy-bind", 3, 4), ("--weak-bind", None, 5)):
+        rows = _objdump(path, flag)
+        header = next(i for i, line in enumerate(rows) if line.startswith("segment"))
+        for line in rows[header + 1 :]:
+            words = line.split()
+            if not words or "strong" in words:
+                continue
+            binds.add((words[name_col], "weak" if dylib_col is None else words[dylib_col]))
+            if "(weak_import)" in words:
+                weak_imports.add(words[name_col])
+    return binds, weak_imports
+
+
+def objdump_exports(path: Path) -> set[tuple[str, bool]]:
+    rows = _objdump(path, "--exports-trie")
+    return {(line.split()[1], "[weak_def]" in line) for line in rows[rows.index("Exports trie:") + 1 :] if line.strip()}
+
+
+def lief_facts(path: Path) -> tuple[set[tuple[str, str]], set[str], set[tuple[str, bool]]]:
+    """LIEF's binds (as objdump's columns), weak imports and exports: the judge for chained fixups."""
+    binary = lief.MachO.parse(str(path)).at(0)
+    binds, weak_imports = set(), set()
+    for bind in binary.bindings:
+        ordinal = bind.library_ordinal
+        column = short_name(bind.library.name) if ordinal > 0 else \
+            {0: "this-image", -1: "main-executable", -2: "flat-namespace", -3: "weak"}[ordinal]  # fmt: skip
+        binds.add((bind.symbol.name, column))
+        if bind.weak_import:
+            weak_imports.add(bind.symbol.name)
+    exports = {(s.name, bool(s.export_info.flags & 0x4)) for s in binary.exported_symbols}
+    return binds, weak_imports, exports
+
+
+def nm_undefined(path: Path) -> dict[str, str]:
+    """llvm-nm -m's undefined names: name -> "flat" or the library it says (from the symbol table)."""
+    done = subprocess.run(["llvm-nm", "-m", str(path)], capture_output=True, text=True, check=True)
+    found = {}
+    for line in done.stdout.splitlines():
+        if "(undefined)" in line:
+            name = re.search(r"external (\S+)", line)
+            library = re.search(r"\(from (\S+)\)", line)
+            if name:
+                found[name.group(1)] = library.group(1) if library else "flat"
+    return found
+
+
+def as_columns(facts: MachOFacts) -> set[tuple[str, str]]:
+    return {(i.name, short_name(i.library) if i.binding == TWO_LEVEL and i.library else
+             {v: k for k, v in _SPECIAL_COLUMNS.items()}[i.binding]) for i in facts.imports}  # fmt: skip
+
+
+def only(path: Path) -> MachOFacts:
+    facts = read(path)
+    assert len(facts) == 1
+    return facts[0]
+
+
+def test_headers_and_load_commands_match_objdump(macho_built: list[tuple[MachOSpec, Path]]) -> None:
+    for spec, path in macho_built:
+        facts, truth = only(path), objdump_headers(path)
+        assert facts.architecture == {"ARM64": "arm64", "X86_64": "x86_64"}[str(truth["cputype"])] == spec.arch
+        assert facts.filetype.upper() == truth["filetype"] and facts.filetype == spec.filetype
+        assert facts.two_level == ("TWOLEVEL" in truth["flags"])  # type: ignore[operator]
+        assert facts.weak_defines == ("WEAK_DEFINES" in truth["flags"])  # type: ignore[operator]
+        assert facts.binds_to_weak == ("BINDS_TO_WEAK" in truth["flags"])  # type: ignore[operator]
+        assert facts.install_name == truth["id"] == (spec.install_name if spec.filetype == "dylib" else None)
+        assert [(d.name, d.kind) for d in facts.dependencies] == truth["dylibs"]
+        assert (spec.dep_install_name, spec.dep_link) in truth["dylibs"]  # type: ignore[operator]
+        assert list(facts.rpaths) == truth["rpaths"] == list(spec.rpaths)
+        assert facts.fixups == ("chained" if spec.linker == "lld" else "dyld_info")
+
+
+def test_binds_and_exports_match_an_independent_reader(macho_built: list[tuple[MachOSpec, Path]]) -> None:
+    for spec, path in macho_built:
+        facts = only(path)
+        if spec.linker == "zig":
+            binds, weak_imports = objdump_binds(path)
+            exports = objdump_exports(path)
+        else:
+            binds, weak_imports, exports = lief_facts(path)
+        assert as_columns(facts) == binds, spec.name
+        assert {i.name for i in facts.imports if i.weak_import} >= weak_imports, spec.name
+        assert {(e.name, e.weak_definition) for e in facts.exports} == exports, spec.name
+
+
+def test_imports_are_classified_as_the_generator_meant(macho_built: list[tuple[MachOSpec, Path]]) -> None:
+    """Flat for -undefined dynamic_lookup names, two-level to the dependency's install name
+    for its names, weak_import where the source said so; llvm-nm's symbol table agrees."""
+    for spec, path in macho_built:
+        facts = only(path)
+        by_name = {(i.name, i.binding): i for i in facts.imports}
+        for name in spec.flat + spec.flat_weak:
+            assert by_name[("_" + name, FLAT)].library is None, name
+            assert by_name[("_" + name, FLAT)].weak_import == (name in spec.flat_weak), name
+        for name in spec.dep_functions + spec.dep_data + spec.dep_weak_imports:
+            bound = by_name[("_" + name, TWO_LEVEL)]
+            assert bound.library == spec.dep_install_name, name
+            assert bound.weak_import == (name in spec.dep_weak_imports or spec.dep_link == "weak"), name
+        undefined = nm_undefined(path)
+        for imported in facts.imports:
+            if imported.binding == TWO_LEVEL and imported.name in undefined:
+                assert undefined[imported.name] == short_name(imported.library or ""), imported
+            elif imported.binding == FLAT:
+                assert undefined[imported.name] == "flat", imported
+        exported = {e.name: e.weak_definition for e in facts.exports}
+        assert all(exported["_" + n] is False for n in spec.exports)
+        assert all(exported["_" + n] is True for n in spec.weak_exports)
+
+
+def test_the_generator_covers_what_the_reader_must_tell_apart(macho_built: list[tuple[MachOSpec, Path]]) -> None:
+    """The seeded draw has flat, weak and two-level imports, weak definitions, both
+    architectures, every dependency kind its linkers offer, and bundles where lld links."""
+    all_facts = [only(path) for _, path in macho_built]
+    bindings = {i.binding for f in all_facts for i in f.imports}
+    assert {FLAT, TWO_LEVEL} <= bindings
+    assert any(i.weak_import for f in all_facts for i in f.imports)
+    assert any(e.weak_definition for f in all_facts for e in f.exports)
+    assert {f.architecture for f in all_facts} == {"arm64", "x86_64"}
+    kinds = {d.kind for f in all_facts for d in f.dependencies}
+    assert {"load", "weak"} <= kinds
+    if ld64_lld():
+        assert "reexport" in kinds and {f.fixups for f in all_facts} == {"chained", "dyld_info"}
+        assert "bundle" in {f.filetype for f in all_facts}
+
+
+def _strip_path(facts: MachOFacts) -> tuple[object, ...]:
+    return (facts.architecture, facts.filetype, facts.flags, facts.install_name, facts.dependencies,
+            facts.rpaths, facts.exports, facts.imports, facts.fixups)  # fmt: skip
+
+
+@pytest.mark.parametrize("maker", ["lipo", "fat32", "fat64"])
+def test_fat_files_give_each_slice(macho_built: list[tuple[MachOSpec, Path]], tmp_path: Path, maker: str) -> None:
+    zig = [path for spec, path in macho_built if spec.linker == "zig"]
+    parts = [zig[0], zig[1]]  # arm64 then x86_64
+    if maker == "lipo":
+        tool = llvm_lipo()
+        if tool is None:
+            pytest.skip("no llvm-lipo")
+        fat = tmp_path / "fat.dylib"
+        subprocess.run([tool, "-create", *map(str, parts), "-output", str(fat)], check=True)
+        listed = subprocess.run([tool, "-archs", str(fat)], capture_output=True, text=True, check=True).stdout.split()
+    else:
+        fat = write_fat(parts, tmp_path / "fat.dylib", wide=maker == "fat64")
+        listed = ["arm64", "x86_64"]
+    sliced = read(fat)
+    assert sorted(f.architecture for f in sliced) == sorted(listed)
+    by_arch = {f.architecture: f for f in sliced}
+    for part in parts:
+        thin = only(part)
+        assert _strip_path(by_arch[thin.architecture]) == _strip_path(thin)
+        assert by_arch[thin.architecture].path.startswith(str(fat))
