@@ -183,3 +183,33 @@ def write_fat(parts: list[Path], out: Path, *, wide: bool) -> Path:
     assert len(header) <= 4096 and entry
     out.write_bytes(bytes(header) + bytes(4096 - len(header)) + bytes(body))
     return out
+
+
+# Values that catch off-by-one and overflow handling when written into a 32-bit field.
+INTERESTING_32 = (0, 1, 2, 3, 4, 7, 8, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE, 0xFFFFFFFF)
+
+
+def mutate(data: bytes, rng: random.Random, hot: list[tuple[int, int]]) -> bytes:
+    """One mutant of a Mach-O file: random bytes, header and load-command bytes, a 32-bit
+    field set to an edge value, bytes inside a table (``hot``: the trie, binds, fixups, fat
+    header), or a truncation."""
+    out = bytearray(data)
+    strategy = rng.randrange(6)
+    if strategy == 0:
+        for _ in range(rng.randint(1, 8)):
+            out[rng.randrange(len(out))] = rng.randrange(256)
+    elif strategy == 1:
+        commands_end = min(len(out), 32 + struct.unpack_from("<I", data, 20)[0]) if data[:2] != b"\xca\xfe" else 4096
+        for _ in range(rng.randint(1, 3)):
+            out[rng.randrange(commands_end)] = rng.randrange(256)
+    elif strategy == 2:
+        at = rng.randrange(0, min(len(out), 4096) - 4, 4)
+        value = rng.choice(INTERESTING_32 + (len(data), len(data) - 1, rng.randrange(1 << 32)))
+        out[at : at + 4] = struct.pack("<I", value)
+    elif strategy in (3, 4) and hot:
+        start, size = rng.choice(hot)
+        for _ in range(rng.randint(1, 6)):
+            out[start + rng.randrange(max(size, 1))] = rng.choice((0, 0x80, 0xFF, rng.randrange(256)))
+    else:
+        del out[rng.randrange(len(out)) :]
+    return bytes(out)

@@ -10,19 +10,29 @@ by llvm-lipo and by a header written here, must give each slice's facts unchange
 from __future__ import annotations
 
 import os
+import random
 import re
+import signal
 import subprocess
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import lief
 import pytest
-from macho_fixtures import MachOSpec, build, ld64_lld, llvm_lipo, specs, write_fat
+from macho_fixtures import MachOSpec, build, ld64_lld, llvm_lipo, mutate, specs, write_fat
 
+from aoti_shim.checks.bounded.view import view_of_bytes
 from aoti_shim.checks.macho import read
+from aoti_shim.checks.macho.commands import parse
+from aoti_shim.checks.macho.exports import read_trie
+from aoti_shim.checks.macho.fat import slices
 from aoti_shim.checks.macho.facts import FLAT, MAIN_EXECUTABLE, SELF, TWO_LEVEL, WEAK, MachOFacts
+from aoti_shim.errors import InputError
 
 SEED = int(os.environ.get("AOTI_SHIM_MACHO_SEED", "3601"))
-COUNT = int(os.environ.get("AOTI_SHIM_MACHO_COUNT", "6"))
+COUNT = int(os.environ.get("AOTI_SHIM_MACHO_COUNT", "4"))
 _SPECIAL_COLUMNS = {"flat-namespace": FLAT, "weak": WEAK, "this-image": SELF, "main-executable": MAIN_EXECUTABLE}
 _DYLIB_COMMANDS = {"LC_LOAD_DYLIB": "load", "LC_LOAD_WEAK_DYLIB": "weak", "LC_REEXPORT_DYLIB": "reexport",
                    "LC_LAZY_LOAD_DYLIB": "lazy", "LC_LOAD_UPWARD_DYLIB": "upward"}  # fmt: skip
@@ -32,6 +42,26 @@ _DYLIB_COMMANDS = {"LC_LOAD_DYLIB": "load", "LC_LOAD_WEAK_DYLIB": "weak", "LC_RE
 def macho_built(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[MachOSpec, Path]]:
     out = tmp_path_factory.mktemp("macho")
     return [(spec, build(spec, out / spec.name)) for spec in specs(SEED, COUNT, with_lld=ld64_lld() is not None)]
+
+
+class Hang(Exception):
+    """A read that ran past its time limit."""
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise Hang in the reader if it runs past ``seconds`` (a loop must fail the test, not stall it)."""
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise Hang(f"read ran past {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _objdump(path: Path, *flags: str) -> list[str]:
@@ -223,3 +253,67 @@ def test_fat_files_give_each_slice(macho_built: list[tuple[MachOSpec, Path]], tm
         thin = only(part)
         assert _strip_path(by_arch[thin.architecture]) == _strip_path(thin)
         assert by_arch[thin.architecture].path.startswith(str(fat))
+
+
+FUZZ_SEED = int(os.environ.get("AOTI_SHIM_FUZZ_SEED", "20261203"))
+FUZZ_COUNT = int(os.environ.get("AOTI_SHIM_FUZZ_COUNT", "1500"))
+# A healthy read takes about a millisecond; a loop or a blow-up takes far longer.
+PER_FILE_LIMIT_S = 2.0
+
+
+def _hot_ranges(path: Path) -> list[tuple[int, int]]:
+    """Where the tables lie (from the reader itself: the mutants need not agree with it)."""
+    data = path.read_bytes()
+    view = view_of_bytes(data, str(path))
+    found = [(0, 64)]
+    for part in slices(view):
+        commands = parse(part)
+        for extent in (commands.bind, commands.lazy_bind, commands.weak_bind, commands.exports_trie,
+                       commands.chained_fixups):  # fmt: skip
+            if extent is not None:
+                found.append((part.start + extent.offset, extent.size))
+    return found
+
+
+def test_mutated_files_give_facts_or_one_input_error(macho_built: list[tuple[MachOSpec, Path]], tmp_path: Path) -> None:
+    zig = [path for spec, path in macho_built if spec.linker == "zig"]
+    seeds = [zig[0], zig[1], write_fat(zig[:2], tmp_path / "fat.dylib", wide=False)]
+    seeds += [path for spec, path in macho_built if spec.linker == "lld"][:2]
+    rng = random.Random(FUZZ_SEED)
+    hot = {seed: _hot_ranges(seed) for seed in seeds}
+    outcomes = {"facts": 0, "error": 0}
+    target = tmp_path / "mutant"
+    for _ in range(FUZZ_COUNT):
+        seed = rng.choice(seeds)
+        target.write_bytes(mutate(seed.read_bytes(), rng, hot[seed]))
+        started = time.monotonic()
+        try:
+            with time_limit(PER_FILE_LIMIT_S):
+                facts = read(target)
+            assert all(isinstance(f, MachOFacts) for f in facts) and facts
+            outcomes["facts"] += 1
+        except InputError as error:
+            assert str(error) and "\n" not in str(error), repr(str(error))
+            assert str(error).startswith(str(target)), str(error)
+            outcomes["error"] += 1
+        assert time.monotonic() - started < PER_FILE_LIMIT_S
+    # Both outcomes must occur, or the mutants are too timid (or too brutal) to test anything.
+    assert outcomes["facts"] > FUZZ_COUNT // 10 and outcomes["error"] > FUZZ_COUNT // 10, outcomes
+
+
+def test_hostile_shapes_give_one_line(tmp_path: Path) -> None:
+    """Files no fuzzer is likely to make: a loop in the export trie, a Java class file's
+    magic, a FIFO, an empty file, an ordinal past the dylib list."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    java = tmp_path / "Main.class"
+    java.write_bytes(b"\xca\xfe\xba\xbe\x00\x00\x00\x41" + bytes(64))
+    for path, expected in ((fifo, "not a regular file"), (empty, "empty file"), (java, "Java class")):
+        with time_limit(PER_FILE_LIMIT_S), pytest.raises(InputError, match=expected):
+            read(path)
+    # A trie whose root's one child is the root itself.
+    loop = view_of_bytes(b"\x00\x01_\x00\x00", "loop")
+    with pytest.raises(InputError, match="twice"):
+        read_trie(loop)
