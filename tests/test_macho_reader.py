@@ -13,6 +13,7 @@ import os
 import random
 import re
 import signal
+import struct
 import subprocess
 import time
 from contextlib import contextmanager
@@ -25,6 +26,7 @@ from macho_fixtures import MachOSpec, build, ld64_lld, llvm_lipo, mutate, specs,
 
 from aoti_shim.checks.bounded.view import view_of_bytes
 from aoti_shim.checks.macho import read
+from aoti_shim.checks.macho.binds import read_chained_imports
 from aoti_shim.checks.macho.commands import parse
 from aoti_shim.checks.macho.exports import read_trie
 from aoti_shim.checks.macho.fat import slices
@@ -317,3 +319,54 @@ def test_hostile_shapes_give_one_line(tmp_path: Path) -> None:
     loop = view_of_bytes(b"\x00\x01_\x00\x00", "loop")
     with pytest.raises(InputError, match="twice"):
         read_trie(loop)
+
+
+def test_an_image_without_mh_twolevel_is_looked_up_flat(macho_built: list[tuple[MachOSpec, Path]], tmp_path: Path) -> None:
+    """dyld ignores the library ordinals of a flat-namespace image: every bind is a flat lookup."""
+    spec, path = next((s, p) for s, p in macho_built if s.linker == "zig")
+    data = bytearray(path.read_bytes())
+    flags = int.from_bytes(data[24:28], "little")
+    assert flags & 0x80
+    data[24:28] = (flags & ~0x80).to_bytes(4, "little")
+    flat = tmp_path / "flat.dylib"
+    flat.write_bytes(bytes(data))
+    two_level, flattened = only(path), only(flat)
+    assert not flattened.two_level
+    assert {(i.name, i.weak_import) for i in flattened.imports if i.binding == FLAT} == \
+        {(i.name, i.weak_import) for i in two_level.imports if i.binding != WEAK}  # fmt: skip
+    assert any(i.binding == TWO_LEVEL for i in two_level.imports) and all(i.library is None for i in flattened.imports)
+
+
+def _chained_blob(imports: list[tuple[str, int, bool]], imports_format: int) -> bytes:
+    """An LC_DYLD_CHAINED_FIXUPS payload: header, imports table in ``imports_format``, names."""
+    names = b""
+    offsets = []
+    for name, _, _ in imports:
+        offsets.append(len(names))
+        names += name.encode() + b"\0"
+    table = b""
+    for (_, ordinal, weak), offset in zip(imports, offsets):
+        if imports_format == 3:
+            table += ((ordinal & 0xFFFF) | weak << 16 | offset << 32).to_bytes(8, "little") + (7).to_bytes(8, "little")
+        else:
+            word = ((ordinal & 0xFF) | weak << 8 | offset << 9).to_bytes(4, "little")
+            table += word + ((5).to_bytes(4, "little") if imports_format == 2 else b"")
+    header_size = 28
+    starts = header_size
+    imports_at = starts + 4
+    names_at = imports_at + len(table)
+    header = struct.pack("<7I", 0, starts, imports_at, names_at, len(imports), imports_format, 0)
+    return header + (0).to_bytes(4, "little") + table + names
+
+
+@pytest.mark.parametrize("imports_format", [1, 2, 3])
+def test_every_chained_imports_format(imports_format: int) -> None:
+    """ld64.lld writes format 1 only; Apple's ld writes 2 and 3 (addends, 16-bit ordinals), so
+    these payloads are written here: each import's ordinal (special ones too) and weak bit."""
+    rng = random.Random(imports_format)
+    wanted = [(f"_aoti_torch_{i}_{rng.randrange(1 << 16):x}", rng.choice((1, 2, 3, 0, -1, -2, -3)), rng.random() < 0.3)
+              for i in range(rng.randint(5, 20))]  # fmt: skip
+    found = read_chained_imports(view_of_bytes(_chained_blob(wanted, imports_format), "chained"))
+    assert [(b.name, b.ordinal, b.weak_import) for b in found] == wanted
+    with pytest.raises(InputError, match="^chained: "):
+        read_chained_imports(view_of_bytes(_chained_blob(wanted, imports_format)[:-40], "chained"))
