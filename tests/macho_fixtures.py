@@ -151,10 +151,10 @@ def build(spec: MachOSpec, out: Path) -> Path:
     _run([*ZIG, "cc", "-target", target, "-c", *CFLAGS, "-o", str(obj), str(main_c)])
     lld = ld64_lld()
     assert lld is not None
-    link = {"load": [str(dep)], "weak": ["-weak_library", str(dep)], "reexport": ["-reexport_library", str(dep)]}
+    options = {"load": [str(dep)], "weak": ["-weak_library", str(dep)], "reexport": ["-reexport_library", str(dep)]}
     kind = ["-bundle"] if spec.filetype == "bundle" else ["-dylib", "-install_name", spec.install_name]
     _run([lld, *kind, "-arch", spec.arch, *LLD_PLATFORM, "-fixup_chains", "-o", str(image), str(obj),
-          *link[spec.dep_link], "-undefined", "dynamic_lookup", *rpaths])  # fmt: skip
+          *options[spec.dep_link], "-undefined", "dynamic_lookup", *rpaths])  # fmt: skip
     return image
 
 

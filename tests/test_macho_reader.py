@@ -17,8 +17,9 @@ import struct
 import subprocess
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import lief
 import pytest
@@ -77,12 +78,21 @@ def short_name(install_name: str) -> str:
     return re.sub(r"\.[A-Z]$", "", base)
 
 
-def objdump_headers(path: Path) -> dict[str, object]:
+@dataclass(frozen=True)
+class ObjdumpHeaders:
+    cputype: str
+    filetype: str
+    flags: frozenset[str]
+    install_name: str | None
+    dylibs: tuple[tuple[str, str], ...]
+    rpaths: tuple[str, ...]
+
+
+def objdump_headers(path: Path) -> ObjdumpHeaders:
     """Architecture, filetype and flags, LC_ID_DYLIB, the dylib commands and LC_RPATHs."""
     lines = _objdump(path, "--private-headers")
     values = lines[lines.index(next(x for x in lines if x.split()[:2] == ["magic", "cputype"])) + 1].split()
-    facts: dict[str, object] = {"cputype": values[1], "filetype": values[4], "flags": set(values[7:]),
-                                "id": None, "dylibs": [], "rpaths": []}  # fmt: skip
+    install_name, dylibs, rpaths = None, [], []
     command = None
     for line in lines:
         words = line.split()
@@ -91,12 +101,12 @@ def objdump_headers(path: Path) -> dict[str, object]:
         elif words[:1] in (["name"], ["path"]) and command:
             value = line.split(None, 1)[1].rsplit(" (offset ", 1)[0]
             if command == "LC_ID_DYLIB":
-                facts["id"] = value
+                install_name = value
             elif command in _DYLIB_COMMANDS:
-                facts["dylibs"].append((value, _DYLIB_COMMANDS[command]))  # type: ignore[union-attr]
+                dylibs.append((value, _DYLIB_COMMANDS[command]))
             elif command == "LC_RPATH":
-                facts["rpaths"].append(value)  # type: ignore[union-attr]
-    return facts
+                rpaths.append(value)
+    return ObjdumpHeaders(values[1], values[4], frozenset(values[7:]), install_name, tuple(dylibs), tuple(rpaths))
 
 
 def objdump_binds(path: Path) -> tuple[set[tuple[str, str]], set[str]]:
@@ -124,8 +134,9 @@ def objdump_exports(path: Path) -> set[tuple[str, bool]]:
 
 def lief_facts(path: Path) -> tuple[set[tuple[str, str]], set[str], set[tuple[str, bool]]]:
     """LIEF's binds (as objdump's columns), weak imports and exports: the judge for chained fixups."""
-    binary = lief.MachO.parse(str(path)).at(0)
-    binds, weak_imports = set(), set()
+    binary: Any = lief.MachO.parse(str(path)).at(0)  # type: ignore[union-attr]
+    binds: set[tuple[str, str]] = set()
+    weak_imports: set[str] = set()
     for bind in binary.bindings:
         ordinal = bind.library_ordinal
         column = short_name(bind.library.name) if ordinal > 0 else \
@@ -164,15 +175,15 @@ def only(path: Path) -> MachOFacts:
 def test_headers_and_load_commands_match_objdump(macho_built: list[tuple[MachOSpec, Path]]) -> None:
     for spec, path in macho_built:
         facts, truth = only(path), objdump_headers(path)
-        assert facts.architecture == {"ARM64": "arm64", "X86_64": "x86_64"}[str(truth["cputype"])] == spec.arch
-        assert facts.filetype.upper() == truth["filetype"] and facts.filetype == spec.filetype
-        assert facts.two_level == ("TWOLEVEL" in truth["flags"])  # type: ignore[operator]
-        assert facts.weak_defines == ("WEAK_DEFINES" in truth["flags"])  # type: ignore[operator]
-        assert facts.binds_to_weak == ("BINDS_TO_WEAK" in truth["flags"])  # type: ignore[operator]
-        assert facts.install_name == truth["id"] == (spec.install_name if spec.filetype == "dylib" else None)
-        assert [(d.name, d.kind) for d in facts.dependencies] == truth["dylibs"]
-        assert (spec.dep_install_name, spec.dep_link) in truth["dylibs"]  # type: ignore[operator]
-        assert list(facts.rpaths) == truth["rpaths"] == list(spec.rpaths)
+        assert facts.architecture == {"ARM64": "arm64", "X86_64": "x86_64"}[truth.cputype] == spec.arch
+        assert facts.filetype.upper() == truth.filetype and facts.filetype == spec.filetype
+        assert facts.two_level == ("TWOLEVEL" in truth.flags)
+        assert facts.weak_defines == ("WEAK_DEFINES" in truth.flags)
+        assert facts.binds_to_weak == ("BINDS_TO_WEAK" in truth.flags)
+        assert facts.install_name == truth.install_name == (spec.install_name if spec.filetype == "dylib" else None)
+        assert tuple((d.name, d.kind) for d in facts.dependencies) == truth.dylibs
+        assert (spec.dep_install_name, spec.dep_link) in truth.dylibs
+        assert facts.rpaths == truth.rpaths == spec.rpaths
         assert facts.fixups == ("chained" if spec.linker == "lld" else "dyld_info")
 
 

@@ -17,7 +17,7 @@ import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import lief
 import pytest
@@ -89,7 +89,7 @@ def test_imports_and_exports_match_readobj(pe_built: list[tuple[PESpec, Path]]) 
 def test_dll_name_machine_and_forwarders_match_lief(pe_built: list[tuple[PESpec, Path]]) -> None:
     for spec, path in pe_built:
         facts = read(path)
-        binary = lief.PE.parse(str(path))
+        binary: Any = lief.PE.parse(str(path))
         assert facts.is_dll and facts.architecture == spec.arch
         assert facts.architecture == {"AMD64": "x86_64", "ARM64": "arm64"}[binary.header.machine.name]
         table = binary.get_export()

@@ -51,7 +51,7 @@ class View:
             raise self.fail(f"{what} at offset {offset:#x} (+{length:#x}) lies past the end ({self.size:#x})")
         return self.start + offset
 
-    def bytes(self, offset: int, length: int, what: str) -> bytes:
+    def raw(self, offset: int, length: int, what: str) -> bytes:
         at = self.check(offset, length, what)
         return bytes(self.data[at : at + length])
 
@@ -63,19 +63,19 @@ class View:
         return self.data[self.check(offset, 1, what)]
 
     def u16(self, offset: int, what: str) -> int:
-        return _U16.unpack_from(self.data, self.check(offset, 2, what))[0]
+        return int(_U16.unpack_from(self.data, self.check(offset, 2, what))[0])
 
     def u32(self, offset: int, what: str) -> int:
-        return _U32.unpack_from(self.data, self.check(offset, 4, what))[0]
+        return int(_U32.unpack_from(self.data, self.check(offset, 4, what))[0])
 
     def u64(self, offset: int, what: str) -> int:
-        return _U64.unpack_from(self.data, self.check(offset, 8, what))[0]
+        return int(_U64.unpack_from(self.data, self.check(offset, 8, what))[0])
 
     def be32(self, offset: int, what: str) -> int:
-        return _BE32.unpack_from(self.data, self.check(offset, 4, what))[0]
+        return int(_BE32.unpack_from(self.data, self.check(offset, 4, what))[0])
 
     def be64(self, offset: int, what: str) -> int:
-        return _BE64.unpack_from(self.data, self.check(offset, 8, what))[0]
+        return int(_BE64.unpack_from(self.data, self.check(offset, 8, what))[0])
 
     def uleb(self, offset: int, what: str) -> tuple[int, int]:
         """An unsigned LEB128 at ``offset``: (value, offset after it). At most 10 bytes (64 bits)."""
@@ -114,7 +114,7 @@ class View:
         if nul < 0:
             raise self.fail(f"{what} at offset {offset:#x} has no terminating NUL within bounds")
         name = bytes(self.data[at:nul]).decode("utf-8", "backslashreplace")
-        return name, nul - self.start + 1
+        return str(name), int(nul) - self.start + 1
 
 
 def open_view(path: str | os.PathLike[str], display: str | None = None) -> View:
@@ -140,6 +140,12 @@ def open_view(path: str | os.PathLike[str], display: str | None = None) -> View:
     finally:
         os.close(fd)
     return View(shown, data, 0, len(data))
+
+
+def close(view: View) -> None:
+    """Unmap a view's file (a view of bytes in memory has nothing to release)."""
+    if isinstance(view.data, mmap.mmap):
+        view.data.close()
 
 
 def view_of_bytes(data: bytes, display: str) -> View:

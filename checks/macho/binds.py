@@ -73,10 +73,6 @@ def read_opcodes(stream: View, table: str) -> list[RawBind]:
                 raise stream.fail(f"unknown threaded bind sub-opcode {imm} in the {table} opcodes")
         else:
             raise stream.fail(f"unknown bind opcode {byte:#04x} at offset {at - 1:#x} of the {table} opcodes")
-    if table == "weak_bind":
-        # A weak-bind entry announces a name for coalescing; a strong definition of it here
-        # (BIND_SYMBOL_FLAGS_NON_WEAK_DEFINITION) overrides the others rather than importing.
-        return [b for b in found if not b.weak_import]
     return list(found)
 
 
@@ -84,9 +80,11 @@ def _record(stream: View, found: dict[RawBind, None], table: str, name: str | No
     if name is None:
         raise stream.fail(f"a bind in the {table} opcodes before any symbol name")
     if table == "weak_bind":
-        # No ordinal in this table: every entry is a weak lookup. weak_import here carries
-        # "a strong definition" so that read_opcodes can leave those out.
-        found[RawBind(name, c.BIND_SPECIAL_DYLIB_WEAK_LOOKUP, bool(flags & c.BIND_SYMBOL_FLAGS_NON_WEAK_DEFINITION), table)] = None
+        # No ordinal in this table: every entry is a weak lookup, coalesced across images. One
+        # marked BIND_SYMBOL_FLAGS_NON_WEAK_DEFINITION announces this image's strong
+        # definition, which overrides the others: a definition, not an import.
+        if not flags & c.BIND_SYMBOL_FLAGS_NON_WEAK_DEFINITION:
+            found[RawBind(name, c.BIND_SPECIAL_DYLIB_WEAK_LOOKUP, False, table)] = None
         return
     found[RawBind(name, ordinal, bool(flags & c.BIND_SYMBOL_FLAGS_WEAK_IMPORT), table)] = None
 

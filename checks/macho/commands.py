@@ -115,7 +115,8 @@ def _lc_str(command: View, field: int, what: str) -> str:
     offset = command.u32(field, what)
     if offset < field + 4:
         raise command.fail(f"{what} starts inside the command's fixed fields")
-    return command.cstring(offset, what)[0]
+    name: str = command.cstring(offset, what)[0]
+    return name
 
 
 def _extent(command: View, field: int, key: str, state: _Collected, slice_view: View) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from aoti_shim.checks.bounded.view import View, open_view
+from aoti_shim.checks.bounded.view import View, close, open_view
 from aoti_shim.checks.macho import constants as c
 from aoti_shim.checks.macho.binds import RawBind, read_chained_imports, read_opcodes
 from aoti_shim.checks.macho.commands import Extent, LoadCommands, parse
@@ -75,7 +75,7 @@ def read(path: str | os.PathLike[str], display: str | None = None) -> tuple[Mach
     try:
         return read_view(view)
     finally:
-        view.data.close()  # type: ignore[union-attr]
+        close(view)
 
 
 def read_view(view: View) -> tuple[MachOFacts, ...]:

@@ -59,4 +59,4 @@ def _table(view: View, headers: Headers, rva: int, count: int, width: int, what:
         return 0
     at = rva_offset(view, headers, rva, what)
     view.check(at, count * width, what)
-    return at
+    return int(at)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from aoti_shim.checks.bounded.view import View, open_view
+from aoti_shim.checks.bounded.view import View, close, open_view
 from aoti_shim.checks.pe.exports import Export, read_exports
 from aoti_shim.checks.pe.headers import IMAGE_FILE_DLL, MACHINES, parse
 from aoti_shim.checks.pe.imports import read_imports
@@ -46,7 +46,7 @@ def read(path: str | os.PathLike[str], display: str | None = None) -> PEFacts:
     try:
         return read_view(view)
     finally:
-        view.data.close()  # type: ignore[union-attr]
+        close(view)
 
 
 def read_view(view: View) -> PEFacts:

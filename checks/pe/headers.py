@@ -45,10 +45,10 @@ class Headers:
 
 
 def parse(view: View) -> Headers:
-    if view.bytes(0, 2, "the DOS header") != b"MZ":
+    if view.raw(0, 2, "the DOS header") != b"MZ":
         raise view.fail("not a PE file (no MZ header)")
     pe = view.u32(0x3C, "e_lfanew")
-    if view.bytes(pe, 4, "the PE signature") != b"PE\0\0":
+    if view.raw(pe, 4, "the PE signature") != b"PE\0\0":
         raise view.fail("not a PE file (no PE signature at e_lfanew)")
     coff = pe + 4
     machine, count = view.u16(coff, "the COFF machine"), view.u16(coff + 2, "NumberOfSections")
@@ -71,7 +71,7 @@ def parse(view: View) -> Headers:
 
 
 def _section(view: View, at: int) -> Section:
-    name = view.bytes(at, 8, "a section header").rstrip(b"\0").decode("utf-8", "backslashreplace")
+    name = view.raw(at, 8, "a section header").rstrip(b"\0").decode("utf-8", "backslashreplace")
     virtual_size, rva = view.u32(at + 8, "a section's VirtualSize"), view.u32(at + 12, "a section's VirtualAddress")
     size, offset = view.u32(at + 16, "a section's SizeOfRawData"), view.u32(at + 20, "a section's PointerToRawData")
     return Section(name, rva, virtual_size, offset, size)
@@ -97,4 +97,5 @@ def rva_offset(view: View, headers: Headers, rva: int, what: str) -> int:
 
 
 def rva_string(view: View, headers: Headers, rva: int, what: str) -> str:
-    return view.cstring(rva_offset(view, headers, rva, what), what)[0]
+    name: str = view.cstring(rva_offset(view, headers, rva, what), what)[0]
+    return name

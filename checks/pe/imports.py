@@ -34,7 +34,7 @@ def read_imports(view: View, headers: Headers) -> list[DllImports]:
     if normal:
         at = rva_offset(view, headers, normal[0], "the import directory")
         for index in range(_MAX_DESCRIPTORS):
-            entry = view.bytes(at + 20 * index, 20, "an import descriptor")
+            entry = view.raw(at + 20 * index, 20, "an import descriptor")
             if entry == bytes(20):
                 break
             lookup, name, first_thunk = view.u32(at + 20 * index, "OriginalFirstThunk"), \
@@ -56,7 +56,7 @@ def _delay_imports(view: View, headers: Headers, rva: int) -> list[DllImports]:
     at = rva_offset(view, headers, rva, "the delay-load import directory")
     for index in range(_MAX_DESCRIPTORS):
         entry = at + 32 * index
-        if view.bytes(entry, 32, "a delay-load descriptor") == bytes(32):
+        if view.raw(entry, 32, "a delay-load descriptor") == bytes(32):
             return found
         attributes, name, names_table = view.u32(entry, "a delay-load descriptor's Attributes"), \
             view.u32(entry + 4, "a delay-load DLL name"), view.u32(entry + 16, "ImportNameTableRVA")  # fmt: skip
