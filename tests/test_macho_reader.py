@@ -27,7 +27,7 @@ from macho_fixtures import MachOSpec, build, ld64_lld, llvm_lipo, mutate, specs,
 
 from aoti_shim.checks.bounded.view import view_of_bytes
 from aoti_shim.checks.macho import read
-from aoti_shim.checks.macho.binds import read_chained_imports
+from aoti_shim.checks.macho.binds import read_chained_imports, read_opcodes
 from aoti_shim.checks.macho.commands import parse
 from aoti_shim.checks.macho.exports import read_trie
 from aoti_shim.checks.macho.fat import slices
@@ -381,3 +381,58 @@ def test_every_chained_imports_format(imports_format: int) -> None:
     assert [(b.name, b.ordinal, b.weak_import) for b in found] == wanted
     with pytest.raises(InputError, match="^chained: "):
         read_chained_imports(view_of_bytes(_chained_blob(wanted, imports_format)[:-40], "chained"))
+
+
+def _uleb(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _opcode_stream(rng: random.Random, table: str) -> tuple[bytes, set[tuple[str, int, bool]]]:
+    """A random dyld-info opcode stream (every opcode kind) and the binds it must give."""
+    out, expected = bytearray(), set()
+    for index in range(rng.randint(3, 12)):
+        name = f"_sym_{index}_{rng.randrange(1 << 20):x}"
+        ordinal = rng.choice((1, 2, 15, 16, 300, 0, -1, -2, -3))
+        if table != "weak_bind":
+            if ordinal > 15:
+                out += bytes([0x20]) + _uleb(ordinal)  # SET_DYLIB_ORDINAL_ULEB
+            elif ordinal > 0:
+                out.append(0x10 | ordinal)  # SET_DYLIB_ORDINAL_IMM
+            else:
+                out.append(0x30 | (ordinal & 0xF))  # SET_DYLIB_SPECIAL_IMM
+        flags = rng.choice((0, 1, 8)) if table != "lazy_bind" else rng.choice((0, 1))
+        out += bytes([0x40 | flags]) + name.encode() + b"\0"  # SET_SYMBOL_TRAILING_FLAGS_IMM
+        out += bytes([0x51, 0x72]) + _uleb(rng.randrange(1 << 20))  # SET_TYPE_IMM, SET_SEGMENT_AND_OFFSET_ULEB
+        out += bytes([0x60]) + bytes([0x7F])  # SET_ADDEND_SLEB (-1)
+        # One of the five ways to bind; a strong definition in the weak table binds nothing.
+        out += rng.choice((b"\x90", b"\xa0" + _uleb(8), b"\xb3", b"\xc0" + _uleb(1 << 30) + _uleb(8), b"\x80\x08\x90"))
+        if table == "weak_bind":
+            if not flags & 8:
+                expected.add((name, -3, False))
+        else:
+            expected.add((name, ordinal if table != "weak_bind" else -3, bool(flags & 1)))
+        if table == "lazy_bind":
+            out.append(0x00)  # DONE ends each lazy stub's stream, not the table
+    if table != "lazy_bind":
+        out += b"\xd0" + _uleb(4) + b"\xd1\x00" + b"\x90" * 3  # THREADED ops, then DONE, then ignored bytes
+    return bytes(out), expected
+
+
+@pytest.mark.parametrize("table", ["bind", "lazy_bind", "weak_bind"])
+def test_every_bind_opcode(table: str) -> None:
+    """zig's streams use few opcodes; Apple's ld uses the rest (ULEB ordinals, repeated and
+    scaled binds, threaded binds): streams written here from a seeded draw."""
+    rng = random.Random(table)
+    for _ in range(50):
+        stream, expected = _opcode_stream(rng, table)
+        found = read_opcodes(view_of_bytes(stream, table), table)
+        assert {(b.name, b.ordinal, b.weak_import) for b in found} == expected
+    with pytest.raises(InputError, match="unknown bind opcode 0xe0"):
+        read_opcodes(view_of_bytes(b"\x11\x40_a\x00\xe0", "bad"), "bind")
+    with pytest.raises(InputError, match="before any symbol name"):
+        read_opcodes(view_of_bytes(b"\x11\x90", "bad"), "bind")
