@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from aoti_shim.checks.abi.prefix import validate  # the one rule for a prefix, shared with `aoti-shim check`
+from aoti_shim.checks.abi.prefix import separator_warning, validate  # the one rule, shared with `aoti-shim check`
 from aoti_shim.errors import UsageError
 from aoti_shim.plugin import settings
 from aoti_shim.plugin.settings import CMAKE_VAR
@@ -135,12 +135,12 @@ def effective_prefix(
     if value is None:
         return EffectivePrefix(PrefixChoice(None, source), ())
     choice = PrefixChoice(validate(value, source), source)
+    # The prefix the library gets, whichever source won, is the one warned of.
+    warnings = tuple(w for w in (separator_warning(value, source),) if w is not None)
     if requested.value is None or requested.value == value:
-        return EffectivePrefix(choice, ())
-    return EffectivePrefix(
-        choice,
-        (
-            f"{source} sets {CMAKE_VAR}={value}, overriding {SETTING}={requested.value} "
-            f"(from {requested.source}); the library gets {value!r}",
-        ),
+        return EffectivePrefix(choice, warnings)
+    overridden = (
+        f"{source} sets {CMAKE_VAR}={value}, overriding {SETTING}={requested.value} "
+        f"(from {requested.source}); the library gets {value!r}"
     )
+    return EffectivePrefix(choice, (overridden, *warnings))

@@ -270,3 +270,26 @@ def test_every_install_hint_names_a_route_that_works_before_aoti_shim_is_on_an_i
             ):
                 bad.append(f"{source.relative_to(root)}:{number}: {line.strip()}")
     assert bad == []
+
+
+_NO_SEPARATOR = "aoti-shim: warning: --prefix 'myrt' does not end in '_': shim names become myrtaoti_torch_x; did you mean 'myrt_'?"
+
+
+def test_check_warns_of_a_prefix_without_its_underscore_and_keeps_its_exit_status(checker_libs) -> None:
+    # The warning is no finding: README's exit codes give it no bit, so --fail-on never still exits 0.
+    warned = cli("check", "--shim", str(checker_libs["clean_shim"]), "--prefix", "myrt", "--fail-on", "never")
+    assert warned.returncode == 0, warned.stderr
+    assert warned.stderr.splitlines()[0] == _NO_SEPARATOR
+    quiet = cli("check", "--shim", str(checker_libs["clean_shim"]), "--prefix", "myrt_", "--fail-on", "never")
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr
+
+
+@pytest.mark.parametrize("command", ["rewrite-imports", "smoke"])
+def test_every_command_taking_a_prefix_warns_of_it(command: str, tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-blob.so")
+    args = (missing, "--prefix", "myrt") if command == "rewrite-imports" else ("--shims", missing, "--prefix", "myrt")
+    warned = cli(command, *args)
+    plain = cli(command, *args[:-1], "myrt_")
+    assert warned.stderr.splitlines()[0] == _NO_SEPARATOR
+    assert warned.returncode == plain.returncode != 0  # the same error after the warning
+    assert warned.stderr.splitlines()[1:] == plain.stderr.splitlines()

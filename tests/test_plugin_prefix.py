@@ -230,3 +230,24 @@ def test_unbalanced_quote_in_cmake_args_is_a_usage_error() -> None:
             environ={"CMAKE_ARGS": "-DAOTI_SHIM_SYMBOL_PREFIX='a_"},
             raw_source=None,
         )
+
+
+def test_a_prefix_without_its_underscore_is_warned_of_whichever_source_wins() -> None:
+    warned = "does not end in '_': shim names become myrtaoti_torch_x; did you mean 'myrt_'?"
+    asked = _effective(PrefixChoice("myrt", "[tool.aoti-shim] prefix"), define_value="myrt")
+    assert asked.warnings == (f"prefix 'myrt' from [tool.aoti-shim] prefix {warned}",)
+    # An override that drops the '_' is warned of twice: the override, and what the library gets.
+    overridden = _effective(cmake_args=("-DAOTI_SHIM_SYMBOL_PREFIX=myrt",), define_value="myrt_")
+    assert overridden.warnings == (_warning("cmake.args", "myrt"), f"prefix 'myrt' from cmake.args {warned}")
+
+
+def test_the_backend_prints_the_warning_where_pip_shows_it(capsys: pytest.CaptureFixture[str]) -> None:
+    from aoti_shim.plugin.wheel import _report_prefix
+
+    _report_prefix(_effective(PrefixChoice("myrt", "-C aoti-shim.prefix"), define_value="myrt"))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "aoti-shim: prefix: myrt (from -C aoti-shim.prefix)",
+        "aoti-shim: warning: prefix 'myrt' from -C aoti-shim.prefix does not end in '_': shim names become "
+        "myrtaoti_torch_x; did you mean 'myrt_'?",
+    ]

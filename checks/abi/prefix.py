@@ -117,6 +117,25 @@ def validate(prefix: str, source: str | None = None) -> str:
     return prefix
 
 
+def lacks_separator(prefix: str) -> bool:
+    """True for a prefix that does not end in ``_``: legal, but ``myrt`` gives
+    ``myrtaoti_torch_x``, which reads as one word; every channel warns of it (CMake's
+    resolver keeps its own copy of this rule)."""
+    return bool(prefix) and not prefix.endswith("_")
+
+
+def separator_warning(prefix: str, source: str | None = None) -> str | None:
+    """The warning every channel gives for :func:`lacks_separator`, or None; ``source`` as
+    for :func:`validate`."""
+    if not lacks_separator(prefix):
+        return None
+    given = f"--prefix {prefix!r}" if source is None else f"prefix {prefix!r} from {source}"
+    return (
+        f"{given} does not end in '_': shim names become {prefix}{SHIM_MARK}x; "
+        f"did you mean {prefix + '_'!r}?"
+    )
+
+
 def carried(names: Iterable[str]) -> dict[str, int]:
     """How many of ``names`` carry each non-empty prefix in front of ``aoti_torch_``."""
     found: dict[str, int] = {}

@@ -115,6 +115,24 @@ def _silence_stdout() -> None:
         pass
 
 
+def _warn_of_prefix(args: argparse.Namespace) -> None:
+    """A ``--prefix`` without its trailing ``_`` is legal but almost always a slip: one
+    warning line on standard error, the exit status unchanged (it is no finding)."""
+    given = getattr(args, "prefix", None)
+    if not isinstance(given, str):
+        return
+    # Imported here: most command lines give no prefix and need not load the prefix rules.
+    from aoti_shim.checks.abi.prefix import separator_warning, validate
+
+    try:
+        validate(given)
+    except AotiShimError:
+        return  # the command refuses it in one line; no warning before the error
+    warning = separator_warning(given)
+    if warning is not None:
+        print(f"aoti-shim: warning: {printable(warning)}", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     # SIGTERM unwinds as Ctrl-C does: temp files and folders go, children are killed.
     with sigterm_as_interrupt():
@@ -140,6 +158,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return EXIT_USAGE
+        _warn_of_prefix(args)
         what = _PRINTS.get(args.command)
         if sys.stdout is None and what and not getattr(args, "output", None):
             raise AotiShimError(f"standard output is closed: nothing to write {what} to")
