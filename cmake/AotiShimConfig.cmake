@@ -94,6 +94,11 @@ function(_aoti_shim_resolve_prefix fn target argv missing_values given out)
   if(NOT "${given}" IN_LIST seen)
     set_property(GLOBAL APPEND PROPERTY _AOTI_SHIM_ANNOUNCED "${given}")
     message(STATUS "AotiShim: symbol prefix '${given}' (aoti_torch_X -> ${given}aoti_torch_X)")
+    # Legal, but almost always a slip (checks/abi/prefix.py lacks_separator, the same rule).
+    if(NOT "${given}" MATCHES "_$")
+      message(WARNING "${fn}: prefix '${given}' for '${target}' does not end in '_': shim names become "
+                      "${given}aoti_torch_x; did you mean '${given}_'?")
+    endif()
   endif()
   set(${out} "${given}" PARENT_SCOPE)
 endfunction()
@@ -269,41 +274,73 @@ function(_aoti_shim_force_include fn target scope header)
     "$<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<NOT:$<CUDA_COMPILER_ID:NVIDIA>>>:-include${h}>")
 endfunction()
 
-# A rename header for <target> that also renames every aoti_torch_* function the headers
-# (.h, .hpp, .cuh) under <dirs> declare: the runtime's own shim names, which torch's headers
-# lack. Generated at configure time by `aoti-shim rename-header` (one name scanner, in
-# Python), rewritten only when its text changes (a reconfigure must not rebuild everything),
-# and regenerated when one of those headers changes. Sets <out> to the header's folder.
-function(_aoti_shim_names_header fn target dirs out)
+# One rename header per build tree, in <build>/aoti_shim_rename/, for every target
+# aoti_shim_prefix marks: a static shim library and the shared library that links it see the
+# same header, so two NAMES_FROM lists cannot disagree about a name (with a header per target,
+# whichever came first on a source's include path won, silently). <target>'s NAMES_FROM
+# folders join the build's union; the header is written once, at the end of the configure
+# (_aoti_shim_write_rename_header), so a reconfigure rewrites it only when its text changes.
+# Sets <out> to the header's folder.
+function(_aoti_shim_tree_header fn target dirs out)
   set(folders "")
-  set(args "")
   foreach(dir IN LISTS dirs)
     get_filename_component(dir "${dir}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
     if(NOT IS_DIRECTORY "${dir}")
       message(FATAL_ERROR "${fn}: NAMES_FROM '${dir}' for '${target}' is not a folder")
     endif()
     list(APPEND folders "${dir}")
-    list(APPEND args --shim-include "${dir}")
     file(GLOB_RECURSE headers LIST_DIRECTORIES FALSE "${dir}/*.h" "${dir}/*.hpp" "${dir}/*.cuh")
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${headers} "${dir}")
   endforeach()
-  set(folder "${CMAKE_CURRENT_BINARY_DIR}/aoti_shim_rename/${target}")
+  set(folder "${CMAKE_BINARY_DIR}/aoti_shim_rename")
+  if(folders)
+    _aoti_shim_cli(${fn} cli)  # verified now, where the caller's Python settings are in scope
+    set_property(GLOBAL APPEND PROPERTY _AOTI_SHIM_NAMES_FROM_ALL ${folders})
+    string(REPLACE ";" ", " shown "${folders}")
+    message(STATUS "AotiShim: '${target}' renames the aoti_torch_* names declared under ${shown} too "
+                   "(${folder}/aoti_shim_rename.h, the build's one rename header)")
+  endif()
+  get_property(scheduled GLOBAL PROPERTY _AOTI_SHIM_RENAME_SCHEDULED)
+  if(NOT scheduled)
+    set_property(GLOBAL PROPERTY _AOTI_SHIM_RENAME_SCHEDULED TRUE)
+    # A deferred call reads its arguments when it runs: pass them as global properties.
+    set_property(GLOBAL PROPERTY _AOTI_SHIM_RENAME_FOLDER "${folder}")
+    set_property(GLOBAL PROPERTY _AOTI_SHIM_RENAME_SHIPPED "${AOTI_SHIM_RENAME_HEADER}")
+    set_property(GLOBAL PROPERTY _AOTI_SHIM_RENAME_FN "${fn}")
+    cmake_language(DEFER DIRECTORY "${CMAKE_SOURCE_DIR}" CALL _aoti_shim_write_rename_header)
+  endif()
+  set(${out} "${folder}" PARENT_SCOPE)
+endfunction()
+
+# The build's rename header: the shipped one when no target gave NAMES_FROM, else one
+# `aoti-shim rename-header` generates (one name scanner, in Python) over every NAMES_FROM folder.
+function(_aoti_shim_write_rename_header)
+  get_property(folder GLOBAL PROPERTY _AOTI_SHIM_RENAME_FOLDER)
+  get_property(shipped GLOBAL PROPERTY _AOTI_SHIM_RENAME_SHIPPED)
+  get_property(fn GLOBAL PROPERTY _AOTI_SHIM_RENAME_FN)
+  get_property(dirs GLOBAL PROPERTY _AOTI_SHIM_NAMES_FROM_ALL)
   set(header "${folder}/aoti_shim_rename.h")
-  _aoti_shim_cli(${fn} cli)
   file(MAKE_DIRECTORY "${folder}")
+  if(NOT dirs)
+    file(COPY_FILE "${shipped}" "${header}" ONLY_IF_DIFFERENT)
+    return()
+  endif()
+  list(REMOVE_DUPLICATES dirs)
+  set(args "")
+  foreach(dir IN LISTS dirs)
+    list(APPEND args --shim-include "${dir}")
+  endforeach()
+  get_property(cli GLOBAL PROPERTY _AOTI_SHIM_CLI)
   execute_process(COMMAND ${cli} rename-header --output "${header}.new" ${args}
                   WORKING_DIRECTORY "${folder}"
                   RESULT_VARIABLE rc OUTPUT_QUIET ERROR_VARIABLE err)
   if(NOT rc EQUAL 0)
     string(STRIP "${err}" err)
     string(REGEX REPLACE "^aoti-shim: error: " "" err "${err}")
-    message(FATAL_ERROR "${fn}: cannot generate the rename header of '${target}' from NAMES_FROM: ${err}")
+    message(FATAL_ERROR "${fn}: cannot generate the rename header from NAMES_FROM: ${err}")
   endif()
   file(COPY_FILE "${header}.new" "${header}" ONLY_IF_DIFFERENT)
   file(REMOVE "${header}.new")
-  string(REPLACE ";" ", " shown "${folders}")
-  message(STATUS "AotiShim: '${target}' renames the aoti_torch_* names declared under ${shown} too (${header})")
-  set(${out} "${folder}" PARENT_SCOPE)
 endfunction()
 
 # aoti_shim_prefix(<target> [PREFIX <p>] [FORCE_INCLUDE] [NAMES_FROM <dir>...])
@@ -336,12 +373,11 @@ function(aoti_shim_prefix target)
   set_target_properties("${target}" PROPERTIES AOTI_SHIM_SYMBOL_PREFIX "${prefix}")
   target_compile_definitions("${target}" ${scope} "AOTI_SHIM_SYMBOL_PREFIX=${prefix}")
   set(names_from ${ARG_NAMES_FROM} ${AOTI_SHIM_NAMES_FROM})
-  set(include_dir "${AOTI_SHIM_INCLUDE_DIR}")
   if(names_from)
     list(REMOVE_DUPLICATES names_from)
-    _aoti_shim_names_header(aoti_shim_prefix "${target}" "${names_from}" include_dir)
   endif()
-  # Before any other include folder: the target's own header (NAMES_FROM) must win over the shipped one.
+  _aoti_shim_tree_header(aoti_shim_prefix "${target}" "${names_from}" include_dir)
+  # Before any other include folder: the build's header (NAMES_FROM) must win over the shipped one.
   target_include_directories("${target}" BEFORE ${scope} "$<BUILD_INTERFACE:${include_dir}>")
   if(ARG_FORCE_INCLUDE OR AOTI_SHIM_FORCE_INCLUDE)
     _aoti_shim_force_include(aoti_shim_prefix "${target}" ${scope} "${include_dir}/aoti_shim_rename.h")
@@ -854,11 +890,33 @@ function(_aoti_shim_check_references fn given out)
   endif()
   foreach(against IN LISTS given)
     if(NOT against STREQUAL "torch" AND NOT EXISTS "${against}")
-      message(FATAL_ERROR "${fn}: AGAINST '${against}' is neither 'torch' nor an existing path")
+      _aoti_shim_snapshot_name(${fn} "${against}")
     endif()
     list(APPEND args --against "${against}")
   endforeach()
   set(${out} "${args}" PARENT_SCOPE)
+endfunction()
+
+# The shipped snapshots (the package's checks/snapshots, beside this cmake folder).
+set(_AOTI_SHIM_SNAPSHOTS "${CMAKE_CURRENT_LIST_DIR}/../checks/snapshots")
+
+# A FATAL_ERROR unless <name> names a shipped snapshot (torch-2.14.1+cu130, with or without
+# .json.gz), as `check --against` and the backend's `against` take it; the CLI resolves the
+# name itself (checks/references/reference.py resolve_snapshot_name): this only fails early.
+function(_aoti_shim_snapshot_name fn name)
+  string(REGEX REPLACE "\\.json\\.gz$" "" bare "${name}")
+  if(NOT name MATCHES "/" AND EXISTS "${_AOTI_SHIM_SNAPSHOTS}/${bare}.json.gz")
+    return()
+  endif()
+  file(GLOB shipped RELATIVE "${_AOTI_SHIM_SNAPSHOTS}" "${_AOTI_SHIM_SNAPSHOTS}/*.json.gz")
+  list(TRANSFORM shipped REPLACE "\\.json\\.gz$" "")
+  list(SORT shipped)
+  string(REPLACE ";" ", " shipped "${shipped}")
+  if(shipped STREQUAL "")
+    set(shipped "none")
+  endif()
+  message(FATAL_ERROR "${fn}: AGAINST '${name}' is neither 'torch', an existing path, nor a shipped snapshot "
+                      "(shipped: ${shipped})")
 endfunction()
 
 function(aoti_shim_check target)

@@ -30,7 +30,9 @@ CASES = {
     "add_model_empty_prefix": "aoti_shim_add_model: empty PREFIX for 'blob'",
     "check_unknown_target": "aoti_shim_check: 'no_such_target' is not a target",
     "check_not_shared": "aoti_shim_check: 'static_lib' is a STATIC_LIBRARY",
-    "check_bad_against": "aoti_shim_check: AGAINST '/no/such/libtorch.so' is neither 'torch' nor an existing path",
+    "check_bad_against": "aoti_shim_check: AGAINST '/no/such/libtorch.so' is neither 'torch', an existing path, nor a shipped snapshot",
+    "check_unknown_snapshot": "aoti_shim_check: AGAINST 'torch-2.14.1' is neither 'torch', an existing path, nor a shipped "
+    "snapshot (shipped: torch-2.11.0+cu130, torch-2.13.0+cpu, torch-2.14.1+cu130)",
     "check_unknown_argument": "aoti_shim_check: unknown arguments: AGAINTS",
     "check_model_not_target": "aoti_shim_check: MODELS 'no_such_blob' is not a target (yet): define it first",
     "check_prefix_mismatch": "aoti_shim_check: model 'blob' is built with prefix 'other_', 'shared_lib' with 'myrt_'",
@@ -52,6 +54,25 @@ def test_a_good_configure_of_the_same_project_passes_the_calls(cmake_project, tm
     configured = project.configure()
     assert "-- Configuring done" in configured.stdout, log(configured)
     assert "aoti_shim_" not in configured.stderr
+
+
+def test_against_takes_the_shipped_snapshots_by_name(cmake_project, tmp_path: Path) -> None:
+    # As `check --against torch-2.14.1+cu130` and the backend's against take them.
+    project = cmake_project(SOURCE, {"FIXTURE_CASE": "check_snapshot_names"})
+    configured = project.configure()
+    assert "-- Configuring done" in configured.stdout, log(configured)
+    assert "aoti_shim_check" not in configured.stderr, configured.stderr
+
+
+def test_a_prefix_without_its_underscore_is_warned_of(cmake_project, tmp_path: Path) -> None:
+    project = cmake_project(SOURCE, {"FIXTURE_CASE": "prefix_without_separator"})
+    configured = project.configure()
+    assert "-- Configuring done" in configured.stdout, log(configured)
+    assert "CMake Warning" in configured.stderr
+    assert (
+        "aoti_shim_prefix: prefix 'myrt' for 'shared_lib' does not end in '_': shim names become myrtaoti_torch_x; "
+        "did you mean 'myrt_'?"
+    ) in _one_line(configured.stderr)
 
 
 def test_a_newer_version_request_is_refused(cmake_project, tmp_path: Path) -> None:

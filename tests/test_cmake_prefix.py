@@ -104,5 +104,7 @@ def test_cmake_dir_from_the_cli_finds_the_package(cmake_project, tmp_path: Path)
     project = cmake_project(SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX}, aoti_shim_dir=cmake_dir)
     configured = project.configure()
     assert configured.returncode == 0, log(configured)
-    # The rename header's folder from that package is on the shim's include path.
-    assert f"-I{cmake_dir}/include" in (project.build / "build.ninja").read_text()
+    # The build's one rename header, that package's header copied (no NAMES_FROM), is on the include path.
+    assert f"-I{project.build}/aoti_shim_rename" in (project.build / "build.ninja").read_text()
+    copied = project.build / "aoti_shim_rename" / "aoti_shim_rename.h"
+    assert copied.read_bytes() == (cmake_dir / "include" / "aoti_shim_rename.h").read_bytes()

@@ -83,7 +83,7 @@ def test_limit_exports_keeps_the_shim_abi_and_the_listed_names(runtime_build: di
 def test_the_generated_rename_header_holds_the_own_names(runtime_build: dict[str, Path]) -> None:
     from aoti_shim.rename_header import header_names
 
-    header = runtime_build["cmake"].parent / "aoti_shim_rename" / "rt_shims" / "aoti_shim_rename.h"
+    header = runtime_build["cmake"].parent / "aoti_shim_rename" / "aoti_shim_rename.h"
     names = header_names(header.read_text())
     # The .cuh's name too, though this build compiles no CUDA.
     assert OWN_NAMES | {"aoti_torch_rt_sort_u32"} <= names
