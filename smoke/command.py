@@ -18,6 +18,7 @@ from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, UsageError
 from aoti_shim.extras import install_line
 from aoti_shim.guard import input_file, output_folder
 from aoti_shim.paths import shim_library
+from aoti_shim.smoke import model_names
 from aoti_shim.smoke.compile import default_cache_dir
 from aoti_shim.smoke.models import BUNDLED, user_case
 from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
@@ -41,8 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="where to compile and run (auto: cuda when a GPU is visible)")  # fmt: skip
     parser.add_argument("--model", action="append", default=[], metavar="NAME|MODULE:CALLABLE",
-                        help="a bundled model (mlp, block, convnet) or your own: a callable returning "
-                             "(module, example_inputs); repeatable (default: the bundled set)")  # fmt: skip
+                        help=model_names.help_text())  # fmt: skip
     parser.add_argument("--shims", type=path, metavar="LIB",
                         help="the shim library (default: the reference shims installed with aoti-shim)")  # fmt: skip
     parser.add_argument("--prefix", help="the shim prefix (default: read from the shim library's exports)")
@@ -162,9 +162,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--threads must be at least 1")
     for spec in args.model:
         if ":" in spec:
-            user_case(spec, os.getcwd())  # fail fast on a bad spec, before compiling anything
+            try:
+                user_case(spec, os.getcwd())  # fail fast on a bad spec, before compiling anything
+            except UsageError as e:
+                raise UsageError(f"{e}{model_names.hint(spec)}") from None
         elif spec not in BUNDLED:
-            raise UsageError(f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable")
+            raise UsageError(
+                f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable{model_names.hint(spec)}"
+            )
     # A bad $AOTI_SHIM_TORCH (the source route's headers, the checker's torch) fails now, as
     # everywhere else (exit 1), not as a FAIL row after the models compiled.
     from_environment()

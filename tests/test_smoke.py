@@ -304,6 +304,44 @@ def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
     assert needle in line
 
 
+@pytest.mark.parametrize(
+    ("given", "suggested"),
+    [
+        ("resnet18", "aoti_shim.smoke.zoo:resnet18"),  # the zoo's short name
+        ("gpt2_bf16", "aoti_shim.smoke.zoo:gpt2_bf16"),
+        ("resnt18", "aoti_shim.smoke.zoo:resnet18"),  # misspelt
+        ("aoti_shim.smoke.zoo:mobilenet_v3", "aoti_shim.smoke.zoo:mobilenet_v3_small"),  # a zoo spec, misspelt
+        ("convnett", "convnet"),  # a bundled one
+    ],
+)
+def test_an_unknown_model_suggests_the_nearest_name_the_zoos_included(given: str, suggested: str) -> None:
+    line = one_line_error(cli("smoke", "--model", given), 2)
+    assert line.endswith(f"; did you mean {suggested}?"), line
+
+
+def test_a_name_near_nothing_gets_no_suggestion() -> None:
+    line = one_line_error(cli("smoke", "--model", "xyzzy"), 2)
+    assert "did you mean" not in line and "not a bundled model (mlp, block, convnet)" in line
+
+
+def test_every_zoo_model_by_its_short_name_points_at_its_spec() -> None:
+    from aoti_shim.smoke import model_names, zoo
+
+    for name in zoo.MODELS:
+        for dtype in zoo.DTYPES:
+            full = zoo.spec(name, dtype)
+            assert model_names.nearest(full.partition(":")[2]) == full
+            assert model_names.nearest(full) is None  # a known name needs no suggestion
+
+
+def test_smoke_help_names_the_zoo() -> None:
+    from aoti_shim.smoke import zoo
+
+    text = " ".join(cli("smoke", "--help").stdout.split())
+    assert "aoti_shim.smoke.zoo:NAME" in text
+    assert f"NAME one of {', '.join(zoo.MODELS)}" in text
+
+
 def test_smoke_without_torch_says_how_to_install_it() -> None:
     # torch made unimportable in this one process, as in an environment without the [torch] extra.
     script = "import sys; sys.modules['torch'] = None; from aoti_shim.cli import main; sys.exit(main(['smoke']))"
