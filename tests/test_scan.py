@@ -454,6 +454,20 @@ def test_nothing_is_written_into_the_environment(scan_envs: ScanEnvs, tmp_path: 
     assert tree_state(root) == before
 
 
+@pytest.mark.parametrize("where", ["report.txt", "bin/report.txt", "lib/report.txt"])
+def test_nothing_is_written_into_the_venv_root_either(tmp_path: Path, where: str) -> None:
+    # The venv's own folder is the environment too, not only its site-packages.
+    from scan_support import make_venv
+
+    venv = make_venv(tmp_path / "venv")
+    target = venv.root / where
+    for scanned in (venv.root, venv.site):
+        line = one_line_error(_scan(str(scanned), "-o", str(target)), 1)
+        assert f"lies in the scanned environment ({os.path.realpath(venv.root)})" in line and not target.exists()
+    beside = tmp_path / "report.txt"
+    assert _scan(str(venv.root), "-o", str(beside)).returncode == 0 and beside.is_file()
+
+
 def test_the_default_is_the_running_interpreter(tmp_path: Path) -> None:
     """No PATH: the interpreter aoti-shim runs under, i.e. the test environment (clean)."""
     done = _scan("--fail-on", "any", cwd=tmp_path)

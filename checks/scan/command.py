@@ -45,14 +45,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+# What marks the folder an environment lives in: a venv's, a conda environment's.
+_ROOT_MARKS = ("pyvenv.cfg", "conda-meta")
+
+
+def environment_root(site_folder: str) -> str:
+    """The environment a site folder belongs to: the nearest folder above it (a venv's
+    ``lib/pythonX.Y/site-packages`` is three below) that holds a venv's or conda's mark; the
+    site folder itself when none does (a system Python's: its prefix is not ours to guard)."""
+    folder = os.path.realpath(site_folder)
+    for candidate in (folder, *_parents(folder)[:4]):
+        if any(os.path.exists(os.path.join(candidate, mark)) for mark in _ROOT_MARKS):
+            return candidate
+    return folder
+
+
+def _parents(folder: str) -> list[str]:
+    out: list[str] = []
+    while (parent := os.path.dirname(folder)) != folder:
+        out.append(parent)
+        folder = parent
+    return out
+
+
 def _outside_environment(output: str, folders: tuple[str, ...]) -> None:
-    """Nothing is written into the scanned environment (a report in site-packages would be
-    a file no RECORD lists, and the next scan's)."""
+    """Nothing is written into the scanned environment, its root included (a report in
+    site-packages would be a file no RECORD lists, and the next scan's; one in the venv's
+    root or bin/ is as much the environment's)."""
     real = os.path.realpath(output)
     for folder in folders:
-        inside = os.path.realpath(folder)
+        inside = environment_root(folder)
         if os.path.commonpath([real, inside]) == inside:
-            raise AotiShimError(f"--output {output}: lies in the scanned environment ({folder}); write the report elsewhere")
+            raise AotiShimError(f"--output {output}: lies in the scanned environment ({inside}); write the report elsewhere")
 
 
 def run(args: argparse.Namespace) -> int:
