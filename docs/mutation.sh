@@ -13,12 +13,16 @@
 # (the wheel maps checks/, plugin/ and src/aoti_shim/ into one), so the run stages a copy
 # of the installed aoti_shim with tests/ and fixtures/ beside it, and mutmut mutates that
 # copy. Reinstall first (pip install --no-deps --force-reinstall .) so the copy is the tree.
-# Niced, one worker by default (AOTI_SHIM_MUTATION_JOBS=2 took about 4 minutes on 2 cores).
+# Each run stages into a folder of its own (mktemp -d under $AOTI_SHIM_MUTATION_STAGE, else
+# $TMPDIR), removed when the run ends (AOTI_SHIM_MUTATION_KEEP=1 keeps it, for `mutmut show`):
+# two runs on one machine no longer remove each other's. AOTI_SHIM_MUTATION_DRY=1 only makes
+# the stage, prints its path and removes it once standard input closes (what the tests run).
+# Niced, one worker by default (AOTI_SHIM_MUTATION_JOBS=2 for two); the default run is all the
+# modules below, 3780 mutants: hours on 2 cores (docs/mutation.md records each run's time).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 PY=${PYTHON:-$REPO/.venv/bin/python}
-STAGE=${AOTI_SHIM_MUTATION_STAGE:-${TMPDIR:-/tmp}/aoti-shim-mutation}
 JOBS=${AOTI_SHIM_MUTATION_JOBS:-1}
 MODULES=("$@")
 [ ${#MODULES[@]} -gt 0 ] || MODULES=(checks/rules/table.py checks/abi/prefix.py plugin/prefix.py plugin/gate.py
@@ -35,10 +39,32 @@ TESTS=(tests/test_rule_matrix.py tests/test_prefix_rules.py tests/test_check.py 
 # Mutant names to run (globs); empty: every mutant of the modules.
 read -r -a SELECT <<< "${AOTI_SHIM_MUTATION_SELECT:-}"
 
+# This run's own stage folder, printed on standard output.
+make_stage() {
+  local parent=${AOTI_SHIM_MUTATION_STAGE:-${TMPDIR:-/tmp}}
+  mkdir -p "$parent"
+  mktemp -d "$parent/aoti-shim-mutation.XXXXXX"
+}
+remove_stage() {
+  if [ -n "${AOTI_SHIM_MUTATION_KEEP:-}" ]; then
+    echo "mutation.sh: stage kept: $STAGE" >&2
+  else
+    rm -rf "$STAGE"
+  fi
+}
+
+STAGE=$(make_stage)
+# Ctrl-C and SIGTERM end the run through EXIT, so the stage goes either way.
+trap remove_stage EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ -n "${AOTI_SHIM_MUTATION_DRY:-}" ]; then
+  echo "$STAGE"
+  read -r _ || true
+  exit 0
+fi
 "$PY" -m mutmut --version >/dev/null 2>&1 || { echo "mutation.sh: mutmut is not installed in $PY (pip install mutmut)" >&2; exit 2; }
 SITE=$("$PY" -c 'import aoti_shim, os; print(os.path.dirname(aoti_shim.__file__))')
-rm -rf "$STAGE"
-mkdir -p "$STAGE"
 cp -r "$SITE" "$STAGE/aoti_shim"
 cp -r "$REPO/tests" "$REPO/fixtures" "$STAGE/"
 # tests/test_check.py and tests/test_plugin_settings.py read docs/reference.md
