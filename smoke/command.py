@@ -19,7 +19,7 @@ from aoti_shim.extras import install_line
 from aoti_shim.guard import input_file, output_folder
 from aoti_shim.paths import shim_library
 from aoti_shim.smoke import model_names
-from aoti_shim.smoke.compile import default_cache_dir
+from aoti_shim.smoke.compile import default_cache_dir, zero_fallback_scope
 from aoti_shim.smoke.models import BUNDLED, user_case
 from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
 from aoti_shim.smoke.report import STREAM_LABELS, STREAM_NEW, STREAM_NONE, StepLog, render_table, summary_line, write_json
@@ -50,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only this route; repeatable (default: both)")  # fmt: skip
     parser.add_argument("--compile", choices=("zero-fallback", "default"), default="zero-fallback",
                         help="zero-fallback (default): autotuned GEMM/convolution templates and attention as math, "
-                             "no fallback op in the blob; default: Inductor's plain compile (faster), whose blobs "
+                             f"{zero_fallback_scope()}; default: Inductor's plain compile (faster), whose blobs "
                              "call the shims' cuBLAS, cuDNN and attention fallbacks")  # fmt: skip
     parser.add_argument("--stream", choices=("new", "default"),
                         help="the CUDA stream each run passes: new (a stream of its own, made current: the default on "

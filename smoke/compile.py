@@ -39,6 +39,22 @@ def _settings_digest() -> str:
 # choice), whose blobs call the shims' fallback ops (cuBLAS GEMMs, cuDNN convolutions,
 # fused attention).
 COMPILES = ("zero-fallback", "default")
+# Where "no fallback op" holds: the fallback ops a zero-fallback blob still imports, per device.
+# Inductor's CPU backend has a GEMM template but no convolution template, so on the CPU a
+# convolution stays ATen's (torch 2.13.0+cpu: the bundled convnet imports aoti_torch_cpu_convolution).
+ZERO_FALLBACK_LEFT: dict[str, tuple[str, ...]] = {"cuda": (), "cpu": ("cpu_convolution",)}
+
+
+def zero_fallback_scope() -> str:
+    """Where the zero-fallback promise holds, for the help and the docs (held to this table)."""
+    where = {"cpu": "the CPU", "cuda": "CUDA"}
+    clean = " and ".join(where[d] for d, ops in ZERO_FALLBACK_LEFT.items() if not ops)
+    left = "; ".join(
+        f"on {where[d]} it still imports {', '.join(ops)} (Inductor has no CPU convolution template)"
+        for d, ops in ZERO_FALLBACK_LEFT.items()
+        if ops
+    )
+    return f"no fallback op in the blob on {clean}" + (f"; {left}" if left else "")
 
 
 @dataclass(frozen=True)

@@ -46,8 +46,9 @@ def user_options() -> dict[str, Any]:
 
 def inductor_options(device: str, route: str, prefix: str = "", policy: str = "zero-fallback") -> dict[str, Any]:
     """Compile the way slim runtimes do: no libtorch in the blob, weights inside it,
-    GEMMs and convolutions generated (Triton on CUDA, the C++ template on CPU) rather
-    than left to ATen, so that the blob needs no fallback op. Attention is lowered to
+    GEMMs and convolutions generated (Triton on CUDA, the C++ template on CPU, which
+    covers GEMMs only) rather than left to ATen, so that the blob needs no fallback op on
+    CUDA (on the CPU convolutions stay ATen's: ``compile.ZERO_FALLBACK_LEFT``). Attention is lowered to
     math by ``compile_model`` (an SDPA fallback is not an Inductor option).
 
     The user's options go on top. Switching autotuning off (``max_autotune`` false)

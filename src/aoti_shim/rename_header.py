@@ -209,6 +209,12 @@ def check_header(path: Path, expected: str, *, exact: bool = True, fix: str = "r
     return CheckResult(None)
 
 
+def _shipped_summary() -> str:
+    """What the shipped list holds, read from it (the docs' numbers are held to the same list)."""
+    shipped = shipped_names()
+    return f"{shipped.span}'s shim headers declare ({len(shipped.names)} names, shipped with aoti-shim)"
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     parser = subparsers.add_parser(
         "rename-header",
@@ -216,8 +222,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         description=(
             "Write a header that renames every aoti_torch_* shim function (and the stable C ABI's torch_* "
             "functions) to <prefix>aoti_torch_* (<prefix>torch_*) when "
-            "AOTI_SHIM_SYMBOL_PREFIX is defined: every name torch 2.11 to 2.15's shim headers declare "
-            "(shipped with aoti-shim), the installed torch's, and your runtime's own (--manifest, "
+            f"AOTI_SHIM_SYMBOL_PREFIX is defined: every name torch {_shipped_summary()}, the installed "
+            "torch's, and your runtime's own (--manifest, "
             "--shim-include). With --check, write nothing and list on standard output every name the "
             "header lacks (default: the header installed with aoti-shim, against the installed torch)."
         ),
@@ -273,7 +279,7 @@ def _installed_header() -> Path:
 
 def run(args: argparse.Namespace) -> int:
     # --check without --root checks the installed header wherever it runs (from the source tree
-    # it read the tree's header and manifest instead: 734 or 821 names depending on the folder).
+    # it read the tree's header and manifest instead: a count that depended on the folder).
     root: Path | None = _given(args.root, "--root", folder=True) if args.root is not None or args.check else Path(".")
     in_tree = root is not None and (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
     manifest = _given(args.manifest, "--manifest", folder=False) or (root / DEFAULT_MANIFEST if in_tree else None)

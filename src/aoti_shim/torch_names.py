@@ -138,6 +138,12 @@ class ShippedNames:
     names: frozenset[str]
     versions: tuple[str, ...]
 
+    @property
+    def span(self) -> str:
+        """``2.11 to 2.15``: the releases' first and last minor version, as texts say it."""
+        minors = [".".join(v.split("+")[0].split(".")[:2]) for v in self.versions]
+        return f"{minors[0]} to {minors[-1]}" if minors else "no release"
+
 
 def render_list(per_version: dict[str, set[str]], stable: list[str] | None = None) -> str:
     """The shipped list's text: a header naming each release and its count, then the union;
