@@ -154,22 +154,27 @@ def _paths(args: argparse.Namespace) -> tuple[Path, Path]:
     return library, cache_dir
 
 
-def run(args: argparse.Namespace) -> int:
-    _require_torch()
-    if args.iterations < 1:
-        raise UsageError("--iterations must be at least 1")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError("--threads must be at least 1")
-    for spec in args.model:
+def _check_models(specs: list[str]) -> None:
+    """Fail fast on a bad --model, before compiling anything, naming the nearest known one."""
+    for spec in specs:
         if ":" in spec:
             try:
-                user_case(spec, os.getcwd())  # fail fast on a bad spec, before compiling anything
+                user_case(spec, os.getcwd())
             except UsageError as e:
                 raise UsageError(f"{e}{model_names.hint(spec)}") from None
         elif spec not in BUNDLED:
             raise UsageError(
                 f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable{model_names.hint(spec)}"
             )
+
+
+def run(args: argparse.Namespace) -> int:
+    _require_torch()
+    if args.iterations < 1:
+        raise UsageError("--iterations must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    _check_models(args.model)
     # A bad $AOTI_SHIM_TORCH (the source route's headers, the checker's torch) fails now, as
     # everywhere else (exit 1), not as a FAIL row after the models compiled.
     from_environment()
