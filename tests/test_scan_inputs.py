@@ -58,9 +58,9 @@ def _fails(site: Path, says: str, *, prefix: tuple[str, ...] = ()) -> str:
 
 def test_a_good_site_folder_is_read(tmp_path: Path, consumer: Path) -> None:
     site = _site(tmp_path, {"bad_pkg/_ops.so": consumer.read_bytes(), "bad_pkg/__init__.py": b""})
-    done = _scan(str(site))
+    done = _scan(str(site), "-v")  # without -v, a clean environment's libraries are not listed
     assert done.returncode == 0, done.stderr
-    assert "bad-pkg 1.0\n  bad_pkg/_ops.so: stable-ABI consumer\n" in done.stdout
+    assert f"bad-pkg 1.0 ({site})\n  bad_pkg/_ops.so: stable-ABI consumer\n" in done.stdout
 
 
 def test_each_bad_input_is_one_line(tmp_path: Path, consumer: Path) -> None:
@@ -211,7 +211,7 @@ def test_hostile_names_are_printed_safely(tmp_path: Path, consumer: Path) -> Non
     site = _site(tmp_path, {}, name=name, version="1.0\x1b[2J", record='"pkg/new\nline.so",,\n')
     (site / "pkg").mkdir()
     (site / "pkg" / "new\nline.so").write_bytes(lib)
-    done = _scan(str(site))
+    done = _scan(str(site), "-v")
     assert done.returncode == 0, done.stderr
     assert "\x1b" not in done.stdout and "pkg/new\\x0aline.so: stable-ABI consumer" in done.stdout
     github = _scan(str(site), "--format", "github")

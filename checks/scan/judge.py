@@ -14,7 +14,7 @@ import dataclasses
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from aoti_shim.checks.loader import bindings
 from aoti_shim.checks.abi import prefix as prefixes
@@ -352,11 +352,23 @@ def _taken_by(first: Sequence[LibraryFacts], then: Sequence[LibraryFacts], blobs
     return sum(1 for b in process.resolve(bindings.shim_abi_imports) if id(b.importer) in users and id(b.definer) in mine)
 
 
+class Hijack(NamedTuple):
+    """One HIJACK in numbers: the provider, the consumer it captures, how many of libtorch's
+    shim names the provider exports unprefixed, how many of the consumer's imports it takes."""
+
+    provider: str
+    consumer: str
+    names: int
+    imports: int
+
+
 def _hijack(ctx: _Context) -> Iterator[Found]:
     for provider, consumer, captured in captures(ctx.scanned, ctx):
         taken = ctx.hijacked(provider)
         role = BLOB if consumer.is_model else CONSUMER
         whose = "outside any distribution" if consumer.owner == NOBODY else f"of {consumer.owner}"
+        # The counts again as numbers, for the text report's grouping (the message keeps them in words).
+        ctx.hijacks.append(Hijack(provider.display, consumer.display, len(taken), len(captured)))
         message = (
             f"exports {len(taken)} of libtorch's shim names unprefixed; loaded RTLD_GLOBAL before libtorch it "
             f"captures {len(captured)} shim import(s) of {consumer.display}, a {role} {whose} "
@@ -416,6 +428,7 @@ class _Context:
         self.libraries = scanned.libraries
         self.abi = torch_abi(scanned)
         self._hijacked: dict[int, frozenset[str]] = {}
+        self.hijacks: list[Hijack] = []  # what _hijack found, as numbers
 
     @cached_property
     def torch_references(self) -> list[bindings.Linked]:
@@ -443,9 +456,13 @@ SCAN_RULES: tuple[Rule[_Context], ...] = (
 SCAN_RULES_BY_ID = {rule.id: rule for rule in SCAN_RULES}
 
 
-def evaluate(scanned: Scanned) -> Iterator[FindingBatch]:
-    """Every rule's findings, in table order."""
-    return stamped(SCAN_RULES, _Context(scanned))
+def evaluate(scanned: Scanned, hijacks: list[Hijack] | None = None) -> Iterator[FindingBatch]:
+    """Every rule's findings, in table order; each HIJACK's counts appended to ``hijacks``
+    as the stream reaches it."""
+    ctx = _Context(scanned)
+    if hijacks is not None:
+        ctx.hijacks = hijacks
+    return stamped(SCAN_RULES, ctx)
 
 
 # -- the summary --------------------------------------------------------------------------------

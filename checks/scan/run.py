@@ -9,7 +9,7 @@ from aoti_shim.checks.report import suppressions as suppression_file
 from aoti_shim.checks.scan.environment import read_environment
 from aoti_shim.checks.inputs.collect import Workspace
 from aoti_shim.checks.report.model import BLOCKING, Finding, Suppressed, Tally, exit_bits, findings_of
-from aoti_shim.checks.scan.judge import SCAN_RULES_BY_ID, ProviderRow, Scanned, evaluate, providers, scan_environment
+from aoti_shim.checks.scan.judge import SCAN_RULES_BY_ID, Hijack, ProviderRow, Scanned, evaluate, providers, scan_environment
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,8 @@ class ScanReport:
     findings: tuple[Finding, ...]
     suppressed: tuple[Suppressed, ...] = ()
     unused_suppressions: tuple[str, ...] = ()
+    # Every HIJACK's counts, suppressed ones included: the text report groups the findings by them.
+    hijacks: tuple[Hijack, ...] = ()
 
     @property
     def blocking(self) -> int:
@@ -47,11 +49,13 @@ def run_scan(settings: ScanSettings) -> ScanReport:
         # Wheel members stay readable until the workspace goes: read them inside it.
         scanned = scan_environment(env)
     tally = Tally()
-    findings = tuple(findings_of(suppression_file.stream(evaluate(scanned), sups, tally)))
+    hijacks: list[Hijack] = []
+    findings = tuple(findings_of(suppression_file.stream(evaluate(scanned, hijacks), sups, tally)))
     return ScanReport(
         scanned=scanned,
         providers=providers(scanned),
         findings=findings,
         suppressed=tuple(tally.suppressed),
         unused_suppressions=tally.unused_suppressions,
+        hijacks=tuple(hijacks),
     )

@@ -1,0 +1,294 @@
+"""``scan``'s text report, for people: the verdict, then the findings grouped by the
+distribution that causes them, each class with what to do, then the providers table; the
+environment's listing only with ``-v``.
+
+Paths are shortened to the distribution and its member (a wheel's ``/long/path.whl!member``
+reads ``member`` under its distribution's name) and lines wrap to the terminal's width.
+The other formats keep every full path; this one is for reading at a glance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from aoti_shim.checks.formats.escape import printable
+from aoti_shim.checks.formats.layout import plural, terminal_width, wrap, wrap_list
+from aoti_shim.checks.report.model import BLOCKING, Finding
+from aoti_shim.checks.scan.judge import NOBODY, Hijack
+from aoti_shim.checks.scan.run import ScanReport
+
+_RED, _YELLOW, _GREEN, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[0m"
+# Findings shown per library and rule (the machine formats list them all).
+SAMPLE = 5
+HIJACK = "HIJACK"
+
+# What to do about each finding class but HIJACK (whose advice names its distributions).
+ADVICE = {
+    "COLLISION": "fix: give each runtime's shims a private prefix of its own (aoti-shim builds them so), "
+    "or keep the two distributions out of one process",
+    "PREFIX_CLASH": "fix: rebuild one of the runtimes with a prefix no other runtime uses "
+    "(tool.aoti-shim.prefix, or aoti_shim_prefix(... PREFIX p_))",
+    "UNPREFIXED_PROVIDER": "fix: rebuild its shims with a private prefix (aoti-shim's rename header, "
+    "aoti_shim_prefix() or the aoti_shim.build backend)",
+    "RUNTIME_COLLISION": "fix: stop re-exporting the runtime (link it as a shared library, or hide "
+    "its symbols: -Wl,--exclude-libs,ALL), or keep the two out of one process",
+}
+
+
+def short(display: str) -> str:
+    """A library's name under its distribution: a wheel's member, else the path as read
+    (relative to its site folder already)."""
+    return display.rsplit("!", 1)[-1] if ".whl!" in display else display
+
+
+def verdict(report: ScanReport) -> tuple[str, str]:
+    summary = f"{report.blocking} blocking, {report.warnings} warning(s), {len(report.suppressed)} suppressed"
+    if report.blocking:
+        return f"FAILED: {summary}", _RED
+    if report.warnings:
+        return f"WARNINGS: {summary}", _YELLOW
+    return f"OK: {summary}", _GREEN
+
+
+@dataclass
+class _Page:
+    report: ScanReport
+    width: int
+    color: bool
+
+    def __post_init__(self) -> None:
+        self.lines: list[str] = []
+        self.by_display = {lib.display: lib for lib in self.report.scanned.libraries}
+
+    def paint(self, text: str, code: str) -> str:
+        return f"{code}{text}{_RESET}" if self.color else text
+
+    def add(self, text: str, indent: str = "", hanging: str | None = None) -> None:
+        self.lines += wrap(text, self.width, indent, hanging)
+
+    def owner(self, display: str) -> str:
+        lib = self.by_display.get(display)
+        return lib.owner if lib is not None else NOBODY
+
+    def is_torch(self, display: str | None) -> bool:
+        lib = self.by_display.get(display or "")
+        return lib is not None and lib.is_torch
+
+    def name(self, display: str) -> str:
+        """A library as the text names it: its member, its distribution said elsewhere."""
+        return printable(short(display))
+
+    def shorten(self, message: str) -> str:
+        """A finding's message with every library's full path shortened."""
+        message = printable(message)
+        for display in self.by_display:
+            shown = printable(display)
+            if shown in message:
+                message = message.replace(shown, printable(short(display)))
+        return message
+
+
+# -- the findings ---------------------------------------------------------------------------
+
+
+def _causes(report: ScanReport, page: _Page) -> dict[str, dict[str, list[Finding]]]:
+    """Findings by the distribution that causes them (the flagged library's), then by rule;
+    distributions with a blocking finding first."""
+    groups: dict[str, dict[str, list[Finding]]] = {}
+    for x in report.findings:
+        owner = page.owner(x.artifact)
+        key = owner if owner != NOBODY else f"{NOBODY} {x.artifact}"
+        groups.setdefault(key, {}).setdefault(x.rule, []).append(x)
+    blocking = [k for k, rules in groups.items() if any(f.severity == BLOCKING for fs in rules.values() for f in fs)]
+    return {k: groups[k] for k in (*blocking, *(k for k in groups if k not in blocking))}
+
+
+def _head(page: _Page, rule: str, found: Sequence[Finding], what: str) -> None:
+    severity = found[0].severity
+    count = plural(len(found), "warning") if severity != BLOCKING else f"{len(found)} blocking"
+    code = _RED if severity == BLOCKING else _YELLOW
+    lines = wrap(f"{rule} ({count}): {what}", page.width)
+    page.lines += [page.paint(lines[0], code), *lines[1:]]
+
+
+def _hijack(page: _Page, cause: str, found: Sequence[Finding]) -> None:
+    """One block per hijacking distribution: its libraries, what each captures, when, the fix."""
+    counts = {(h.provider, h.consumer): h for h in page.report.hijacks}
+    by_provider: dict[str, list[Hijack]] = {}
+    for x in found:
+        h = counts.get((x.artifact, x.related or ""))
+        if h is not None:
+            by_provider.setdefault(x.artifact, []).append(h)
+    who = printable(cause)
+    _head(page, HIJACK, found, f"{who} captures stable-ABI imports")
+    libraries = plural(len(by_provider), "library", "libraries")
+    page.add(f"it ships libtorch's shim names unprefixed, in {libraries}; the imports each captures:", "  ")
+    captured: list[str] = []
+    for provider, hijacks in by_provider.items():
+        page.add(f"{page.name(provider)} ({plural(hijacks[0].names, 'name')}):", "  ", "      ")
+        by_owner: dict[str, list[Hijack]] = {}
+        for h in hijacks:
+            by_owner.setdefault(page.owner(h.consumer), []).append(h)
+        for owner, hs in by_owner.items():
+            items = [f"{page.name(h.consumer)} ({h.imports})" for h in hs]
+            page.lines += wrap_list(f"{printable(owner)}:", items, page.width, "    ", "      ")
+            if owner not in captured:
+                captured.append(owner)
+    page.add(
+        f"when: {who}'s shims are loaded RTLD_GLOBAL, or with their dependencies promoted to the global scope, "
+        "before libtorch: the imports above then run against its tensors, not libtorch's", "  ", "        ")  # fmt: skip
+    others = ", ".join(printable(o) for o in captured) or "these consumers"
+    page.add(
+        f"fix: {who} ships unprefixed shims: have its runtime rebuilt with a private prefix (aoti-shim is the "
+        f"tool: its rename header, aoti_shim_prefix() or the aoti_shim.build backend), or keep it and {others} "
+        "out of one process", "  ", "       ")  # fmt: skip
+
+
+def _same_cause(page: _Page, rule: str, found: Sequence[Finding], what: str) -> None:
+    """Findings about the libraries a HIJACK names, from the same unprefixed names: one
+    line, the same fix."""
+    _head(page, rule, found, f"{what}; the same cause, the same fix")
+
+
+def _collision(page: _Page, found: Sequence[Finding]) -> None:
+    """Each pair of libraries once, with the names both export."""
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for x in found:
+        pairs.setdefault((x.artifact, x.related or ""), []).append(x.symbol)
+    for (artifact, other), names in pairs.items():
+        shown = [repr(printable(n)) for n in names[:SAMPLE]] + ([f"{len(names) - SAMPLE} more"] if len(names) > SAMPLE else [])
+        head = (
+            f"{page.name(artifact)} and {page.name(other)} ({printable(page.owner(other))}) both export "
+            f"{plural(len(names), 'shim name')}:"
+        )
+        page.lines += wrap_list(head, shown, page.width, "  ", "    ")
+
+
+def _generic(page: _Page, rule: str, cause: str, found: Sequence[Finding]) -> None:
+    _head(page, rule, found, printable(cause))
+    if rule == "COLLISION":
+        _collision(page, found)
+        page.add(ADVICE[rule], "  ", "       ")
+        return
+    by_library: dict[str, list[Finding]] = {}
+    for x in found:
+        by_library.setdefault(x.artifact, []).append(x)
+    for artifact, xs in by_library.items():
+        page.add(f"{page.name(artifact)}:", "  ", "    ")
+        for x in xs[:SAMPLE]:
+            page.add(page.shorten(x.message), "    ", "      ")
+        if len(xs) > SAMPLE:
+            page.add(f"... and {len(xs) - SAMPLE} more (--format json, sarif or junit lists them all)", "    ")
+    if rule in ADVICE:
+        page.add(ADVICE[rule], "  ", "       ")
+
+
+def _findings(page: _Page) -> None:
+    for cause, by_rule in _causes(page.report, page).items():
+        page.lines.append("")
+        shown_cause = cause if not cause.startswith(NOBODY + " ") else page.name(cause[len(NOBODY) + 1 :])
+        for rule, found in by_rule.items():
+            if rule == HIJACK:
+                _hijack(page, shown_cause, found)
+            elif rule == "UNPREFIXED_PROVIDER" and HIJACK in by_rule:
+                names = sum(len(lib.unprefixed_exports) for lib in map(page.by_display.get, {x.artifact for x in found}) if lib)
+                _same_cause(page, rule, found, f"the same libraries export {plural(names, 'unprefixed shim name')}")
+            elif rule == "COLLISION" and HIJACK in by_rule and all(page.is_torch(x.related) for x in found):
+                _same_cause(page, rule, found, f"the same libraries export {plural(len(found), 'name')} libtorch exports")
+            else:
+                _generic(page, rule, shown_cause, found)
+
+
+def _suppressions(page: _Page) -> None:
+    report = page.report
+    for sup in report.suppressed[:20]:
+        x = sup.finding
+        page.add(f"suppressed: {x.rule} {printable(x.symbol)} in {page.name(x.artifact)} ({printable(sup.reason)})", "", "  ")
+    if len(report.suppressed) > 20:
+        page.lines.append(f"suppressed: ... and {len(report.suppressed) - 20} more")
+    for desc in report.unused_suppressions:
+        page.add(f"unused suppression: {printable(desc)}", "", "  ")
+
+
+# -- the tables -----------------------------------------------------------------------------
+
+
+def prefix_text(prefix: str) -> str:
+    return prefix if prefix else "(unprefixed)"
+
+
+def _providers(page: _Page) -> None:
+    rows = page.report.providers
+    if not rows:
+        page.lines.append("shim providers: none")
+        return
+    page.lines.append("shim providers:")
+    table = [(printable(r.distribution), page.name(r.library), printable(prefix_text(r.prefix)), str(r.names)) for r in rows]
+    heads = ("distribution", "library", "prefix", "names")
+    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(heads)]
+    if 2 + sum(widths) + 2 * (len(widths) - 1) <= page.width:
+        for row in (heads, *table):
+            page.lines.append("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        return
+    # Too wide for one line a row: each distribution once, its libraries under it.
+    last = None
+    for dist, library, prefix, names in table:
+        if dist != last:
+            page.lines.append(f"  {dist}")
+            last = dist
+        page.lines += wrap_list(f"{library}:", [f"{prefix}, {plural(int(names), 'name')}"], page.width, "    ", "      ")
+
+
+def counts(report: ScanReport) -> str:
+    s = report.scanned
+    libs = sum(len(d.libraries) for d in s.distributions)
+    with_libs = sum(1 for d in s.distributions if d.libraries)
+    return (
+        f"{len(s.distributions)} distribution(s), {with_libs} with ELF libraries ({libs} libraries), "
+        f"{len(s.unowned)} librar{'y' if len(s.unowned) == 1 else 'ies'} outside any distribution"
+    )
+
+
+def _brief_counts(report: ScanReport) -> str:
+    s = report.scanned
+    outside = f", {len(s.unowned)} outside any distribution" if s.unowned else ""
+    return f"{plural(len(s.distributions), 'distribution')}, {plural(len(s.libraries), 'ELF library', 'ELF libraries')}{outside}"
+
+
+def _listing(page: _Page, verbose: bool) -> None:
+    """Every distribution, library and skipped file: only with -v (a hint without)."""
+    s = page.report.scanned
+    if not verbose:
+        if s.libraries:
+            page.lines.append(f"(-v lists the {plural(len(s.libraries), 'library', 'libraries')} read and what each is)")
+        return
+    page.lines.append("read:")
+    for folder in s.site_folders:
+        page.add(f"site folder: {printable(folder)}", "", "  ")
+    for d in s.distributions:
+        editable = ", editable" if d.editable else ""
+        page.add(f"{printable(d.label)} ({printable(d.location)}{editable})", "", "    ")
+        for lib in d.libraries:
+            page.add(f"{page.name(lib.display)}: {lib.describe_roles()}", "  ", "      ")
+    if s.unowned:
+        page.lines.append(f"{NOBODY}:")
+        for lib in s.unowned:
+            page.add(f"{printable(lib.display)}: {lib.describe_roles()}", "  ", "      ")
+    for name, kind in s.ignored:
+        page.add(f"not a library ({kind}): {page.name(name)}", "  ", "      ")
+    for name in s.programs:
+        page.add(f"not a library (a program with no shim-ABI symbol): {page.name(name)}", "  ", "      ")
+
+
+def render_text(report: ScanReport, *, color: bool = False, verbose: bool = False, width: int | None = None) -> str:
+    page = _Page(report, width or terminal_width(), color)
+    line, code = verdict(report)
+    page.lines.append(page.paint(line, code))
+    page.add(f"scanned {printable(report.scanned.description)}: {_brief_counts(report)}", "", "  ")
+    _findings(page)
+    _suppressions(page)
+    page.lines.append("")
+    _providers(page)
+    _listing(page, verbose)
+    return "\n".join(page.lines) + "\n"

@@ -1,0 +1,82 @@
+"""scan's text report reads at a glance: a real environment's findings (torch 2.14.1, an
+ExecuTorch runtime shipping unprefixed shims, torchao's and torchaudio's stable-ABI
+extensions; recorded in fixtures/scan/real_env.json, see real_env.md) rendered from the record."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from aoti_shim.checks.formats.scan import render_scan
+from aoti_shim.checks.formats.scan_text import render_text
+from scan_record import load
+
+RECORD = Path(__file__).resolve().parents[1] / "fixtures" / "scan" / "real_env.json"
+HIJACKER = "torch-tensorrt-executorch-runtime 0.1.0"
+
+
+@pytest.fixture(scope="module")
+def text() -> str:
+    return render_text(load(RECORD), width=100)
+
+
+def test_the_verdict_and_the_findings_come_first(text: str) -> None:
+    lines = text.splitlines()
+    assert lines[0] == "FAILED: 80 blocking, 2 warning(s), 0 suppressed"
+    assert lines[1] == "scanned 4 wheel(s): 4 distributions, 22 ELF libraries"
+    first_finding = next(i for i, line in enumerate(lines) if line.startswith("HIJACK"))
+    assert first_finding == 3 and lines.index("shim providers:") > first_finding
+    # Unrelated libraries are not listed without -v; with it, after the providers.
+    assert "torch/lib/libc10.so" not in text and "unrelated" not in text
+    verbose = render_text(load(RECORD), width=100, verbose=True)
+    assert verbose.index("shim providers:") < verbose.index("  torch/lib/libc10.so: unrelated")
+    assert len(lines) <= 40, text  # the report of the unreadable kind: 63 lines
+
+
+def test_findings_are_grouped_by_the_hijacking_distribution(text: str) -> None:
+    assert f"HIJACK (8 blocking): {HIJACKER} captures stable-ABI imports" in text
+    assert "it ships libtorch's shim names unprefixed, in 2 libraries" in text
+    block = text[text.index("HIJACK") : text.index("  when:")]
+    # Each of its libraries with its count of libtorch's names, then what it captures, by distribution.
+    portable = "torch_tensorrt_executorch_runtime/_portable_lib.cpython-311-x86_64-linux-gnu.so (25 names):"
+    cuda = "torch_tensorrt_executorch_runtime/libaoti_cuda_shims.so (47 names):"
+    assert block.index(portable) < block.index(cuda)
+    under_portable = block[block.index(portable) : block.index(cuda)]
+    assert re.search(r"^    torchao 0\.18\.0: torchao/_C_cutlass_90a\.abi3\.so \(17\),$", under_portable, re.M), under_portable
+    assert "torchaudio 2.11.1: torchaudio/lib/libtorchaudio.so (20)," in under_portable
+    assert under_portable.count("torchao 0.18.0:") == 1 and under_portable.count("torchaudio 2.11.1:") == 1
+    assert "torchao/_C_mxfp8.cpython-310-x86_64-linux-gnu.so (21)" in block[block.index(cuda) :]
+    # The findings from the same cause are one line each, not 72 and 2 more.
+    assert re.search(r"^COLLISION \(72 blocking\): the same libraries export 72 names libtorch exports; the same cause", text, re.M)
+    assert re.search(r"^UNPREFIXED_PROVIDER \(2 warnings\): the same libraries export 76 unprefixed shim names", text, re.M)
+    assert "exports shim name" not in text
+
+
+def test_the_hijack_says_what_to_do(text: str) -> None:
+    advice = " ".join(line.strip() for line in text[text.index("  when:") : text.index("COLLISION")].splitlines())
+    assert advice.startswith(f"when: {HIJACKER}'s shims are loaded RTLD_GLOBAL, or with their dependencies promoted")
+    assert "before libtorch" in advice
+    assert f"fix: {HIJACKER} ships unprefixed shims: have its runtime rebuilt with a private prefix (aoti-shim is the tool" in advice
+    assert "or keep it and torchao 0.18.0, torchaudio 2.11.1 out of one process" in advice
+
+
+@pytest.mark.parametrize("width", [100, 80, 120])
+def test_paths_are_short_and_lines_fit_the_width(width: int) -> None:
+    for verbose in (False, True):
+        text = render_text(load(RECORD), width=width, verbose=verbose)
+        # A library is its distribution's member; -v names each wheel once, as the distribution's location.
+        assert ".whl!" not in text
+        for line in text.splitlines():
+            # Only a name longer than the width may overrun it, alone on its line.
+            assert len(line) <= width or " " not in line.strip(), (width, line)
+        if width >= 100:
+            assert max(map(len, text.splitlines())) <= width
+    assert ".whl" not in render_text(load(RECORD), width=width)
+
+
+def test_the_machine_formats_keep_every_path() -> None:
+    report = load(RECORD)
+    for fmt in ("json", "sarif", "junit"):
+        assert "torch_tensorrt_executorch_runtime-0.1.0-cp311-cp311-manylinux_2_28_x86_64.whl" in render_scan(report, fmt)
