@@ -21,6 +21,7 @@ from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.checks.check.run import library_folders
 from aoti_shim.checks.abi.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
+from aoti_shim.checks.report.model import Report
 from aoti_shim.checks.references.reference import resolve_snapshot_name, snapshot_hint
 from aoti_shim.checks.loader.roles import Roles, classify_by_symbols
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
@@ -28,6 +29,11 @@ from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
 from aoti_shim.torch_location import TorchLocation
+
+
+# Where the check's report goes when the `report` setting names no file: the project's
+# build folder, which pip leaves in place (and which it shows nothing of on success).
+DEFAULT_REPORT = "build/aoti-shim-report.txt"
 
 
 class BuildRejected(AotiShimError):
@@ -192,17 +198,37 @@ def check_wheel(
         report = run_check(settings)
         console.block(render(report, "text", color=console.use_color()))
         code = report.exit_code(gate.fail_on)
-    verdict = f"{wheel.name}: passed the check"
+    verdict = f"{wheel.name}: passed the check of {_what_was_checked(report)}"
     if code:
         if report.blocking:
             what = f"{len(report.blocking)} blocking finding(s)"
         else:
             what = f"{len(report.warnings)} warning(s) with fail-on = {gate.fail_on}"
         verdict = f"{what} in {wheel.name}: the wheel was deleted; nothing is installed"
+    # pip shows nothing of a passing build: the report file (by default in the project's
+    # build folder) is where its verdict stays.
+    table = render(report, "text", color=False)
     if gate.report:
-        _write_report(gate.report, project_dir, render(report, "text", color=False), verdict, report_inputs)
+        _write_report(gate.report, project_dir, table, verdict, report_inputs)
+    else:
+        try:
+            _write_report(DEFAULT_REPORT, project_dir, table, verdict, report_inputs)
+        except AotiShimError as e:  # a read-only source tree: the build is no worse for it
+            console.warn(f"{e}; set {TABLE} report to keep the check's report elsewhere")
     if code:
         raise BuildRejected(verdict, exit_code=code)
+
+
+def _what_was_checked(report: Report) -> str:
+    """'1 shim library and 2 models against torch 2.13.0+cpu': the roles counted, each
+    --against item by the torch it is."""
+    shims = sum(1 for a in report.artifacts if a.role == "shim")
+    models = len(report.artifacts) - shims
+    roles = f"{shims} shim librar{'y' if shims == 1 else 'ies'} and {models} model{'' if models == 1 else 's'}"
+    if not report.against:
+        return f"{roles}, against no torch (against = []: prefixes only)"
+    refs = ", ".join(f"torch {a.torch_version}" if a.torch_version else a.item for a in report.against)
+    return f"{roles} against {refs}"
 
 
 def _report_path(where: str, project_dir: Path) -> Path:
@@ -224,4 +250,5 @@ def _write_report(where: str, project_dir: Path, table: str, verdict: str, input
     except OSError as e:
         raise AotiShimError(f"{TABLE} report {path}: cannot create its folder: {e.strerror or e}") from None
     write_text_atomically(path, f"{table.rstrip()}\n{verdict}\n", what=f"{TABLE} report", inputs=inputs)
+    console.info(verdict)
     console.info(f"report: {path}")

@@ -201,7 +201,8 @@ class GateSettings:
         kind=PATH,
         config=True,
         doc="a file, relative to the project, that the check's text report and verdict are written to, "
-        "passed or failed: pip shows the backend's output only on failure or with `pip -v`",
+        "passed or failed (default: `build/aoti-shim-report.txt`): pip shows the backend's output only on "
+        "failure or with `pip -v`",
     )
     cuda: bool = setting(
         False,

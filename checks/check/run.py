@@ -481,6 +481,19 @@ def library_folders(
     return tuple(out)
 
 
+def _nothing_found(flag: str, given: tuple[str, ...], ignored: tuple[tuple[str, str], ...]) -> str:
+    """Why ``flag``'s inputs gave no library: only programs (or objects) in them, or no ELF file."""
+    inside = [name for name, kind in ignored if any(name == g or name.startswith(g.rstrip("/") + "/") for g in given)]
+    if not inside:
+        return f"{flag} {' '.join(given)}: no ELF file found"
+    programs = [name for name, kind in ignored if kind == "executable" and name in inside]
+    if len(programs) == len(inside):
+        what = f"only programs ({len(programs)}, e.g. {programs[0]})"
+    else:
+        what = f"only programs or objects ({len(inside)}, e.g. {inside[0]})"
+    return f"{flag} {' '.join(given)}: holds {what}, no shared library; {flag} takes shared libraries (.so), folders or wheels holding them"
+
+
 @contextmanager
 def checking(settings: CheckSettings) -> Iterator[CheckRun]:
     """Read the inputs and references, decide the prefix; the references stay open (and
@@ -502,9 +515,9 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         shims, models = _hosts(shim_arts, shims, settings), _hosts(model_arts, models, settings)
         ignored = tuple(ws.ignored)
         if settings.shims and not shims:
-            raise UsageError(f"--shim {' '.join(settings.shims)}: no ELF file found")
+            raise UsageError(_nothing_found("--shim", settings.shims, ignored))
         if settings.models and not models:
-            raise UsageError(f"--model {' '.join(settings.models)}: no ELF file found")
+            raise UsageError(_nothing_found("--model", settings.models, ignored))
         inferred_from = ""
         # Only shim-ABI names can carry a prefix.
         shim_names = [n for lib in shims for n in lib.marked_exports]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Callable, Iterable
 
 from aoti_shim.checks.report.model import BLOCKING, FindingBatch, Header, Tally
+from aoti_shim.checks.rules.table import NO_RENAME_HEADER
 
 _RED, _YELLOW, _GREEN, _DIM, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"
 
@@ -85,9 +86,16 @@ def stream_text(
         lines.append(artifact)
         width_sev = max(len(g.severity) for g in by_rule.values())
         width_rule = max(len(r) for r in by_rule)
+        unprefixed = by_rule.get("UNPREFIXED_EXPORT")
+        no_header = unprefixed is not None and any(NO_RENAME_HEADER in m for m in unprefixed.sample)
         for rule, group in by_rule.items():
             code = _RED if group.severity == BLOCKING else _YELLOW
             lead = f"  {group.severity.ljust(width_sev)}  {rule.ljust(width_rule)}  "
+            if no_header and rule == "COLLISION":
+                # The unprefixed names collide with libtorch's: the one cause UNPREFIXED_EXPORT names.
+                where = group.sample[0].rpartition(" is also exported by ")[2] if group.sample else "a reference"
+                lines.append(_paint(lead + f"{group.count} finding(s): the unprefixed names below, also exported by {where}", code, color))
+                continue
             if group.count == 1:
                 lines.append(_paint(lead + group.sample[0], code, color))
                 continue
@@ -106,6 +114,9 @@ def stream_text(
         lines.append(f"unused suppression: {desc}")
     nb, nw = tally.blocking, tally.warnings
     summary = f"{nb} blocking, {nw} warning(s), {len(tally.suppressed)} suppressed"
+    if any(rule == "COLLISION" for rule, _ in header.skipped_rules):
+        # The check that matters most did not run: the verdict says so, never a plain OK.
+        summary += "; no collision with libtorch judged (no --against: add --against torch or a snapshot)"
     if nb:
         lines.append(_paint(f"FAILED: {summary}", _RED, color))
     elif nw:

@@ -408,8 +408,35 @@ def _collision(ctx: Context) -> Iterator[FindingBatch]:
             yield Columns(artifact, symbols, messages, related)
 
 
+# Said of a shim library none of whose sources included the rename header; the text report
+# finds this finding by it (checks/formats/text.py).
+NO_RENAME_HEADER = "no source of it included the rename header"
+
+
+def _without_rename_header(ctx: Context, shim: Library) -> list[str]:
+    """The unprefixed shim names of a library that carries no prefix at all while the
+    build's prefix is known, when torch's headers declare one of them (else the rename
+    header would not have renamed them): every source missed the rename header."""
+    if not ctx.prefix or ctx.prefix_source != "given" or any(map(prefixes.prefix_of, shim.marked_exports)):
+        return []
+    names = [n for n in shim.marked_exports if ctx.is_unprefixed_shim(n)]
+    own = _runtime_own_names(shim) if names else frozenset()
+    return names if any(n not in own for n in names) else []
+
+
 def _unprefixed_export(ctx: Context) -> Iterator[Found]:
     for shim in ctx.exporters:
+        missed = _without_rename_header(ctx, shim)
+        if missed:
+            # One cause, one line: not a finding per name that never names the header.
+            yield (
+                shim.display,
+                missed[0],
+                f"exports all {len(missed)} of its shim names without the prefix {ctx.prefix!r} (e.g. '{missed[0]}'): "
+                f"{NO_RENAME_HEADER}; include <aoti_shim_rename.h> first in each shim source, or use FORCE_INCLUDE "
+                "(aoti_shim_prefix) or force-include = true ([tool.aoti-shim])",
+            )
+            continue
         own = _runtime_own_names(shim)
         for name in shim.marked_exports:
             if ctx.is_unprefixed_shim(name):
@@ -569,7 +596,13 @@ def _unprefixed_import(ctx: Context) -> Iterator[Found]:
 
 
 def _carried(ctx: Context) -> str:
-    return prefixes.describe(ctx.shim_prefixes) if ctx.shim_prefixes else "no prefix at all"
+    if ctx.shim_prefixes:
+        return prefixes.describe(ctx.shim_prefixes)
+    mangled = [n for shim in ctx.shims for n in shim.mangled_shim_exports]
+    if mangled:
+        # Built without extern "C": the prefix is there, inside C++ manglings (MANGLED_SHIM's).
+        return f"their names only C++-mangled (e.g. '{mangled[0]}': defined without extern \"C\")"
+    return "no prefix at all"
 
 
 def _unbound(ctx: Context, lib: Library) -> Iterator[tuple[str, str | None, Binding | None]]:
@@ -651,15 +684,21 @@ def _given_prefix_mismatch(ctx: Context) -> Iterator[Found]:
         yield from _foreign_prefixes(model.display, foreign, f"the given prefix is {ctx.prefix!r}", ctx.loaded_as(model))
 
 
-def _foreign_prefixes(artifact: str, foreign: dict[str, list[str]], expected: str, loaded_as: str = "") -> Iterator[Found]:
+def _foreign_prefixes(
+    artifact: str, foreign: dict[str, list[str]], expected: str, loaded_as: str = "", mangled: bool = False
+) -> Iterator[Found]:
     """PREFIX_MISMATCH's finding for each prefix of ``foreign`` (prefix -> the names imported
-    with it), in prefix order; ``expected`` says which prefix was wanted."""
+    with it), in prefix order; ``expected`` says which prefix was wanted. ``mangled``: the
+    shims carry names only C++-mangled, so the cause is extern "C", not another prefix."""
+    why = (
+        'the shims need extern "C" (MANGLED_SHIM), so it cannot load' if mangled
+        else "blob and shims were built with different prefixes, so it cannot load"
+    )  # fmt: skip
     for p, names in sorted(foreign.items()):
         yield (
             artifact,
             names[0],
-            f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'){loaded_as}, but {expected}: "
-            "blob and shims were built with different prefixes, so it cannot load",
+            f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'){loaded_as}, but {expected}: {why}",
         )
 
 
@@ -672,7 +711,8 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
     if not ctx.shims:
         yield from _given_prefix_mismatch(ctx)
         return
-    if ctx.prefix_source == "given" and ctx.prefix and ctx.prefix not in ctx.shim_prefixes:
+    told = all(_without_rename_header(ctx, shim) for shim in ctx.shims)  # UNPREFIXED_EXPORT names the cause
+    if ctx.prefix_source == "given" and ctx.prefix and ctx.prefix not in ctx.shim_prefixes and not told:
         # Else the check would prove nothing about the shims that were really built.
         yield (
             ctx.shims[0].display,
@@ -687,7 +727,8 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
         for name, p, _ in _unbound(ctx, model):
             if not _is_shims_prefix(ctx, p):
                 foreign.setdefault(p or "", []).append(name)
-        yield from _foreign_prefixes(model.display, foreign, f"the shims carry {_carried(ctx)}", ctx.loaded_as(model))
+        mangled = not ctx.shim_prefixes and any(shim.mangled_shim_exports for shim in ctx.shims)
+        yield from _foreign_prefixes(model.display, foreign, f"the shims carry {_carried(ctx)}", ctx.loaded_as(model), mangled)
 
 
 _VISIBILITY = {0: "default", 1: "internal", 2: "hidden", 3: "protected"}

@@ -460,6 +460,10 @@ def _sha256_file(path: str) -> str:
     return digest.hexdigest()
 
 
+# How torch's own libraries are named: a folder holding none of them is no torch.
+TORCH_LIBRARY_STARTS = ("libtorch", "libc10")
+
+
 def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
     lib_dir = package_lib(source) or source
     version = version_in(lib_dir.parent)
@@ -535,8 +539,17 @@ def capture(
     else:
         raise InputError(f"{source}: no such folder or wheel")
     version = torch_version or found_version
+    if not version and not any(lib.name.rsplit("/", 1)[-1].startswith(TORCH_LIBRARY_STARTS) for lib in libs):
+        # Neither torch's version file nor one of its libraries: not torch, whatever flag is added.
+        raise InputError(
+            f"{source}: not torch's lib/ folder, its package folder or a torch wheel (no torch/version.py, "
+            "no libtorch*.so or libc10*.so); give one of those"
+        )
     if not version:
-        raise InputError(f"{source}: cannot tell the torch version (no torch/version.py); pass --torch-version")
+        raise InputError(
+            f"{source}: cannot tell the torch version (no torch/version.py beside its libraries); "
+            "pass --torch-version VERSION (the version to record, e.g. 2.14.1+cu130)"
+        )
     if not with_tests:
         libs = _import_set(libs)
     if not libs:
