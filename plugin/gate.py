@@ -207,6 +207,8 @@ def check_wheel(
         verdict = f"{what} in {wheel.name}: the wheel was deleted; nothing is installed"
     # pip shows nothing of a passing build: the report file (by default in the project's
     # build folder) is where its verdict stays.
+    if not code:
+        console.info(verdict)  # a failure's verdict is the error line the build ends with
     table = render(report, "text", color=False)
     if gate.report:
         _write_report(gate.report, project_dir, table, verdict, report_inputs)
@@ -250,5 +252,4 @@ def _write_report(where: str, project_dir: Path, table: str, verdict: str, input
     except OSError as e:
         raise AotiShimError(f"{TABLE} report {path}: cannot create its folder: {e.strerror or e}") from None
     write_text_atomically(path, f"{table.rstrip()}\n{verdict}\n", what=f"{TABLE} report", inputs=inputs)
-    console.info(verdict)
     console.info(f"report: {path}")

@@ -263,7 +263,7 @@ def _listing(page: _Page, verbose: bool) -> None:
         if s.libraries:
             page.lines.append(f"(-v lists the {plural(len(s.libraries), 'library', 'libraries')} read and what each is)")
         return
-    page.lines.append("read:")
+    page.lines.append("every distribution read, and what each library is:")
     for folder in s.site_folders:
         page.add(f"site folder: {printable(folder)}", "", "  ")
     for d in s.distributions:

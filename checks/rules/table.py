@@ -432,7 +432,8 @@ def _unprefixed_export(ctx: Context) -> Iterator[Found]:
             yield (
                 shim.display,
                 missed[0],
-                f"exports all {len(missed)} of its shim names without the prefix {ctx.prefix!r} (e.g. '{missed[0]}'): "
+                f"exports {'its one shim name' if len(missed) == 1 else f'all {len(missed)} of its shim names'} "
+                f"without the prefix {ctx.prefix!r} (e.g. '{missed[0]}'): "
                 f"{NO_RENAME_HEADER}; include <aoti_shim_rename.h> first in each shim source, or use FORCE_INCLUDE "
                 "(aoti_shim_prefix) or force-include = true ([tool.aoti-shim])",
             )
