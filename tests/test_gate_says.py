@@ -88,6 +88,8 @@ def test_a_folder_of_programs_says_so(tmp_path: Path) -> None:
     subprocess.run(["gcc", str(source), "-o", str(folder / "tool")], check=True)
     line = one_line_error(cli("check", "--shim", str(folder)), 2)
     assert "holds only programs (1, e.g. " in line and "no shared library" in line and "no ELF file found" not in line
+    wheel = make_wheel(tmp_path / "tools-1.0-py3-none-any.whl", {"tools/bin/tool": folder / "tool"})
+    assert "holds only programs (1, e.g. " in one_line_error(cli("check", "--model", str(wheel)), 2)
     (tmp_path / "empty").mkdir()
     assert one_line_error(cli("check", "--shim", str(tmp_path / "empty")), 2).endswith(": no ELF file found")
 

@@ -483,7 +483,7 @@ def library_folders(
 
 def _nothing_found(flag: str, given: tuple[str, ...], ignored: tuple[tuple[str, str], ...]) -> str:
     """Why ``flag``'s inputs gave no library: only programs (or objects) in them, or no ELF file."""
-    inside = [name for name, kind in ignored if any(name == g or name.startswith(g.rstrip("/") + "/") for g in given)]
+    inside = [name for name, _ in ignored if any(name == g or name.startswith((g.rstrip("/") + "/", g + "!")) for g in given)]
     if not inside:
         return f"{flag} {' '.join(given)}: no ELF file found"
     programs = [name for name, kind in ignored if kind == "executable" and name in inside]
