@@ -198,6 +198,14 @@ def check_wheel(
         report = run_check(settings)
         console.block(render(report, "text", color=console.use_color()))
         code = report.exit_code(gate.fail_on)
+    _conclude(wheel, report, code, gate, project_dir, report_inputs)
+
+
+def _conclude(
+    wheel: Path, report: Report, code: int, gate: GateSettings, project_dir: Path, report_inputs: tuple[Path, ...]
+) -> None:
+    """The verdict: printed when the wheel passes (a failure's is the error line the build
+    ends with), kept with the table in the report file, raised when the wheel fails."""
     verdict = f"{wheel.name}: passed the check of {_what_was_checked(report)}"
     if code:
         if report.blocking:
@@ -205,10 +213,10 @@ def check_wheel(
         else:
             what = f"{len(report.warnings)} warning(s) with fail-on = {gate.fail_on}"
         verdict = f"{what} in {wheel.name}: the wheel was deleted; nothing is installed"
+    else:
+        console.info(verdict)
     # pip shows nothing of a passing build: the report file (by default in the project's
     # build folder) is where its verdict stays.
-    if not code:
-        console.info(verdict)  # a failure's verdict is the error line the build ends with
     table = render(report, "text", color=False)
     if gate.report:
         _write_report(gate.report, project_dir, table, verdict, report_inputs)

@@ -86,8 +86,7 @@ def stream_text(
         lines.append(artifact)
         width_sev = max(len(g.severity) for g in by_rule.values())
         width_rule = max(len(r) for r in by_rule)
-        unprefixed = by_rule.get("UNPREFIXED_EXPORT")
-        no_header = unprefixed is not None and any(NO_RENAME_HEADER in m for m in unprefixed.sample)
+        no_header = any(NO_RENAME_HEADER in m for m in getattr(by_rule.get("UNPREFIXED_EXPORT"), "sample", ()))
         for rule, group in by_rule.items():
             code = _RED if group.severity == BLOCKING else _YELLOW
             lead = f"  {group.severity.ljust(width_sev)}  {rule.ljust(width_rule)}  "
@@ -112,16 +111,18 @@ def stream_text(
         lines.append(f"suppressed: ... and {len(tally.suppressed) - SUPPRESSED_SHOWN} more")
     for desc in tally.unused_suppressions:
         lines.append(f"unused suppression: {desc}")
-    nb, nw = tally.blocking, tally.warnings
-    summary = f"{nb} blocking, {nw} warning(s), {len(tally.suppressed)} suppressed"
+    lines.append(_verdict(header, tally, color))
+    write("\n".join(lines) + "\n")
+
+
+def _verdict(header: Header, tally: Tally, color: bool) -> str:
+    summary = f"{tally.blocking} blocking, {tally.warnings} warning(s), {len(tally.suppressed)} suppressed"
     if any(rule == "COLLISION" for rule, _ in header.skipped_rules):
         # The check that matters most did not run: the verdict says so, never a plain OK.
         summary += "; no collision with libtorch judged (no --against: add --against torch or a snapshot)"
-    if nb:
-        lines.append(_paint(f"FAILED: {summary}", _RED, color))
-    elif nw:
+    if tally.blocking:
+        return _paint(f"FAILED: {summary}", _RED, color)
+    if tally.warnings:
         # Not "OK": with --fail-on any these warnings fail the run.
-        lines.append(_paint(f"WARNINGS: {summary}", _YELLOW, color))
-    else:
-        lines.append(_paint(f"OK: {summary}", _GREEN, color))
-    write("\n".join(lines) + "\n")
+        return _paint(f"WARNINGS: {summary}", _YELLOW, color)
+    return _paint(f"OK: {summary}", _GREEN, color)
