@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -54,6 +55,9 @@ def test_clean_project_installs_isolated_and_exports_only_prefixed_names(plugin_
     # In an isolated build torch is not importable; the gate found the target env's.
     assert "against: torch at" in out and "found via the interpreter pip installs for" in out
     assert "OK: 0 blocking" in out
+    # Without pip -v none of that shows: the verdict stays in the project's build folder.
+    verdict = (project / "build" / "aoti-shim-report.txt").read_text().splitlines()[-1]
+    assert re.fullmatch(r"plugin_clean-0\.1\.0-\S+\.whl: passed the check of 1 shim library and \d+ models? against torch \S+", verdict), verdict
     assert target.installed("plugin-clean")
     lib = _installed_library(target, "plugin_clean", "libpclean_shims.so")
     names = exported_shim_names(lib)
