@@ -222,7 +222,7 @@ def test_a_wheels_runner_that_exports_symbols_is_checked(tmp_path: Path) -> None
     folder = tmp_path / "bin"
     folder.mkdir()
     os.replace(plain, folder / "plain")
-    with pytest.raises(Exception, match="no ELF file found"):
+    with pytest.raises(Exception, match="holds only programs"):
         run_check(CheckSettings(shims=(str(folder),)))
 
 
