@@ -18,7 +18,8 @@ from compile_support import compile_shared
 from elf_fixtures import nm_exports
 
 from aoti_shim.checks import RULES, CheckSettings, render, run_check
-from aoti_shim.checks.elf.image import STB_GNU_UNIQUE, STT_TLS, ElfImage
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STT_TLS
 from aoti_shim.checks.rules.table import RULES
 from aoti_shim.cli import main
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, pyelftools_truth, synth_elf
 
-from aoti_shim.checks.elf.image import (
+from aoti_shim.checks.elf.image import ElfImage, Symbol
+from aoti_shim.checks.elf.layout import (
     STB_GLOBAL,
     STB_GNU_UNIQUE,
     STB_WEAK,
@@ -17,8 +18,6 @@ from aoti_shim.checks.elf.image import (
     STT_OBJECT,
     STT_TLS,
     STV_PROTECTED,
-    ElfImage,
-    Symbol,
     is_elf,
 )
 from aoti_shim.errors import InputError

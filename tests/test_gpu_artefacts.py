@@ -25,7 +25,8 @@ from shims_support import reference_shims
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.snapshot import record as snapshot_mod
-from aoti_shim.checks.elf.image import STB_GLOBAL, STT_FUNC, ElfImage
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import STB_GLOBAL, STT_FUNC
 
 CUDA_PACKAGE = REPO / "fixtures" / "aoti_packages" / "mlp_cuda"
 MODEL_DIR = CUDA_PACKAGE / "model" / "data" / "aotinductor" / "model"

@@ -21,7 +21,8 @@ from wheel_support import make_wheel
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.inputs import collect as inputs
-from aoti_shim.checks.elf.image import ElfImage, file_kind
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import file_kind
 from aoti_shim.checks.inputs.collect import Workspace, collect, copy_elf_member, extract_elf_members, open_wheel, read_member
 from aoti_shim.errors import InputError
 

@@ -32,7 +32,8 @@ import pytest
 from compile_support import compile_shared
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.elf.image import STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_TLS, ElfImage
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_TLS
 from aoti_shim.checks.rules.table import RULES
 
 PREFIX = "myrt_"

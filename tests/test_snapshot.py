@@ -21,7 +21,8 @@ from test_robustness import UNSAFE_MEMBERS
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.snapshot import record as snapshot_mod
-from aoti_shim.checks.elf.image import STB_GLOBAL, STT_FUNC, ElfImage
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import STB_GLOBAL, STT_FUNC
 from aoti_shim.errors import InputError
 
 

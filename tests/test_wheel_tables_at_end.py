@@ -22,7 +22,8 @@ from compile_support import compile_shared
 from wheel_support import make_wheel
 
 from aoti_shim.checks.inputs import collect as inputs
-from aoti_shim.checks.elf.image import SHT_GNU_HASH, ElfImage
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import SHT_GNU_HASH
 from aoti_shim.errors import InputError
 
 PT_LOAD, PT_DYNAMIC, PT_GNU_STACK, PT_GNU_RELRO = 1, 2, 0x6474E551, 0x6474E552

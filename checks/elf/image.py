@@ -31,45 +31,89 @@ from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import Iterable, Iterator, Mapping
 
+from aoti_shim.checks.elf.layout import (
+    DF_1_NODEFLIB,
+    DF_1_NOOPEN,
+    DF_1_NOW,
+    DF_BIND_NOW,
+    DF_SYMBOLIC,
+    DT_AUXILIARY,
+    DT_BIND_NOW,
+    DT_FILTER,
+    DT_FLAGS,
+    DT_FLAGS_1,
+    DT_GNU_HASH,
+    DT_HASH,
+    DT_JMPREL,
+    DT_NEEDED,
+    DT_NULL,
+    DT_PLTREL,
+    DT_PLTRELSZ,
+    DT_REL,
+    DT_RELA,
+    DT_RELASZ,
+    DT_RELSZ,
+    DT_RPATH,
+    DT_RUNPATH,
+    DT_SONAME,
+    DT_STRSZ,
+    DT_STRTAB,
+    DT_SYMBOLIC,
+    DT_SYMENT,
+    DT_SYMTAB,
+    DT_VERDEF,
+    DT_VERDEFNUM,
+    DT_VERNEED,
+    DT_VERNEEDNUM,
+    DT_VERSYM,
+    ELF_MAGIC,
+    MAX_DYNAMIC_ENTRIES,
+    MAX_NAME_BYTES,
+    MAX_NAME_LEN,
+    MAX_NOTE_SECTION,
+    MAX_SECTIONS,
+    MAX_SYMBOLS,
+    MAX_VERSIONS,
+    NT_GNU_BUILD_ID,
+    PN_XNUM,
+    PT_DYNAMIC,
+    PT_LOAD,
+    PT_NOTE,
+    SHN_ABS,
+    SHN_UNDEF,
+    SHT_DYNAMIC,
+    SHT_DYNSYM,
+    SHT_GNU_HASH,
+    SHT_GNU_VERDEF,
+    SHT_GNU_VERNEED,
+    SHT_GNU_VERSYM,
+    SHT_NOTE,
+    SHT_STRTAB,
+    STB_GLOBAL,
+    STB_GNU_UNIQUE,
+    STB_LOCAL,
+    STB_WEAK,
+    STT_FUNC,
+    STT_GNU_IFUNC,
+    STT_NOTYPE,
+    STT_OBJECT,
+    STT_TLS,
+    STV_DEFAULT,
+    STV_PROTECTED,
+    Section,
+    TABLE_NAMES,
+    VERSYM_HIDDEN,
+    VER_FLG_BASE,
+    layout,
+)
 from aoti_shim.errors import InputError
 
-ELF_MAGIC = b"\x7fELF"
-
-# Symbol binding, type and visibility (st_info, st_other).
-STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
-STT_NOTYPE, STT_OBJECT, STT_FUNC, STT_TLS, STT_GNU_IFUNC = 0, 1, 2, 6, 10
-STV_DEFAULT, STV_INTERNAL, STV_HIDDEN, STV_PROTECTED = 0, 1, 2, 3
-SHN_UNDEF, SHN_ABS = 0, 0xFFF1
 # The symbol types glibc's lookup takes a definition of (ALLOWED_STT in dl-lookup.c; 5 is
 # STT_COMMON): a definition of another type, or of value 0 outside SHN_ABS and TLS, it passes over.
 _LOADER_TYPES = frozenset((STT_NOTYPE, STT_OBJECT, STT_FUNC, 5, STT_TLS, STT_GNU_IFUNC))
 
-SHT_STRTAB, SHT_DYNAMIC, SHT_NOTE, SHT_NOBITS, SHT_DYNSYM = 3, 6, 7, 8, 11
-SHT_GNU_HASH, SHT_GNU_VERSYM, SHT_GNU_VERDEF, SHT_GNU_VERNEED = 0x6FFFFFF6, 0x6FFFFFFF, 0x6FFFFFFD, 0x6FFFFFFE
-DT_NULL, DT_NEEDED, DT_HASH, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT, DT_SONAME = 0, 1, 4, 5, 6, 10, 11, 14
-DT_RPATH, DT_RUNPATH = 15, 29
-DT_SYMBOLIC, DT_FLAGS = 16, 30
-DT_GNU_HASH, DT_VERSYM, DT_FLAGS_1 = 0x6FFFFEF5, 0x6FFFFFF0, 0x6FFFFFFB
-DT_VERDEF, DT_VERDEFNUM, DT_VERNEED, DT_VERNEEDNUM = 0x6FFFFFFC, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
-DT_PLTRELSZ, DT_RELA, DT_RELASZ, DT_REL, DT_RELSZ, DT_PLTREL, DT_JMPREL, DT_BIND_NOW = 2, 7, 8, 17, 18, 20, 23, 24
-DF_SYMBOLIC, DF_BIND_NOW, DF_1_NOW = 0x2, 0x8, 0x1
-DF_1_NODEFLIB = 0x800
-DF_1_PIE = 0x08000000
-# -z nodlopen: dlopen refuses the object (itself or as a dependency of what it opens).
-DF_1_NOOPEN = 0x40
-# -f / -F (auxiliary and standard filters): the loader looks a name up in the filtee first.
-DT_AUXILIARY, DT_FILTER = 0x7FFFFFFD, 0x7FFFFFFF
 # R_<machine>_COPY by e_machine: i386, ARM, x86-64, PowerPC64, S390, AArch64, RISC-V.
 _COPY_RELOCATION = {3: 5, 40: 20, 62: 5, 21: 19, 22: 9, 183: 1024, 243: 4}
-# A .gnu.version entry: the version index in the low 15 bits, "hidden" (a non-default
-# version, name@V rather than name@@V) in the top one. Index 0 is local, 1 global (no version).
-VERSYM_HIDDEN = 0x8000
-VER_FLG_BASE = 0x1
-_MAX_VERSIONS = 1 << 15
-PT_LOAD, PT_DYNAMIC, PT_INTERP, PT_NOTE = 1, 2, 3, 4
-ET_REL, ET_EXEC, ET_DYN = 1, 2, 3
-PN_XNUM = 0xFFFF
-NT_GNU_BUILD_ID = 3
 
 BIND_NAMES = {STB_LOCAL: "LOCAL", STB_GLOBAL: "GLOBAL", STB_WEAK: "WEAK", STB_GNU_UNIQUE: "UNIQUE"}
 TYPE_NAMES = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 3: "SECTION", 4: "FILE", 5: "COMMON", 6: "TLS", 10: "IFUNC"}
@@ -83,15 +127,6 @@ _IMPORT_INFOS = frozenset(i for i in range(256) if i >> 4 != STB_LOCAL)
 _EXPORT_WORDS = frozenset(i | v << 8 for i in _EXPORT_INFOS for v in _EXPORT_VISIBILITIES)
 _IMPORT_WORDS = _IMPORT_INFOS
 
-# Caps that keep a hostile header from costing unbounded time or memory.
-_MAX_SECTIONS = 1 << 16
-_MAX_DYNAMIC_ENTRIES = 1 << 16
-_MAX_NOTE_SECTION = 1 << 20
-# libtorch_cpu has 75k dynamic symbols and 5 MiB of names; a table far past these is an attack
-# (many symbols pointing at one huge name would otherwise cost gigabytes).
-_MAX_SYMBOLS = 1 << 21
-_MAX_NAME_BYTES = 64 << 20
-_MAX_NAME_LEN = 64 << 10  # the longest in torch 2.14.1 is 2 KB
 # A copied range at least this long has its mapped pages released right away.
 _RELEASE_AFTER = 1 << 20
 # The ELF and program headers of anything a linker writes lie in the first page.
@@ -241,12 +276,6 @@ def kind_text(packed: int) -> str:
 
 _KIND_TEXT: dict[int, str] = {}
 
-_TABLE_NAMES = {
-    SHT_STRTAB: ".dynstr", SHT_DYNSYM: ".dynsym", SHT_GNU_HASH: ".gnu.hash", SHT_GNU_VERSYM: ".gnu.version",
-    SHT_GNU_VERDEF: ".gnu.version_d", SHT_GNU_VERNEED: ".gnu.version_r", SHT_NOTE: "a note segment",
-}  # fmt: skip
-
-
 @dataclass(frozen=True)
 class Versions:
     """What ``.gnu.version_d`` and ``.gnu.version_r`` say, by version index (the numbers
@@ -295,58 +324,6 @@ class DynamicEntry:
     def hidden(self) -> bool:
         """A non-default version (``name@V``, not ``name@@V``): no unversioned reference binds to it."""
         return bool(self.versym & VERSYM_HIDDEN)
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """struct formats for one ELF class and byte order."""
-
-    ehdr: struct.Struct
-    shdr: struct.Struct
-    phdr: struct.Struct
-    sym: struct.Struct
-    # (st_name, st_info, st_other, st_shndx) of one symbol, the rest skipped.
-    sym_key: struct.Struct
-    dyn: struct.Struct
-    word: struct.Struct
-    bloom_word: struct.Struct
-    endian: str
-
-
-def _layout(elf_class: int, endian: str) -> _Layout:
-    if elf_class == 2:
-        return _Layout(
-            ehdr=struct.Struct(endian + "16sHHIQQQIHHHHHH"),
-            shdr=struct.Struct(endian + "IIQQQQIIQQ"),
-            phdr=struct.Struct(endian + "IIQQQQQQ"),
-            sym=struct.Struct(endian + "IBBHQQ"),
-            sym_key=struct.Struct(endian + "IBBH16x"),
-            dyn=struct.Struct(endian + "qQ"),
-            word=struct.Struct(endian + "I"),
-            bloom_word=struct.Struct(endian + "Q"),
-            endian=endian,
-        )
-    return _Layout(
-        ehdr=struct.Struct(endian + "16sHHIIIIIHHHHHH"),
-        shdr=struct.Struct(endian + "IIIIIIIIII"),
-        phdr=struct.Struct(endian + "IIIIIIII"),
-        sym=struct.Struct(endian + "IIIBBH"),
-        sym_key=struct.Struct(endian + "I8xBBH"),
-        dyn=struct.Struct(endian + "iI"),
-        word=struct.Struct(endian + "I"),
-        bloom_word=struct.Struct(endian + "I"),
-        endian=endian,
-    )
-
-
-@dataclass(frozen=True)
-class _Section:
-    type: int
-    offset: int
-    size: int
-    link: int
-    entsize: int
-    info: int = 0  # sh_info: the entry count of .gnu.version_d / .gnu.version_r
 
 
 @dataclass(frozen=True)
@@ -400,79 +377,6 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
-def has_elf_magic(head: bytes) -> bool:
-    """True when ``head`` (the first bytes of a file or wheel member) is the ELF magic."""
-    return head.startswith(ELF_MAGIC)
-
-
-def header_facts(head: bytes | bytearray) -> tuple[int, int, int, int, bool] | None:
-    """(e_type, e_phoff, e_phentsize, e_phnum, 64-bit) from an ELF file's first 64 bytes,
-    or None when they are not a readable ELF header."""
-    if len(head) < 52 or head[:4] != ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
-        return None
-    end = "<" if head[5] == 1 else ">"
-    if head[4] == 2:
-        if len(head) < 64:
-            return None
-        e_type, phoff, phentsize, phnum = (
-            struct.unpack_from(end + "H", head, 16)[0],
-            struct.unpack_from(end + "Q", head, 0x20)[0],
-            *struct.unpack_from(end + "HH", head, 0x36),
-        )
-        return e_type, phoff, phentsize, phnum, True
-    e_type = struct.unpack_from(end + "H", head, 16)[0]
-    phoff = struct.unpack_from(end + "I", head, 0x1C)[0]
-    phentsize, phnum = struct.unpack_from(end + "HH", head, 0x2A)
-    return e_type, phoff, phentsize, phnum, False
-
-
-def segments_of(head: bytes | bytearray) -> list[tuple[int, int, int]] | None:
-    """(p_type, p_offset, p_filesz) of every program header, read from a file's first
-    bytes; None when the table is not within ``head``."""
-    facts = header_facts(head)
-    if facts is None:
-        return None
-    _, phoff, phentsize, phnum, is64 = facts
-    if phnum == PN_XNUM or phentsize != (56 if is64 else 32) or phoff + phnum * phentsize > len(head):
-        return None
-    end = "<" if head[5] == 1 else ">"
-    phdr = struct.Struct(end + ("IIQQQQQQ" if is64 else "IIIIIIII"))
-    out = []
-    for i in range(phnum):
-        raw = phdr.unpack_from(head, phoff + i * phentsize)
-        out.append((raw[0], raw[2], raw[5]) if is64 else (raw[0], raw[1], raw[4]))
-    return out
-
-
-def file_kind(head: bytes | bytearray) -> str:
-    """"shared" (a shared library), "executable" (PIE ones too: they name an interpreter),
-    "object" (a .o) or "other", from a file's first bytes (4 KiB hold the program headers
-    of anything a linker wrote)."""
-    facts = header_facts(head)
-    if facts is None:
-        return "other"
-    e_type = facts[0]
-    if e_type == ET_REL:
-        return "object"
-    if e_type == ET_EXEC:
-        return "executable"
-    if e_type != ET_DYN:
-        return "other"
-    segments = segments_of(head)
-    if segments is not None and any(p_type == PT_INTERP for p_type, _, _ in segments):
-        return "executable"
-    return "shared"
-
-
-def is_elf(path: str | os.PathLike[str]) -> bool:
-    """True when the file starts with the ELF magic (names are not trusted)."""
-    try:
-        with open(path, "rb") as f:
-            return has_elf_magic(f.read(len(ELF_MAGIC)))
-    except OSError:
-        return False
-
-
 class ElfImage:
     """A read-only view of one ELF file's dynamic linking facts.
 
@@ -485,7 +389,7 @@ class ElfImage:
         self._mm: mmap.mmap | None = None
         self._size = 0
         self._tables: tuple[SymbolTable, SymbolTable] | None = None
-        self._dynsym_cache: tuple[_Section, _Section] | None = None
+        self._dynsym_cache: tuple[Section, Section] | None = None
         self._gnu: _GnuHash | None | bool = False
         self._versym_cache: array[int] | None | bool = False
         # Set for an image built from a stream's parts (see from_loaded_parts).
@@ -507,7 +411,7 @@ class ElfImage:
         # not later, when the names are read and only "outside the file" can be said.
         for sec in self._sections:
             if sec.type != SHT_DYNAMIC:
-                self._check_range(sec.offset, sec.size, _TABLE_NAMES.get(sec.type, "a loader table"))
+                self._check_range(sec.offset, sec.size, TABLE_NAMES.get(sec.type, "a loader table"))
         if isinstance(head, mmap.mmap):
             # A sparse map (inputs._tables_ahead): keep the headers and the tables, in a fresh
             # one, so only their pages take memory.
@@ -655,7 +559,7 @@ class ElfImage:
             raise self._fail(f"unknown ELF data encoding {ident[5]}")
         self.elf_class = 64 if ident[4] == 2 else 32
         self.big_endian = ident[5] == 2
-        self._lay = _layout(ident[4], ">" if self.big_endian else "<")
+        self._lay = layout(ident[4], ">" if self.big_endian else "<")
         return self._lay.ehdr.unpack(self._bytes(0, self._lay.ehdr.size, "ELF header"))  # type: ignore[no-any-return]
 
     def _parse_header(self) -> None:
@@ -674,12 +578,12 @@ class ElfImage:
         if shnum == 0:
             # Extended numbering: the real count lives in section 0's sh_size.
             shnum = lay.shdr.unpack(self._bytes(shoff, lay.shdr.size, "section header 0"))[5]
-        if shnum > _MAX_SECTIONS:
+        if shnum > MAX_SECTIONS:
             raise self._fail(f"implausible section count {shnum}")
         table = self._bytes(shoff, shnum * lay.shdr.size, "section header table")
         raw_sections = list(lay.shdr.iter_unpack(table))
         self._sections = [
-            _Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9], info=raw[7]) for raw in raw_sections
+            Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9], info=raw[7]) for raw in raw_sections
         ]
         self._dynsym_index = next((i for i, s in enumerate(self._sections) if s.type == SHT_DYNSYM), None)
         if phnum == PN_XNUM and raw_sections:
@@ -688,7 +592,7 @@ class ElfImage:
 
     # -- the loader's view --------------------------------------------------------------
 
-    def _sections_from_segments(self, phoff: int, phentsize: int, phnum: int) -> list[_Section]:
+    def _sections_from_segments(self, phoff: int, phentsize: int, phnum: int) -> list[Section]:
         """The sections the rest of the reader uses, made from what the loader reads:
         PT_DYNAMIC's DT_SYMTAB, DT_STRTAB/DT_STRSZ, DT_VERSYM, and DT_GNU_HASH or DT_HASH
         for the symbol count (the dynamic symbol table has no size of its own)."""
@@ -706,12 +610,12 @@ class ElfImage:
             return self._file_offset(segment, what, vaddr)
 
         # Index 0 is the null section, as in a real table; 1 the strings, 2 the symbols.
-        sections = [_Section(0, 0, 0, 0, 0)]
+        sections = [Section(0, 0, 0, 0, 0)]
         if DT_STRTAB not in tags or DT_STRSZ not in tags:
             if DT_SYMTAB in tags:
                 raise self._fail("PT_DYNAMIC names a symbol table but no string table (DT_STRTAB, DT_STRSZ)")
             return []
-        sections.append(_Section(SHT_STRTAB, file_offset("DT_STRTAB", tags[DT_STRTAB]), tags[DT_STRSZ], 0, 0))
+        sections.append(Section(SHT_STRTAB, file_offset("DT_STRTAB", tags[DT_STRTAB]), tags[DT_STRSZ], 0, 0))
         if DT_SYMTAB in tags:
             syment = tags.get(DT_SYMENT, lay.sym.size)
             symtab = file_offset("DT_SYMTAB", tags[DT_SYMTAB])
@@ -726,13 +630,13 @@ class ElfImage:
                 count = lay.word.unpack_from(self._map(), at + 4)[0]  # nchain = the symbol count
             else:
                 raise self._fail("PT_DYNAMIC has no DT_GNU_HASH or DT_HASH: the dynamic symbol count is unknown")
-            if count > _MAX_SYMBOLS:
-                raise self._fail(f"its hash table counts {count} symbols, more than {_MAX_SYMBOLS}")
-            sections.append(_Section(SHT_DYNSYM, symtab, count * syment, 1, syment))
+            if count > MAX_SYMBOLS:
+                raise self._fail(f"its hash table counts {count} symbols, more than {MAX_SYMBOLS}")
+            sections.append(Section(SHT_DYNSYM, symtab, count * syment, 1, syment))
             if gnu is not None:
-                sections.append(_Section(SHT_GNU_HASH, at, gnu[1], 2, 0))
+                sections.append(Section(SHT_GNU_HASH, at, gnu[1], 2, 0))
             if DT_VERSYM in tags:
-                sections.append(_Section(SHT_GNU_VERSYM, file_offset("DT_VERSYM", tags[DT_VERSYM]), count * 2, 2, 2))
+                sections.append(Section(SHT_GNU_VERSYM, file_offset("DT_VERSYM", tags[DT_VERSYM]), count * 2, 2, 2))
             for sh_type, tag, num, what in (
                 (SHT_GNU_VERDEF, DT_VERDEF, DT_VERDEFNUM, "DT_VERDEF"),
                 (SHT_GNU_VERNEED, DT_VERNEED, DT_VERNEEDNUM, "DT_VERNEED"),
@@ -741,9 +645,9 @@ class ElfImage:
                     at = file_offset(what, tags[tag])
                     entries = tags.get(num, 0)
                     size = self._version_chain_size(at, entries, sh_type == SHT_GNU_VERDEF, what)
-                    sections.append(_Section(sh_type, at, size, 1, 0, entries))
-        sections.append(_Section(SHT_DYNAMIC, segment.offset, len(segment.data), 1, lay.dyn.size))
-        sections.extend(_Section(SHT_NOTE, offset, size, 0, 0) for offset, size in notes)
+                    sections.append(Section(sh_type, at, size, 1, 0, entries))
+        sections.append(Section(SHT_DYNAMIC, segment.offset, len(segment.data), 1, lay.dyn.size))
+        sections.extend(Section(SHT_NOTE, offset, size, 0, 0) for offset, size in notes)
         return sections
 
     def _dynamic_segment(self, phoff: int, phentsize: int, phnum: int) -> _DynamicSegment | None:
@@ -754,7 +658,7 @@ class ElfImage:
             return None
         if phentsize != lay.phdr.size:
             raise self._fail(f"bad program header size {phentsize}")
-        if phnum > _MAX_SECTIONS:
+        if phnum > MAX_SECTIONS:
             raise self._fail(f"implausible program header count {phnum}")
         loads: list[tuple[int, int, int]] = []
         notes: list[tuple[int, int]] = []
@@ -775,9 +679,9 @@ class ElfImage:
         if self._dynamic_data is not None:
             data = self._dynamic_data  # a streamed member's PT_DYNAMIC, read ahead
         else:
-            count = min(dynamic[1] // lay.dyn.size, _MAX_DYNAMIC_ENTRIES)
+            count = min(dynamic[1] // lay.dyn.size, MAX_DYNAMIC_ENTRIES)
             data = self._bytes(dynamic[0], count * lay.dyn.size, "PT_DYNAMIC")
-        data = data[: min(len(data) // lay.dyn.size, _MAX_DYNAMIC_ENTRIES) * lay.dyn.size]
+        data = data[: min(len(data) // lay.dyn.size, MAX_DYNAMIC_ENTRIES) * lay.dyn.size]
         tags: dict[int, int] = {}
         for tag, value in lay.dyn.iter_unpack(data):
             if tag == DT_NULL:
@@ -820,7 +724,7 @@ class ElfImage:
             if lay.word.unpack_from(self._map(), word_at)[0] & 1:
                 return index + 1, word_at + 4 - at
             index += 1
-            if index > _MAX_SYMBOLS:
+            if index > MAX_SYMBOLS:
                 raise self._fail(".gnu.hash chain does not end")
 
     def _verify_against_segments(self, phoff: int, phentsize: int, phnum: int) -> None:
@@ -884,12 +788,12 @@ class ElfImage:
                 return t.symoffset + i + 1
         raise self._fail(".gnu.hash chain runs past its section")
 
-    def _section(self, index: int, what: str) -> _Section:
+    def _section(self, index: int, what: str) -> Section:
         if not 0 <= index < len(self._sections):
             raise self._fail(f"{what} links to missing section {index}")
         return self._sections[index]
 
-    def _first(self, sh_type: int) -> _Section | None:
+    def _first(self, sh_type: int) -> Section | None:
         return next((s for s in self._sections if s.type == sh_type), None)
 
     # -- the dynamic symbol table ---------------------------------------------
@@ -898,7 +802,7 @@ class ElfImage:
     def has_dynsym(self) -> bool:
         return self._dynsym_index is not None
 
-    def _dynsym(self) -> tuple[_Section, _Section]:
+    def _dynsym(self) -> tuple[Section, Section]:
         if self._dynsym_cache is not None:
             return self._dynsym_cache
         if self._dynsym_index is None:
@@ -908,8 +812,8 @@ class ElfImage:
             raise self._fail(f"bad .dynsym entry size {sym.entsize}")
         if sym.size % sym.entsize:
             raise self._fail(f".dynsym size {sym.size} is not a multiple of its entry size")
-        if sym.size // sym.entsize > _MAX_SYMBOLS:
-            raise self._fail(f".dynsym holds {sym.size // sym.entsize} symbols, more than {_MAX_SYMBOLS}")
+        if sym.size // sym.entsize > MAX_SYMBOLS:
+            raise self._fail(f".dynsym holds {sym.size // sym.entsize} symbols, more than {MAX_SYMBOLS}")
         self._check_range(sym.offset, sym.size, ".dynsym")
         if sym.link == self._dynsym_index:
             raise self._fail(".dynsym names itself as its string table")
@@ -922,12 +826,12 @@ class ElfImage:
         self._dynsym_cache = (sym, strtab)
         return sym, strtab
 
-    def _name_at(self, strtab: _Section, offset: int) -> str:
+    def _name_at(self, strtab: Section, offset: int) -> str:
         if not 0 <= offset < strtab.size:
             raise self._fail(f"name offset {offset} is past its string table")
         mm = self._map()
         start = strtab.offset + offset
-        end = mm.find(b"\0", start, min(strtab.offset + strtab.size, start + _MAX_NAME_LEN))
+        end = mm.find(b"\0", start, min(strtab.offset + strtab.size, start + MAX_NAME_LEN))
         if end < 0:
             raise self._fail("unterminated or overlong name in a string table")
         return _decode(mm[start:end])
@@ -967,7 +871,7 @@ class ElfImage:
         finally:
             view.release()
 
-    def _strings(self, strtab: _Section) -> bytes | str:
+    def _strings(self, strtab: Section) -> bytes | str:
         """The string table, decoded once when it is ASCII (slices are then names)."""
         self._check_range(strtab.offset, strtab.size, ".dynstr")
         mm = self._map()
@@ -1009,19 +913,19 @@ class ElfImage:
 
     def _cut_names(self, strings: bytes | str, offsets: list[int], used: int) -> tuple[list[str], int]:
         """The names at ``offsets``, in chunks, so a hostile table is refused early:
-        each name is looked for only within _MAX_NAME_LEN bytes, and all of them
-        together may not pass _MAX_NAME_BYTES."""
+        each name is looked for only within MAX_NAME_LEN bytes, and all of them
+        together may not pass MAX_NAME_BYTES."""
         out: list[str] = []
         nul: bytes | str = "\0" if isinstance(strings, str) else b"\0"
         find = strings.find
         for first in range(0, len(offsets), 4096):
             chunk = offsets[first : first + 4096]
-            ends = [find(nul, o, o + _MAX_NAME_LEN) for o in chunk]  # type: ignore[arg-type]
+            ends = [find(nul, o, o + MAX_NAME_LEN) for o in chunk]  # type: ignore[arg-type]
             if -1 in ends:
-                raise self._fail(f"a symbol name is longer than {_MAX_NAME_LEN >> 10} KiB")
+                raise self._fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
             used += sum(ends) - sum(chunk)
-            if used > _MAX_NAME_BYTES:
-                raise self._fail(f"symbol names add up to more than {_MAX_NAME_BYTES >> 20} MiB")
+            if used > MAX_NAME_BYTES:
+                raise self._fail(f"symbol names add up to more than {MAX_NAME_BYTES >> 20} MiB")
             if isinstance(strings, str):
                 out.extend([strings[o:e] for o, e in zip(chunk, ends)])
             else:
@@ -1128,13 +1032,13 @@ class ElfImage:
         for i, (st_name, st_info, st_other, st_shndx) in enumerate(keys, 1):
             if st_name >= size:
                 raise self._fail(f"symbol name offset {st_name} is past .dynstr (size {size})")
-            end = strings.find("\0" if isinstance(strings, str) else b"\0", st_name, st_name + _MAX_NAME_LEN)  # type: ignore[arg-type]
+            end = strings.find("\0" if isinstance(strings, str) else b"\0", st_name, st_name + MAX_NAME_LEN)  # type: ignore[arg-type]
             if end < 0:
-                raise self._fail(f"a symbol name is longer than {_MAX_NAME_LEN >> 10} KiB")
+                raise self._fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
             name = strings[st_name:end] if isinstance(strings, str) else _decode(strings[st_name:end])  # type: ignore[arg-type]
             names_bytes += len(name)
-            if names_bytes > _MAX_NAME_BYTES:
-                raise self._fail(f"symbol names add up to more than {_MAX_NAME_BYTES >> 20} MiB")
+            if names_bytes > MAX_NAME_BYTES:
+                raise self._fail(f"symbol names add up to more than {MAX_NAME_BYTES >> 20} MiB")
             yield Symbol(
                 name=name,
                 bind=st_info >> 4,
@@ -1229,7 +1133,7 @@ class ElfImage:
                 return
             index += 1
 
-    def _symbol_at(self, sym: _Section, strtab: _Section, index: int) -> Symbol:
+    def _symbol_at(self, sym: Section, strtab: Section, index: int) -> Symbol:
         st_name, st_info, st_other, st_shndx = self._lay.sym_key.unpack_from(
             self._map(), sym.offset + index * sym.entsize
         )
@@ -1254,7 +1158,7 @@ class ElfImage:
             raise self._fail(f".dynamic links to section {sec.link}, which is not a string table")
         self._check_range(strtab.offset, strtab.size, ".dynamic's string table")
         entsize = self._lay.dyn.size
-        count = min(sec.size // entsize, _MAX_DYNAMIC_ENTRIES)
+        count = min(sec.size // entsize, MAX_DYNAMIC_ENTRIES)
         if self._dynamic_data is not None:
             data = self._dynamic_data[: count * entsize]
         else:
@@ -1299,7 +1203,7 @@ class ElfImage:
     def build_id(self) -> str | None:
         endian = self._lay.endian
         for sec in self._sections:
-            if sec.type != SHT_NOTE or sec.size > _MAX_NOTE_SECTION:
+            if sec.type != SHT_NOTE or sec.size > MAX_NOTE_SECTION:
                 continue
             data = self._bytes(sec.offset, sec.size, "note section")
             pos = 0
@@ -1318,8 +1222,8 @@ class ElfImage:
 
     def _version_chain_size(self, at: int, entries: int, verdef: bool, what: str) -> int:
         """The byte size of a verdef/verneed chain of ``entries`` entries at ``at``."""
-        if entries > _MAX_VERSIONS:
-            raise self._fail(f"{what} counts {entries} entries, more than {_MAX_VERSIONS}")
+        if entries > MAX_VERSIONS:
+            raise self._fail(f"{what} counts {entries} entries, more than {MAX_VERSIONS}")
         mm = self._map()
         end = at
         pos = at
@@ -1331,7 +1235,7 @@ class ElfImage:
             count, aux_off, nxt = (raw[3], raw[5], raw[6]) if verdef else (raw[1], raw[3], raw[4])
             end = max(end, pos + fmt.size)
             a = pos + aux_off
-            for _ in range(min(count, _MAX_VERSIONS)):
+            for _ in range(min(count, MAX_VERSIONS)):
                 self._check_range(a, aux.size, what)
                 end = max(end, a + aux.size)
                 a_next = aux.unpack_from(mm, a)[-1]
@@ -1361,10 +1265,10 @@ class ElfImage:
         for sec in self._sections:
             if sec.type not in (SHT_GNU_VERDEF, SHT_GNU_VERNEED):
                 continue
-            what = _TABLE_NAMES[sec.type]
+            what = TABLE_NAMES[sec.type]
             self._check_range(sec.offset, sec.size, what)
-            if sec.info > _MAX_VERSIONS:
-                raise self._fail(f"{what} counts {sec.info} entries, more than {_MAX_VERSIONS}")
+            if sec.info > MAX_VERSIONS:
+                raise self._fail(f"{what} counts {sec.info} entries, more than {MAX_VERSIONS}")
             limit = sec.offset + sec.size
             pos = sec.offset
             for _ in range(sec.info):
@@ -1384,7 +1288,7 @@ class ElfImage:
                     _, cnt, file_off, aux_off, nxt = verneed.unpack_from(mm, pos)
                     file = self._name_at(strtab, file_off)
                     a = pos + aux_off
-                    for _ in range(min(cnt, _MAX_VERSIONS)):
+                    for _ in range(min(cnt, MAX_VERSIONS)):
                         if a + vn_aux.size > limit:
                             raise self._fail(f"{what} runs past its section")
                         _, _, other, name_off, a_next = vn_aux.unpack_from(mm, a)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any, BinaryIO, Callable, Iterator
 
-from aoti_shim.checks.elf.image import ELF_MAGIC, PT_DYNAMIC, ElfImage, file_kind, has_elf_magic, is_elf, segments_of
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import ELF_MAGIC, PT_DYNAMIC, file_kind, has_elf_magic, is_elf, segments_of
 from aoti_shim.errors import InputError
 
 # A member that inflates past this is treated as a decompression bomb.

@@ -22,7 +22,8 @@ from typing import Callable, Generic, Iterable, Iterator, Mapping, NamedTuple, S
 
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.loader.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, SYSTEM, Binding, Linked, LoadFailure, Process
-from aoti_shim.checks.elf.image import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS, Symbol
+from aoti_shim.checks.elf.image import Symbol
+from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS
 from aoti_shim.checks.references.reference import Reference
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 

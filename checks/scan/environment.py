@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from email.parser import HeaderParser
 from typing import Iterator
 
-from aoti_shim.checks.elf.image import ELF_MAGIC, file_kind
+from aoti_shim.checks.elf.layout import ELF_MAGIC, file_kind
 from aoti_shim.checks.inputs.collect import MAX_WALK_DEPTH, Workspace, extract_member, open_wheel, read_member
 from aoti_shim.errors import InputError, UsageError
 
