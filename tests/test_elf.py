@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, pyelftools_truth, synth_elf
 
-from aoti_shim.checks.elf.image import ElfImage, Symbol
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.symbols import Symbol
 from aoti_shim.checks.elf.layout import (
     STB_GLOBAL,
     STB_GNU_UNIQUE,

@@ -29,7 +29,7 @@ import sys
 from array import array
 from dataclasses import dataclass
 from itertools import compress, repeat
-from typing import Iterable, Iterator, Mapping
+from typing import Iterable, Iterator
 
 from aoti_shim.checks.elf.layout import (
     DF_1_NODEFLIB,
@@ -89,23 +89,19 @@ from aoti_shim.checks.elf.layout import (
     SHT_GNU_VERSYM,
     SHT_NOTE,
     SHT_STRTAB,
-    STB_GLOBAL,
-    STB_GNU_UNIQUE,
     STB_LOCAL,
-    STB_WEAK,
     STT_FUNC,
     STT_GNU_IFUNC,
     STT_NOTYPE,
     STT_OBJECT,
     STT_TLS,
-    STV_DEFAULT,
-    STV_PROTECTED,
-    Section,
     TABLE_NAMES,
-    VERSYM_HIDDEN,
     VER_FLG_BASE,
+    Section,
     layout,
 )
+from aoti_shim.checks.elf.symbols import DEFINED_BIT, EXPORT_WORDS, IMPORT_WORDS, INDEX_SHIFT, Symbol, SymbolTable
+from aoti_shim.checks.elf.versions import NO_VERSIONS, DynamicEntry, Versions, entry_of_word
 from aoti_shim.errors import InputError
 
 # The symbol types glibc's lookup takes a definition of (ALLOWED_STT in dl-lookup.c; 5 is
@@ -115,215 +111,11 @@ _LOADER_TYPES = frozenset((STT_NOTYPE, STT_OBJECT, STT_FUNC, 5, STT_TLS, STT_GNU
 # R_<machine>_COPY by e_machine: i386, ARM, x86-64, PowerPC64, S390, AArch64, RISC-V.
 _COPY_RELOCATION = {3: 5, 40: 20, 62: 5, 21: 19, 22: 9, 183: 1024, 243: 4}
 
-BIND_NAMES = {STB_LOCAL: "LOCAL", STB_GLOBAL: "GLOBAL", STB_WEAK: "WEAK", STB_GNU_UNIQUE: "UNIQUE"}
-TYPE_NAMES = {0: "NOTYPE", 1: "OBJECT", 2: "FUNC", 3: "SECTION", 4: "FILE", 5: "COMMON", 6: "TLS", 10: "IFUNC"}
-
-_EXPORT_BINDS = frozenset((STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE))
-_EXPORT_VISIBILITIES = frozenset((STV_DEFAULT, STV_PROTECTED))
-# Every st_info byte whose binding can be bound to from outside (any type).
-_EXPORT_INFOS = frozenset(b << 4 | t for b in _EXPORT_BINDS for t in range(16))
-_IMPORT_INFOS = frozenset(i for i in range(256) if i >> 4 != STB_LOCAL)
-# The same, as the low ten bits of st_info | st_other << 8 (visibility in the top two).
-_EXPORT_WORDS = frozenset(i | v << 8 for i in _EXPORT_INFOS for v in _EXPORT_VISIBILITIES)
-_IMPORT_WORDS = _IMPORT_INFOS
 
 # A copied range at least this long has its mapped pages released right away.
 _RELEASE_AFTER = 1 << 20
 # The ELF and program headers of anything a linker writes lie in the first page.
 _HEADERS_KEPT = 4096
-
-# Packed symbol facts: st_info in bits 0-7, visibility in 8-9, defined 16, versioned 17,
-# and from bit 18 the .dynsym index (0 when unknown) to read .gnu.version lazily.
-_DEFINED_BIT = 1 << 16
-_VERSIONED_BIT = 1 << 17
-_INDEX_SHIFT = 18
-
-
-@dataclass(frozen=True)
-class Symbol:
-    """One dynamic symbol, as the dynamic linker sees it."""
-
-    name: str
-    bind: int
-    type: int
-    visibility: int
-    defined: bool
-    versioned: bool
-
-    @property
-    def bind_name(self) -> str:
-        return BIND_NAMES.get(self.bind, str(self.bind))
-
-    @property
-    def type_name(self) -> str:
-        return TYPE_NAMES.get(self.type, str(self.type))
-
-    @property
-    def is_export(self) -> bool:
-        return self.defined and self.bind in _EXPORT_BINDS and self.visibility in _EXPORT_VISIBILITIES
-
-    @property
-    def is_import(self) -> bool:
-        return not self.defined and self.bind != STB_LOCAL and bool(self.name)
-
-    def pack(self) -> int:
-        """The compact form :class:`SymbolTable` stores (and snapshots write)."""
-        return pack_symbol(self.bind, self.type, self.visibility, self.defined, self.versioned)
-
-
-def pack_symbol(bind: int, type: int, visibility: int, defined: bool, versioned: bool) -> int:
-    return (
-        ((bind & 0xF) << 4 | (type & 0xF))
-        | (visibility & 0x3) << 8
-        | (_DEFINED_BIT if defined else 0)
-        | (_VERSIONED_BIT if versioned else 0)
-    )
-
-
-def unpack_symbol(name: str, packed: int) -> Symbol:
-    return Symbol(
-        name=name,
-        bind=(packed >> 4) & 0xF,
-        type=packed & 0xF,
-        visibility=(packed >> 8) & 0x3,
-        defined=bool(packed & _DEFINED_BIT),
-        versioned=bool(packed & _VERSIONED_BIT),
-    )
-
-
-class SymbolTable(Mapping[str, Symbol]):
-    """A read-only ``name -> Symbol`` mapping over packed ints.
-
-    Membership, iteration and ``len`` never build a :class:`Symbol`; one is made
-    only when a value is read, so a 75k-entry table stays cheap.
-    """
-
-    __slots__ = ("_packed", "_versym", "_more")
-
-    def __init__(
-        self, packed: dict[str, int], versym: array[int] | None = None, more: dict[str, list[int]] | None = None
-    ) -> None:
-        self._packed = packed
-        self._versym = versym
-        # Names defined more than once (one entry per version, foo@V1 and foo@@V2): every
-        # packed entry after the first, which ``packed`` holds.
-        self._more = more or {}
-
-    def __getitem__(self, name: str) -> Symbol:
-        packed = self._packed[name]
-        index = packed >> _INDEX_SHIFT
-        if index and self._versym is not None and (self._versym[index] & 0x7FFF) >= 2:
-            packed |= _VERSIONED_BIT
-        return unpack_symbol(name, packed)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._packed
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._packed)
-
-    def __len__(self) -> int:
-        return len(self._packed)
-
-    def __repr__(self) -> str:
-        return f"SymbolTable({len(self._packed)} symbols)"
-
-    @property
-    def has_versym(self) -> bool:
-        return self._versym is not None
-
-    def _entry_of(self, name: str, packed: int, versions: Versions) -> DynamicEntry:
-        index = packed >> _INDEX_SHIFT
-        word = self._versym[index] if self._versym is not None and index < len(self._versym) else 1
-        if (word & 0x7FFF) >= 2:
-            packed |= _VERSIONED_BIT
-        return _entry_of_word(unpack_symbol(name, packed), index, word, versions)
-
-    def entry(self, name: str, versions: Versions) -> DynamicEntry:
-        """The (first) entry of ``name`` with its version."""
-        return self._entry_of(name, self._packed[name], versions)
-
-    def entries(self, name: str, versions: Versions) -> list[DynamicEntry]:
-        """Every entry of ``name`` (one per version); empty when it has none."""
-        packed = self._packed.get(name)
-        if packed is None:
-            return []
-        return [self._entry_of(name, p, versions) for p in (packed, *self._more.get(name, ()))]
-
-    def packed_items(self) -> Iterator[tuple[str, int]]:
-        """(name, packed) pairs: binding in bits 4-7, type in bits 0-3, no Symbol made."""
-        return iter(self._packed.items())
-
-    def kind(self, name: str) -> str:
-        """'GLOBAL FUNC' and the like, for messages, without making a Symbol."""
-        return kind_text(self._packed[name])
-
-    def kinds(self, names: list[str]) -> list[str]:
-        """:meth:`kind` of many names at once."""
-        infos = [p & 0xFF for p in map(self._packed.__getitem__, names)]
-        for info in set(infos).difference(_KIND_TEXT):
-            kind_text(info)  # fills _KIND_TEXT
-        return list(map(_KIND_TEXT.__getitem__, infos))
-
-
-def kind_text(packed: int) -> str:
-    info = packed & 0xFF
-    found = _KIND_TEXT.get(info)
-    if found is None:
-        found = _KIND_TEXT[info] = f"{BIND_NAMES.get(info >> 4, str(info >> 4))} {TYPE_NAMES.get(info & 0xF, str(info & 0xF))}"
-    return found
-
-
-_KIND_TEXT: dict[int, str] = {}
-
-@dataclass(frozen=True)
-class Versions:
-    """What ``.gnu.version_d`` and ``.gnu.version_r`` say, by version index (the numbers
-    ``.gnu.version`` holds): the versions a library defines (its base version, named after
-    the library, among them) and the versions it needs, each from a file."""
-
-    defined: Mapping[int, str]
-    base: frozenset[int]
-    needed: Mapping[int, tuple[str, str]]  # index -> (version name, the file it is needed from)
-
-    def known(self, index: int) -> bool:
-        """True when the index names a version (the loader then holds a hash for it)."""
-        return index in self.defined or index in self.needed
-
-
-NO_VERSIONS = Versions({}, frozenset(), {})
-
-
-def _entry_of_word(symbol: Symbol, index: int, word: int, versions: Versions) -> DynamicEntry:
-    ndx = word & 0x7FFF
-    if symbol.defined:
-        return DynamicEntry(symbol, index, word, versions.defined.get(ndx) if ndx >= 2 or ndx in versions.base else None)
-    need = versions.needed.get(ndx) if ndx >= 2 else None
-    return DynamicEntry(symbol, index, word, need[0] if need else None, need[1] if need else None)
-
-
-@dataclass(frozen=True)
-class DynamicEntry:
-    """One ``.dynsym`` entry with its version, as the loader matches it."""
-
-    symbol: Symbol
-    index: int
-    # The raw .gnu.version word (1 when the file has none: unversioned, global).
-    versym: int
-    # The version's name: a definition's own (its base version included) or the one an
-    # import needs; None for index 0 and 1 (no version).
-    version: str | None
-    # For an import: the file its version is needed from (vn_file).
-    version_file: str | None = None
-
-    @property
-    def version_index(self) -> int:
-        return self.versym & 0x7FFF
-
-    @property
-    def hidden(self) -> bool:
-        """A non-default version (``name@V``, not ``name@@V``): no unversioned reference binds to it."""
-        return bool(self.versym & VERSYM_HIDDEN)
 
 
 @dataclass(frozen=True)
@@ -937,7 +729,7 @@ class ElfImage:
             return self._tables
         _, strtab = self._dynsym()
         names, infos = self._columns()
-        exp_ok, imp_ok = _EXPORT_WORDS, _IMPORT_WORDS
+        exp_ok, imp_ok = EXPORT_WORDS, IMPORT_WORDS
         # Filter on the raw ints first; names are cut only for the survivors.
         export_idx = [i for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
         import_idx = [i for i, w in enumerate(infos) if w <= 0xFFFF and w & 0xFF in imp_ok]
@@ -950,13 +742,13 @@ class ElfImage:
         """The export and import tables of the symbols at ``export_idx`` and ``import_idx``."""
         tables = []
         names_bytes = 0
-        for idx, defined in ((export_idx, _DEFINED_BIT), (import_idx, 0)):
+        for idx, defined in ((export_idx, DEFINED_BIT), (import_idx, 0)):
             offsets = [names[i] for i in idx]
             if offsets and max(offsets) >= size:
                 raise self._fail(f"a symbol name offset is past .dynstr (size {size})")
             cut, names_bytes = self._cut_names(strings, offsets, names_bytes)
             # The symbol index rides along so .gnu.version is read only for symbols asked about.
-            packed = [(infos[i] & 0x3FF) | defined | (i + 1) << _INDEX_SHIFT for i in idx]
+            packed = [(infos[i] & 0x3FF) | defined | (i + 1) << INDEX_SHIFT for i in idx]
             table = dict(zip(reversed(cut), reversed(packed)))  # the first of duplicate names wins
             unnamed = cut.count("") if "" in table else 0
             table.pop("", None)
@@ -994,7 +786,7 @@ class ElfImage:
         picked = set(compress(range(len(names)), map(mask.__getitem__, names)))
         if starts:
             picked.update(compress(range(len(names)), map(text.startswith, repeat(starts), names)))
-        exp_ok, imp_ok = _EXPORT_WORDS, _IMPORT_WORDS
+        exp_ok, imp_ok = EXPORT_WORDS, IMPORT_WORDS
         export_idx = [i for i in sorted(picked) if infos[i] > 0xFFFF and infos[i] & 0x3FF in exp_ok]
         import_idx = [i for i in sorted(picked) if infos[i] <= 0xFFFF and infos[i] & 0xFF in imp_ok]
         return self._tables_of(size, strings, names, infos, export_idx, import_idx)
@@ -1010,7 +802,7 @@ class ElfImage:
             return
         _, strtab = self._dynsym()
         offsets_all, infos = self._columns()
-        exp_ok = _EXPORT_WORDS
+        exp_ok = EXPORT_WORDS
         offsets = [offsets_all[i] for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
         del offsets_all, infos
         if offsets and max(offsets) >= strtab.size:
@@ -1305,7 +1097,7 @@ class ElfImage:
 
     def _entry(self, symbol: Symbol, index: int, versym: array[int] | None, versions: Versions) -> DynamicEntry:
         word = versym[index] if versym is not None else 1
-        return _entry_of_word(symbol, index, word, versions)
+        return entry_of_word(symbol, index, word, versions)
 
     def dynamic_entries(self) -> list[DynamicEntry]:
         """Every dynamic symbol but the null entry, with its version (for the binding model:

@@ -51,8 +51,10 @@ from typing import Callable, Iterable, Iterator, Protocol, Sequence
 
 from aoti_shim.checks.abi import prefix as shim_abi
 from aoti_shim.checks.loader import lineage
-from aoti_shim.checks.elf.image import NO_VERSIONS, DynamicEntry, ElfImage, Symbol, SymbolTable, Versions
+from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STV_DEFAULT, STV_PROTECTED
+from aoti_shim.checks.elf.symbols import Symbol, SymbolTable
+from aoti_shim.checks.elf.versions import NO_VERSIONS, DynamicEntry, Versions
 
 # Where a library sits in the process (load order follows this order).
 PROGRAM, REFERENCE, SHIM, MODEL, DEPENDENCY = "program", "reference", "shim", "model", "dependency"

@@ -9,7 +9,8 @@ import zipfile
 from pathlib import Path
 from typing import Iterable, Iterator, Protocol
 
-from aoti_shim.checks.elf.image import ElfImage, Symbol
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.symbols import Symbol
 from aoti_shim.checks.inputs.collect import (
     DEFAULT_MEMBER_LIMIT,
     Artifact,

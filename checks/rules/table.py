@@ -22,7 +22,7 @@ from typing import Callable, Generic, Iterable, Iterator, Mapping, NamedTuple, S
 
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.loader.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, SYSTEM, Binding, Linked, LoadFailure, Process
-from aoti_shim.checks.elf.image import Symbol
+from aoti_shim.checks.elf.symbols import Symbol
 from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS
 from aoti_shim.checks.references.reference import Reference
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
@@ -342,7 +342,7 @@ Found = Union[tuple[str, str, str], tuple[str, str, str, "str | None"], Columns]
 
 
 def _entries(exports: Mapping[str, Symbol], name: str) -> list:  # type: ignore[type-arg]
-    from aoti_shim.checks.elf.image import DynamicEntry
+    from aoti_shim.checks.elf.versions import DynamicEntry
 
     sym = exports.get(name)
     return [] if sym is None else [DynamicEntry(sym, 0, 1, None)]

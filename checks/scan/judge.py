@@ -18,7 +18,8 @@ from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from aoti_shim.checks.loader import bindings
 from aoti_shim.checks.abi import prefix as prefixes
-from aoti_shim.checks.elf.image import ElfImage, SymbolTable
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.symbols import SymbolTable
 from aoti_shim.checks.scan.environment import Environment, LibraryFile
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 from aoti_shim.checks.rules.table import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, MODEL_ENTRY_PREFIX, Columns, Found, Rule, stamped
