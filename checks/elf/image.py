@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 import struct
 import sys
 from array import array
@@ -100,8 +99,10 @@ from aoti_shim.checks.elf.layout import (
     Section,
     layout,
 )
+from aoti_shim.checks.elf.strings import cut_names, decode, name_at, string_table
 from aoti_shim.checks.elf.symbols import DEFINED_BIT, EXPORT_WORDS, IMPORT_WORDS, INDEX_SHIFT, Symbol, SymbolTable
 from aoti_shim.checks.elf.versions import NO_VERSIONS, DynamicEntry, Versions, entry_of_word
+from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
 
 # The symbol types glibc's lookup takes a definition of (ALLOWED_STT in dl-lookup.c; 5 is
@@ -112,8 +113,6 @@ _LOADER_TYPES = frozenset((STT_NOTYPE, STT_OBJECT, STT_FUNC, 5, STT_TLS, STT_GNU
 _COPY_RELOCATION = {3: 5, 40: 20, 62: 5, 21: 19, 22: 9, 183: 1024, 243: 4}
 
 
-# A copied range at least this long has its mapped pages released right away.
-_RELEASE_AFTER = 1 << 20
 # The ELF and program headers of anything a linker writes lie in the first page.
 _HEADERS_KEPT = 4096
 
@@ -164,11 +163,6 @@ def _hashed(name: str) -> tuple[bytes, int]:
     return found
 
 
-def _decode(raw: bytes) -> str:
-    # Names are bytes to the linker; undecodable ones must still print and serialise.
-    return raw.decode("utf-8", "backslashreplace")
-
-
 class ElfImage:
     """A read-only view of one ELF file's dynamic linking facts.
 
@@ -178,8 +172,6 @@ class ElfImage:
     def __init__(self, path: str | os.PathLike[str], display: str | None = None) -> None:
         self.path = os.fspath(path)
         self.display = display or self.path
-        self._mm: mmap.mmap | None = None
-        self._size = 0
         self._tables: tuple[SymbolTable, SymbolTable] | None = None
         self._dynsym_cache: tuple[Section, Section] | None = None
         self._gnu: _GnuHash | None | bool = False
@@ -187,8 +179,13 @@ class ElfImage:
         # Set for an image built from a stream's parts (see from_loaded_parts).
         self._dynamic_data: bytes | None = None
         self.loader_view = False
-        self._sparse = False  # an anonymous map of a stream's parts: its pages are the data
-        self._open()
+        self._view = ByteView.open(self.path, self.display)
+        try:
+            self._parse_header()
+        except BaseException:
+            self.close()
+            raise
+        self._view.release(0, self._view.size)  # what parsing touched: a reference may stay open a long time
 
     @classmethod
     def from_loaded_parts(cls, display: str, head: bytes | bytearray | mmap.mmap, dynamic: bytes) -> ElfImage:
@@ -203,7 +200,7 @@ class ElfImage:
         # not later, when the names are read and only "outside the file" can be said.
         for sec in self._sections:
             if sec.type != SHT_DYNAMIC:
-                self._check_range(sec.offset, sec.size, TABLE_NAMES.get(sec.type, "a loader table"))
+                self._view.check_range(sec.offset, sec.size, TABLE_NAMES.get(sec.type, "a loader table"))
         if isinstance(head, mmap.mmap):
             # A sparse map (inputs._tables_ahead): keep the headers and the tables, in a fresh
             # one, so only their pages take memory.
@@ -215,12 +212,12 @@ class ElfImage:
                 if end > offset:
                     kept[offset:end] = head[offset:end]
             head.close()
-            self._mm = kept
+            self._view.data = kept
             return self
         # Keep only the bytes some table needs (libtorch_cpu: 8 MiB of a 64 MiB head).
         end = max((sec.offset + sec.size for sec in self._sections if sec.type != SHT_DYNAMIC), default=0)
-        self._mm = bytes(head[: max(end, 64)])  # type: ignore[assignment]
-        self._size = len(self._mm)  # type: ignore[arg-type]
+        self._view.data = bytes(head[: max(end, 64)])
+        self._view.size = len(self._view.data)
         return self
 
     @classmethod
@@ -229,17 +226,15 @@ class ElfImage:
         self = cls.__new__(cls)
         self.path = display
         self.display = display
-        self._mm = head  # type: ignore[assignment]
-        self._size = len(head)
+        self._view = ByteView(display, head, len(head), isinstance(head, mmap.mmap))
         self._tables = None
         self._dynsym_cache = None
         self._gnu = False
         self._versym_cache = False
         self._dynamic_data = dynamic
         self.loader_view = True
-        self._sparse = isinstance(head, mmap.mmap)
         if len(head) < 16:
-            raise self._fail("not an ELF file (too short)")
+            raise self._view.fail("not an ELF file (too short)")
         return self
 
     @classmethod
@@ -261,53 +256,8 @@ class ElfImage:
 
     # -- opening and validation -------------------------------------------------
 
-    def _fail(self, why: str) -> InputError:
-        return InputError(f"{self.display}: {why}")
-
-    def _open(self) -> None:
-        try:
-            # O_NONBLOCK: a FIFO must not hang the checker; it is refused below.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        except OSError as e:
-            raise self._fail(f"cannot open: {e.strerror or e}") from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise self._fail("not a regular file")
-            size = st.st_size
-            if size < 16:
-                raise self._fail("not an ELF file (too short)")
-            try:
-                self._mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError, OverflowError) as e:
-                raise self._fail(f"cannot map: {e}") from None
-        finally:
-            os.close(fd)
-        self._size = size
-        try:
-            self._parse_header()
-        except BaseException:
-            self.close()
-            raise
-        self._release(0, size)  # what parsing touched: a reference may stay open a long time
-
-    def _release(self, offset: int, length: int) -> None:
-        """Give back the mapped pages of a file range (they fault back in from the page
-        cache if read again); a no-op for what is not a file mapping."""
-        mm = self._mm
-        if not isinstance(mm, mmap.mmap) or self._sparse or length <= 0:
-            return
-        start = offset - offset % mmap.PAGESIZE
-        try:
-            mm.madvise(mmap.MADV_DONTNEED, start, min(offset + length, self._size) - start)
-        except (OSError, ValueError, AttributeError):
-            pass
-
     def close(self) -> None:
-        if self._mm is not None:
-            if isinstance(self._mm, mmap.mmap):
-                self._mm.close()
-            self._mm = None
+        self._view.close()
 
     def __enter__(self) -> ElfImage:
         return self
@@ -321,38 +271,19 @@ class ElfImage:
         except Exception:
             pass
 
-    def _map(self) -> mmap.mmap:
-        if self._mm is None:
-            raise self._fail("read after close")
-        return self._mm
-
-    def _check_range(self, offset: int, length: int, what: str) -> None:
-        if offset < 0 or length < 0 or offset + length > self._size:
-            raise self._fail(f"{what} lies outside the file (offset {offset}, size {length})")
-
-    def _bytes(self, offset: int, length: int, what: str) -> bytes:
-        self._check_range(offset, length, what)
-        mm = self._map()
-        data = mm[offset : offset + length]
-        if length >= _RELEASE_AFTER:
-            # The copy is what is used: give the mapped pages back, or a big table counts
-            # twice in the peak memory (libtorch_cpu's .dynstr is 5 MiB).
-            self._release(offset, length)
-        return data
-
     def _elf_header(self) -> tuple[int, ...]:
         """The ELF header's fields, its identification checked (class and byte order set)."""
-        ident = self._map()[:16]
+        ident = self._view.map()[:16]
         if ident[:4] != ELF_MAGIC:
-            raise self._fail("not an ELF file (bad magic)")
+            raise self._view.fail("not an ELF file (bad magic)")
         if ident[4] not in (1, 2):
-            raise self._fail(f"unknown ELF class {ident[4]}")
+            raise self._view.fail(f"unknown ELF class {ident[4]}")
         if ident[5] not in (1, 2):
-            raise self._fail(f"unknown ELF data encoding {ident[5]}")
+            raise self._view.fail(f"unknown ELF data encoding {ident[5]}")
         self.elf_class = 64 if ident[4] == 2 else 32
         self.big_endian = ident[5] == 2
         self._lay = layout(ident[4], ">" if self.big_endian else "<")
-        return self._lay.ehdr.unpack(self._bytes(0, self._lay.ehdr.size, "ELF header"))  # type: ignore[no-any-return]
+        return self._lay.ehdr.unpack(self._view.bytes(0, self._lay.ehdr.size, "ELF header"))  # type: ignore[no-any-return]
 
     def _parse_header(self) -> None:
         hdr = self._elf_header()
@@ -366,13 +297,13 @@ class ElfImage:
             self._dynsym_index = next((i for i, s in enumerate(self._sections) if s.type == SHT_DYNSYM), None)
             return
         if shentsize != lay.shdr.size:
-            raise self._fail(f"bad section header size {shentsize}")
+            raise self._view.fail(f"bad section header size {shentsize}")
         if shnum == 0:
             # Extended numbering: the real count lives in section 0's sh_size.
-            shnum = lay.shdr.unpack(self._bytes(shoff, lay.shdr.size, "section header 0"))[5]
+            shnum = lay.shdr.unpack(self._view.bytes(shoff, lay.shdr.size, "section header 0"))[5]
         if shnum > MAX_SECTIONS:
-            raise self._fail(f"implausible section count {shnum}")
-        table = self._bytes(shoff, shnum * lay.shdr.size, "section header table")
+            raise self._view.fail(f"implausible section count {shnum}")
+        table = self._view.bytes(shoff, shnum * lay.shdr.size, "section header table")
         raw_sections = list(lay.shdr.iter_unpack(table))
         self._sections = [
             Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9], info=raw[7]) for raw in raw_sections
@@ -392,7 +323,7 @@ class ElfImage:
         if phoff == 0 or phnum == 0:
             return []  # not loadable: nothing binds to it
         if phnum == PN_XNUM:
-            raise self._fail("extended program header numbering needs section 0, and there are no section headers")
+            raise self._view.fail("extended program header numbering needs section 0, and there are no section headers")
         segment = self._dynamic_segment(phoff, phentsize, phnum)
         if segment is None:
             return []
@@ -405,7 +336,7 @@ class ElfImage:
         sections = [Section(0, 0, 0, 0, 0)]
         if DT_STRTAB not in tags or DT_STRSZ not in tags:
             if DT_SYMTAB in tags:
-                raise self._fail("PT_DYNAMIC names a symbol table but no string table (DT_STRTAB, DT_STRSZ)")
+                raise self._view.fail("PT_DYNAMIC names a symbol table but no string table (DT_STRTAB, DT_STRSZ)")
             return []
         sections.append(Section(SHT_STRTAB, file_offset("DT_STRTAB", tags[DT_STRTAB]), tags[DT_STRSZ], 0, 0))
         if DT_SYMTAB in tags:
@@ -418,12 +349,12 @@ class ElfImage:
                 count = gnu[0]
             elif DT_HASH in tags:
                 at = file_offset("DT_HASH", tags[DT_HASH])
-                self._check_range(at, 8, "DT_HASH")
-                count = lay.word.unpack_from(self._map(), at + 4)[0]  # nchain = the symbol count
+                self._view.check_range(at, 8, "DT_HASH")
+                count = lay.word.unpack_from(self._view.map(), at + 4)[0]  # nchain = the symbol count
             else:
-                raise self._fail("PT_DYNAMIC has no DT_GNU_HASH or DT_HASH: the dynamic symbol count is unknown")
+                raise self._view.fail("PT_DYNAMIC has no DT_GNU_HASH or DT_HASH: the dynamic symbol count is unknown")
             if count > MAX_SYMBOLS:
-                raise self._fail(f"its hash table counts {count} symbols, more than {MAX_SYMBOLS}")
+                raise self._view.fail(f"its hash table counts {count} symbols, more than {MAX_SYMBOLS}")
             sections.append(Section(SHT_DYNSYM, symtab, count * syment, 1, syment))
             if gnu is not None:
                 sections.append(Section(SHT_GNU_HASH, at, gnu[1], 2, 0))
@@ -449,13 +380,13 @@ class ElfImage:
         if phoff == 0 or phnum == 0:
             return None
         if phentsize != lay.phdr.size:
-            raise self._fail(f"bad program header size {phentsize}")
+            raise self._view.fail(f"bad program header size {phentsize}")
         if phnum > MAX_SECTIONS:
-            raise self._fail(f"implausible program header count {phnum}")
+            raise self._view.fail(f"implausible program header count {phnum}")
         loads: list[tuple[int, int, int]] = []
         notes: list[tuple[int, int]] = []
         dynamic: tuple[int, int] | None = None
-        for raw in lay.phdr.iter_unpack(self._bytes(phoff, phnum * lay.phdr.size, "program header table")):
+        for raw in lay.phdr.iter_unpack(self._view.bytes(phoff, phnum * lay.phdr.size, "program header table")):
             if lay.phdr.size == 56:
                 p_type, offset, vaddr, filesz = raw[0], raw[2], raw[3], raw[5]
             else:
@@ -472,7 +403,7 @@ class ElfImage:
             data = self._dynamic_data  # a streamed member's PT_DYNAMIC, read ahead
         else:
             count = min(dynamic[1] // lay.dyn.size, MAX_DYNAMIC_ENTRIES)
-            data = self._bytes(dynamic[0], count * lay.dyn.size, "PT_DYNAMIC")
+            data = self._view.bytes(dynamic[0], count * lay.dyn.size, "PT_DYNAMIC")
         data = data[: min(len(data) // lay.dyn.size, MAX_DYNAMIC_ENTRIES) * lay.dyn.size]
         tags: dict[int, int] = {}
         for tag, value in lay.dyn.iter_unpack(data):
@@ -490,34 +421,34 @@ class ElfImage:
         for base, offset, size in segment.loads:
             if base <= vaddr < base + size:
                 return offset + vaddr - base, offset + size
-        raise self._fail(f"{what} points outside the file's loaded segments")
+        raise self._view.fail(f"{what} points outside the file's loaded segments")
 
     def _gnu_extent(self, at: int) -> tuple[int, int]:
         """(symbol count, byte size) of the .gnu.hash table at ``at``: one past the last
         symbol its chains reach, and where its last chain ends."""
         lay = self._lay
-        self._check_range(at, 16, "DT_GNU_HASH")
-        nbuckets, symoffset, bloom_size, _ = struct.unpack_from(lay.endian + "IIII", self._map(), at)
+        self._view.check_range(at, 16, "DT_GNU_HASH")
+        nbuckets, symoffset, bloom_size, _ = struct.unpack_from(lay.endian + "IIII", self._view.map(), at)
         buckets_off = at + 16 + bloom_size * lay.bloom_word.size
         chain_off = buckets_off + nbuckets * 4
-        self._check_range(buckets_off, nbuckets * 4, "DT_GNU_HASH buckets")
-        buckets = array("I", self._bytes(buckets_off, nbuckets * 4, "DT_GNU_HASH buckets"))
+        self._view.check_range(buckets_off, nbuckets * 4, "DT_GNU_HASH buckets")
+        buckets = array("I", self._view.bytes(buckets_off, nbuckets * 4, "DT_GNU_HASH buckets"))
         if self.big_endian != (sys.byteorder == "big"):
             buckets.byteswap()
         top = max(buckets, default=0)
         if top == 0:
             return symoffset, chain_off - at
         if top < symoffset:
-            raise self._fail(f".gnu.hash bucket points below its first symbol ({top})")
+            raise self._view.fail(f".gnu.hash bucket points below its first symbol ({top})")
         index = top
         while True:
             word_at = chain_off + (index - symoffset) * 4
-            self._check_range(word_at, 4, ".gnu.hash chain")
-            if lay.word.unpack_from(self._map(), word_at)[0] & 1:
+            self._view.check_range(word_at, 4, ".gnu.hash chain")
+            if lay.word.unpack_from(self._view.map(), word_at)[0] & 1:
                 return index + 1, word_at + 4 - at
             index += 1
             if index > MAX_SYMBOLS:
-                raise self._fail(".gnu.hash chain does not end")
+                raise self._view.fail(".gnu.hash chain does not end")
 
     def _verify_against_segments(self, phoff: int, phentsize: int, phnum: int) -> None:
         """Refuse a file whose section headers describe another symbol table than the
@@ -535,7 +466,7 @@ class ElfImage:
             return self._file_offset(segment, what, vaddr)
 
         def disagree(what: str) -> InputError:
-            return self._fail(f"section headers disagree with the dynamic segment about {what}")
+            return self._view.fail(f"section headers disagree with the dynamic segment about {what}")
 
         if self._dynsym_index is None:
             raise disagree(".dynsym (the loader has one, the sections hide it)")
@@ -549,8 +480,8 @@ class ElfImage:
         reachable = 0
         if DT_HASH in tags:
             at = file_offset("DT_HASH", tags[DT_HASH])
-            self._check_range(at, 8, "DT_HASH")
-            reachable = lay.word.unpack_from(self._map(), at + 4)[0]  # nchain = the symbol count
+            self._view.check_range(at, 8, "DT_HASH")
+            reachable = lay.word.unpack_from(self._view.map(), at + 4)[0]  # nchain = the symbol count
         if DT_GNU_HASH in tags:
             at = file_offset("DT_GNU_HASH", tags[DT_GNU_HASH])
             sec = self._first(SHT_GNU_HASH)
@@ -561,12 +492,12 @@ class ElfImage:
                 reachable = max(reachable, self._gnu_reach(gnu))
         held = sym.size // sym.entsize
         if reachable > held:
-            raise self._fail(f"its hash tables reach {reachable} symbols but .dynsym holds {held} (hidden symbols)")
+            raise self._view.fail(f"its hash tables reach {reachable} symbols but .dynsym holds {held} (hidden symbols)")
 
     def _gnu_reach(self, t: _GnuHash) -> int:
         """One past the last symbol index a .gnu.hash lookup can reach."""
-        buckets = array("I", self._bytes(t.buckets_off, t.nbuckets * 4, ".gnu.hash buckets"))
-        chains = array("I", self._bytes(t.chain_off, (t.end - t.chain_off) // 4 * 4, ".gnu.hash chains"))
+        buckets = array("I", self._view.bytes(t.buckets_off, t.nbuckets * 4, ".gnu.hash buckets"))
+        chains = array("I", self._view.bytes(t.chain_off, (t.end - t.chain_off) // 4 * 4, ".gnu.hash chains"))
         if self.big_endian != (sys.byteorder == "big"):
             buckets.byteswap()
             chains.byteswap()
@@ -574,15 +505,15 @@ class ElfImage:
         if top == 0:
             return 0
         if top < t.symoffset:
-            raise self._fail(f".gnu.hash bucket points below its first symbol ({top})")
+            raise self._view.fail(f".gnu.hash bucket points below its first symbol ({top})")
         for i in range(top - t.symoffset, len(chains)):
             if chains[i] & 1:
                 return t.symoffset + i + 1
-        raise self._fail(".gnu.hash chain runs past its section")
+        raise self._view.fail(".gnu.hash chain runs past its section")
 
     def _section(self, index: int, what: str) -> Section:
         if not 0 <= index < len(self._sections):
-            raise self._fail(f"{what} links to missing section {index}")
+            raise self._view.fail(f"{what} links to missing section {index}")
         return self._sections[index]
 
     def _first(self, sh_type: int) -> Section | None:
@@ -598,35 +529,25 @@ class ElfImage:
         if self._dynsym_cache is not None:
             return self._dynsym_cache
         if self._dynsym_index is None:
-            raise self._fail("has no dynamic symbol table")
+            raise self._view.fail("has no dynamic symbol table")
         sym = self._sections[self._dynsym_index]
         if sym.entsize != self._lay.sym.size:
-            raise self._fail(f"bad .dynsym entry size {sym.entsize}")
+            raise self._view.fail(f"bad .dynsym entry size {sym.entsize}")
         if sym.size % sym.entsize:
-            raise self._fail(f".dynsym size {sym.size} is not a multiple of its entry size")
+            raise self._view.fail(f".dynsym size {sym.size} is not a multiple of its entry size")
         if sym.size // sym.entsize > MAX_SYMBOLS:
-            raise self._fail(f".dynsym holds {sym.size // sym.entsize} symbols, more than {MAX_SYMBOLS}")
-        self._check_range(sym.offset, sym.size, ".dynsym")
+            raise self._view.fail(f".dynsym holds {sym.size // sym.entsize} symbols, more than {MAX_SYMBOLS}")
+        self._view.check_range(sym.offset, sym.size, ".dynsym")
         if sym.link == self._dynsym_index:
-            raise self._fail(".dynsym names itself as its string table")
+            raise self._view.fail(".dynsym names itself as its string table")
         strtab = self._section(sym.link, ".dynsym")
         if strtab.type != SHT_STRTAB:
-            raise self._fail(f".dynsym links to section {sym.link}, which is not a string table")
-        self._check_range(strtab.offset, strtab.size, ".dynstr")
+            raise self._view.fail(f".dynsym links to section {sym.link}, which is not a string table")
+        self._view.check_range(strtab.offset, strtab.size, ".dynstr")
         if strtab.size == 0:
-            raise self._fail(".dynstr is empty")
+            raise self._view.fail(".dynstr is empty")
         self._dynsym_cache = (sym, strtab)
         return sym, strtab
-
-    def _name_at(self, strtab: Section, offset: int) -> str:
-        if not 0 <= offset < strtab.size:
-            raise self._fail(f"name offset {offset} is past its string table")
-        mm = self._map()
-        start = strtab.offset + offset
-        end = mm.find(b"\0", start, min(strtab.offset + strtab.size, start + MAX_NAME_LEN))
-        if end < 0:
-            raise self._fail("unterminated or overlong name in a string table")
-        return _decode(mm[start:end])
 
     def _versym(self) -> array[int] | None:
         """``.gnu.version`` as native ints, or None without one."""
@@ -638,8 +559,8 @@ class ElfImage:
             sym, _ = self._dynsym()
             count = sym.size // sym.entsize
             if sec.size < count * 2:
-                raise self._fail(".gnu.version is shorter than .dynsym")
-            result = array("H", self._bytes(sec.offset, count * 2, ".gnu.version"))
+                raise self._view.fail(".gnu.version is shorter than .dynsym")
+            result = array("H", self._view.bytes(sec.offset, count * 2, ".gnu.version"))
             if self.big_endian != (sys.byteorder == "big"):
                 result.byteswap()
         self._versym_cache = result
@@ -657,40 +578,17 @@ class ElfImage:
         """(st_name, st_info, st_other, st_shndx) of every entry but the null one."""
         sym, _ = self._dynsym()
         key = self._lay.sym_key
-        view = memoryview(self._map())[sym.offset + sym.entsize : sym.offset + sym.size]
+        view = memoryview(self._view.map())[sym.offset + sym.entsize : sym.offset + sym.size]
         try:
             return list(key.iter_unpack(view))
         finally:
             view.release()
 
-    def _strings(self, strtab: Section) -> bytes | str:
-        """The string table, decoded once when it is ASCII (slices are then names)."""
-        self._check_range(strtab.offset, strtab.size, ".dynstr")
-        mm = self._map()
-        if isinstance(mm, mmap.mmap) and not self._sparse and strtab.size >= _RELEASE_AFTER:
-            # Decoded straight from the mapping: no bytes copy beside the text (libtorch_cpu's
-            # table is 5 MiB), and its pages given back after.
-            with memoryview(mm) as view, view[strtab.offset : strtab.offset + strtab.size] as part:
-                ends_in_nul = part[-1] == 0
-                try:
-                    text: str | None = str(part, "ascii")
-                except UnicodeDecodeError:
-                    text = None
-            self._release(strtab.offset, strtab.size)
-            if not ends_in_nul:
-                raise self._fail(".dynstr does not end in a NUL byte (unterminated name)")
-            if text is not None:
-                return text
-        raw = self._bytes(strtab.offset, strtab.size, ".dynstr")
-        if raw[-1:] != b"\0":
-            raise self._fail(".dynstr does not end in a NUL byte (unterminated name)")
-        return raw.decode("ascii") if raw.isascii() else raw
-
     def _columns(self) -> tuple[array[int], array[int]]:
         """``st_name`` of every entry but the null one, and a word per entry whose low
         byte is ``st_info``, next byte ``st_other`` and top half non-zero when defined."""
         sym, _ = self._dynsym()
-        words = array("I", self._bytes(sym.offset, sym.size, ".dynsym"))
+        words = array("I", self._view.bytes(sym.offset, sym.size, ".dynsym"))
         per = sym.entsize // 4
         info_at = 1 if self._lay.sym_key.size == 24 else 3
         names = words[per::per]
@@ -703,27 +601,6 @@ class ElfImage:
             infos.byteswap()
         return names, infos
 
-    def _cut_names(self, strings: bytes | str, offsets: list[int], used: int) -> tuple[list[str], int]:
-        """The names at ``offsets``, in chunks, so a hostile table is refused early:
-        each name is looked for only within MAX_NAME_LEN bytes, and all of them
-        together may not pass MAX_NAME_BYTES."""
-        out: list[str] = []
-        nul: bytes | str = "\0" if isinstance(strings, str) else b"\0"
-        find = strings.find
-        for first in range(0, len(offsets), 4096):
-            chunk = offsets[first : first + 4096]
-            ends = [find(nul, o, o + MAX_NAME_LEN) for o in chunk]  # type: ignore[arg-type]
-            if -1 in ends:
-                raise self._fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
-            used += sum(ends) - sum(chunk)
-            if used > MAX_NAME_BYTES:
-                raise self._fail(f"symbol names add up to more than {MAX_NAME_BYTES >> 20} MiB")
-            if isinstance(strings, str):
-                out.extend([strings[o:e] for o, e in zip(chunk, ends)])
-            else:
-                out.extend([_decode(strings[o:e]) for o, e in zip(chunk, ends)])
-        return out, used
-
     def _build_tables(self) -> tuple[SymbolTable, SymbolTable]:
         if self._tables is not None:
             return self._tables
@@ -733,7 +610,7 @@ class ElfImage:
         # Filter on the raw ints first; names are cut only for the survivors.
         export_idx = [i for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
         import_idx = [i for i, w in enumerate(infos) if w <= 0xFFFF and w & 0xFF in imp_ok]
-        self._tables = self._tables_of(strtab.size, self._strings(strtab), names, infos, export_idx, import_idx)
+        self._tables = self._tables_of(strtab.size, string_table(self._view, strtab), names, infos, export_idx, import_idx)
         return self._tables
 
     def _tables_of(
@@ -745,8 +622,8 @@ class ElfImage:
         for idx, defined in ((export_idx, DEFINED_BIT), (import_idx, 0)):
             offsets = [names[i] for i in idx]
             if offsets and max(offsets) >= size:
-                raise self._fail(f"a symbol name offset is past .dynstr (size {size})")
-            cut, names_bytes = self._cut_names(strings, offsets, names_bytes)
+                raise self._view.fail(f"a symbol name offset is past .dynstr (size {size})")
+            cut, names_bytes = cut_names(self._view, strings, offsets, names_bytes)
             # The symbol index rides along so .gnu.version is read only for symbols asked about.
             packed = [(infos[i] & 0x3FF) | defined | (i + 1) << INDEX_SHIFT for i in idx]
             table = dict(zip(reversed(cut), reversed(packed)))  # the first of duplicate names wins
@@ -770,8 +647,8 @@ class ElfImage:
         names, infos = self._columns()
         size = strtab.size
         if names and max(names) >= size:
-            raise self._fail(f"a symbol name offset is past .dynstr (size {size})")
-        strings = self._strings(strtab)
+            raise self._view.fail(f"a symbol name offset is past .dynstr (size {size})")
+        strings = string_table(self._view, strtab)
         text = strings if isinstance(strings, str) else strings.decode("latin-1")  # one character per byte
         # 1 at every offset where a name holding a needle may start: from the start of the
         # string holding it up to the needle (a tail-merged name starts inside a longer string).
@@ -806,11 +683,11 @@ class ElfImage:
         offsets = [offsets_all[i] for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
         del offsets_all, infos
         if offsets and max(offsets) >= strtab.size:
-            raise self._fail(f"a symbol name offset is past .dynstr (size {strtab.size})")
-        strings = self._strings(strtab)
+            raise self._view.fail(f"a symbol name offset is past .dynstr (size {strtab.size})")
+        strings = string_table(self._view, strtab)
         used = 0
         for first in range(0, len(offsets), chunk):
-            names, used = self._cut_names(strings, offsets[first : first + chunk], used)
+            names, used = cut_names(self._view, strings, offsets[first : first + chunk], used)
             yield names
 
     def symbols(self) -> Iterator[Symbol]:
@@ -818,19 +695,19 @@ class ElfImage:
         sym, strtab = self._dynsym()
         keys = self._keys()
         versym = self._versym()
-        strings = self._strings(strtab)
+        strings = string_table(self._view, strtab)
         size = strtab.size
         names_bytes = 0
         for i, (st_name, st_info, st_other, st_shndx) in enumerate(keys, 1):
             if st_name >= size:
-                raise self._fail(f"symbol name offset {st_name} is past .dynstr (size {size})")
+                raise self._view.fail(f"symbol name offset {st_name} is past .dynstr (size {size})")
             end = strings.find("\0" if isinstance(strings, str) else b"\0", st_name, st_name + MAX_NAME_LEN)  # type: ignore[arg-type]
             if end < 0:
-                raise self._fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
-            name = strings[st_name:end] if isinstance(strings, str) else _decode(strings[st_name:end])  # type: ignore[arg-type]
+                raise self._view.fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
+            name = strings[st_name:end] if isinstance(strings, str) else decode(strings[st_name:end])  # type: ignore[arg-type]
             names_bytes += len(name)
             if names_bytes > MAX_NAME_BYTES:
-                raise self._fail(f"symbol names add up to more than {MAX_NAME_BYTES >> 20} MiB")
+                raise self._view.fail(f"symbol names add up to more than {MAX_NAME_BYTES >> 20} MiB")
             yield Symbol(
                 name=name,
                 bind=st_info >> 4,
@@ -872,20 +749,20 @@ class ElfImage:
         result = None
         if sec is not None and self._dynsym_index is not None and sec.link == self._dynsym_index:
             sym, _ = self._dynsym()
-            self._check_range(sec.offset, sec.size, ".gnu.hash")
+            self._view.check_range(sec.offset, sec.size, ".gnu.hash")
             if sec.size < 16:
-                raise self._fail(".gnu.hash is shorter than its header")
+                raise self._view.fail(".gnu.hash is shorter than its header")
             nbuckets, symoffset, bloom_size, bloom_shift = struct.unpack_from(
-                self._lay.endian + "IIII", self._map(), sec.offset
+                self._lay.endian + "IIII", self._view.map(), sec.offset
             )
             bloom_off = sec.offset + 16
             buckets_off = bloom_off + bloom_size * self._lay.bloom_word.size
             chain_off = buckets_off + nbuckets * 4
             end = sec.offset + sec.size
             if nbuckets == 0 or bloom_size == 0 or chain_off > end:
-                raise self._fail(".gnu.hash header does not fit its section")
+                raise self._view.fail(".gnu.hash header does not fit its section")
             if symoffset > sym.size // sym.entsize:
-                raise self._fail(f".gnu.hash starts at symbol {symoffset}, past .dynsym")
+                raise self._view.fail(f".gnu.hash starts at symbol {symoffset}, past .dynsym")
             result = _GnuHash(nbuckets, symoffset, bloom_size, bloom_shift, bloom_off, buckets_off, chain_off, end)
         self._gnu = result
         return result
@@ -898,7 +775,7 @@ class ElfImage:
         (the bloom filter first): the loader's lookup, one home for both of its callers."""
         sym, strtab = self._dynsym()
         count = sym.size // sym.entsize
-        mm = self._map()
+        mm = self._view.map()
         h = _hashed(name)[1]
         lay = self._lay
         wsize = lay.bloom_word.size
@@ -911,11 +788,11 @@ class ElfImage:
         if index == 0:
             return
         if index < t.symoffset:
-            raise self._fail(f".gnu.hash bucket points below its first symbol ({index})")
+            raise self._view.fail(f".gnu.hash bucket points below its first symbol ({index})")
         while True:
             at = t.chain_off + (index - t.symoffset) * 4
             if index >= count or at + 4 > t.end:
-                raise self._fail(".gnu.hash chain runs past .dynsym")
+                raise self._view.fail(".gnu.hash chain runs past .dynsym")
             h2 = lay.word.unpack_from(mm, at)[0]
             if (h | 1) == (h2 | 1):
                 found = self._symbol_at(sym, strtab, index)
@@ -927,11 +804,11 @@ class ElfImage:
 
     def _symbol_at(self, sym: Section, strtab: Section, index: int) -> Symbol:
         st_name, st_info, st_other, st_shndx = self._lay.sym_key.unpack_from(
-            self._map(), sym.offset + index * sym.entsize
+            self._view.map(), sym.offset + index * sym.entsize
         )
         versym = self._versym()
         return Symbol(
-            name=self._name_at(strtab, st_name),
+            name=name_at(self._view, strtab, st_name),
             bind=st_info >> 4,
             type=st_info & 0xF,
             visibility=st_other & 0x3,
@@ -947,20 +824,20 @@ class ElfImage:
             return []
         strtab = self._section(sec.link, ".dynamic")
         if strtab.type != SHT_STRTAB:
-            raise self._fail(f".dynamic links to section {sec.link}, which is not a string table")
-        self._check_range(strtab.offset, strtab.size, ".dynamic's string table")
+            raise self._view.fail(f".dynamic links to section {sec.link}, which is not a string table")
+        self._view.check_range(strtab.offset, strtab.size, ".dynamic's string table")
         entsize = self._lay.dyn.size
         count = min(sec.size // entsize, MAX_DYNAMIC_ENTRIES)
         if self._dynamic_data is not None:
             data = self._dynamic_data[: count * entsize]
         else:
-            data = self._bytes(sec.offset, count * entsize, ".dynamic")
+            data = self._view.bytes(sec.offset, count * entsize, ".dynamic")
         out = []
         for d_tag, d_val in self._lay.dyn.iter_unpack(data):
             if d_tag == DT_NULL:
                 break
             if d_tag == tag:
-                out.append(self._name_at(strtab, d_val))
+                out.append(name_at(self._view, strtab, d_val))
         return out
 
     @property
@@ -997,7 +874,7 @@ class ElfImage:
         for sec in self._sections:
             if sec.type != SHT_NOTE or sec.size > MAX_NOTE_SECTION:
                 continue
-            data = self._bytes(sec.offset, sec.size, "note section")
+            data = self._view.bytes(sec.offset, sec.size, "note section")
             pos = 0
             while pos + 12 <= len(data):
                 namesz, descsz, ntype = struct.unpack_from(endian + "III", data, pos)
@@ -1015,20 +892,20 @@ class ElfImage:
     def _version_chain_size(self, at: int, entries: int, verdef: bool, what: str) -> int:
         """The byte size of a verdef/verneed chain of ``entries`` entries at ``at``."""
         if entries > MAX_VERSIONS:
-            raise self._fail(f"{what} counts {entries} entries, more than {MAX_VERSIONS}")
-        mm = self._map()
+            raise self._view.fail(f"{what} counts {entries} entries, more than {MAX_VERSIONS}")
+        mm = self._view.map()
         end = at
         pos = at
         fmt = struct.Struct(self._lay.endian + ("HHHHIII" if verdef else "HHIII"))
         aux = struct.Struct(self._lay.endian + ("II" if verdef else "IHHII"))
         for _ in range(entries):
-            self._check_range(pos, fmt.size, what)
+            self._view.check_range(pos, fmt.size, what)
             raw = fmt.unpack_from(mm, pos)
             count, aux_off, nxt = (raw[3], raw[5], raw[6]) if verdef else (raw[1], raw[3], raw[4])
             end = max(end, pos + fmt.size)
             a = pos + aux_off
             for _ in range(min(count, MAX_VERSIONS)):
-                self._check_range(a, aux.size, what)
+                self._view.check_range(a, aux.size, what)
                 end = max(end, a + aux.size)
                 a_next = aux.unpack_from(mm, a)[-1]
                 if not a_next:
@@ -1050,7 +927,7 @@ class ElfImage:
         defined: dict[int, str] = {}
         base: set[int] = set()
         needed: dict[int, tuple[str, str]] = {}
-        mm = self._map()
+        mm = self._view.map()
         end = self._lay.endian
         verdef, vd_aux = struct.Struct(end + "HHHHIII"), struct.Struct(end + "II")
         verneed, vn_aux = struct.Struct(end + "HHIII"), struct.Struct(end + "IHHII")
@@ -1058,33 +935,33 @@ class ElfImage:
             if sec.type not in (SHT_GNU_VERDEF, SHT_GNU_VERNEED):
                 continue
             what = TABLE_NAMES[sec.type]
-            self._check_range(sec.offset, sec.size, what)
+            self._view.check_range(sec.offset, sec.size, what)
             if sec.info > MAX_VERSIONS:
-                raise self._fail(f"{what} counts {sec.info} entries, more than {MAX_VERSIONS}")
+                raise self._view.fail(f"{what} counts {sec.info} entries, more than {MAX_VERSIONS}")
             limit = sec.offset + sec.size
             pos = sec.offset
             for _ in range(sec.info):
                 if sec.type == SHT_GNU_VERDEF:
                     if pos + verdef.size > limit:
-                        raise self._fail(f"{what} runs past its section")
+                        raise self._view.fail(f"{what} runs past its section")
                     _, flags, ndx, cnt, _, aux_off, nxt = verdef.unpack_from(mm, pos)
                     if cnt and pos + aux_off + vd_aux.size <= limit:
-                        defined[ndx & 0x7FFF] = self._name_at(strtab, vd_aux.unpack_from(mm, pos + aux_off)[0])
+                        defined[ndx & 0x7FFF] = name_at(self._view, strtab, vd_aux.unpack_from(mm, pos + aux_off)[0])
                         if flags & VER_FLG_BASE:
                             base.add(ndx & 0x7FFF)
                     elif cnt:
-                        raise self._fail(f"{what} runs past its section")
+                        raise self._view.fail(f"{what} runs past its section")
                 else:
                     if pos + verneed.size > limit:
-                        raise self._fail(f"{what} runs past its section")
+                        raise self._view.fail(f"{what} runs past its section")
                     _, cnt, file_off, aux_off, nxt = verneed.unpack_from(mm, pos)
-                    file = self._name_at(strtab, file_off)
+                    file = name_at(self._view, strtab, file_off)
                     a = pos + aux_off
                     for _ in range(min(cnt, MAX_VERSIONS)):
                         if a + vn_aux.size > limit:
-                            raise self._fail(f"{what} runs past its section")
+                            raise self._view.fail(f"{what} runs past its section")
                         _, _, other, name_off, a_next = vn_aux.unpack_from(mm, a)
-                        needed[other & 0x7FFF] = (self._name_at(strtab, name_off), file)
+                        needed[other & 0x7FFF] = (name_at(self._view, strtab, name_off), file)
                         if not a_next:
                             break
                         a += a_next
@@ -1137,7 +1014,7 @@ class ElfImage:
         """glibc's do_lookup_x takes the definition at ``index``: of a code or data type
         (ALLOWED_STT), and of a value other than 0 unless SHN_ABS or TLS."""
         sym, _ = self._dynsym()
-        fields = self._lay.sym.unpack_from(self._map(), sym.offset + index * sym.entsize)
+        fields = self._lay.sym.unpack_from(self._view.map(), sym.offset + index * sym.entsize)
         # ELF64: name, info, other, shndx, value, size; ELF32: name, value, size, info, other, shndx.
         info, shndx, value = (fields[1], fields[3], fields[4]) if self._lay.sym.size == 24 else (fields[3], fields[5], fields[1])
         if info & 0xF not in _LOADER_TYPES:
@@ -1218,7 +1095,7 @@ class ElfImage:
                     continue
                 at = self._file_offset(segment, "a relocation table", tags[tag])
                 size = tags.get(size_tag, 0)
-                data = self._bytes(at, size - size % entsize, "a relocation table")
+                data = self._view.bytes(at, size - size % entsize, "a relocation table")
                 for i in range(0, len(data), entsize):
                     info = word.unpack_from(data, i + word.size)[0]
                     if info & mask == copy:
@@ -1262,7 +1139,7 @@ class ElfImage:
                 entsize = (24 if rela else 16) if is64 else (12 if rela else 8)
                 at = self._file_offset(segment, "a relocation table", tags[tag])
                 size = tags.get(size_tag, 0)
-                data = self._bytes(at, size - size % entsize, "a relocation table")
+                data = self._view.bytes(at, size - size % entsize, "a relocation table")
                 return {word.unpack_from(data, i + word.size)[0] >> shift for i in range(0, len(data), entsize)}
 
             plt = indexes(DT_JMPREL, DT_PLTRELSZ, rela)
