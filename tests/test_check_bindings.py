@@ -242,7 +242,7 @@ def test_a_member_whose_dynstr_runs_past_the_streamed_head_reads_as_its_file(tmp
     monkeypatch.setattr(inputs, "SMALL_MEMBER", 0)
     monkeypatch.setattr(inputs, "STREAM_HEAD", 128 << 10)
     with ElfImage(str(shim)) as image:
-        _, strtab = image._dynsym()
+        _, strtab = image._table.dynsym()
         assert strtab.offset < (128 << 10) < strtab.offset + strtab.size, "the fixture's .dynstr straddles the head"
     of_file = run_check(CheckSettings(shims=(str(shim),)))
     of_wheel = run_check(CheckSettings(shims=(str(wheel),)))

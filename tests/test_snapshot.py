@@ -367,7 +367,7 @@ def test_a_snapshot_keeps_the_version_facts_the_loader_matches_on(tmp_path: Path
     blob = tmp_path / "libblob.so"
     compile_shared(tmp_path / "b.c", blob, ("-Wl,--no-as-needed", str(stub)))
     with ElfImage(ref) as image:
-        assert image._versym() is not None and list(image.versions().defined.values()) == ["libtorch_cpu.so", "TORCH_NONE"]
+        assert image.has_versym and list(image.versions().defined.values()) == ["libtorch_cpu.so", "TORCH_NONE"]
     code = "import ctypes, os, sys\nctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\nctypes.CDLL(sys.argv[2], mode=os.RTLD_NOW)\n"
     loaded = subprocess.run([sys.executable, "-c", code, str(ref), str(blob)], capture_output=True, text=True, check=False)
     assert loaded.returncode != 0 and "version `TORCH_2' not found" in loaded.stderr, loaded.stderr

@@ -112,8 +112,8 @@ def _exports_by_nm(path: Path) -> set[str]:
 def test_the_fixture_is_what_torch_2_14_1_showed(moved: dict[str, Path]) -> None:
     with ElfImage(moved["moved"]) as image:
         dynamic = next(off for kind, off, _ in _segments(moved["moved"]) if kind == PT_DYNAMIC)
-        sym, strtab = image._dynsym()
-        gnu_hash = image._first(SHT_GNU_HASH)
+        sym, strtab = image._table.dynsym()
+        gnu_hash = image._table.first(SHT_GNU_HASH)
         assert gnu_hash is not None and strtab.offset > dynamic and gnu_hash.offset > dynamic
         assert image.export_names() == _exports_by_nm(moved["moved"]) >= set(NAMES)
     # The loader agrees: it binds through the moved .gnu.hash and .dynstr.

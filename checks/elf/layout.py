@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import struct
+import sys
 from dataclasses import dataclass
 
 ELF_MAGIC = b"\x7fELF"
@@ -71,6 +72,11 @@ class Layout:
     word: struct.Struct
     bloom_word: struct.Struct
     endian: str
+
+    @property
+    def swapped(self) -> bool:
+        """The file's byte order is not this machine's: an array of its words needs a byteswap."""
+        return (self.endian == ">") != (sys.byteorder == "big")
 
 
 def layout(elf_class: int, endian: str) -> Layout:

@@ -1,14 +1,28 @@
-"""Symbol versions: what ``.gnu.version_d`` and ``.gnu.version_r`` say (:class:`Versions`)
-and one ``.dynsym`` entry with its version (:class:`DynamicEntry`), as the loader matches it."""
+"""Symbol versions: what ``.gnu.version_d`` and ``.gnu.version_r`` say (:class:`Versions`,
+read by :func:`read_versions`, sized by :func:`version_chain_size` when only PT_DYNAMIC
+names them) and one ``.dynsym`` entry with its version (:class:`DynamicEntry`), as the
+loader matches it."""
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping
 
-from aoti_shim.checks.elf.layout import VERSYM_HIDDEN
+from aoti_shim.checks.elf.layout import (
+    MAX_VERSIONS,
+    SHT_GNU_VERDEF,
+    SHT_GNU_VERNEED,
+    TABLE_NAMES,
+    VER_FLG_BASE,
+    VERSYM_HIDDEN,
+    Layout,
+)
+from aoti_shim.checks.elf.strings import name_at
+from aoti_shim.checks.elf.view import ByteView
 
 if TYPE_CHECKING:
+    from aoti_shim.checks.elf.sections import SectionTable
     from aoti_shim.checks.elf.symbols import Symbol
 
 
@@ -60,3 +74,82 @@ class DynamicEntry:
     def hidden(self) -> bool:
         """A non-default version (``name@V``, not ``name@@V``): no unversioned reference binds to it."""
         return bool(self.versym & VERSYM_HIDDEN)
+
+
+def version_chain_size(view: ByteView, lay: Layout, at: int, entries: int, verdef: bool, what: str) -> int:
+    """The byte size of a verdef/verneed chain of ``entries`` entries at ``at``."""
+    if entries > MAX_VERSIONS:
+        raise view.fail(f"{what} counts {entries} entries, more than {MAX_VERSIONS}")
+    mm = view.map()
+    end = at
+    pos = at
+    fmt = struct.Struct(lay.endian + ("HHHHIII" if verdef else "HHIII"))
+    aux = struct.Struct(lay.endian + ("II" if verdef else "IHHII"))
+    for _ in range(entries):
+        view.check_range(pos, fmt.size, what)
+        raw = fmt.unpack_from(mm, pos)
+        count, aux_off, nxt = (raw[3], raw[5], raw[6]) if verdef else (raw[1], raw[3], raw[4])
+        end = max(end, pos + fmt.size)
+        a = pos + aux_off
+        for _ in range(min(count, MAX_VERSIONS)):
+            view.check_range(a, aux.size, what)
+            end = max(end, a + aux.size)
+            a_next = aux.unpack_from(mm, a)[-1]
+            if not a_next:
+                break
+            a += a_next
+        if not nxt:
+            break
+        pos += nxt
+    return end - at
+
+
+def read_versions(view: ByteView, lay: Layout, table: SectionTable) -> Versions:
+    """The version definitions and needs of a file with a .dynsym, by index (NO_VERSIONS
+    without either table)."""
+    _, strtab = table.dynsym()
+    defined: dict[int, str] = {}
+    base: set[int] = set()
+    needed: dict[int, tuple[str, str]] = {}
+    mm = view.map()
+    end = lay.endian
+    verdef, vd_aux = struct.Struct(end + "HHHHIII"), struct.Struct(end + "II")
+    verneed, vn_aux = struct.Struct(end + "HHIII"), struct.Struct(end + "IHHII")
+    for sec in table.sections:
+        if sec.type not in (SHT_GNU_VERDEF, SHT_GNU_VERNEED):
+            continue
+        what = TABLE_NAMES[sec.type]
+        view.check_range(sec.offset, sec.size, what)
+        if sec.info > MAX_VERSIONS:
+            raise view.fail(f"{what} counts {sec.info} entries, more than {MAX_VERSIONS}")
+        limit = sec.offset + sec.size
+        pos = sec.offset
+        for _ in range(sec.info):
+            if sec.type == SHT_GNU_VERDEF:
+                if pos + verdef.size > limit:
+                    raise view.fail(f"{what} runs past its section")
+                _, flags, ndx, cnt, _, aux_off, nxt = verdef.unpack_from(mm, pos)
+                if cnt and pos + aux_off + vd_aux.size <= limit:
+                    defined[ndx & 0x7FFF] = name_at(view, strtab, vd_aux.unpack_from(mm, pos + aux_off)[0])
+                    if flags & VER_FLG_BASE:
+                        base.add(ndx & 0x7FFF)
+                elif cnt:
+                    raise view.fail(f"{what} runs past its section")
+            else:
+                if pos + verneed.size > limit:
+                    raise view.fail(f"{what} runs past its section")
+                _, cnt, file_off, aux_off, nxt = verneed.unpack_from(mm, pos)
+                file = name_at(view, strtab, file_off)
+                a = pos + aux_off
+                for _ in range(min(cnt, MAX_VERSIONS)):
+                    if a + vn_aux.size > limit:
+                        raise view.fail(f"{what} runs past its section")
+                    _, _, other, name_off, a_next = vn_aux.unpack_from(mm, a)
+                    needed[other & 0x7FFF] = (name_at(view, strtab, name_off), file)
+                    if not a_next:
+                        break
+                    a += a_next
+            if not nxt:
+                break
+            pos += nxt
+    return Versions(defined, frozenset(base), needed) if defined or needed else NO_VERSIONS

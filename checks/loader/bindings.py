@@ -145,7 +145,7 @@ class Linked:
             symbolic=image.symbolic,
             noopen=image.noopen,
             header=(image.elf_class, image.big_endian, image.machine),
-            has_versym=image._versym() is not None,
+            has_versym=image.has_versym,
             versions=image.versions(),
             imports=tuple(e for e in image.dynamic_entries() if e.symbol.is_import or _binds_itself(e)) if imports else (),
             lazy=image.lazy_symbol_indexes() if imports else frozenset(),

@@ -447,7 +447,7 @@ def _capture_image(path: str, display: str, name: str, size: int, sha256: str) -
         versions = image.versions()
         return _Captured(
             name, image.soname, image.build_id, size, sha256, exports, tuple(image.needed),
-            versym=image._versym() is not None,
+            versym=image.has_versym,
             version_definitions=tuple(sorted(versions.defined.items())),
             version_base=tuple(sorted(versions.base)),
         )  # fmt: skip

@@ -1,0 +1,150 @@
+"""The ELF header and the tables it leads to: :func:`elf_header` checks the identification
+and unpacks the header, :func:`section_headers` reads the section header table, and
+:class:`SectionTable` answers which table is which (``.dynsym`` and its strings checked
+once) over sections read from the headers or made from PT_DYNAMIC (see dynamic.py)."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from aoti_shim.checks.elf.layout import (
+    ELF_MAGIC,
+    MAX_NOTE_SECTION,
+    MAX_SECTIONS,
+    MAX_SYMBOLS,
+    NT_GNU_BUILD_ID,
+    PN_XNUM,
+    SHT_DYNSYM,
+    SHT_NOTE,
+    SHT_STRTAB,
+    Layout,
+    Section,
+    layout,
+)
+from aoti_shim.checks.elf.view import ByteView
+
+
+@dataclass(frozen=True)
+class ElfHeader:
+    """The ELF header's fields the readers use, with the layout its class and byte order pick."""
+
+    lay: Layout
+    elf_class: int  # 32 or 64
+    big_endian: bool
+    e_type: int
+    machine: int
+    phoff: int
+    shoff: int
+    phentsize: int
+    phnum: int
+    shentsize: int
+    shnum: int
+
+
+def elf_header(view: ByteView) -> ElfHeader:
+    """The ELF header, its identification checked (class and byte order known)."""
+    ident = view.map()[:16]
+    if ident[:4] != ELF_MAGIC:
+        raise view.fail("not an ELF file (bad magic)")
+    if ident[4] not in (1, 2):
+        raise view.fail(f"unknown ELF class {ident[4]}")
+    if ident[5] not in (1, 2):
+        raise view.fail(f"unknown ELF data encoding {ident[5]}")
+    big_endian = ident[5] == 2
+    lay = layout(ident[4], ">" if big_endian else "<")
+    (_, e_type, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = lay.ehdr.unpack(
+        view.bytes(0, lay.ehdr.size, "ELF header")
+    )
+    return ElfHeader(
+        lay, 64 if ident[4] == 2 else 32, big_endian, e_type, machine, phoff, shoff, phentsize, phnum, shentsize, shnum
+    )
+
+
+def section_headers(view: ByteView, hdr: ElfHeader) -> tuple[list[Section], int]:
+    """The section header table, and the program header count (PN_XNUM resolved from
+    section 0's sh_info, extended numbering)."""
+    lay = hdr.lay
+    shnum, phnum = hdr.shnum, hdr.phnum
+    if hdr.shentsize != lay.shdr.size:
+        raise view.fail(f"bad section header size {hdr.shentsize}")
+    if shnum == 0:
+        # Extended numbering: the real count lives in section 0's sh_size.
+        shnum = lay.shdr.unpack(view.bytes(hdr.shoff, lay.shdr.size, "section header 0"))[5]
+    if shnum > MAX_SECTIONS:
+        raise view.fail(f"implausible section count {shnum}")
+    table = view.bytes(hdr.shoff, shnum * lay.shdr.size, "section header table")
+    raw_sections = list(lay.shdr.iter_unpack(table))
+    sections = [
+        Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9], info=raw[7]) for raw in raw_sections
+    ]
+    if phnum == PN_XNUM and raw_sections:
+        phnum = raw_sections[0][7]  # extended numbering: section 0's sh_info
+    return sections, phnum
+
+
+class SectionTable:
+    """The sections the readers use, found by type; ``.dynsym`` and its string table
+    checked against the file once, on first use."""
+
+    __slots__ = ("view", "lay", "sections", "dynsym_index", "_dynsym")
+
+    def __init__(self, view: ByteView, lay: Layout, sections: list[Section]) -> None:
+        self.view = view
+        self.lay = lay
+        self.sections = sections
+        self.dynsym_index = next((i for i, s in enumerate(sections) if s.type == SHT_DYNSYM), None)
+        self._dynsym: tuple[Section, Section] | None = None
+
+    def section(self, index: int, what: str) -> Section:
+        if not 0 <= index < len(self.sections):
+            raise self.view.fail(f"{what} links to missing section {index}")
+        return self.sections[index]
+
+    def first(self, sh_type: int) -> Section | None:
+        return next((s for s in self.sections if s.type == sh_type), None)
+
+    def dynsym(self) -> tuple[Section, Section]:
+        """(``.dynsym``, its string table), both checked against the file."""
+        if self._dynsym is not None:
+            return self._dynsym
+        view = self.view
+        if self.dynsym_index is None:
+            raise view.fail("has no dynamic symbol table")
+        sym = self.sections[self.dynsym_index]
+        if sym.entsize != self.lay.sym.size:
+            raise view.fail(f"bad .dynsym entry size {sym.entsize}")
+        if sym.size % sym.entsize:
+            raise view.fail(f".dynsym size {sym.size} is not a multiple of its entry size")
+        if sym.size // sym.entsize > MAX_SYMBOLS:
+            raise view.fail(f".dynsym holds {sym.size // sym.entsize} symbols, more than {MAX_SYMBOLS}")
+        view.check_range(sym.offset, sym.size, ".dynsym")
+        if sym.link == self.dynsym_index:
+            raise view.fail(".dynsym names itself as its string table")
+        strtab = self.section(sym.link, ".dynsym")
+        if strtab.type != SHT_STRTAB:
+            raise view.fail(f".dynsym links to section {sym.link}, which is not a string table")
+        view.check_range(strtab.offset, strtab.size, ".dynstr")
+        if strtab.size == 0:
+            raise view.fail(".dynstr is empty")
+        self._dynsym = (sym, strtab)
+        return sym, strtab
+
+    def build_id(self) -> str | None:
+        """The GNU build ID note's bytes, in hex; None without one."""
+        endian = self.lay.endian
+        for sec in self.sections:
+            if sec.type != SHT_NOTE or sec.size > MAX_NOTE_SECTION:
+                continue
+            data = self.view.bytes(sec.offset, sec.size, "note section")
+            pos = 0
+            while pos + 12 <= len(data):
+                namesz, descsz, ntype = struct.unpack_from(endian + "III", data, pos)
+                name_end = pos + 12 + ((namesz + 3) & ~3)
+                desc_end = name_end + ((descsz + 3) & ~3)
+                if desc_end > len(data):
+                    break
+                if ntype == NT_GNU_BUILD_ID and data[pos + 12 : pos + 12 + namesz].rstrip(b"\0") == b"GNU":
+                    return data[name_end : name_end + descsz].hex()
+                pos = desc_end
+        return None
