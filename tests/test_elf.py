@@ -142,7 +142,7 @@ def test_versioned_exports(elf_libs: dict[str, Path]) -> None:
 
 def test_sysv_only_library_falls_back_to_a_scan(elf_libs: dict[str, Path]) -> None:
     with ElfImage(elf_libs["kinds_sysv"]) as image:
-        assert image._gnu_hash_table() is None
+        assert image._symbols.gnu_table() is None
         assert image.find_export("elf_global_func") is not None
         assert image.find_export("elf_needed_func") is None
 
@@ -191,7 +191,7 @@ def test_libtorch_cpu_matches_pyelftools_and_exports_329_plain_shims(torch_lib: 
         for name in sorted(shims)[:50]:
             assert fresh.find_export(name) == shims[name]
         assert fresh.find_export("myrt_aoti_torch_empty_strided") is None
-        assert fresh._tables is None
+        assert fresh._symbols.tables is None
 
 
 def test_every_torch_library_opens(torch_lib: Path) -> None:

@@ -1,4 +1,4 @@
-"""Symbol versions read by checks/elf/image.py (struct code) agree with pyelftools, for a
+"""Symbol versions read by checks/elf/versions.py (struct code) agree with pyelftools, for a
 library's definitions (default and hidden versions, its base version) and imports (the
 version and the file each is needed from), read from its sections, the loader's way (no
 section headers) and streamed from a wheel."""

@@ -29,12 +29,9 @@ from __future__ import annotations
 
 import mmap
 import os
-import sys
 from array import array
-from itertools import compress, repeat
 from typing import Iterable, Iterator
 
-from aoti_shim.checks.elf import gnu_hash
 from aoti_shim.checks.elf.dynamic import (
     DynamicSegment,
     dynamic_strings,
@@ -43,7 +40,7 @@ from aoti_shim.checks.elf.dynamic import (
     read_segment,
     verify_sections,
 )
-from aoti_shim.checks.elf.gnu_hash import GnuHash
+from aoti_shim.checks.elf.dynsym import DynamicSymbols
 from aoti_shim.checks.elf.layout import (
     DF_1_NODEFLIB,
     DF_1_NOOPEN,
@@ -69,32 +66,17 @@ from aoti_shim.checks.elf.layout import (
     SHT_DYNAMIC,
     STB_LOCAL,
     TABLE_NAMES,
-    MAX_NAME_BYTES,
-    MAX_NAME_LEN,
-    SHN_ABS,
-    SHN_UNDEF,
-    SHT_GNU_HASH,
-    SHT_GNU_VERSYM,
-    STT_FUNC,
-    STT_GNU_IFUNC,
-    STT_NOTYPE,
-    STT_OBJECT,
-    STT_TLS,
     Layout,
 )
 from aoti_shim.checks.elf.relocations import COPY_RELOCATION, copy_relocated, relocated, relocation_bytes
 from aoti_shim.checks.elf.sections import ElfHeader, SectionTable, elf_header, section_headers
-from aoti_shim.checks.elf.strings import cut_names, decode, name_at, string_table
-from aoti_shim.checks.elf.symbols import DEFINED_BIT, EXPORT_WORDS, IMPORT_WORDS, INDEX_SHIFT, Symbol, SymbolTable
+from aoti_shim.checks.elf.symbols import Symbol, SymbolTable
 from aoti_shim.checks.elf.versions import NO_VERSIONS, DynamicEntry, Versions, entry_of_word, read_versions
 from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
 
 # The ELF and program headers of anything a linker writes lie in the first page.
 _HEADERS_KEPT = 4096
-# The symbol types glibc's lookup takes a definition of (ALLOWED_STT in dl-lookup.c; 5 is
-# STT_COMMON): a definition of another type, or of value 0 outside SHN_ABS and TLS, it passes over.
-_LOADER_TYPES = frozenset((STT_NOTYPE, STT_OBJECT, STT_FUNC, 5, STT_TLS, STT_GNU_IFUNC))
 
 
 def _parts_view(display: str, head: bytes | bytearray | mmap.mmap) -> ByteView:
@@ -215,19 +197,13 @@ class ElfImage:
             self.loader_view = True
             sections = loader_sections(view, lay, hdr.phoff, hdr.phentsize, hdr.phnum, self._dynamic_data)
             self._table = SectionTable(view, lay, sections)
-            self._forget_symbols()
+            self._symbols = DynamicSymbols(view, lay, self._table)
             return
         sections, phnum = section_headers(view, hdr)
         self._table = SectionTable(view, lay, sections)
-        self._forget_symbols()
+        self._symbols = DynamicSymbols(view, lay, self._table)
         segment = read_segment(view, lay, hdr.phoff, hdr.phentsize, phnum, self._dynamic_data)
-        verify_sections(view, lay, segment, self._table, self._gnu_hash_table)
-
-    def _forget_symbols(self) -> None:
-        """No .dynsym table read yet: .gnu.version, .gnu.hash and the tables are read on first use."""
-        self._tables: tuple[SymbolTable, SymbolTable] | None = None
-        self._versym_cache: array[int] | None | bool = False
-        self._gnu: GnuHash | None | bool = False
+        verify_sections(view, lay, segment, self._table, self._symbols.gnu_table)
 
     def _segment(self) -> DynamicSegment | None:
         hdr = self._header()
@@ -242,10 +218,10 @@ class ElfImage:
     @property
     def has_versym(self) -> bool:
         """It has a ``.gnu.version`` (read, and checked to cover ``.dynsym``)."""
-        return self._versym() is not None
+        return self._symbols.versym() is not None
 
     def symbol_count(self) -> int:
-        return self._count()
+        return self._symbols.count()
 
     def size_hint(self) -> int:
         """About how many names a scan of the exports reads (a Reference's cost hint)."""
@@ -257,250 +233,43 @@ class ElfImage:
         searched for each ``contains`` needle and each name's start compared (C loops); only
         the symbols picked are cut: an environment's scan asks about a few names of each of
         hundreds of libraries, and cutting every name of every one costs more than ``nm -D``."""
-        return self._tables_holding(contains, starts)
+        return self._symbols.tables_holding(contains, starts)
 
     def export_name_chunks(self, chunk: int = 4096) -> Iterator[list[str]]:
         """The exported names, a list at a time, without keeping a table: a caller that
         asks about most of them (a 75k-name shim against libtorch) scans instead of
         looking each name up, and holds one chunk of names at a time."""
-        return self._export_name_chunks(chunk)
+        return self._symbols.export_name_chunks(chunk)
 
     def symbols(self) -> Iterator[Symbol]:
         """Every dynamic symbol but the null entry at index 0, in table order."""
-        return self._symbols_iter()
+        return self._symbols.symbols()
 
     def exports(self) -> SymbolTable:
         """Defined symbols that another object can bind to, by name."""
-        return self._build_tables()[0]
+        return self._symbols.build_tables()[0]
 
     def imports(self) -> SymbolTable:
         """Undefined symbols this object asks the dynamic linker for, by name."""
-        return self._build_tables()[1]
+        return self._symbols.build_tables()[1]
 
     def export_names(self) -> set[str]:
-        return set(self._build_tables()[0])
+        return set(self._symbols.build_tables()[0])
 
     def import_names(self) -> set[str]:
-        return set(self._build_tables()[1])
+        return set(self._symbols.build_tables()[1])
 
     # -- lookups through .gnu.hash -------------------------------------------------
 
     def find_export(self, name: str) -> Symbol | None:
         """Look one name up through ``.gnu.hash``; fall back to a full scan without one."""
-        if self._tables is None:
-            table = self._gnu_hash_table()
+        symbols = self._symbols
+        if symbols.tables is None:
+            table = symbols.gnu_table()
             if table is not None:
-                return next((sym for _, sym in self._gnu_exports(table, name)), None)
-        exports = self._build_tables()[0]
+                return next((sym for _, sym in symbols.exports_named(table, name)), None)
+        exports = symbols.build_tables()[0]
         return exports[name] if name in exports else None
-
-    def _count(self) -> int:
-        sym, _ = self._table.dynsym()
-        return sym.size // sym.entsize
-
-    def _versym(self) -> array[int] | None:
-        """``.gnu.version`` as native ints, or None without one."""
-        if self._versym_cache is not False:
-            return self._versym_cache  # type: ignore[return-value]
-        sec = self._table.first(SHT_GNU_VERSYM)
-        result = None
-        if sec is not None:
-            sym, _ = self._table.dynsym()
-            count = sym.size // sym.entsize
-            if sec.size < count * 2:
-                raise self._view.fail(".gnu.version is shorter than .dynsym")
-            result = array("H", self._view.bytes(sec.offset, count * 2, ".gnu.version"))
-            if self._lay.swapped:
-                result.byteswap()
-        self._versym_cache = result
-        return result
-
-    def _gnu_hash_table(self) -> GnuHash | None:
-        """``.gnu.hash`` when it indexes ``.dynsym``, its header checked; else None."""
-        if self._gnu is not False:
-            return self._gnu  # type: ignore[return-value]
-        table = self._table
-        sec = table.first(SHT_GNU_HASH)
-        result = None
-        if sec is not None and table.dynsym_index is not None and sec.link == table.dynsym_index:
-            result = gnu_hash.read_table(self._view, self._lay, sec, self._count())
-        self._gnu = result
-        return result
-
-    def _keys(self) -> list[tuple[int, int, int, int]]:
-        """(st_name, st_info, st_other, st_shndx) of every entry but the null one."""
-        sym, _ = self._table.dynsym()
-        key = self._lay.sym_key
-        view = memoryview(self._view.map())[sym.offset + sym.entsize : sym.offset + sym.size]
-        try:
-            return list(key.iter_unpack(view))
-        finally:
-            view.release()
-
-    def _columns(self) -> tuple[array[int], array[int]]:
-        """``st_name`` of every entry but the null one, and a word per entry whose low
-        byte is ``st_info``, next byte ``st_other`` and top half non-zero when defined."""
-        sym, _ = self._table.dynsym()
-        words = array("I", self._view.bytes(sym.offset, sym.size, ".dynsym"))
-        per = sym.entsize // 4
-        info_at = 1 if self._lay.sym_key.size == 24 else 3
-        names = words[per::per]
-        infos = words[per + info_at :: per]
-        if self._lay.swapped:
-            names.byteswap()
-        if sys.byteorder == "big":
-            # st_info, st_other, st_shndx are bytes 0..3 of the word in either file
-            # order (shndx only matters as zero or not), so read them little-endian.
-            infos.byteswap()
-        return names, infos
-
-    def _build_tables(self) -> tuple[SymbolTable, SymbolTable]:
-        """(exports, imports), built once."""
-        if self._tables is not None:
-            return self._tables
-        _, strtab = self._table.dynsym()
-        names, infos = self._columns()
-        exp_ok, imp_ok = EXPORT_WORDS, IMPORT_WORDS
-        # Filter on the raw ints first; names are cut only for the survivors.
-        export_idx = [i for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
-        import_idx = [i for i, w in enumerate(infos) if w <= 0xFFFF and w & 0xFF in imp_ok]
-        strings = string_table(self._view, strtab)
-        self._tables = self._tables_of(strtab.size, strings, names, infos, export_idx, import_idx)
-        return self._tables
-
-    def _tables_of(
-        self, size: int, strings: bytes | str, names: array[int], infos: array[int], export_idx: list[int], import_idx: list[int]
-    ) -> tuple[SymbolTable, SymbolTable]:
-        """The export and import tables of the symbols at ``export_idx`` and ``import_idx``."""
-        tables = []
-        names_bytes = 0
-        for idx, defined in ((export_idx, DEFINED_BIT), (import_idx, 0)):
-            offsets = [names[i] for i in idx]
-            if offsets and max(offsets) >= size:
-                raise self._view.fail(f"a symbol name offset is past .dynstr (size {size})")
-            cut, names_bytes = cut_names(self._view, strings, offsets, names_bytes)
-            # The symbol index rides along so .gnu.version is read only for symbols asked about.
-            packed = [(infos[i] & 0x3FF) | defined | (i + 1) << INDEX_SHIFT for i in idx]
-            table = dict(zip(reversed(cut), reversed(packed)))  # the first of duplicate names wins
-            unnamed = cut.count("") if "" in table else 0
-            table.pop("", None)
-            more: dict[str, list[int]] = {}
-            if len(table) + unnamed < len(cut):  # a name given twice (several versions of it)
-                for name, p in zip(cut, packed):
-                    if name and table[name] != p:
-                        more.setdefault(name, []).append(p)
-            tables.append(SymbolTable(table, self._versym(), more))
-        return tables[0], tables[1]
-
-    def _tables_holding(self, contains: tuple[str, ...], starts: tuple[str, ...]) -> tuple[SymbolTable, SymbolTable]:
-        """The export and import tables limited to the names that hold one of ``contains``
-        or start with one of ``starts`` (see ElfImage.tables_holding)."""
-        _, strtab = self._table.dynsym()
-        names, infos = self._columns()
-        size = strtab.size
-        if names and max(names) >= size:
-            raise self._view.fail(f"a symbol name offset is past .dynstr (size {size})")
-        strings = string_table(self._view, strtab)
-        text = strings if isinstance(strings, str) else strings.decode("latin-1")  # one character per byte
-        # 1 at every offset where a name holding a needle may start: from the start of the
-        # string holding it up to the needle (a tail-merged name starts inside a longer string).
-        mask = bytearray(size)
-        find, rfind = text.find, text.rfind
-        for needle in contains:
-            at = find(needle)
-            while at >= 0:
-                start = rfind("\0", 0, at) + 1
-                mask[start : at + 1] = b"\1" * (at + 1 - start)
-                at = find(needle, at + 1)
-        picked = set(compress(range(len(names)), map(mask.__getitem__, names)))
-        if starts:
-            picked.update(compress(range(len(names)), map(text.startswith, repeat(starts), names)))
-        exp_ok, imp_ok = EXPORT_WORDS, IMPORT_WORDS
-        export_idx = [i for i in sorted(picked) if infos[i] > 0xFFFF and infos[i] & 0x3FF in exp_ok]
-        import_idx = [i for i in sorted(picked) if infos[i] <= 0xFFFF and infos[i] & 0xFF in imp_ok]
-        return self._tables_of(size, strings, names, infos, export_idx, import_idx)
-
-    def _export_name_chunks(self, chunk: int) -> Iterator[list[str]]:
-        """The exported names, a list at a time (see ElfImage.export_name_chunks)."""
-        if self._tables is not None:
-            names = list(self._tables[0])
-            for first in range(0, len(names), chunk):
-                yield names[first : first + chunk]
-            return
-        _, strtab = self._table.dynsym()
-        offsets_all, infos = self._columns()
-        exp_ok = EXPORT_WORDS
-        offsets = [offsets_all[i] for i, w in enumerate(infos) if w > 0xFFFF and w & 0x3FF in exp_ok]
-        del offsets_all, infos
-        if offsets and max(offsets) >= strtab.size:
-            raise self._view.fail(f"a symbol name offset is past .dynstr (size {strtab.size})")
-        strings = string_table(self._view, strtab)
-        used = 0
-        for first in range(0, len(offsets), chunk):
-            names, used = cut_names(self._view, strings, offsets[first : first + chunk], used)
-            yield names
-
-    def _symbols_iter(self) -> Iterator[Symbol]:
-        """Every dynamic symbol but the null entry at index 0, in table order."""
-        _, strtab = self._table.dynsym()
-        keys = self._keys()
-        versym = self._versym()
-        strings = string_table(self._view, strtab)
-        size = strtab.size
-        names_bytes = 0
-        for i, (st_name, st_info, st_other, st_shndx) in enumerate(keys, 1):
-            if st_name >= size:
-                raise self._view.fail(f"symbol name offset {st_name} is past .dynstr (size {size})")
-            end = strings.find("\0" if isinstance(strings, str) else b"\0", st_name, st_name + MAX_NAME_LEN)  # type: ignore[arg-type]
-            if end < 0:
-                raise self._view.fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
-            name = strings[st_name:end] if isinstance(strings, str) else decode(strings[st_name:end])  # type: ignore[arg-type]
-            names_bytes += len(name)
-            if names_bytes > MAX_NAME_BYTES:
-                raise self._view.fail(f"symbol names add up to more than {MAX_NAME_BYTES >> 20} MiB")
-            yield Symbol(
-                name=name,
-                bind=st_info >> 4,
-                type=st_info & 0xF,
-                visibility=st_other & 0x3,
-                defined=st_shndx != SHN_UNDEF,
-                versioned=versym is not None and (versym[i] & 0x7FFF) >= 2,
-            )
-
-    def _symbol_at(self, index: int) -> Symbol:
-        sym, strtab = self._table.dynsym()
-        st_name, st_info, st_other, st_shndx = self._lay.sym_key.unpack_from(
-            self._view.map(), sym.offset + index * sym.entsize
-        )
-        versym = self._versym()
-        return Symbol(
-            name=name_at(self._view, strtab, st_name),
-            bind=st_info >> 4,
-            type=st_info & 0xF,
-            visibility=st_other & 0x3,
-            defined=st_shndx != SHN_UNDEF,
-            versioned=versym is not None and (versym[index] & 0x7FFF) >= 2,
-        )
-
-    def _gnu_exports(self, t: GnuHash, name: str) -> Iterator[tuple[int, Symbol]]:
-        """(index, symbol) of each export named ``name``, walking its ``.gnu.hash`` chain
-        (the bloom filter first): the loader's lookup, one home for both of its callers."""
-        sym, _ = self._table.dynsym()
-        for index in gnu_hash.candidates(self._view, self._lay, t, name, sym.size // sym.entsize):
-            found = self._symbol_at(index)
-            if found.name == name and found.is_export:
-                yield index, found
-
-    def _loader_takes(self, index: int) -> bool:
-        """glibc's do_lookup_x takes the definition at ``index``: of a code or data type
-        (ALLOWED_STT), and of a value other than 0 unless SHN_ABS or TLS."""
-        sym, _ = self._table.dynsym()
-        fields = self._lay.sym.unpack_from(self._view.map(), sym.offset + index * sym.entsize)
-        # ELF64: name, info, other, shndx, value, size; ELF32: name, value, size, info, other, shndx.
-        info, shndx, value = (fields[1], fields[3], fields[4]) if self._lay.sym.size == 24 else (fields[3], fields[5], fields[1])
-        if info & 0xF not in _LOADER_TYPES:
-            return False
-        return value != 0 or shndx == SHN_ABS or info & 0xF == STT_TLS
 
     # -- symbol versions ----------------------------------------------------------------
 
@@ -518,34 +287,36 @@ class ElfImage:
     def dynamic_entries(self) -> list[DynamicEntry]:
         """Every dynamic symbol but the null entry, with its version (for the binding model:
         a library's imports, and every definition of a name, several versions included)."""
-        versym = self._versym()
+        versym = self._symbols.versym()
         versions = self.versions()
         return [_entry(sym, i, versym, versions) for i, sym in enumerate(self.symbols(), 1)]
 
     def find_definitions(self, name: str) -> list[DynamicEntry]:
         """Every export named ``name`` (one per version) that the loader's lookup takes:
         through ``.gnu.hash`` (a scan without one), leaving out what glibc passes over (see
-        _loader_takes)."""
-        versym = self._versym()
+        DynamicSymbols.loader_takes)."""
+        symbols = self._symbols
+        versym = symbols.versym()
         versions = self.versions()
-        table = self._gnu_hash_table()
+        table = symbols.gnu_table()
         if table is None:
             found = [(i, sym) for i, sym in enumerate(self.symbols(), 1) if sym.name == name and sym.is_export]
         else:
-            found = list(self._gnu_exports(table, name))
-        return [_entry(sym, i, versym, versions) for i, sym in found if self._loader_takes(i)]
+            found = list(symbols.exports_named(table, name))
+        return [_entry(sym, i, versym, versions) for i, sym in found if symbols.loader_takes(i)]
 
     def unseen_definitions(self, exports: SymbolTable, names: Iterable[str]) -> frozenset[int]:
         """The .dynsym indexes of ``exports``' definitions of ``names`` that the loader's
         lookup never returns: out of reach of .gnu.hash (a bloom word or a chain that misses
-        them), or passed over (_loader_takes). One hash walk per name, no scan."""
+        them), or passed over (DynamicSymbols.loader_takes). One hash walk per name, no scan."""
+        symbols = self._symbols
         versions = self.versions()
-        table = self._gnu_hash_table()
+        table = symbols.gnu_table()
         out: set[int] = set()
         for name in names:
-            reach = None if table is None else {i for i, _ in self._gnu_exports(table, name)}
+            reach = None if table is None else {i for i, _ in symbols.exports_named(table, name)}
             for e in exports.entries(name, versions):
-                if (reach is not None and e.index not in reach) or not self._loader_takes(e.index):
+                if (reach is not None and e.index not in reach) or not symbols.loader_takes(e.index):
                     out.add(e.index)
         return frozenset(out)
 
@@ -556,13 +327,13 @@ class ElfImage:
         then binds to the reference itself)."""
         if not self.has_dynsym:
             return []
-        _, infos = self._columns()
+        _, infos = self._symbols.columns()
         # Undefined (top half zero), and LOCAL binding or a visibility set in st_other.
         at = [i for i, w in enumerate(infos) if w <= 0xFFFF and ((w & 0xFF) >> 4 == STB_LOCAL or w & 0x300)]
         if not at:
             return []
         symbols = list(self.symbols())
-        versym = self._versym()
+        versym = self._symbols.versym()
         versions = self.versions()
         return [_entry(symbols[i], i + 1, versym, versions) for i in at if symbols[i].name]
 

@@ -1,0 +1,79 @@
+"""checks/elf/dynsym.py: the .dynsym columns, the tables built from them, the symbols in
+table order and one symbol by index agree with pyelftools, and a lookup through .gnu.hash
+finds what the scan finds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from compile_support import compile_shared
+from elf_fixtures import SOURCES, SYNTH_SYMBOLS, pyelftools_truth, synth_elf
+
+from aoti_shim.checks.elf.dynsym import DynamicSymbols
+from aoti_shim.checks.elf.sections import SectionTable, elf_header, section_headers
+from aoti_shim.checks.elf.view import ByteView
+
+
+def _symbols(view: ByteView) -> DynamicSymbols:
+    hdr = elf_header(view)
+    return DynamicSymbols(view, hdr.lay, SectionTable(view, hdr.lay, section_headers(view, hdr)[0]))
+
+
+@pytest.fixture(scope="module")
+def kinds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("dynsym") / "libkinds.so"
+    compile_shared(SOURCES / "kinds.c", target)
+    return target
+
+
+def test_tables_agree_with_pyelftools(kinds: Path) -> None:
+    truth = pyelftools_truth(kinds)
+    view = ByteView.open(str(kinds), "kinds")
+    try:
+        symbols = _symbols(view)
+        exports, imports = symbols.build_tables()
+        assert set(exports) == truth.exports and set(imports) == truth.imports
+        assert symbols.build_tables() is symbols.tables  # built once
+        every = list(symbols.symbols())
+        assert len(every) == symbols.count() - 1 == len(symbols.keys())
+        assert [symbols.symbol_at(i) for i in range(1, symbols.count())] == every
+        names, infos = symbols.columns()
+        assert len(names) == len(infos) == len(every)
+        fresh = DynamicSymbols(view, symbols.lay, symbols.table)
+        chunks = list(fresh.export_name_chunks(3))
+        assert max(map(len, chunks)) == 3 and {n for c in chunks for n in c} == truth.exports
+        assert fresh.tables is None  # scanned in chunks, no table kept
+    finally:
+        view.close()
+
+
+def test_a_lookup_through_gnu_hash_finds_what_the_scan_finds(kinds: Path) -> None:
+    view = ByteView.open(str(kinds), "kinds")
+    try:
+        symbols = _symbols(view)
+        table = symbols.gnu_table()
+        assert table is not None
+        index = {s.name: i for i, s in enumerate(symbols.symbols(), 1)}
+        exports = symbols.build_tables()[0]
+        for name in exports:
+            assert [(i, s.name) for i, s in symbols.exports_named(table, name)] == [(index[name], name)]
+        assert list(symbols.exports_named(table, "elf_needed_func")) == []  # an import, not an export
+        # A function defined here is taken by glibc's lookup; an undefined import has value 0.
+        assert symbols.loader_takes(index["elf_global_func"])
+        assert not symbols.loader_takes(index["elf_needed_func"])
+    finally:
+        view.close()
+
+
+def test_tables_holding_picks_by_needle_and_prefix() -> None:
+    data = synth_elf(SYNTH_SYMBOLS)
+    view = ByteView("synth", data, len(data), False)
+    symbols = _symbols(view)
+    exports, imports = symbols.tables_holding(("aoti_torch_",), ("synth_many_1",))
+    assert set(exports) == {"aoti_torch_empty_strided", "aoti_torch_get_dim"} | {
+        f"synth_many_{i}" for i in range(40) if str(i).startswith("1")
+    }
+    assert set(imports) == {"myrt_aoti_torch_get_dim"}
+    assert symbols.tables is None  # a partial table is not kept
+    assert symbols.versym() is not None and symbols.build_tables()[0]["synth_versioned"].versioned
