@@ -25,6 +25,7 @@ from aoti_shim.checks.elf.layout import (
     STT_OBJECT,
     STT_TLS,
     Layout,
+    Section,
 )
 from aoti_shim.checks.elf.sections import SectionTable
 from aoti_shim.checks.elf.strings import cut_names, decode, name_at, string_table
@@ -226,6 +227,9 @@ class DynamicSymbols:
 
     def symbol_at(self, index: int) -> Symbol:
         sym, strtab = self.table.dynsym()
+        return self._symbol_at(sym, strtab, index)
+
+    def _symbol_at(self, sym: Section, strtab: Section, index: int) -> Symbol:
         st_name, st_info, st_other, st_shndx = self.lay.sym_key.unpack_from(
             self.view.map(), sym.offset + index * sym.entsize
         )
@@ -242,11 +246,13 @@ class DynamicSymbols:
     def exports_named(self, t: GnuHash, name: str) -> Iterator[tuple[int, Symbol]]:
         """(index, symbol) of each export named ``name``, walking its ``.gnu.hash`` chain
         (the bloom filter first): the loader's lookup, one home for both of its callers."""
-        sym, _ = self.table.dynsym()
-        for index in gnu_hash.candidates(self.view, self.lay, t, name, sym.size // sym.entsize):
-            found = self.symbol_at(index)
-            if found.name == name and found.is_export:
-                yield index, found
+        sym, strtab = self.table.dynsym()
+
+        def export_at(index: int) -> Symbol | None:
+            found = self._symbol_at(sym, strtab, index)
+            return found if found.name == name and found.is_export else None
+
+        return gnu_hash.matches(self.view, self.lay, t, name, sym.size // sym.entsize, export_at)
 
     def loader_takes(self, index: int) -> bool:
         """glibc's do_lookup_x takes the definition at ``index``: of a code or data type

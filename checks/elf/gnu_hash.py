@@ -1,16 +1,19 @@
 """``.gnu.hash``: the table's header checked against its section, its extent when only
-PT_DYNAMIC names it, the last symbol its chains reach, and the candidates a lookup of one
-name walks (bloom word, bucket, chain), as glibc's loader walks them."""
+PT_DYNAMIC names it, the last symbol its chains reach, and the walk a lookup of one name
+takes (bloom word, bucket, chain), as glibc's loader walks it."""
 
 from __future__ import annotations
 
 import struct
 from array import array
 from dataclasses import dataclass
-from typing import Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from aoti_shim.checks.elf.layout import MAX_SYMBOLS, Layout, Section
 from aoti_shim.checks.elf.view import ByteView
+
+if TYPE_CHECKING:
+    from aoti_shim.checks.elf.symbols import Symbol
 
 
 @dataclass(frozen=True)
@@ -111,10 +114,13 @@ def reach(view: ByteView, lay: Layout, t: GnuHash) -> int:
     raise view.fail(".gnu.hash chain runs past its section")
 
 
-def candidates(view: ByteView, lay: Layout, t: GnuHash, name: str, count: int) -> Iterator[int]:
-    """The .dynsym indexes (below ``count``) a lookup of ``name`` compares by name: past
-    the bloom filter, along its bucket's chain, those whose hash matches. The caller reads
-    each before asking for the next, so a bad chain fails where the loader's walk would."""
+def matches(
+    view: ByteView, lay: Layout, t: GnuHash, name: str, count: int, read: Callable[[int], Symbol | None]
+) -> Iterator[tuple[int, Symbol]]:
+    """(index, symbol) of each entry a lookup of ``name`` takes: past the bloom filter,
+    along its bucket's chain (indexes below ``count``), ``read(index)`` of each whose hash
+    matches, when it is not None. Lazy, so a bad chain fails where the loader's walk would,
+    and a caller that takes the first match walks no further."""
     mm = view.map()
     h = hashed(name)[1]
     wsize = lay.bloom_word.size
@@ -134,7 +140,9 @@ def candidates(view: ByteView, lay: Layout, t: GnuHash, name: str, count: int) -
             raise view.fail(".gnu.hash chain runs past .dynsym")
         h2 = lay.word.unpack_from(mm, at)[0]
         if (h | 1) == (h2 | 1):
-            yield index
+            found = read(index)
+            if found is not None:
+                yield index, found
         if h2 & 1:
             return
         index += 1
