@@ -6,7 +6,6 @@ once) over sections read from the headers or made from PT_DYNAMIC (see dynamic.p
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from aoti_shim.checks.elf.layout import (
     ELF_MAGIC,
@@ -25,21 +24,19 @@ from aoti_shim.checks.elf.layout import (
 from aoti_shim.checks.elf.view import ByteView
 
 
-@dataclass(frozen=True)
 class ElfHeader:
-    """The ELF header's fields the readers use, with the layout its class and byte order pick."""
+    """The ELF header's fields the readers use, with the layout its class and byte order pick.
+    A plain slotted class: it is made each time a header is read (a few times per image)."""
 
-    lay: Layout
-    elf_class: int  # 32 or 64
-    big_endian: bool
-    e_type: int
-    machine: int
-    phoff: int
-    shoff: int
-    phentsize: int
-    phnum: int
-    shentsize: int
-    shnum: int
+    __slots__ = ("lay", "elf_class", "big_endian", "e_type", "machine", "phoff", "shoff", "phentsize", "phnum",
+                 "shentsize", "shnum")  # fmt: skip
+
+    def __init__(self, lay: Layout, elf_class: int, big_endian: bool, fields: tuple[int, ...]) -> None:
+        self.lay = lay
+        self.elf_class = elf_class  # 32 or 64
+        self.big_endian = big_endian
+        (_, self.e_type, self.machine, _, _, self.phoff, self.shoff, _, _, self.phentsize, self.phnum,
+         self.shentsize, self.shnum, _) = fields  # fmt: skip
 
 
 def elf_header(view: ByteView) -> ElfHeader:
@@ -53,12 +50,8 @@ def elf_header(view: ByteView) -> ElfHeader:
         raise view.fail(f"unknown ELF data encoding {ident[5]}")
     big_endian = ident[5] == 2
     lay = layout(ident[4], ">" if big_endian else "<")
-    (_, e_type, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _) = lay.ehdr.unpack(
-        view.bytes(0, lay.ehdr.size, "ELF header")
-    )
-    return ElfHeader(
-        lay, 64 if ident[4] == 2 else 32, big_endian, e_type, machine, phoff, shoff, phentsize, phnum, shentsize, shnum
-    )
+    fields = lay.ehdr.unpack(view.bytes(0, lay.ehdr.size, "ELF header"))
+    return ElfHeader(lay, 64 if ident[4] == 2 else 32, big_endian, fields)
 
 
 def section_headers(view: ByteView, hdr: ElfHeader) -> tuple[list[Section], int]:
