@@ -3,6 +3,8 @@ define or call a list of names (the loader then judges what the check says)."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +46,12 @@ def loads(globals_: list[Path], blob: Path) -> subprocess.CompletedProcess[str]:
         "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
     )
     return subprocess.run([sys.executable, "-c", code, *map(str, globals_), str(blob)], capture_output=True, text=True, check=False)
+
+
+def loader_platform() -> str:
+    """AT_PLATFORM as the loader shows the auxiliary vector (``LD_SHOW_AUXV``): the
+    ``$PLATFORM`` it expands (``haswell`` on AVX2 Intel with glibc < 2.37), never ``uname -m``."""
+    shown = subprocess.run(["/bin/true"], env=dict(os.environ, LD_SHOW_AUXV="1"), capture_output=True, text=True, check=True)
+    found = re.search(r"^AT_PLATFORM:\s+(\S+)", shown.stdout, re.M)
+    assert found is not None, f"the loader shows no AT_PLATFORM:\n{shown.stdout}"
+    return found.group(1)

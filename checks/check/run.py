@@ -105,7 +105,7 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
         # (glibc ignores an auxiliary filtee it cannot find.)
         auxiliary = frozenset(image.auxiliary_filtees)
         wanted = [*image.needed, *(n for n in image.filtees if n not in auxiliary), *auxiliary]
-        needs = closure.Needs(_needer(art, image, wheel_roots), tuple(dict.fromkeys(wanted)), auxiliary)
+        needs = closure.Needs(_needer(art, image, wheel_roots), tuple(dict.fromkeys(wanted)), auxiliary, image.soname)
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
             executable=executable, copied=copied,
@@ -124,8 +124,9 @@ def _needer(art: Artifact, image: ElfImage, wheel_roots: tuple[str, ...]) -> sea
         inside = os.path.join(os.path.abspath(root), "")
         if path.startswith(inside):
             rel = os.path.relpath(os.path.dirname(path), root).replace(os.sep, "/")
-            return search.Needer(os.path.dirname(os.path.realpath(path)), root=os.path.abspath(root), member_dir=rel, **common)
-    return search.Needer(os.path.dirname(os.path.realpath(path)), **common)
+            return search.Needer(os.path.dirname(path), root=os.path.abspath(root), member_dir=rel, **common)
+    # $ORIGIN is the folder of the path it was opened by, symlinks not resolved (glibc's l_origin).
+    return search.Needer(os.path.dirname(path), **common)
 
 
 def _members(wheel: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -155,9 +156,9 @@ class _Found:
     def __init__(self) -> None:
         self.read: dict[str, Library] = {}
 
-    def __call__(self, path: str) -> tuple[Linked, closure.Needs] | None:
-        lib, needs = _read(Artifact(path, path), "model")
-        self.read[path] = lib
+    def __call__(self, path: str, key: closure.Key) -> tuple[Linked, closure.Needs] | None:
+        lib, needs = _read(Artifact(path, key), "model")
+        self.read[key] = lib
         return (lib.linked, needs) if lib.linked is not None and needs is not None else None
 
     def of_shims(self, walked: closure.Closure) -> tuple[Library, ...]:
@@ -190,7 +191,7 @@ def _dependencies(
     for art, lib, needs in checked:
         if lib.linked is not None and (lib.identity is None or lib.identity not in identities):
             identities.add(lib.identity)
-            roots.append(closure.Root(_key(art), lib.linked, needs, lib.role == "shim"))
+            roots.append(closure.Root(_key(art), lib.linked, needs, lib.role == "shim", lib.executable))
     found = _Found()
     walked = closure.Walk(finder, process, found).run(roots)
     return walked, found.of_shims(walked)
@@ -380,7 +381,8 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
             settings.against, ws, torch_search_paths=settings.torch_search_paths,
             exclude=frozenset(os.path.realpath(a.path) for a, _ in checked), sources=sources,
         )  # fmt: skip
-        known = {n for _, lib in checked if lib.linked is not None for n in lib.linked.names}
+        # A checked library is known by its soname (dlopen'ed by path: never by its file's name).
+        known = {needs.soname for _, _, needs in inputs if needs is not None and needs.soname}
         known.update(os.path.basename(r.display.split("!")[-1]) for r in refs)
         known.update(n for r in refs for n in (getattr(r, "soname", None),) if n)
         try:

@@ -105,8 +105,9 @@ class Linked:
     # The .dynsym indexes only PLT relocations refer to: bound at first call, not at load.
     lazy: frozenset[int] = frozenset()
     lookup: Callable[[str], list[DynamicEntry]] = field(default=lambda name: [], repr=False)
-    # DT_NEEDED entries the loader finds nowhere, each with what was searched (one line):
-    # a library needing one cannot load, nor can whatever needs it.
+    # DT_NEEDED entries the loader finds nowhere or cannot load, each with a clause saying
+    # so ("which the loader finds nowhere (searched ...)"): a library needing one cannot load,
+    # nor can whatever needs it.
     missing: tuple[tuple[str, str], ...] = ()
     # DT_NEEDED names this machine lacks and a deployment has (a GPU driver library):
     # whatever it would define is unknown, so no import of another name is judged beside it.
@@ -458,7 +459,7 @@ class Process:
         if absent:
             lib, name, searched = absent[0]
             through = "" if lib is root else f" (a dependency of {lib.display})"
-            self._failures.append(LoadFailure(root, f"needs {name}{through}, which the loader finds nowhere ({searched})"))
+            self._failures.append(LoadFailure(root, f"needs {name}{through}, {searched}"))
             return
         new = [lib for lib in closure if id(lib) not in self._local]
         refused = [lib for lib in new if lib.noopen and lib.role != SYSTEM] if root.role != PROGRAM else []

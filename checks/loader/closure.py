@@ -4,8 +4,11 @@ Each checked library in load order (the shims first) with its closure breadth fi
 dlopen maps it; then what every process has: libc (and its dynamic linker), the
 references' own dependencies, the GPU driver of a CUDA process; then their closures. One
 loop walks every library. Where each DT_NEEDED entry leads is :mod:`search`'s answer. A name
-a loaded library already has (a checked library's or a reference's DT_SONAME or file name)
-is that library, as for the loader.
+a loaded library already has is that library, as for the loader: a checked library's
+DT_SONAME (it was opened by its path, never by its file's name), a reference's soname or
+file name (torch's own DT_NEEDED entries opened it), a found library's soname and the names
+it was needed by; any other name is searched for, and a file the search finds that is loaded
+already is that library.
 
 State is keyed by a library's identity (its real path, or a streamed wheel member's name
 as the check gives it), never by ``id()``: a ``Linked`` copied by ``dataclasses.replace``
@@ -41,6 +44,9 @@ class Needs:
     needer: search.Needer
     names: tuple[str, ...]
     optional: frozenset[str] = frozenset()
+    # Its DT_SONAME: a need by that name is this library once it is loaded (glibc matches a
+    # loaded library by its soname or the names it was opened by, never by its file's name).
+    soname: str | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,8 @@ class Root:
     linked: Linked
     needs: Needs | None  # None: no dynamic section, it needs nothing
     shim: bool
+    # The process's program: its DT_RPATH serves every library without DT_RUNPATH.
+    program: bool = False
 
 
 @dataclass(frozen=True)
@@ -127,15 +135,20 @@ class Process:
     fix: str = ""
 
 
-# Reads a library found in the deployment's folders: its Linked and needs, or None (no dynamic section).
-Reader = Callable[[str], "tuple[Linked, Needs] | None"]
+# Reads a library found in the deployment's folders (the path it is opened by, and its key,
+# the real path): its Linked and needs, or None (no dynamic section).
+Reader = Callable[[str, Key], "tuple[Linked, Needs] | None"]
 
 
 def searched(needer: search.Needer, fix: str) -> str:
     where = [f"its RPATH {':'.join(needer.rpath)}"] if needer.rpath else []
     where += [f"its RUNPATH {':'.join(needer.runpath)}"] if needer.runpath else []
     where.append("LD_LIBRARY_PATH, the checked libraries, the ld.so cache and the system folders")
-    return f"searched {', '.join(where)}: {fix}"
+    return f"which the loader finds nowhere (searched {', '.join(where)}: {fix})"
+
+
+def unloadable(found: search.Found) -> str:
+    return f"which the loader cannot load: the first file by that name it finds, {found.path}: {found.why} (the search stops there)"
 
 
 class Walk:
@@ -162,8 +175,10 @@ class Walk:
         self._images: list[ElfImage] = []
         # (library, the needers that brought it in nearest first, reached from a shim?)
         self._queue: deque[tuple[Key, tuple[search.Needer, ...], bool]] = deque()
+        self._program: search.Needer | None = None
 
     def run(self, roots: Sequence[Root]) -> Closure:
+        self._program = next((r.needs.needer for r in roots if r.program and r.needs is not None), None)
         for root in roots:
             self._linked[root.key] = root.linked
             self._kind[root.key] = CHECKED
@@ -188,16 +203,20 @@ class Walk:
     def _need(self, key: Key, name: str, needs: Needs, loaders: tuple[search.Needer, ...], from_shim: bool) -> None:
         """One DT_NEEDED entry of ``key``, looked up and followed."""
         system = self._linked[key].role == SYSTEM
-        where = self._finder.find(name, needs.needer, loaders)
+        where = self._finder.find(name, needs.needer, loaders, self._program)
         edges = self._edges.setdefault(key, [])
         if where.how == search.UNSEEN:
             self._unseen_of.setdefault(key, []).append(name)
             if not system:
                 self._unseen.append((self._linked[key].display, name, where.via))
-        elif where.how == search.MISSING and (name in needs.optional or system):
-            pass  # an auxiliary filtee found nowhere: glibc uses the filter's own definitions
+        elif where.how in (search.MISSING, search.FAILED) and system:
+            pass  # the machine's own: not judged
+        elif where.how in (search.MISSING, search.FAILED) and name in needs.optional:
+            pass  # an auxiliary filtee that does not load: glibc uses the filter's own definitions
         elif where.how == search.MISSING:
             self._missing.setdefault(key, []).append((name, searched(needs.needer, self._process.fix)))
+        elif where.how == search.FAILED:
+            self._missing.setdefault(key, []).append((name, unloadable(where)))
         else:
             target = self._follow(name, where, system, (needs.needer, *loaders), from_shim)
             edges.append(Edge(name, where, target))
@@ -229,16 +248,17 @@ class Walk:
                 return real
             return None
         if real not in self._linked and real not in self._unreadable:
-            read = self._read(real)
+            read = self._read(os.path.abspath(where.path or ""), real)
             if read is None:
                 self._unreadable.add(real)
                 return None
             linked, needs = read
             self._linked[real] = dataclasses.replace(linked, role=DEPENDENCY, names=linked.names | {name})
+            if needs.soname:
+                self._known.add(needs.soname)
             self._kind[real] = DEPENDENCY_NODE
             self._needs[real] = needs
             self._found.append(real)
-            self._known.update(self._linked[real].names)
             self._queue.append((real, loaders, from_shim))
         self._known.add(name)
         return real if real in self._linked else None
@@ -262,7 +282,7 @@ class Walk:
             self._named.setdefault(n, real)
         if image.has_dynsym:
             rpath, runpath = image.search_paths
-            needer = search.Needer(os.path.dirname(real), rpath=rpath, runpath=runpath, nodeflib=image.nodeflib,
+            needer = search.Needer(os.path.dirname(os.path.abspath(path)), rpath=rpath, runpath=runpath, nodeflib=image.nodeflib,
                                    header=(image.elf_class, image.big_endian, image.machine))  # fmt: skip
             self._needs[real] = Needs(needer, tuple(image.needed))
             self._queue.append((real, (), False))

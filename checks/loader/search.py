@@ -4,11 +4,18 @@ glibc's order (elf/dl-load.c, _dl_map_object) for a name without a slash: the DT
 the library that needs it and of the libraries that brought that one in (only when the
 needing library has no DT_RUNPATH; a library with a DT_RUNPATH has no DT_RPATH to the
 loader), ``LD_LIBRARY_PATH``, the needing library's DT_RUNPATH, ``/etc/ld.so.cache``, the
-system folders (those two skipped for a library linked ``-z nodefaultlib``). ``$ORIGIN``,
-``$LIB`` and ``$PLATFORM`` are expanded; a file of another ELF class or machine is skipped,
-as the loader skips it. A name with a slash is a path (``$ORIGIN`` expanded, a relative
-one from the working folder). The glibc-hwcaps and legacy hwcap subfolders of each folder
-are not searched (a library only there is said to be missing).
+system folders (those two skipped for a library linked ``-z nodefaultlib``). Dynamic string tokens
+(``$ORIGIN``, ``$LIB``, ``$PLATFORM``, braced or not, whole tokens only) are expanded as
+the loader expands them; ``$ORIGIN`` is the folder of the path a library was opened by,
+symlinks not resolved. Each folder's ``glibc-hwcaps`` subfolders for the levels this
+machine's loader supports, and its legacy hwcap subfolders, are searched before it. The
+first candidate file that is no loadable ELF file for the loader (not ELF, ``ET_REL``, a
+bad OSABI, ABI version or identification padding, another data encoding) stops the search:
+a load failure (``FAILED``), as for the loader; only another ELF class or machine is skipped.
+A library without ``DT_RUNPATH`` searches the program's ``DT_RPATH`` after its loaders'.
+
+What the machine's loader says of itself (``ld.so --help``: ``$PLATFORM``, the hwcaps
+levels it searches) comes from the machine the check runs on (:func:`loader_facts`).
 
 Two places are the checker's own, after the loader's: the ``--library-path`` folders (the
 deployment's, where this machine has none), and, for a library inside a wheel, the
@@ -18,7 +25,8 @@ another distribution's folder, found where the wheel installs beside it.
 The answer is one of: a file (to be read into the process), ``SYSTEM`` (the machine's own
 libraries: the cache and the system folders, which define no shim names), ``UNSEEN`` (a
 GPU driver library, or another distribution's that this environment lacks: the
-deployment has it, this machine need not), or ``MISSING``.
+deployment has it, this machine need not), ``FAILED`` (the first file by that name is
+none the loader can load) or ``MISSING``.
 """
 
 from __future__ import annotations
@@ -26,13 +34,14 @@ from __future__ import annotations
 import os
 import posixpath
 import re
+import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Callable, Mapping, Sequence
 
-FILE, SYSTEM, UNSEEN, MISSING = "file", "system", "unseen", "missing"
+FILE, SYSTEM, UNSEEN, MISSING, FAILED = "file", "system", "unseen", "missing", "failed"
 
 # The GPU driver's user-space libraries: installed with the driver, never by a wheel, and
 # absent on a machine without a GPU (a CI runner checking CUDA shims).
@@ -55,17 +64,20 @@ def is_driver_library(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Found:
-    how: str  # FILE, SYSTEM, UNSEEN or MISSING
+    how: str  # FILE, SYSTEM, UNSEEN, MISSING or FAILED
     path: str | None = None
-    # What found it ("RUNPATH", "--library-path"...), or for UNSEEN why it may be absent.
+    # What found it ("RUNPATH", "--library-path"...), for UNSEEN why it may be absent, for
+    # FAILED where it found the file it cannot load.
     via: str = ""
+    # FAILED: why the loader cannot load it (its error, "invalid ELF header"...).
+    why: str = ""
 
 
 @dataclass(frozen=True)
 class Needer:
     """A library whose DT_NEEDED entries are looked up: where it is and what it says.
 
-    ``origin`` is its real folder ($ORIGIN). A wheel's member has ``member_dir``, its
+    ``origin`` is its folder ($ORIGIN): that of the path it was opened by, symlinks not resolved. A wheel's member has ``member_dir``, its
     folder inside the wheel, and ``root``: the folder the wheel was extracted to, or for a
     member read as the wheel streamed (``streamed``; no ``origin`` then) the wheel's path."""
 
@@ -89,7 +101,9 @@ class SearchPaths:
     library_path: tuple[str, ...] = ()  # --library-path
     sites: tuple[str, ...] = ()  # where a wheel's members install
     lib: str = "lib"
-    platform: str = ""
+    platform: str = ""  # $PLATFORM; empty: unknown, a folder naming it is dropped
+    # Subfolders searched before each folder, in order ("glibc-hwcaps/x86-64-v3", ...).
+    subfolders: tuple[str, ...] = ("",)
 
     @staticmethod
     def of_machine(library_path: Sequence[str] = (), sites: Sequence[str] = ()) -> SearchPaths:
@@ -100,7 +114,8 @@ class SearchPaths:
             library_path=tuple(library_path),
             sites=tuple(sites),
             lib=lib_token(),
-            platform=os.uname().machine,
+            platform=loader_facts().platform,
+            subfolders=loader_facts().subfolders,
         )
 
 
@@ -167,6 +182,57 @@ def ld_so_cache(path: str = CACHE_FILE) -> Mapping[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+class Unloadable(Exception):
+    """The first file by a needed name is none the loader can load: the search stops."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(f"{path}: {why}")
+        self.path, self.why = path, why
+
+
+# glibc's own ABI versions for ELFOSABI_GNU files (LIBC_ABI_MAX): 0 plain, 1 unique, 2 ifunc, 3 absolute.
+_GNU_ABI_VERSIONS = 4
+_ELFOSABI_SYSV, _ELFOSABI_GNU = 0, 3
+
+
+def verify(path: str, want: tuple[int, bool, int] | None) -> bool:
+    """Whether the loader takes ``path`` for a process of header ``want``, as glibc's
+    open_verify decides: False for no file there, or one of another ELF class or machine
+    (skipped: the search goes on); :class:`Unloadable` for any other file it cannot load."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError:
+        return False  # (unreadable: the loader goes on too)
+    # (The length first, as open_verify reads a whole header of the loader's own class.)
+    if len(head) < (52 if want is not None and want[0] == 32 else 64):
+        raise Unloadable(path, "file too short")
+    if head[:4] != b"\x7fELF":
+        raise Unloadable(path, "invalid ELF header")
+    big = head[5] == 2
+    if head[4] not in (1, 2) or want is not None and (64 if head[4] == 2 else 32) != want[0]:
+        return False
+    if head[5] not in (1, 2) or want is not None and big != want[1]:
+        raise Unloadable(path, f"ELF file data encoding not {'big' if want and want[1] else 'little'}-endian")
+    if head[6] != 1:
+        raise Unloadable(path, "ELF file version ident does not match current one")
+    osabi, abiversion = head[7], head[8]
+    if osabi not in (_ELFOSABI_SYSV, _ELFOSABI_GNU):
+        raise Unloadable(path, "ELF file OS ABI invalid")
+    if abiversion != 0 and not (osabi == _ELFOSABI_GNU and abiversion < _GNU_ABI_VERSIONS):
+        raise Unloadable(path, "ELF file ABI version invalid")
+    if any(head[9:16]):
+        raise Unloadable(path, "nonzero padding in e_ident")
+    order = "big" if big else "little"
+    if want is not None and int.from_bytes(head[18:20], order) != want[2]:
+        return False
+    if int.from_bytes(head[16:18], order) not in (2, 3):  # ET_EXEC, ET_DYN
+        raise Unloadable(path, "only ET_DYN and ET_EXEC can be loaded")
+    return True
+
+
 def header_of(path: str) -> tuple[int, bool, int] | None:
     """(ELF class, big-endian, machine) of a file, or None when it is no readable ELF file."""
     try:
@@ -180,10 +246,121 @@ def header_of(path: str) -> tuple[int, bool, int] | None:
     return (64 if head[4] == 2 else 32, big, int.from_bytes(head[18:20], "big" if big else "little"))
 
 
-def expand(folder: str, origin: str, paths: SearchPaths) -> str:
-    for token, value in (("ORIGIN", origin), ("LIB", paths.lib), ("PLATFORM", paths.platform)):
-        folder = folder.replace("${" + token + "}", value).replace("$" + token, value)
-    return folder
+_TOKEN = re.compile(r"\$(?:\{(ORIGIN|LIB|PLATFORM)\}|(ORIGIN|LIB|PLATFORM)(?![A-Za-z0-9_]))")
+
+
+def has_token(text: str, token: str) -> bool:
+    """Whether ``text`` holds the dynamic string token ``token`` (a whole token, as glibc's is_dst reads it)."""
+    return any((m.group(1) or m.group(2)) == token for m in _TOKEN.finditer(text))
+
+
+def expand(folder: str, origin: str | None, paths: SearchPaths) -> str | None:
+    """``folder`` with its dynamic string tokens replaced as glibc's _dl_dst_substitute
+    replaces them: ``$ORIGIN``, ``$LIB``, ``$PLATFORM`` or their braced forms, each a whole
+    token (``$ORIGIN_deps`` is a literal folder). None when a token's value is unknown (an
+    empty one too): the loader drops such a folder."""
+    values = {"ORIGIN": origin, "LIB": paths.lib, "PLATFORM": paths.platform}
+    unknown = False
+
+    def value(m: re.Match[str]) -> str:
+        nonlocal unknown
+        got = values[m.group(1) or m.group(2)]
+        unknown = unknown or not got
+        return got or ""
+
+    out = _TOKEN.sub(value, folder)
+    return None if unknown else out
+
+
+@dataclass(frozen=True)
+class LoaderFacts:
+    """What this machine's dynamic linker says of itself."""
+
+    platform: str = ""  # AT_PLATFORM, $PLATFORM's value
+    # The glibc-hwcaps and legacy hwcap subfolders it searches, in order, "" (the folder) last.
+    subfolders: tuple[str, ...] = ("",)
+
+
+def parse_loader_help(text: str) -> tuple[str, tuple[str, ...]]:
+    """``ld.so --help``'s platform (the legacy subfolder marked AT_PLATFORM) and the
+    glibc-hwcaps levels it searches (glibc 2.33+), in priority order."""
+    platform, levels, section = "", [], ""
+    for line in text.splitlines():
+        if line.startswith("Subdirectories of glibc-hwcaps"):
+            section = "hwcaps"
+        elif line.startswith("Legacy HWCAP subdirectories"):
+            section = "legacy"
+        elif not line.startswith("  "):
+            section = ""
+        elif section:
+            name, _, note = line.strip().partition(" ")
+            if "AT_PLATFORM" in note:
+                platform = name
+            if section == "hwcaps" and "searched" in note:
+                levels.append(name)
+    return platform, tuple(levels)
+
+
+# A folder no machine has: the loader's trace of its search there names the subfolders.
+_MARKER = "/nonexistent-aoti-shim-search"
+
+
+def parse_search_trace(text: str, marker: str = _MARKER) -> tuple[str, ...] | None:
+    """The subfolders of ``marker`` that an ``LD_DEBUG=libs`` trace searched (its
+    ``LD_LIBRARY_PATH`` line), in order, once each, "" (the folder itself) among them."""
+    for line in text.splitlines():
+        at = line.find("search path=")
+        if at < 0 or "(LD_LIBRARY_PATH)" not in line:
+            continue
+        folders = line[at + len("search path=") :].split("\t")[0].strip().split(":")
+        subs = [f[len(marker) :].lstrip("/") for f in folders if f == marker or f.startswith(marker + "/")]
+        return tuple(dict.fromkeys(subs))
+    return None
+
+
+def _interpreter() -> str | None:
+    """The running Python's dynamic linker (its PT_INTERP), the loader the check asks."""
+    try:
+        with open(os.path.realpath(sys.executable), "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None
+            phoff, phentsize, phnum = int.from_bytes(head[32:40], "little"), int.from_bytes(head[54:56], "little"), int.from_bytes(head[56:58], "little")
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            for i in range(phnum):
+                ph = table[i * phentsize : (i + 1) * phentsize]
+                if int.from_bytes(ph[0:4], "little") == 3:  # PT_INTERP
+                    f.seek(int.from_bytes(ph[8:16], "little"))
+                    return f.read(int.from_bytes(ph[32:40], "little")).rstrip(b"\0").decode()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def _ask(interpreter: str, args: list[str], env: dict[str, str] | None = None) -> str:
+    try:
+        done = subprocess.run([interpreter, *args], capture_output=True, text=True, timeout=30, check=False, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout + done.stderr
+
+
+@lru_cache(maxsize=1)
+def loader_facts() -> LoaderFacts:
+    """This machine's loader's platform (``ld.so --help``: never ``uname -m``; on AVX2
+    Intel, glibc before 2.37 says ``haswell``) and the subfolders it searches in each
+    folder (its own trace of a search, ``ld.so --list`` under ``LD_DEBUG=libs``: it runs no
+    constructor); none where it cannot be asked."""
+    interpreter = _interpreter()
+    if interpreter is None:
+        return LoaderFacts()
+    platform, levels = parse_loader_help(_ask(interpreter, ["--help"]))
+    env = {"LD_DEBUG": "libs", "LD_LIBRARY_PATH": _MARKER, "PATH": os.environ.get("PATH", "")}
+    traced = parse_search_trace(_ask(interpreter, ["--list", os.path.realpath(sys.executable)], env))
+    if traced is None:  # (a loader that traces no search: the glibc-hwcaps levels it lists)
+        traced = (*(f"glibc-hwcaps/{n}" for n in levels), "")
+    return LoaderFacts(platform, traced)
 
 
 class Search:
@@ -198,20 +375,19 @@ class Search:
         self._members = members
 
     def _fits(self, path: str, needer: Needer) -> bool:
-        if not os.path.isfile(path):
-            return False
-        header = header_of(path)
-        return header is not None and (needer.header is None or header == needer.header)
+        return verify(path, needer.header)
 
     def _in_folder(self, folder: str, name: str, needer: Needer, owner: Needer, unseen: list[str], via: str) -> str | None:
         """The file ``name`` in a run-path folder of ``owner`` (as expanded), wheels considered."""
-        relative_to_origin = "$ORIGIN" in folder or "${ORIGIN}" in folder
+        relative_to_origin = has_token(folder, "ORIGIN")
         if owner.member_dir is None or not relative_to_origin:
-            if owner.origin is None and relative_to_origin:
-                return None
-            return self._plain(expand(folder, owner.origin or "", self.paths), name, needer)
+            expanded = expand(folder, owner.origin, self.paths)
+            return None if expanded is None else self._plain(expanded, name, needer)
         # A wheel member: the folder inside the wheel, then where the wheel installs (each site).
-        inside = os.path.normpath(expand(folder, owner.member_dir, self.paths))
+        expanded = expand(folder, owner.member_dir, self.paths)
+        if expanded is None:
+            return None
+        inside = os.path.normpath(expanded)
         up = inside == ".." or inside.startswith("../")
         # The wheel's own folders: those it has, and any under the needer's own top-level
         # folder (its package); any other is another distribution's.
@@ -236,12 +412,22 @@ class Search:
         return None
 
     def _plain(self, folder: str, name: str, needer: Needer) -> str | None:
-        candidate = os.path.join(folder, name)
-        return candidate if self._fits(candidate, needer) else None
+        """``name`` in ``folder``'s hwcaps subfolders, then in it (the first loadable one)."""
+        for sub in self.paths.subfolders:
+            candidate = os.path.join(folder, sub, name) if sub else os.path.join(folder, name)
+            if self._fits(candidate, needer):
+                return candidate
+        return None
 
-    def find(self, name: str, needer: Needer, loaders: Sequence[Needer] = ()) -> Found:
+    def find(self, name: str, needer: Needer, loaders: Sequence[Needer] = (), program: Needer | None = None) -> Found:
         """Where ``name`` (a DT_NEEDED entry of ``needer``, which ``loaders`` brought in,
-        nearest first) is found."""
+        nearest first, in a process whose program is ``program``) is found."""
+        try:
+            return self._find(name, needer, loaders, program)
+        except Unloadable as e:
+            return Found(FAILED, e.path, "its first candidate", e.why)
+
+    def _find(self, name: str, needer: Needer, loaders: Sequence[Needer], program: Needer | None) -> Found:
         unseen: list[str] = []
         if "/" in name:
             path = self._path_name(name, needer, unseen)
@@ -250,15 +436,18 @@ class Search:
         else:
             steps: list[tuple[str, Needer, str]] = []
             if not needer.runpath:
-                steps += [(d, owner, "RPATH") for owner in (needer, *loaders) for d in owner.rpath]
+                # The program's DT_RPATH after its loaders' (glibc's _dl_map_object: the main map's).
+                chain = (needer, *loaders)
+                chain += (program,) if program is not None and all(program is not n for n in chain) else ()
+                steps += [(d, owner, "RPATH") for owner in chain for d in owner.rpath]
             for folder, owner, via in steps:
                 hit = self._in_folder(folder, name, needer, owner, unseen, via)
                 if hit is not None:
                     return Found(FILE, hit, via)
             for folder in self.paths.env:
-                if "$ORIGIN" in folder or "${ORIGIN}" in folder:
-                    continue  # the program's folder, which the check does not know
-                hit = self._plain(expand(folder, "", self.paths), name, needer)
+                # ($ORIGIN there is the program's folder, which the check does not know: dropped.)
+                expanded = expand(folder, None, self.paths)
+                hit = self._plain(expanded, name, needer) if expanded is not None else None
                 if hit is not None:
                     return Found(FILE, hit, "LD_LIBRARY_PATH")
             for folder in needer.runpath:
@@ -286,8 +475,11 @@ class Search:
     def _path_name(self, name: str, needer: Needer, unseen: list[str]) -> str | None:
         if "$" in name or not os.path.isabs(name):
             folder, base = os.path.split(name)
-            if "$ORIGIN" in folder or "${ORIGIN}" in folder:
+            if has_token(folder, "ORIGIN"):
                 return self._in_folder(folder, base, needer, needer, unseen, "DT_NEEDED")
-            name = expand(name, needer.origin or "", self.paths)
+            expanded = expand(name, needer.origin, self.paths)
+            if expanded is None:
+                return None
+            name = expanded
         path = os.path.abspath(name)  # a relative path is the working folder's, as for ld.so
         return path if self._fits(path, needer) else None

@@ -1,0 +1,262 @@
+"""The file search is the loader's (issue 33 §2): where a DT_NEEDED entry leads, the check
+says what glibc's ld.so does, and ld.so itself is asked the same question each time.
+
+Each test builds its libraries from C and loads them in a child (the globals RTLD_GLOBAL,
+then the blob RTLD_NOW | RTLD_LOCAL), or runs a program that dlopens the blob.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from elftools.elf.elffile import ELFFile
+from c_library_support import ENTRY, EXPORT, c_library, defining, loader_platform, using
+from compile_support import compile_object, compile_program, compile_shared
+
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.loader import search
+
+LOADER = (
+    "import ctypes, os, sys\n"
+    "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
+    "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_library_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+
+
+def _lib(folder: Path, name: str, text: str, flags: tuple[str, ...] = (), *, soname: str | None = None) -> Path:
+    return c_library(folder, name, text, ("-Wl,--no-as-needed", *flags), soname=soname)
+
+
+def _load(*paths: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    return subprocess.run([sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True, env=env, check=False, cwd=cwd)
+
+
+def _failures(shims: tuple[Path, ...], models: tuple[Path, ...]) -> list[str]:
+    """The check's LOAD_FAILURE messages."""
+    report = run_check(CheckSettings(shims=tuple(map(str, shims)), models=tuple(map(str, models))))
+    return [f.message for f in report.findings if f.rule == "LOAD_FAILURE"]
+
+
+def _blocking(shims: tuple[Path, ...], models: tuple[Path, ...]) -> set[tuple[str, str]]:
+    report = run_check(CheckSettings(shims=tuple(map(str, shims)), models=tuple(map(str, models))))
+    return {(f.rule, f.symbol) for f in report.findings if f.severity == "blocking"}
+
+
+# -- $ORIGIN is the folder of the path a library was opened by ---------------------------------
+
+
+def test_origin_is_the_folder_a_symlinked_blob_was_opened_from(tmp_path: Path) -> None:
+    """A deployment tree links the blob and its dependency from a build folder: $ORIGIN is
+    the tree's folder (its neighbours load), not the target's. 4c8e217 resolved the symlink
+    and said the dependency was found nowhere."""
+    build, deploy = tmp_path / "build", tmp_path / "deploy"
+    dep2 = _lib(deploy, "dep2", defining("helper2"))
+    dep = _lib(build / "stage", "dep", defining("helper") + using("helper2"), (str(dep2), "-Wl,-rpath,$ORIGIN"))
+    blob = _lib(build, "blob", using("helper") + ENTRY, (str(dep), "-Wl,-rpath,$ORIGIN"))
+    # The blob and its dependency are symlinks in deploy/; dep2 is only there.
+    (deploy / "libblob.so").symlink_to(blob)
+    (deploy / "libdep.so").symlink_to(dep)
+    assert _load(deploy / "libblob.so").returncode == 0
+    assert _load(blob).returncode != 0  # from the build folder, libdep.so is nowhere
+    assert _failures((), (deploy / "libblob.so",)) == []
+    assert "needs libdep.so, which the loader finds nowhere" in " ".join(_failures((), (blob,)))
+
+
+# -- dynamic string tokens, whole tokens only -----------------------------------------------------
+
+
+@pytest.mark.parametrize("folder", ["$ORIGIN_deps", "$LIBRARY", "$PLATFORMS", "${ORIGIN}x"])
+def test_a_token_is_a_whole_token(tmp_path: Path, folder: str) -> None:
+    """``$ORIGIN_deps`` names a literal folder (glibc's is_dst: a token ends where no letter,
+    digit or underscore follows, or at its closing brace). 4c8e217 expanded the prefix of the
+    word. ``${ORIGIN}x`` is $ORIGIN followed by x."""
+    literal = tmp_path / "lit"
+    origin_expanded = folder.replace("${ORIGIN}", str(tmp_path))
+    where = Path(origin_expanded) if origin_expanded.startswith("/") else literal / folder
+    dep = _lib(where, "dep", defining("helper"))
+    run_path = origin_expanded if origin_expanded.startswith("/") else f"{literal}/{folder}"
+    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(dep), f"-Wl,-rpath,{folder if '{' in folder else run_path}"))
+    assert _load(blob).returncode == 0, _load(blob).stderr
+    assert _failures((), (blob,)) == []
+
+
+def test_tokens_expand_as_the_loader_expands_them() -> None:
+    paths = search.SearchPaths(lib="lib64", platform="haswell")
+    assert search.expand("$ORIGIN/a:${ORIGIN}/b", "/o", paths) == "/o/a:/o/b"
+    assert search.expand("/x/$LIB/$PLATFORM/${LIB}_${PLATFORM}", "/o", paths) == "/x/lib64/haswell/lib64_haswell"
+    assert search.expand("/x/$ORIGIN_deps/$LIBX/$ORIGIN1/${ORIGIN", "/o", paths) == "/x/$ORIGIN_deps/$LIBX/$ORIGIN1/${ORIGIN"
+    assert search.expand("/x/$$ORIGIN", "/o", paths) == "/x/$/o"
+    # A token whose value is unknown drops the folder, as the loader drops it.
+    assert search.expand("$ORIGIN/a", None, paths) is None
+    assert search.expand("/a/$PLATFORM", "/o", search.SearchPaths()) is None
+
+
+# -- $PLATFORM is the loader's AT_PLATFORM ----------------------------------------------------------
+
+
+def test_platform_is_the_loaders_not_uname(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$PLATFORM is AT_PLATFORM (``haswell`` on AVX2 Intel with glibc < 2.37, where ``uname -m``
+    says x86_64). The fixture is built under the platform the loader reports; the check must
+    agree whatever ``uname -m`` says (4c8e217 took uname's, and missed the dependency)."""
+    platform = loader_platform()
+    dep = _lib(tmp_path / "p" / platform, "dep", defining("helper"))
+    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(dep), "-Wl,-rpath,$ORIGIN/p/$PLATFORM"))
+    assert _load(blob).returncode == 0, _load(blob).stderr
+    real = os.uname()
+    # A machine whose uname differs from its loader's platform (an AVX2 Intel one).
+    fake = os.uname_result((real.sysname, real.nodename, real.release, real.version, "not-the-platform"))
+    monkeypatch.setattr(os, "uname", lambda: fake)
+    assert _failures((), (blob,)) == []
+    assert search.loader_facts().platform == platform
+
+
+def test_the_loader_facts_are_read_from_its_help_and_trace() -> None:
+    helped = (
+        "Subdirectories of glibc-hwcaps directories, in priority order:\n  x86-64-v4\n  x86-64-v3 (supported, searched)\n"
+        "  x86-64-v2 (supported, searched)\n\nLegacy HWCAP subdirectories under library search path directories:\n"
+        "  haswell (AT_PLATFORM; supported, searched)\n  tls (supported, searched)\n  avx512_1\n  x86_64 (supported, searched)\n"
+    )
+    assert search.parse_loader_help(helped) == ("haswell", ("x86-64-v3", "x86-64-v2"))
+    m = "/nonexistent-aoti-shim-search"
+    trace = f"  1:\t search path={m}/glibc-hwcaps/x86-64-v2:{m}/tls:{m}/tls:{m}\t\t(LD_LIBRARY_PATH)\n"
+    assert search.parse_search_trace(trace) == ("glibc-hwcaps/x86-64-v2", "tls", "")
+
+
+# -- a loaded library is matched by its soname or its path, never its file's name --------------------
+
+
+def test_a_shim_without_soname_is_searched_for(tmp_path: Path) -> None:
+    """A shim built without -soname is opened by its path: a blob's DT_NEEDED of its file
+    name does not match it, and the loader searches (and here finds nothing). 4c8e217 took
+    the base name for a loaded library's name and said nothing."""
+    src = tmp_path / "shim.c"
+    src.write_text(defining("myrt_aoti_torch_x"))
+    shim = tmp_path / "rt" / "libshim.so"
+    shim.parent.mkdir()
+    compile_shared(src, shim)
+    # -L -l: the blob's DT_NEEDED is the file's name (a path given to the linker would be a path).
+    link = ("-L", str(shim.parent), "-lshim")
+    blob = _lib(tmp_path / "blob", "blob", using("myrt_aoti_torch_x") + ENTRY, link)
+    loaded = _load(shim, blob)
+    assert loaded.returncode != 0 and "libshim.so: cannot open shared object file" in loaded.stderr, loaded.stderr
+    assert any("needs libshim.so, which the loader finds nowhere" in m for m in _failures((shim,), (blob,)))
+    # Beside the shim (its RUNPATH finds that very file), it loads, and the check agrees.
+    near = _lib(tmp_path / "rt", "blob", using("myrt_aoti_torch_x") + ENTRY, (*link, "-Wl,-rpath,$ORIGIN"))
+    assert _load(shim, near).returncode == 0
+    assert _failures((shim,), (near,)) == []
+
+
+# -- the first candidate the loader cannot load stops the search ------------------------------------
+
+
+def _patched(lib: Path, at: int, value: bytes, out: Path) -> Path:
+    data = bytearray(lib.read_bytes())
+    data[at : at + len(value)] = value
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(bytes(data))
+    return out
+
+
+def _shadow(kind: str, real: Path, where: Path, tmp_path: Path) -> None:
+    target = where / real.name
+    if kind == "text":
+        where.mkdir(parents=True, exist_ok=True)
+        target.write_text("INPUT(-lfoo)\n")  # a linker script, as /usr/lib's libc.so is
+    elif kind == "relocatable":
+        src = tmp_path / "obj.c"
+        src.write_text(defining("helper"))
+        where.mkdir(parents=True, exist_ok=True)
+        compile_object(src, target, ("-fPIC",))
+    else:
+        at, value = {"osabi": (7, b"\x61"), "abiversion": (8, b"\x07"), "padding": (12, b"\x01"), "encoding": (5, b"\x02"),
+                     "machine": (18, (183).to_bytes(2, "little")), "class": (4, b"\x01")}[kind]  # fmt: skip
+        _patched(real, at, value, target)
+
+
+@pytest.mark.parametrize("kind", ["text", "relocatable", "osabi", "abiversion", "padding", "encoding", "machine", "class"])
+def test_the_first_candidate_decides(tmp_path: Path, kind: str) -> None:
+    """A file by the needed name earlier in the path that the loader cannot load (not ELF,
+    ET_REL, a foreign OSABI or ABI version, identification padding, another data encoding)
+    fails the load; one of another ELF class or machine is skipped. 4c8e217 skipped them all."""
+    dep = _lib(tmp_path / "second", "dep", defining("helper"))
+    _shadow(kind, dep, tmp_path / "first", tmp_path)
+    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(dep), "-Wl,-rpath,$ORIGIN/first:$ORIGIN/second"))
+    loaded = _load(blob)
+    failures = _failures((), (blob,))
+    if kind in ("machine", "class"):
+        assert loaded.returncode == 0, loaded.stderr
+        assert failures == []
+    else:
+        assert loaded.returncode != 0, f"ld.so loaded past a {kind} shadow"
+        why = re.search(r"libdep\.so: (.*)$", loaded.stderr.strip().splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        (message,) = failures
+        first = str(tmp_path / "first" / "libdep.so")
+        assert f"needs libdep.so, which the loader cannot load: the first file by that name it finds, {first}:" in message
+        # The check names the loader's own error.
+        assert message.split(f"{first}: ", 1)[1].split(" (the search")[0] in why, (message, why)
+
+
+# -- the program's DT_RPATH -------------------------------------------------------------------------
+
+
+def test_the_programs_rpath_serves_a_library_without_runpath(tmp_path: Path) -> None:
+    """glibc searches the program's DT_RPATH for any library without DT_RUNPATH, after its
+    loaders'. 4c8e217 said the blob's dependency was found nowhere."""
+    dep = _lib(tmp_path / "progdeps", "dep", defining("helper"))
+    blob = _lib(tmp_path / "blobs", "blob", using("helper") + ENTRY, (str(dep),))
+    src = tmp_path / "prog.c"
+    src.write_text(
+        "#include <dlfcn.h>\n#include <stdio.h>\n"
+        f"{EXPORT} int prog_marker(void) {{ return 1; }}\n"
+        'int main(int argc, char **argv) { if (!dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) { puts(dlerror()); return 1; } return 0; }\n'
+    )
+    prog = tmp_path / "bin" / "prog"
+    prog.parent.mkdir()
+    for dtags, loads in (("--disable-new-dtags", True), ("--enable-new-dtags", False)):
+        compile_program(src, prog, ("-rdynamic", f"-Wl,{dtags}", f"-Wl,-rpath,{tmp_path / 'progdeps'}", "-ldl"))
+        ran = subprocess.run([str(prog), str(blob)], capture_output=True, text=True, check=False)
+        assert (ran.returncode == 0) == loads, ran.stdout
+        failures = _failures((), (prog, blob))
+        # (A program's DT_RUNPATH is its own: the blob's dependency is nowhere then.)
+        assert (failures == []) == loads, failures
+
+
+# -- glibc-hwcaps subfolders ------------------------------------------------------------------------
+
+
+def _first_hwcaps_level() -> str:
+    """The first glibc-hwcaps level this machine's loader searches, as its ``--help`` says."""
+    with open(os.path.realpath(sys.executable), "rb") as f:
+        interp = next(seg for seg in ELFFile(f).iter_segments() if seg["p_type"] == "PT_INTERP").get_interp_name()
+    helped = subprocess.run([interp, "--help"], capture_output=True, text=True, check=False).stdout
+    levels = re.findall(r"^  (\S+) \(supported, searched\)$", helped.split("glibc-hwcaps directories", 1)[-1].split("\n\n", 1)[0], re.M)
+    if not levels:
+        pytest.skip("this loader searches no glibc-hwcaps level")
+    return str(levels[0])
+
+
+def test_hwcaps_subfolders_are_searched_first(tmp_path: Path) -> None:
+    """A folder's glibc-hwcaps/<level> subfolder, for a level the loader searches, comes
+    before the folder. 4c8e217 took the folder's copy, which lacks the blob's import."""
+    level = _first_hwcaps_level()
+    deps = tmp_path / "deps"
+    plain = _lib(deps, "dep", defining("other"))
+    tuned = _lib(deps / "glibc-hwcaps" / level, "dep", defining("helper", "other"))
+    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(tuned), "-Wl,-rpath,$ORIGIN/deps"))
+    assert plain.exists() and _load(blob).returncode == 0, _load(blob).stderr
+    assert _blocking((), (blob,)) == set()
+    # Without the subfolder, the folder's copy loads and the import binds to nothing.
+    tuned.unlink()
+    assert _load(blob).returncode != 0
+    assert ("LOAD_FAILURE", "helper") in _blocking((), (blob,))
