@@ -55,3 +55,29 @@ def loader_platform() -> str:
     found = re.search(r"^AT_PLATFORM:\s+(\S+)", shown.stdout, re.M)
     assert found is not None, f"the loader shows no AT_PLATFORM:\n{shown.stdout}"
     return found.group(1)
+
+
+def loader_interpreter() -> str:
+    """The running Python's dynamic linker (its PT_INTERP)."""
+    from elftools.elf.elffile import ELFFile
+
+    with open(os.path.realpath(sys.executable), "rb") as f:
+        return str(next(seg for seg in ELFFile(f).iter_segments() if seg["p_type"] == "PT_INTERP").get_interp_name())
+
+
+def loader_hwcaps_levels() -> list[str]:
+    """The glibc-hwcaps levels this machine's loader searches, in its order (``ld.so --help``)."""
+    helped = subprocess.run([loader_interpreter(), "--help"], capture_output=True, text=True, check=False).stdout
+    section = helped.split("glibc-hwcaps directories", 1)[-1].split("\n\n", 1)[0]
+    return re.findall(r"^  (\S+) \(supported, searched\)$", section, re.M)
+
+
+def loader_lib() -> str:
+    """What the loader expands ``$LIB`` to, from its own trace of a search (``LD_DEBUG=libs``)."""
+    marker = "/nonexistent-aoti-shim-lib"
+    env = dict(os.environ, LD_DEBUG="libs", LD_LIBRARY_PATH=marker + "/$LIB")
+    traced = subprocess.run([loader_interpreter(), "--list", os.path.realpath(sys.executable)], env=env, capture_output=True, text=True, check=False)
+    # Every folder searched is $LIB's folder or a hwcaps subfolder of it: the shortest is it.
+    folders = re.findall(re.escape(marker) + r"/([^:\s]+)", traced.stdout + traced.stderr)
+    assert folders, traced.stderr
+    return str(min(folders, key=len))

@@ -17,6 +17,19 @@ shim ABI (a function or data, weak or not) that its own dependency (found by its
 only) may or may not define, or a reference, a shim or dep0; or libc's (every process has
 libc global, though no generated library needs it).
 
+The file search is a dimension of its own (issue 33 §3): libraries built without a soname
+(needed by their file name, so the loader searches for them); the run path's form
+(``$ORIGIN``, ``${ORIGIN}``, ``$ORIGIN/$LIB``, ``${ORIGIN}/${PLATFORM}``, or a literal
+folder named ``$ORIGIN_x``: folders that lead back to the libraries' own); blobs (and
+some of their dependencies) loaded through symlinks in another folder; a run-path
+dependency whose real copy is in a ``glibc-hwcaps/<level>`` subfolder with an empty one
+beside it; a file by a searched-for name earlier in the path that is no ELF, ``ET_REL``,
+of a foreign OSABI, machine or class; and run-path dependencies importing shim names
+(prefixed and defined by a shim, prefixed and defined nowhere, unprefixed: libtorch's,
+or a name the stand-in lacks). For those imports only what the loader decides (what
+loads, which file, where an import binds) is compared: the rules' judgement of a
+dependency is issue 33 §1's.
+
 Every library of a batch of cases is compiled in one ``gcc -c`` call and linked with
 ``ld``; one child process forks once per case and loads it the way the process under
 test would (references and shims ``RTLD_GLOBAL`` in order, then each blob
@@ -44,6 +57,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -53,6 +67,7 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from c_library_support import loader_hwcaps_levels, loader_lib, loader_platform
 from summary_support import summary_line
 
 from aoti_shim.checks import CheckSettings
@@ -80,7 +95,15 @@ SHIM_NAMES = sorted(n for n in shipped_names().names if re.fullmatch(r"[A-Za-z0-
 counted = {
     "cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0, "gone": 0, "sdep": 0, "bdep": 0, "torch": 0,
     "helpers": 0, "helper_bindings": 0, "helper_failures": 0,
+    "sonameless": 0, "symlinked": 0, "hwcaps": 0, "shadowed": 0, "dep_shim_imports": 0, "dep_bindings": 0,
+    **{f"form {f}": 0 for f in ("$ORIGIN", "${ORIGIN}", "$ORIGIN/$LIB", "${ORIGIN}/${PLATFORM}", "$ORIGIN_x")},
 }  # fmt: skip
+# The run path's forms: each leads to the folder of the libraries (issue 33 §3).
+RPATH_FORMS = ("$ORIGIN", "${ORIGIN}", "$ORIGIN/$LIB", "${ORIGIN}/${PLATFORM}", "$ORIGIN_x")
+# A file by a searched-for name, earlier in the path: the loader fails on the first three,
+# skips the others.
+SHADOWS = ("text", "relocatable", "osabi", "machine", "class")
+HWCAPS_LEVELS = loader_hwcaps_levels()
 
 
 @dataclass
@@ -114,12 +137,17 @@ class Lib:
     # (name, how) .dynsym entries patched after the link: local / hidden / protected (an
     # import), value0 / section (a definition).
     patches: list[tuple[str, str]] = field(default_factory=list)
+    soname: bool = True  # built with -soname; without, others need it by its file name
+    symlinked: bool = False  # loaded (or found) through a symlink in the case's links folder
+    hwcaps: bool = False  # its real copy in glibc-hwcaps/<level>/, an empty one beside it
+    shadow: str | None = None  # a file by its name earlier in the run path (SHADOWS)
 
 
 @dataclass
 class Case:
     classes: dict[str, str]  # base name -> func / data / tls
     libs: list[Lib]
+    form: str = "$ORIGIN"  # every library's run path (RPATH_FORMS)
 
 
 def name_of(base: str, spelling: str) -> str:
@@ -201,6 +229,7 @@ def cases(draw: st.DrawFn) -> Case:
         draw(st.sampled_from(shims)).foreign = True
     if draw(st.booleans()):
         _helper(draw, classes, libs)
+    form = _search_shapes(draw, classes, libs)
     loaded = [lib for lib in libs if lib.role in ("shim", "blob", "dep")]
     if draw(st.integers(0, 11)) == 0:
         # (An auxiliary filtee that dlopen refuses: left out, glibc's answer is not modelled.)
@@ -216,7 +245,43 @@ def cases(draw: st.DrawFn) -> Case:
             # ABI is taken as defined; the check reads no more of it.)
             d = draw(st.sampled_from([d for d in lib.defs if not d.old and d.base != HELPER]))
             lib.patches.append((name_of(d.base, d.spelling), draw(st.sampled_from(("value0", "section")))))
-    return Case(classes, libs)
+    return Case(classes, libs, form)
+
+
+def _search_shapes(draw: st.DrawFn, classes: dict[str, str], libs: list[Lib]) -> str:
+    """The file search's dimensions: sonames, symlinks, hwcaps, shadows, the run path's
+    form, and run-path dependencies importing shim names. Returns the form."""
+    for lib in libs:
+        # (The references keep theirs: torch's libraries have sonames.)
+        if lib.role in ("shim", "blob", "dep", "sdep", "hdep") and draw(st.integers(0, 15)) == 0:
+            lib.soname = False
+    if draw(st.integers(0, 5)) == 0:
+        blobs = [lib for lib in libs if lib.role == "blob"]
+        for lib in draw(st.lists(st.sampled_from(blobs), min_size=1, unique_by=lambda x: x.key)):
+            lib.symlinked = True
+        # Some of the libraries they need have symlinks beside them (the others are not found there).
+        for lib in libs:
+            if lib.role in ("dep", "sdep", "hdep", "shim") and draw(st.booleans()):
+                lib.symlinked = True
+    searched = [lib for lib in libs if lib.role in ("sdep", "hdep")]
+    if HWCAPS_LEVELS and searched and draw(st.integers(0, 3)) == 0:
+        draw(st.sampled_from(searched)).hwcaps = True
+    candidates = [lib for lib in libs if lib.role in ("sdep", "hdep", "dep") or (lib.role == "shim" and not lib.soname)]
+    if candidates and draw(st.integers(0, 5)) == 0:
+        draw(st.sampled_from(candidates)).shadow = draw(st.sampled_from(SHADOWS))
+    for lib in searched:
+        if draw(st.integers(0, 2)) == 0:
+            # A shim name it imports: prefixed (a shim may define it, or none), or unprefixed
+            # (libtorch's, or one the stand-in lacks).
+            how = draw(st.sampled_from(("prefixed", "prefixed", "unprefixed", "absent")))
+            base = draw(st.sampled_from([b for b in classes if b not in (HELPER, *LIBC_NAMES.values())]))
+            if how == "absent":
+                base = next(n for n in SHIM_NAMES if n not in classes)
+                classes[base] = "func"
+            imp = Imp(base, "right" if how == "prefixed" else "missing", False)
+            if (imp.base, imp.spelling) not in {(d.base, d.spelling) for d in lib.defs}:  # (else a definition)
+                lib.imps.append(imp)
+    return draw(st.sampled_from(RPATH_FORMS[:1] * 4 + RPATH_FORMS))
 
 
 # Names that are no shim ABI: a helper some library may define, and libc's own (every
@@ -339,7 +404,9 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
             src.write_text(source(case, lib))
             sources.append((c, lib, src))
     # One gcc call compiles every library of the batch; ld links each.
-    subprocess.run(["gcc", "-c", "-fPIC", "-O1", *[s.name for _, _, s in sources]], cwd=out, check=True, capture_output=True)
+    (out / "empty.c").write_text("")
+    subprocess.run(["gcc", "-c", "-fPIC", "-O1", "empty.c", *[s.name for _, _, s in sources]], cwd=out, check=True, capture_output=True)
+    _run_path_folders(out)
     built = [Built(case, {}) for case in batch]
     order = {"stub": 0, "gone": 0, "dep": 1, "sdep": 1, "hdep": 1, "bdep": 1, "ref": 2, "shim": 3, "blob": 4}
     for c, lib, src in sorted(sources, key=lambda t: (t[0], order[t[1].role])):
@@ -347,7 +414,9 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
         soname = f"libc{c}_{'shim0' if lib.role == 'stub' else lib.key}.so"
         target = out / ("stub" if lib.role == "stub" else "") / soname
         target.parent.mkdir(exist_ok=True)
-        args = ["ld", "-shared", "-soname", soname, "-o", str(target), str(src.with_suffix(".o")), "-rpath", "$ORIGIN"]
+        run_path = f"$ORIGIN/c{c}_sh:" + (f"{out}/$ORIGIN_x" if case.form == "$ORIGIN_x" else case.form)
+        named = ["-soname", soname] if lib.soname or lib.role == "stub" else []
+        args = ["ld", "-shared", *named, "-o", str(target), str(src.with_suffix(".o")), "-rpath", run_path]
         if lib.versioned:
             script = src.with_suffix(".map")
             script.write_text(version_script(case, lib))
@@ -359,7 +428,9 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
         if lib.filter:
             args += [lib.filter, f"libc{c}_dep0.so"]
         for dep in lib.needed:
-            args.append(str(built[c].paths["stub" if dep == "stub" else dep]))
+            # -L -l: the need is the soname, or the file's name (a path given to ld would be a path).
+            need = built[c].paths["stub" if dep == "stub" else dep]
+            args += ["-L", str(need.parent), f"-l:{need.name}"]
         done = subprocess.run(args, capture_output=True, text=True, check=False)
         assert done.returncode == 0, (args, done.stderr, src.read_text())
         built[c].paths[lib.key] = target
@@ -375,7 +446,54 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
             data = bytearray(target.read_bytes())
             data[18:20] = EM_AARCH64.to_bytes(2, "little")
             target.write_bytes(bytes(data))
+    for c, lib, _ in sources:
+        if lib.role not in ("gone", "stub"):
+            _search_shape(out, c, lib, built[c])
     return built
+
+
+def _run_path_folders(out: Path) -> None:
+    """The folders the run path's forms name, each leading back to ``out``: ``$LIB`` and
+    ``$PLATFORM`` as this machine's loader expands them, and one literally named ``$ORIGIN_x``."""
+    for name in (loader_lib(), loader_platform(), "$ORIGIN_x"):
+        link = out / name
+        if not link.exists():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to("../" * name.count("/") or ".")
+
+
+def _search_shape(out: Path, c: int, lib: Lib, b: Built) -> None:
+    """Moves the real copy to glibc-hwcaps/<level>/ (an empty library in its place), puts a
+    shadow earlier in the run path, links it into the case's links folder."""
+    target = b.paths[lib.key]
+    if lib.hwcaps:
+        real = out / "glibc-hwcaps" / HWCAPS_LEVELS[0] / target.name
+        real.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(target, real)
+        named = ["-soname", target.name] if lib.soname else []
+        subprocess.run(["ld", "-shared", *named, "-o", str(target), str(out / "empty.o")], check=True, capture_output=True)
+        b.paths[lib.key] = target = real
+    if lib.shadow:
+        _shadow(lib.shadow, target, out / f"c{c}_sh" / target.name, out)
+    if lib.symlinked:
+        link = out / f"c{c}_links" / target.name
+        link.parent.mkdir(exist_ok=True)
+        link.symlink_to(target)
+        if lib.role == "blob":  # loaded (and checked) through the link
+            b.paths[lib.key] = link
+
+
+def _shadow(kind: str, real: Path, shadow: Path, out: Path) -> None:
+    shadow.parent.mkdir(exist_ok=True)
+    if kind == "text":
+        shadow.write_text("INPUT(-lfoo)\n")  # a linker script, as /usr/lib's libc.so is
+    elif kind == "relocatable":
+        shutil.copyfile(out / "empty.o", shadow)
+    else:
+        data = bytearray(real.read_bytes())
+        at, value = {"osabi": (7, b"\x61"), "machine": (18, EM_AARCH64.to_bytes(2, "little")), "class": (4, b"\x01")}[kind]
+        data[at : at + len(value)] = value
+        shadow.write_bytes(bytes(data))
 
 
 def _patch(target: Path, patches: list[tuple[str, str]]) -> None:
@@ -503,38 +621,48 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     refs = set(roles(b, "ref"))
     shims = set(roles(b, "shim"))
     checked = [str(b.paths[lib.key]) for lib in case.libs if lib.role in ("shim", "blob", "dep")]
-    # What the loader bound, for the shim-ABI imports of the generated libraries.
-    imports = {(str(b.paths[lib.key]), name_of(m.base, m.spelling)) for lib in case.libs if lib.role in ("shim", "blob", "dep", "bdep") for m in lib.imps}
+    # What the loader bound, for the shim-ABI imports of the generated libraries (by real
+    # path: a blob loaded through a symlink is its file).
+    real = {str(b.paths[lib.key]): os.path.realpath(b.paths[lib.key]) for lib in case.libs if lib.key in b.paths}
+    imports = {(real[str(b.paths[lib.key])], name_of(m.base, m.spelling)) for lib in case.libs if lib.role in ("shim", "blob", "dep", "bdep") for m in lib.imps}
+    # The run-path dependencies' imports of shim names: only where they bind is compared.
+    dep_imports = {(real[str(b.paths[lib.key])], name_of(m.base, m.spelling)) for lib in case.libs if lib.role in ("sdep", "hdep") for m in lib.imps if is_shim_name(m.base)}
     loader: dict[tuple[str, str], str] = {}
     for importer, definer, symbol in bindings:
-        if (importer, symbol) in imports:
+        if (importer, symbol) in imports or (importer, symbol) in dep_imports:
             loader[(importer, symbol)] = definer
     # A library that failed: and every one whose load it was part of (a blob needing it).
     failures = {p for p in failed if p in by_path}
-    bad = bool(failures) or any(d in refs for (i, s), d in loader.items() if is_shim_name(s))
-    loaded = [p for p in checked if p not in failures and not _failed_by_need(b, p, failures)]
+    bad = bool(failures) or any(d in refs for (i, s), d in loader.items() if is_shim_name(s) and (i, s) in imports)
+    loaded = [real[p] for p in checked if p not in failures and not _failed_by_need(b, p, failures)]
     # A blob's own dependency is loaded when the blob is.
-    loaded += [str(b.paths[d.key]) for d in case.libs if d.role == "bdep" and any(str(b.paths[n.key]) in loaded for n in case.libs if d.key in n.needed)]
-    clean = not failures and all(loader.get(key) in shims for key in imports if is_shim_name(key[1]))
+    loaded += [real[str(b.paths[d.key])] for d in case.libs if d.role == "bdep" and any(real[str(b.paths[n.key])] in loaded for n in case.libs if d.key in n.needed)]
+    real_shims = {real[p] for p in shims}
+    # (A dependency's shim-ABI import bound outside the shims is the rules' to judge (issue 33 §1): not clean.)
+    clean = not failures and all(loader.get(key) in real_shims for key in imports | dep_imports if is_shim_name(key[1]))
     # A blob's import bound to the blob itself (a protected reference) or to nothing though
     # not weak (a local or hidden one): it loaded, and no call of it reaches a shim.
-    strong = {(str(b.paths[lib.key]), name_of(m.base, m.spelling)) for lib in case.libs if lib.role == "blob" for m in lib.imps if not m.weak}
+    strong = {(real[str(b.paths[lib.key])], name_of(m.base, m.spelling)) for lib in case.libs if lib.role == "blob" for m in lib.imps if not m.weak}
     bad = bad or any(k[0] in loaded and not failed and loader.get(k, k[0]) == k[0] for k in strong)
 
     settings_ = CheckSettings(shims=tuple(roles(b, "shim")), models=tuple(roles(b, "blob") + roles(b, "dep")), against=tuple(roles(b, "ref")), prefix=PREFIX)
     with checking(settings_) as run:
         ctx = run.context
         findings = list(run.findings())
-        model = {(bd.importer.display, bd.name): (bd.definer.display if bd.definer else None) for lib in ctx.bindings.values() for bd in lib}
+        model = {
+            (os.path.realpath(bd.importer.display), bd.name): (os.path.realpath(bd.definer.display) if bd.definer else None)
+            for lib in ctx.bindings.values() for bd in lib
+        }  # fmt: skip
         model_failed = {f.library.display for f in ctx.process.load_failures()}
         model_calls = {f.library.display for f in ctx.process.call_failures()}
         # Where the model binds each import of a name that is no shim ABI (asked while the
         # machine's libraries it read are open).
         others: dict[tuple[str, str], str | None] = {}
-        for importer, name in imports:
-            linked = ctx.linked_of.get(importer)
+        linked_of = {os.path.realpath(k): v for k, v in ctx.linked_of.items()}
+        for importer, name in imports | dep_imports:
+            linked = linked_of.get(importer)
             entry = next((e for e in linked.imports if e.symbol.name == name), None) if linked is not None else None
-            if entry is not None and not is_shim_name(name):
+            if entry is not None and (not is_shim_name(name) or (importer, name) in dep_imports):
                 bound = ctx.process.bind(linked, entry)
                 others[(importer, name)] = os.path.realpath(bound.definer.display) if bound.definer is not None else None
     blocking = [f for f in findings if f.severity == BLOCKING]
@@ -558,6 +686,8 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     for p in failures - structural:
         culprit = p if "calling it" in failed[p] else failed[p].split(": undefined symbol")[0]  # p, or what p needs
         symbol = failed[p].split("undefined symbol: ", 1)[1].split(",")[0].strip()
+        if os.path.realpath(culprit) not in real.values() or not any(lib.role in ("shim", "blob", "dep", "bdep") and real[str(b.paths[lib.key])] == os.path.realpath(culprit) for lib in case.libs):
+            continue  # a run-path dependency's import: what fails is compared above, the rules' word is §1's
         if not is_shim_name(symbol):
             # A name that is no shim ABI: LOAD_FAILURE names it, on the library whose load
             # (or, for a global one, whose call) failed.
@@ -565,13 +695,22 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
                 f"{p} failed on '{symbol}', bound to nothing, and LOAD_FAILURE does not say so\n" + story
             )
             continue
-        assert any(f.artifact == culprit and f.rule in ("UNSATISFIED_IMPORT", "PREFIX_MISMATCH") for f in blocking), (
+        # (By real path: the loader names a library by the path it found it by.)
+        assert any(os.path.realpath(f.artifact) == os.path.realpath(culprit) and f.rule in ("UNSATISFIED_IMPORT", "PREFIX_MISMATCH") for f in blocking), (
             "a library failed on an undefined symbol and no import rule says so\n" + story
         )
     died = any("ended the process" in why for why in failed.values())
     if not died:
         # Every call of the global libraries returned: none of their lazy imports is unbound.
         assert not model_calls, "every call returned; the model says a first call fails\n" + story
+    for importer, name in sorted(dep_imports):
+        # Where the loader bound a dependency's shim-ABI import, the model binds it there (a
+        # global library's lazy function import the loader may never bind: not asked).
+        if not died and (importer, name) in loader:
+            counted["dep_bindings"] += 1
+            assert others.get((importer, name), "(not asked)") == loader[(importer, name)], (
+                f"{importer}: {name}: the model binds it to {others.get((importer, name), '(not asked)')}, the loader to {loader[(importer, name)]}\n" + story
+            )
     for importer, name in sorted(imports):
         if died or importer not in loaded:
             continue
@@ -595,6 +734,12 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     counted["helper_failures"] += any(f.rule == "LOAD_FAILURE" and f.symbol and not is_shim_name(f.symbol) for f in blocking)
     counted["blocking"] += bool(blocking)
     counted["clean"] += clean
+    counted["sonameless"] += any(not lib.soname for lib in case.libs)
+    counted["symlinked"] += any(lib.symlinked for lib in case.libs)
+    counted["hwcaps"] += any(lib.hwcaps for lib in case.libs)
+    counted["shadowed"] += any(lib.shadow for lib in case.libs)
+    counted["dep_shim_imports"] += bool(dep_imports)
+    counted[f"form {case.form}"] += 1
 
 
 def _failed_by_need(b: Built, path: str, failures: set[str]) -> bool:
@@ -614,7 +759,11 @@ def report_count(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def
         f"({counted['gone']} needing a library that is gone, {counted['sdep']} with a shim's run-path dependency, "
         f"{counted['bdep']} with a blob's run-path dependency importing shim ABI, "
         f"{counted['torch']} with a blob needing the libtorch stand-in, {counted['helpers']} importing a name that is no "
-        f"shim ABI: {counted['helper_bindings']} such bindings compared, {counted['helper_failures']} LOAD_FAILUREs of one)"
+        f"shim ABI: {counted['helper_bindings']} such bindings compared, {counted['helper_failures']} LOAD_FAILUREs of one; "
+        f"the search: {counted['sonameless']} with a library without soname, {counted['symlinked']} loading through symlinks, "
+        f"{counted['hwcaps']} with a glibc-hwcaps copy, {counted['shadowed']} with a shadow earlier in the path, "
+        f"{counted['dep_shim_imports']} with a dependency importing shim names ({counted['dep_bindings']} such bindings compared), "
+        f"run paths: {', '.join(f'{counted[k]} {k[5:]}' for k in counted if k.startswith('form '))})"
     )
     # In the run's closing summary: a fixture's own output is captured and never reaches CI's log.
     summary_line(request.config, line)

@@ -381,9 +381,8 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
             settings.against, ws, torch_search_paths=settings.torch_search_paths,
             exclude=frozenset(os.path.realpath(a.path) for a, _ in checked), sources=sources,
         )  # fmt: skip
-        # A checked library is known by its soname (dlopen'ed by path: never by its file's name).
-        known = {needs.soname for _, _, needs in inputs if needs is not None and needs.soname}
-        known.update(os.path.basename(r.display.split("!")[-1]) for r in refs)
+        # (A checked library is known by its soname from when it loads: the walk's.)
+        known = {os.path.basename(r.display.split("!")[-1]) for r in refs}
         known.update(n for r in refs for n in (getattr(r, "soname", None),) if n)
         try:
             walked, of_shims = _dependencies(inputs, known, refs, settings)

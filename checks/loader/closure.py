@@ -122,7 +122,7 @@ class Closure:
 class Process:
     """The process-wide facts the walk starts from."""
 
-    # Names loaded libraries already have (the checked libraries', the references').
+    # Names the libraries loaded before the checked ones have (the references').
     known: frozenset[str]
     # Every checked file's key (one without a dynamic section too: it needs nothing).
     checked: frozenset[Key] = frozenset()
@@ -179,11 +179,16 @@ class Walk:
 
     def run(self, roots: Sequence[Root]) -> Closure:
         self._program = next((r.needs.needer for r in roots if r.program and r.needs is not None), None)
+        # The program is there before anything; every other checked library from when it loads
+        # (a need by its soname before then is searched for, as the loader searches).
+        self._known.update(r.needs.soname for r in roots if r.program and r.needs is not None and r.needs.soname)
         for root in roots:
             self._linked[root.key] = root.linked
             self._kind[root.key] = CHECKED
             if root.needs is not None:
                 self._needs[root.key] = root.needs
+                if root.needs.soname:
+                    self._known.add(root.needs.soname)
             self._queue.append((root.key, (), root.shim))
             self._drain()
         self._every_process_has()
