@@ -73,7 +73,7 @@ from summary_support import summary_line
 from aoti_shim.checks import CheckSettings
 from aoti_shim.checks.check.run import checking
 from aoti_shim.checks.abi.prefix import is_shim_name
-from aoti_shim.checks.report.model import BLOCKING
+from aoti_shim.checks.report.model import BLOCKING, Finding
 from aoti_shim.torch_names import shipped_names
 
 PREFIX = "myrt_"
@@ -200,26 +200,7 @@ def cases(draw: st.DrawFn) -> Case:
             shim0.needed.append("dep0")
         else:
             shim0.filter = how
-    n_blobs = draw(st.integers(1, 2))
-    for i in range(n_blobs):
-        imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=4, unique=True))]
-        needed = []
-        link = draw(st.sampled_from(("none", "none", "shim0", "stub", "dep0", "ref0")))
-        if link == "dep0" and not has_dep:
-            link = "none"
-        if link != "none":
-            needed.append(link)
-        libs.append(Lib(f"blob{i}", "blob", [], imps, needed, symbolic=draw(st.integers(0, 3)) == 0))
-    if draw(st.integers(0, 5)) == 0:
-        # A blob's own dependency (a kernel library that its RUNPATH finds, never given to the
-        # check) importing shim-ABI names: judged as the blob's own imports are (issue 33 §1).
-        imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))]
-        libs.append(Lib("bdep0", "bdep", [], imps))
-        libs[[lib.key for lib in libs].index("blob0")].needed.append("bdep0")
-    if any("stub" in lib.needed for lib in libs):
-        # Linked against a stub of shim0 (its soname) that has every name, in version MYRT_2:
-        # the blob asks for a version the loaded shim0 may lack.
-        libs.append(Lib("stub", "stub", [Def(b, sp, "global", "MYRT_2") for b in bases for sp in SPELLINGS], versioned=True))
+    _blobs(draw, bases, spelling, libs, has_dep)
     if draw(st.integers(0, 7)) == 0:
         # A library that was there at link time and is gone: whoever needs it cannot load.
         draw(st.sampled_from([lib for lib in libs if lib.role in ("shim", "blob")])).needed.append("gone")
@@ -282,6 +263,29 @@ def _search_shapes(draw: st.DrawFn, classes: dict[str, str], libs: list[Lib]) ->
             if (imp.base, imp.spelling) not in {(d.base, d.spelling) for d in lib.defs}:  # (else a definition)
                 lib.imps.append(imp)
     return draw(st.sampled_from(RPATH_FORMS[:1] * 4 + RPATH_FORMS))
+
+
+def _blobs(draw: st.DrawFn, bases: list[str], spelling: st.SearchStrategy[str], libs: list[Lib], has_dep: bool) -> None:
+    """One or two blobs, each importing some names and maybe needing a shim, a stub of it, dep0 or the libtorch stand-in."""
+    for i in range(draw(st.integers(1, 2))):
+        imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=4, unique=True))]
+        needed = []
+        link = draw(st.sampled_from(("none", "none", "shim0", "stub", "dep0", "ref0")))
+        if link == "dep0" and not has_dep:
+            link = "none"
+        if link != "none":
+            needed.append(link)
+        libs.append(Lib(f"blob{i}", "blob", [], imps, needed, symbolic=draw(st.integers(0, 3)) == 0))
+    if draw(st.integers(0, 5)) == 0:
+        # A blob's own dependency (a kernel library that its RUNPATH finds, never given to the
+        # check) importing shim-ABI names: judged as the blob's own imports are (issue 33 §1).
+        imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))]
+        libs.append(Lib("bdep0", "bdep", [], imps))
+        libs[[lib.key for lib in libs].index("blob0")].needed.append("bdep0")
+    if any("stub" in lib.needed for lib in libs):
+        # Linked against a stub of shim0 (its soname) that has every name, in version MYRT_2:
+        # the blob asks for a version the loaded shim0 may lack.
+        libs.append(Lib("stub", "stub", [Def(b, sp, "global", "MYRT_2") for b in bases for sp in SPELLINGS], versioned=True))
 
 
 # Names that are no shim ABI: a helper some library may define, and libc's own (every
@@ -645,26 +649,7 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     strong = {(real[str(b.paths[lib.key])], name_of(m.base, m.spelling)) for lib in case.libs if lib.role == "blob" for m in lib.imps if not m.weak}
     bad = bad or any(k[0] in loaded and not failed and loader.get(k, k[0]) == k[0] for k in strong)
 
-    settings_ = CheckSettings(shims=tuple(roles(b, "shim")), models=tuple(roles(b, "blob") + roles(b, "dep")), against=tuple(roles(b, "ref")), prefix=PREFIX)
-    with checking(settings_) as run:
-        ctx = run.context
-        findings = list(run.findings())
-        model = {
-            (os.path.realpath(bd.importer.display), bd.name): (os.path.realpath(bd.definer.display) if bd.definer else None)
-            for lib in ctx.bindings.values() for bd in lib
-        }  # fmt: skip
-        model_failed = {f.library.display for f in ctx.process.load_failures()}
-        model_calls = {f.library.display for f in ctx.process.call_failures()}
-        # Where the model binds each import of a name that is no shim ABI (asked while the
-        # machine's libraries it read are open).
-        others: dict[tuple[str, str], str | None] = {}
-        linked_of = {os.path.realpath(k): v for k, v in ctx.linked_of.items()}
-        for importer, name in imports | dep_imports:
-            linked = linked_of.get(importer)
-            entry = next((e for e in linked.imports if e.symbol.name == name), None) if linked is not None else None
-            if entry is not None and (not is_shim_name(name) or (importer, name) in dep_imports):
-                bound = ctx.process.bind(linked, entry)
-                others[(importer, name)] = os.path.realpath(bound.definer.display) if bound.definer is not None else None
+    findings, model, model_failed, model_calls, others = _ask_model(b, imports, dep_imports)
     blocking = [f for f in findings if f.severity == BLOCKING]
     story = f"case: {case}\nfailed: {failed}\nloader: {loader}\nmodel: {model}\nfindings: {[(f.rule, f.artifact, f.symbol) for f in findings]}"
     if bad:
@@ -686,7 +671,7 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     for p in failures - structural:
         culprit = p if "calling it" in failed[p] else failed[p].split(": undefined symbol")[0]  # p, or what p needs
         symbol = failed[p].split("undefined symbol: ", 1)[1].split(",")[0].strip()
-        if os.path.realpath(culprit) not in real.values() or not any(lib.role in ("shim", "blob", "dep", "bdep") and real[str(b.paths[lib.key])] == os.path.realpath(culprit) for lib in case.libs):
+        if os.path.realpath(culprit) not in {real[c] for c in checked} | {real[str(b.paths[lib.key])] for lib in case.libs if lib.role == "bdep"}:
             continue  # a run-path dependency's import: what fails is compared above, the rules' word is §1's
         if not is_shim_name(symbol):
             # A name that is no shim ABI: LOAD_FAILURE names it, on the library whose load
@@ -703,16 +688,58 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     if not died:
         # Every call of the global libraries returned: none of their lazy imports is unbound.
         assert not model_calls, "every call returned; the model says a first call fails\n" + story
+        _compare_bindings(imports, dep_imports, set(loaded), loader, model, others, story)
+    _count(case, blocking, clean, bool(dep_imports))
+
+
+def _ask_model(
+    b: Built, imports: set[tuple[str, str]], dep_imports: set[tuple[str, str]]
+) -> tuple[list[Finding], dict[tuple[str, str], str | None], set[str], set[str], dict[tuple[str, str], str | None]]:
+    """The check's findings, its shim-ABI bindings (by real path), the libraries it fails to
+    load, those whose first call fails, and where it binds the other imports asked."""
+    settings_ = CheckSettings(shims=tuple(roles(b, "shim")), models=tuple(roles(b, "blob") + roles(b, "dep")), against=tuple(roles(b, "ref")), prefix=PREFIX)
+    with checking(settings_) as run:
+        ctx = run.context
+        findings = list(run.findings())
+        model = {
+            (os.path.realpath(bd.importer.display), bd.name): (os.path.realpath(bd.definer.display) if bd.definer else None)
+            for lib in ctx.bindings.values() for bd in lib
+        }  # fmt: skip
+        model_failed = {f.library.display for f in ctx.process.load_failures()}
+        model_calls = {f.library.display for f in ctx.process.call_failures()}
+        # Where the model binds each import of a name that is no shim ABI, and the
+        # dependencies' (asked while the machine's libraries it read are open).
+        others: dict[tuple[str, str], str | None] = {}
+        linked_of = {os.path.realpath(k): v for k, v in ctx.linked_of.items()}
+        for importer, name in imports | dep_imports:
+            linked = linked_of.get(importer)
+            entry = next((e for e in linked.imports if e.symbol.name == name), None) if linked is not None else None
+            if entry is not None and (not is_shim_name(name) or (importer, name) in dep_imports):
+                bound = ctx.process.bind(linked, entry)
+                others[(importer, name)] = os.path.realpath(bound.definer.display) if bound.definer is not None else None
+    return findings, model, model_failed, model_calls, others
+
+
+def _compare_bindings(
+    imports: set[tuple[str, str]],
+    dep_imports: set[tuple[str, str]],
+    loaded: set[str],
+    loader: dict[tuple[str, str], str],
+    model: dict[tuple[str, str], str | None],
+    others: dict[tuple[str, str], str | None],
+    story: str,
+) -> None:
+    """Every import of a library that loaded binds where the loader bound it."""
     for importer, name in sorted(dep_imports):
         # Where the loader bound a dependency's shim-ABI import, the model binds it there (a
         # global library's lazy function import the loader may never bind: not asked).
-        if not died and (importer, name) in loader:
+        if (importer, name) in loader:
             counted["dep_bindings"] += 1
             assert others.get((importer, name), "(not asked)") == loader[(importer, name)], (
                 f"{importer}: {name}: the model binds it to {others.get((importer, name), '(not asked)')}, the loader to {loader[(importer, name)]}\n" + story
             )
     for importer, name in sorted(imports):
-        if died or importer not in loaded:
+        if importer not in loaded:
             continue
         if not is_shim_name(name):
             counted["helper_bindings"] += 1
@@ -724,8 +751,11 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
         assert model.get((importer, name), "(not asked)") == loader.get((importer, name)), (
             f"{importer}: {name}: the model binds it to {model.get((importer, name))}, the loader to {loader.get((importer, name))}\n" + story
         )
+
+
+def _count(case: Case, blocking: list[Finding], clean: bool, dep_imports: bool) -> None:
+    """The shapes reached, so the summary shows the generator reaches them."""
     counted["cases"] += 1
-    # The dependency shapes, so the summary shows the generator reaches them.
     counted["gone"] += any(lib.role == "gone" for lib in case.libs)
     counted["sdep"] += any(lib.role == "sdep" for lib in case.libs)
     counted["bdep"] += any(lib.role == "bdep" for lib in case.libs)
@@ -738,7 +768,7 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     counted["symlinked"] += any(lib.symlinked for lib in case.libs)
     counted["hwcaps"] += any(lib.hwcaps for lib in case.libs)
     counted["shadowed"] += any(lib.shadow for lib in case.libs)
-    counted["dep_shim_imports"] += bool(dep_imports)
+    counted["dep_shim_imports"] += dep_imports
     counted[f"form {case.form}"] += 1
 
 
