@@ -23,7 +23,7 @@ The file search is a dimension of its own (issue 33 §3): libraries built withou
 folder named ``$ORIGIN_x``: folders that lead back to the libraries' own); blobs (and
 some of their dependencies) loaded through symlinks in another folder; a run-path
 dependency whose real copy is in a ``glibc-hwcaps/<level>`` subfolder with an empty one
-beside it; a file by a searched-for name earlier in the path that is no ELF, ``ET_REL``,
+beside it; a file by a searched-for name earlier in the path that is no ELF, a folder, ``ET_REL``,
 of a foreign OSABI, machine or class; and run-path dependencies importing shim names
 (prefixed and defined by a shim, prefixed and defined nowhere, unprefixed: libtorch's,
 or a name the stand-in lacks). For those imports only what the loader decides (what
@@ -100,9 +100,9 @@ counted = {
 }  # fmt: skip
 # The run path's forms: each leads to the folder of the libraries (issue 33 §3).
 RPATH_FORMS = ("$ORIGIN", "${ORIGIN}", "$ORIGIN/$LIB", "${ORIGIN}/${PLATFORM}", "$ORIGIN_x")
-# A file by a searched-for name, earlier in the path: the loader fails on the first three,
+# A file by a searched-for name, earlier in the path: the loader fails on the first four,
 # skips the others.
-SHADOWS = ("text", "relocatable", "osabi", "machine", "class")
+SHADOWS = ("text", "folder", "relocatable", "osabi", "machine", "class")
 HWCAPS_LEVELS = loader_hwcaps_levels()
 
 
@@ -489,7 +489,9 @@ def _search_shape(out: Path, c: int, lib: Lib, b: Built) -> None:
 
 def _shadow(kind: str, real: Path, shadow: Path, out: Path) -> None:
     shadow.parent.mkdir(exist_ok=True)
-    if kind == "text":
+    if kind == "folder":
+        shadow.mkdir()
+    elif kind == "text":
         shadow.write_text("INPUT(-lfoo)\n")  # a linker script, as /usr/lib's libc.so is
     elif kind == "relocatable":
         shutil.copyfile(out / "empty.o", shadow)

@@ -170,7 +170,9 @@ def _patched(lib: Path, at: int, value: bytes, out: Path) -> Path:
 
 def _shadow(kind: str, real: Path, where: Path, tmp_path: Path) -> None:
     target = where / real.name
-    if kind == "text":
+    if kind == "folder":
+        target.mkdir(parents=True)
+    elif kind == "text":
         where.mkdir(parents=True, exist_ok=True)
         target.write_text("INPUT(-lfoo)\n")  # a linker script, as /usr/lib's libc.so is
     elif kind == "relocatable":
@@ -184,10 +186,10 @@ def _shadow(kind: str, real: Path, where: Path, tmp_path: Path) -> None:
         _patched(real, at, value, target)
 
 
-@pytest.mark.parametrize("kind", ["text", "relocatable", "osabi", "abiversion", "padding", "encoding", "machine", "class"])
+@pytest.mark.parametrize("kind", ["text", "folder", "relocatable", "osabi", "abiversion", "padding", "encoding", "machine", "class"])
 def test_the_first_candidate_decides(tmp_path: Path, kind: str) -> None:
-    """A file by the needed name earlier in the path that the loader cannot load (not ELF,
-    ET_REL, a foreign OSABI or ABI version, identification padding, another data encoding)
+    """A file by the needed name earlier in the path that the loader cannot load (not ELF, a
+    folder, ET_REL, a foreign OSABI or ABI version, identification padding, another data encoding)
     fails the load; one of another ELF class or machine is skipped. 4c8e217 skipped them all."""
     dep = _lib(tmp_path / "second", "dep", defining("helper"))
     _shadow(kind, dep, tmp_path / "first", tmp_path)

@@ -199,13 +199,13 @@ def verify(path: str, want: tuple[int, bool, int] | None) -> bool:
     """Whether the loader takes ``path`` for a process of header ``want``, as glibc's
     open_verify decides: False for no file there, or one of another ELF class or machine
     (skipped: the search goes on); :class:`Unloadable` for any other file it cannot load."""
-    if not os.path.isfile(path):
-        return False
     try:
         with open(path, "rb") as f:
             head = f.read(64)
+    except IsADirectoryError:
+        raise Unloadable(path, "cannot read file data: Is a directory") from None  # (the loader opens it, then cannot read)
     except OSError:
-        return False  # (unreadable: the loader goes on too)
+        return False  # no file there, or unreadable: the loader goes on too
     # (The length first, as open_verify reads a whole header of the loader's own class.)
     if len(head) < (52 if want is not None and want[0] == 32 else 64):
         raise Unloadable(path, "file too short")
