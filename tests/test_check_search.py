@@ -262,3 +262,20 @@ def test_hwcaps_subfolders_are_searched_first(tmp_path: Path) -> None:
     tuned.unlink()
     assert _load(blob).returncode != 0
     assert ("LOAD_FAILURE", "helper") in _blocking((), (blob,))
+
+
+def test_a_foreign_librarys_needs_are_looked_up_as_the_loaders(tmp_path: Path) -> None:
+    """The loader takes a file of its own machine, whatever the needer's: a foreign shim (it
+    cannot load) whose run path holds a copy of its dependency built for its machine first
+    reaches no further library. Before, the check looked the need up as the shim's machine,
+    took that copy, and said it too failed to load (the differential's 100-batch run found it)."""
+    dep = _lib(tmp_path / "second", "dep", defining("helper"))
+    shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_x") + using("helper"), (str(dep), "-Wl,-rpath,$ORIGIN/first:$ORIGIN/second"))
+    aarch64 = (183).to_bytes(2, "little")
+    _patched(dep, 18, aarch64, tmp_path / "first" / "libdep.so")
+    _patched(shim, 18, aarch64, shim)
+    blob = _lib(tmp_path / "blob", "blob", using("myrt_aoti_torch_x") + ENTRY)
+    loaded = _load(shim, blob)
+    assert loaded.returncode != 0 and "libshim.so" in loaded.stderr.strip().splitlines()[-1], loaded.stderr
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),)))
+    assert {Path(f.artifact).name for f in report.findings if f.rule == "LOAD_FAILURE"} == {"libshim.so"}

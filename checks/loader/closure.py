@@ -208,7 +208,12 @@ class Walk:
     def _need(self, key: Key, name: str, needs: Needs, loaders: tuple[search.Needer, ...], from_shim: bool) -> None:
         """One DT_NEEDED entry of ``key``, looked up and followed."""
         system = self._linked[key].role == SYSTEM
-        where = self._finder.find(name, needs.needer, loaders, self._program)
+        # The loader takes a file of its own class and machine, whatever the needer's: a foreign
+        # library's needs are looked up as the process's (it does not load either way).
+        needer, header = needs.needer, self._process.header
+        if header is not None and needer.header is not None and needer.header != header:
+            needer = dataclasses.replace(needer, header=header)
+        where = self._finder.find(name, needer, loaders, self._program)
         edges = self._edges.setdefault(key, [])
         if where.how == search.UNSEEN:
             self._unseen_of.setdefault(key, []).append(name)
