@@ -191,7 +191,7 @@ def _dependencies(
     for art, lib, needs in checked:
         if lib.linked is not None and (lib.identity is None or lib.identity not in identities):
             identities.add(lib.identity)
-            roots.append(closure.Root(_key(art), lib.linked, needs, lib.role == "shim", lib.executable))
+            roots.append(closure.Root(_key(art), lib.linked, needs, lib.role == "shim", lib.hosts))
     found = _Found()
     walked = closure.Walk(finder, process, found).run(roots)
     return walked, found.of_shims(walked)

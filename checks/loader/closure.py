@@ -57,7 +57,7 @@ class Root:
     linked: Linked
     needs: Needs | None  # None: no dynamic section, it needs nothing
     shim: bool
-    # The process's program: its DT_RPATH serves every library without DT_RUNPATH.
+    # The program hosting the blobs: its DT_RPATH serves every library without DT_RUNPATH.
     program: bool = False
 
 
