@@ -49,7 +49,8 @@ once (their PLT imports bind lazily, at the first call). Then:
   call fails.
 
 ``AOTI_SHIM_DIFF_BATCHES`` sets the number of batches (of ``CASES_PER_BATCH`` cases);
-CI runs a derandomized set.
+CI runs a derandomized set. The longer runs are recorded in docs/reference.md ("What OK
+means", the binding model's differential test).
 """
 
 from __future__ import annotations
@@ -646,9 +647,13 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     real_shims = {real[p] for p in shims}
     # (A dependency's shim-ABI import bound outside the shims is the rules' to judge (issue 33 §1): not clean.)
     clean = not failures and all(loader.get(key) in real_shims for key in imports | dep_imports if is_shim_name(key[1]))
-    # A blob's import bound to the blob itself (a protected reference) or to nothing though
-    # not weak (a local or hidden one): it loaded, and no call of it reaches a shim.
-    strong = {(real[str(b.paths[lib.key])], name_of(m.base, m.spelling)) for lib in case.libs if lib.role == "blob" for m in lib.imps if not m.weak}
+    # A blob's shim-ABI import bound to the blob itself (a protected reference) or to nothing
+    # though not weak (a local or hidden one): it loaded, and no call of it reaches a shim. (A
+    # patched import of a name that is no shim ABI, the helper's, is no shim call.)
+    strong = {
+        (real[str(b.paths[lib.key])], name_of(m.base, m.spelling))
+        for lib in case.libs if lib.role == "blob" for m in lib.imps if not m.weak and is_shim_name(m.base)
+    }  # fmt: skip
     bad = bad or any(k[0] in loaded and not failed and loader.get(k, k[0]) == k[0] for k in strong)
 
     findings, model, model_failed, model_calls, others = _ask_model(b, imports, dep_imports)
