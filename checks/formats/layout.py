@@ -33,12 +33,16 @@ def wrap(text: str, width: int, indent: str = "", hanging: str | None = None) ->
 
 def wrap_list(head: str, items: Iterable[str], width: int, indent: str, hanging: str, sep: str = ", ") -> list[str]:
     """``head`` then ``items`` joined by ``sep``, wrapped between items, never inside one
-    (an item is a name and its count: "lib/x.so (20)")."""
-    lines = [indent + head.rstrip()]
+    (an item is a name and its count: "lib/x.so (20)"); a head longer than the width wraps
+    as text does, the items following on its last line."""
+    lines = wrap(head, width, indent, hanging) if head.strip() else [indent]
+    items = list(items)
     for i, item in enumerate(items):
         glue = sep if i else " "
         tail = sep.rstrip() if i else ""
-        if len(lines[-1]) + len(glue) + len(item) <= width or lines[-1].strip() == "":
+        # An item that another follows carries the separator's comma at the end of its line.
+        after = len(sep.rstrip()) if i + 1 < len(items) else 0
+        if len(lines[-1]) + len(glue) + len(item) + after <= width or lines[-1].strip() == "":
             lines[-1] += (glue if lines[-1].strip() else "") + item
         else:
             lines[-1] += tail
