@@ -100,6 +100,11 @@ def test_a_snapshot_of_a_folder_that_is_not_torch_says_so(checker_libs: dict[str
     (folder / "libclean_shim.so").write_bytes(checker_libs["clean_shim"].read_bytes())
     line = one_line_error(cli("snapshot", str(folder), "-o", str(tmp_path / "s.json.gz")), 1)
     assert "not torch's lib/ folder" in line and "--torch-version" not in line
+    # --torch-version names the version of a torch it cannot tell; it makes no other folder torch
+    # (it did: a runtime's lib/ passed as "torch 9.9", and --against it judged the runtime by itself).
+    forced = cli("snapshot", str(folder), "-o", str(tmp_path / "s.json.gz"), "--torch-version", "9.9")
+    assert "not torch's lib/ folder" in one_line_error(forced, 1)
+    assert not (tmp_path / "s.json.gz").exists()
     # A torch lib/ folder without torch/version.py beside it: then the version is what is missing.
     (folder / "libc10.so").write_bytes(checker_libs["clean_shim"].read_bytes())
     line = one_line_error(cli("snapshot", str(folder), "-o", str(tmp_path / "s.json.gz")), 1)

@@ -540,7 +540,7 @@ def capture(
     else:
         raise InputError(f"{source}: no such folder or wheel")
     version = torch_version or found_version
-    if not version and not any(lib.name.rsplit("/", 1)[-1].startswith(TORCH_LIBRARY_STARTS) for lib in libs):
+    if not found_version and not any(lib.name.rsplit("/", 1)[-1].startswith(TORCH_LIBRARY_STARTS) for lib in libs):
         # Neither torch's version file nor one of its libraries: not torch, whatever flag is added.
         raise InputError(
             f"{source}: not torch's lib/ folder, its package folder or a torch wheel (no torch/version.py, "
