@@ -280,3 +280,19 @@ def test_a_hijack_is_the_binding_models_answer(tmp_path: Path, versioned: bool) 
         assert set(bound.values()) == {vendor.name} and hijacked == ["aoti_torch_get_data_ptr"]  # one finding, the first name
         (finding,) = [f for f in doc["findings"] if f["rule"] == "HIJACK" and f["related"] == "ext_v/libuser.so"]
         assert f"captures {len(bound)} shim import(s)" in finding["message"]
+
+
+def test_libraries_outside_any_distribution_read_plainly(tmp_path: Path, consumer: Path) -> None:
+    # Two unprefixed providers and a consumer in a folder no RECORD lists: the COLLISION read
+    # "... ((no distribution)) both export" and the fix "keep it and (no distribution) out".
+    folder = tmp_path / "loose"
+    folder.mkdir()
+    compile_shared(SOURCES / "unprefixed_runtime.c", folder / "liba.so")
+    shutil.copyfile(folder / "liba.so", folder / "libb.so")
+    shutil.copyfile(consumer, folder / "libconsumer.so")
+    done = _scan(str(folder), "--color", "never")
+    assert done.returncode == 8, done.stderr
+    assert "((" not in done.stdout and "keep it and (no distribution)" not in done.stdout, done.stdout
+    flat = " ".join(done.stdout.split())
+    assert "(outside any distribution) both export" in flat, done.stdout
+    assert "keep it and the libraries outside any distribution out of one process" in flat

@@ -138,11 +138,21 @@ def _hijack(page: _Page, cause: str, found: Sequence[Finding]) -> None:
     page.add(
         f"when: {who}'s shims are loaded RTLD_GLOBAL, or with their dependencies promoted to the global scope, "
         "before libtorch: the imports above then run against its tensors, not libtorch's", "  ", "        ")  # fmt: skip
-    others = ", ".join(printable(o) for o in captured) or "these consumers"
+    others = ", ".join(_owner_words(o) for o in captured) or "these consumers"
     page.add(
         f"fix: {who} ships unprefixed shims: have its runtime rebuilt with a private prefix (aoti-shim is the "
         f"tool: its rename header, aoti_shim_prefix() or the aoti_shim.build backend), or keep it and {others} "
         "out of one process", "  ", "       ")  # fmt: skip
+
+
+def _owner_words(owner: str) -> str:
+    """A distribution in running text; the libraries no distribution owns, as words."""
+    return "the libraries outside any distribution" if owner == NOBODY else printable(owner)
+
+
+def _owner_tag(owner: str) -> str:
+    """A distribution in brackets after a library: NOBODY is bracketed already."""
+    return "outside any distribution" if owner == NOBODY else printable(owner)
 
 
 def _same_cause(page: _Page, rule: str, found: Sequence[Finding], what: str) -> None:
@@ -159,7 +169,7 @@ def _collision(page: _Page, found: Sequence[Finding]) -> None:
     for (artifact, other), names in pairs.items():
         shown = [repr(printable(n)) for n in names[:SAMPLE]] + ([f"{len(names) - SAMPLE} more"] if len(names) > SAMPLE else [])
         head = (
-            f"{page.name(artifact)} and {page.name(other)} ({printable(page.owner(other))}) both export "
+            f"{page.name(artifact)} and {page.name(other)} ({_owner_tag(page.owner(other))}) both export "
             f"{plural(len(names), 'shim name')}:"
         )
         page.lines += wrap_list(head, shown, page.width, "  ", "    ")
