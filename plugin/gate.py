@@ -20,7 +20,7 @@ from aoti_shim.atomic import destination, write_text_atomically
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.checks.check.run import library_folders
-from aoti_shim.checks.abi.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix
+from aoti_shim.checks.abi.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix, separator_warning
 from aoti_shim.checks.report.model import Report
 from aoti_shim.checks.references.reference import resolve_snapshot_name, snapshot_hint
 from aoti_shim.checks.loader.roles import Roles, classify_by_symbols
@@ -198,15 +198,26 @@ def check_wheel(
         report = run_check(settings)
         console.block(render(report, "text", color=console.use_color()))
         code = report.exit_code(gate.fail_on)
-    _conclude(wheel, report, code, gate, project_dir, report_inputs)
+    # The backend warned of it before the build, but pip hides a passing build's output: the
+    # verdict, which the report file keeps, says it again.
+    warning = separator_warning(checked_prefix, prefix.source if prefix.value else "the built shims") if checked_prefix else None
+    _conclude(wheel, report, code, gate, project_dir, report_inputs, warning)
 
 
 def _conclude(
-    wheel: Path, report: Report, code: int, gate: GateSettings, project_dir: Path, report_inputs: tuple[Path, ...]
+    wheel: Path,
+    report: Report,
+    code: int,
+    gate: GateSettings,
+    project_dir: Path,
+    report_inputs: tuple[Path, ...],
+    warning: str | None = None,
 ) -> None:
     """The verdict: printed when the wheel passes (a failure's is the error line the build
     ends with), kept with the table in the report file, raised when the wheel fails."""
     verdict = f"{wheel.name}: passed the check of {_what_was_checked(report)}"
+    if warning:
+        verdict += f"; warning: {warning}"
     if code:
         if report.blocking:
             what = f"{len(report.blocking)} blocking finding(s)"

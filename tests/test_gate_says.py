@@ -111,3 +111,18 @@ def test_a_snapshot_of_a_folder_that_is_not_torch_says_so(checker_libs: dict[str
     assert "pass --torch-version VERSION" in line
     done = cli("snapshot", str(folder), "-o", str(tmp_path / "s.json.gz"), "--torch-version", "2.14.1")
     assert done.returncode == 0, done.stderr
+
+
+def test_a_prefix_without_its_underscore_is_in_the_verdict_pip_leaves(tmp_path: Path) -> None:
+    """pip hides a passing backend's output, its prefix warning with it: the verdict line of
+    the report file (what the README says to read) carries the warning too."""
+    source = tmp_path / "shims.c"
+    source.write_text("int myrtaoti_torch_device_type_cpu(void) { return 0; }\n")
+    compile_shared(source, tmp_path / "libshim.so")
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libshim.so": tmp_path / "libshim.so"})
+    project = tmp_path / "project"
+    project.mkdir()
+    _gate(wheel, project, "myrt")
+    last = (project / "build" / "aoti-shim-report.txt").read_text().splitlines()[-1]
+    assert last.startswith("pkg-1.0-py3-none-any.whl: passed the check of 1 shim library"), last
+    assert "warning: prefix 'myrt' from -C aoti-shim.prefix does not end in '_'" in last, last
