@@ -146,3 +146,11 @@ def test_the_setup_section_says_how_long_each_command_takes_and_how_to_see_progr
     assert re.search(r"`pytest` about \d+ s \(the last CI run's record\)", setup)
     assert "minutes per model on 2 cores" in setup  # the smoke's compiles
     assert '`pip install -v ".[torch]"` shows each stage' in setup
+
+
+def test_scans_help_says_what_the_readme_says_of_output_and_verbose() -> None:
+    # README: -o is "never inside a scanned environment"; -v lists "every distribution, library,
+    # site folder and non-library ELF file". --help said neither (no library, no refusal).
+    text = _flat(_subparser("scan").format_help())
+    assert "never inside a scanned environment" in text
+    assert "every distribution, library, site folder and non-library ELF file" in text

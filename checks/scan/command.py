@@ -41,7 +41,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--python", type=path_text, metavar="PY", help="scan this interpreter's environment (asked in a child for its paths)")
     add_report_options(p, SCAN_FORMAT_HELP)
-    p.add_argument("-v", "--verbose", action="store_true", help="text: also list every distribution, site folder and non-library ELF file")
+    for action in p._actions:
+        if "--output" in action.option_strings:
+            action.help = "write the report here instead of standard output (never inside a scanned environment)"
+    p.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="text: also list every distribution, library, site folder and non-library ELF file the scan read",
+    )  # fmt: skip
     p.set_defaults(run=run)
 
 
