@@ -296,3 +296,18 @@ def test_libraries_outside_any_distribution_read_plainly(tmp_path: Path, consume
     flat = " ".join(done.stdout.split())
     assert "(outside any distribution) both export" in flat, done.stdout
     assert "keep it and the libraries outside any distribution out of one process" in flat
+
+
+def test_one_distribution_from_two_wheels_is_no_environment(tmp_path: Path) -> None:
+    # A wheel stands for its distribution installed: the same wheel named twice read as two
+    # distributions (two provider rows, every finding twice), and two versions of one as both
+    # installed at once, which no environment can be.
+    provider = tmp_path / "libvendor.so"
+    compile_shared(SOURCES / "unprefixed_runtime.c", provider)
+    one = make_wheel(tmp_path / f"vendor_x-0.9-{WHEEL_TAG}.whl", {"vendor_x/libvendor.so": provider}, name="vendor-x")
+    again = _scan(str(one), str(one), "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert len(json.loads(again.stdout)["providers"]) == 1, again.stdout
+    other = make_wheel(tmp_path / "other" / f"vendor_x-1.0-{WHEEL_TAG}.whl", {"vendor_x/libvendor.so": provider}, name="vendor-x")
+    line = one_line_error(_scan(str(one), str(other)), 2)
+    assert "vendor-x" in line and "two wheels" in line, line

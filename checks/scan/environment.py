@@ -556,6 +556,8 @@ def read_environment(paths: tuple[str, ...], python: str | None, workspace: Work
         here = running_interpreter()
         folders += here.folders
         said.append(f"interpreter {here.executable} (Python {here.version})")
+    # A wheel named twice is one distribution.
+    wheels = list({os.path.realpath(w): w for w in wheels}.values())
     if wheels:
         said.append(f"{len(wheels)} wheel(s)")
     unique = tuple(dict.fromkeys(os.path.abspath(f) for f in folders))
@@ -563,7 +565,14 @@ def read_environment(paths: tuple[str, ...], python: str | None, workspace: Work
     if not wheels:
         return env
     ignored = list(env.ignored)
+    # Two wheels of one distribution are no environment (pip installs one version of a
+    # name), whichever of them were meant.
     from_wheels = [read_wheel(w, workspace, ignored) for w in wheels]
+    first: dict[str, str] = {}
+    for wheel, dist in zip(wheels, from_wheels):
+        seen = first.setdefault(_normalized(dist.name), wheel)
+        if seen != wheel:
+            raise UsageError(f"{dist.name}: two wheels of one distribution ({seen}, {wheel}); an environment holds one: give one")
     replaced = {_normalized(d.name) for d in from_wheels}
     kept = [d for d in env.distributions if _normalized(d.name) not in replaced]
     return Environment(
