@@ -311,3 +311,13 @@ def test_one_distribution_from_two_wheels_is_no_environment(tmp_path: Path) -> N
     other = make_wheel(tmp_path / "other" / f"vendor_x-1.0-{WHEEL_TAG}.whl", {"vendor_x/libvendor.so": provider}, name="vendor-x")
     line = one_line_error(_scan(str(one), str(other)), 2)
     assert "vendor-x" in line and "two wheels" in line, line
+
+
+def test_a_folder_above_a_site_folder_is_pointed_at_it(tmp_path: Path, consumer: Path) -> None:
+    # `scan .venv/lib` read torch's libraries as no distribution's, and failed with torch's own
+    # libtorch_cpu.so as an unprefixed provider hijacking torch's own test programs.
+    site = _site(tmp_path / "lib" / "python3.11", {"pkg/libconsumer.so": consumer.read_bytes()})
+    for above in (tmp_path / "lib", tmp_path / "lib" / "python3.11", tmp_path):
+        line = one_line_error(_scan(str(above)), 2)
+        assert f"{above}: not a site folder: {site} below it is one" in line, line
+    assert _scan(str(site)).returncode == 0

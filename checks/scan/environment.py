@@ -20,6 +20,7 @@ import csv
 import importlib.metadata as metadata
 import io
 import json
+import glob
 import os
 import stat
 import subprocess
@@ -179,6 +180,24 @@ def venv_site_folders(folder: str) -> tuple[str, ...] | None:
             if name.startswith("python") and os.path.isdir(site) and os.path.realpath(site) not in map(os.path.realpath, found):
                 found.append(site)
     return tuple(found)
+
+
+def site_folder_below(folder: str) -> str | None:
+    """A site folder under ``folder`` (``site-packages``, ``pythonX.Y/site-packages``,
+    ``lib/pythonX.Y/site-packages``) when ``folder`` itself holds no distribution: a venv's
+    ``lib/`` given for its site folder, whose libraries would read as no distribution's
+    (torch's own as an unprefixed provider hijacking torch)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    if any(n.endswith((".dist-info", ".egg-info")) for n in names):
+        return None
+    for pattern in ("site-packages", "python*/site-packages", "lib*/python*/site-packages"):
+        found = sorted(glob.glob(os.path.join(glob.escape(folder), pattern)))
+        if found:
+            return found[0]
+    return None
 
 
 def pth_folders(site: str) -> list[str]:
@@ -545,6 +564,11 @@ def read_environment(paths: tuple[str, ...], python: str | None, workspace: Work
                 for site in venv:
                     folders += pth_folders(site)
             else:
+                below = site_folder_below(raw)
+                if below is not None:
+                    raise UsageError(
+                        f"{raw}: not a site folder: {below} below it is one; scan that, or the environment's root"
+                    )
                 folders.append(raw)
                 folders += pth_folders(raw)
                 said.append(f"site folder {raw}")
