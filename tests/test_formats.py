@@ -598,3 +598,14 @@ def test_a_fingerprint_hashes_undecodable_bytes_as_they_were() -> None:
     want = hashlib.sha256(b"HIJACK\0lib\xed\xb3\xbex.so\0sym\xed\xb3\xbf").hexdigest()[:32]
     assert fingerprint("HIJACK", "d/lib\udcfex.so", "sym\udcff") == want
     assert Finding("HIJACK", BLOCKING, "d/lib\udcfex.so", "sym\udcff", "m").fingerprint == want
+
+
+def test_github_summary_without_against_says_no_collision_was_judged() -> None:
+    # The text verdict never reads a plain OK without --against; the step summary of
+    # --format github said "0 blocking, 0 warning(s), 0 suppressed." and nothing more.
+    from aoti_shim.checks.formats.github import markdown_summary
+
+    skipped = (("COLLISION", "no --against reference given"),)
+    text = markdown_summary(_report((), against=(), references=(), skipped_rules=skipped))
+    assert "no collision with libtorch judged (no --against: add --against torch or a snapshot)" in text, text
+    assert "judged" not in markdown_summary(_report(()))

@@ -80,6 +80,9 @@ def markdown_summary(report: Report) -> str:
         f"{len(report.blocking)} blocking, {len(report.warnings)} warning(s), {len(report.suppressed)} suppressed.",
         "",
     ]
+    if any(rule == "COLLISION" for rule, _ in report.skipped_rules):
+        # As the text verdict: the check that matters most did not run.
+        lines += ["Verdict: no collision with libtorch judged (no --against: add --against torch or a snapshot).", ""]
     lines += [f"Against {_md_code(s.item)}: {_md_text(s.describe())}." for s in report.against]
     if report.against:
         lines.append("")
