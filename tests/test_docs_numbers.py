@@ -154,3 +154,10 @@ def test_scans_help_says_what_the_readme_says_of_output_and_verbose() -> None:
     text = _flat(_subparser("scan").format_help())
     assert "never inside a scanned environment" in text
     assert "every distribution, library, site folder and non-library ELF file" in text
+
+
+def test_the_reference_states_the_scan_texts_narrowest_width() -> None:
+    # COLUMNS=20 wraps scan's text to 60 columns (layout.MIN_WIDTH): the reference said only $COLUMNS.
+    from aoti_shim.checks.formats.layout import DEFAULT_WIDTH, MIN_WIDTH
+
+    assert f"(`$COLUMNS`, never narrower than {MIN_WIDTH}; {DEFAULT_WIDTH} into a file or pipe)" in _flat(REFERENCE)
