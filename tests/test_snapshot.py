@@ -195,7 +195,8 @@ def test_snapshot_of_a_wheel_is_streamed_and_matches_the_reader(libs: dict[str, 
 def test_snapshot_bytes_are_deterministic(libs: dict[str, Path], tmp_path: Path) -> None:
     lib_dir = tmp_path / "lib"
     lib_dir.mkdir()
-    (lib_dir / "libshim.so").write_bytes(libs["shim"].read_bytes())
+    # A torch library's name: --torch-version makes no other folder torch.
+    (lib_dir / "libtorch_shim.so").write_bytes(libs["shim"].read_bytes())
     first = snapshot_mod.encode(snapshot_mod.capture(lib_dir, torch_version="1.0"))
     second = snapshot_mod.encode(snapshot_mod.capture(lib_dir, torch_version="1.0"))
     assert first == second
@@ -332,7 +333,7 @@ def test_snapshot_refuses_a_name_it_could_not_read_back(checker_libs, tmp_path):
     assert old in data
     lib_dir = tmp_path / "torch" / "lib"
     lib_dir.mkdir(parents=True)
-    (lib_dir / "libodd.so").write_bytes(data.replace(old, b"myrt_aoti_torch_get\ndata_ptr\x00"))
+    (lib_dir / "libtorch_odd.so").write_bytes(data.replace(old, b"myrt_aoti_torch_get\ndata_ptr\x00"))
     out = tmp_path / "snap.json.gz"
     line = one_line_error(cli("snapshot", str(lib_dir), "-o", str(out), "--torch-version", "1"), 1)
     assert "cannot be read back" in line and "\\n" in line
@@ -499,12 +500,12 @@ def test_snapshot_command_errors(tmp_path: Path) -> None:
 
     assert "missing" in says(str(tmp_path / "missing"), "-o", str(out))
     (tmp_path / "empty").mkdir()
-    assert "no ELF" in says(str(tmp_path / "empty"), "-o", str(out), "--torch-version", "1")
+    assert "not torch's lib/ folder" in says(str(tmp_path / "empty"), "-o", str(out), "--torch-version", "1")
     assert not out.exists()
     notzip = tmp_path / "torch.whl"
     notzip.write_text("nope")
     assert "not a folder or a wheel" in says(str(notzip), "-o", str(out))
     (tmp_path / "lib").mkdir()
-    (tmp_path / "lib" / "libone.so").write_bytes(synth_elf(SYNTH_SYMBOLS))
+    (tmp_path / "lib" / "libc10.so").write_bytes(synth_elf(SYNTH_SYMBOLS))
     deep = tmp_path / "no" / "such" / "dir" / "s.json.gz"
     assert "cannot write" in says(str(tmp_path / "lib"), "-o", str(deep), "--torch-version", "1")
