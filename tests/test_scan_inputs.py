@@ -321,3 +321,15 @@ def test_a_folder_above_a_site_folder_is_pointed_at_it(tmp_path: Path, consumer:
         line = one_line_error(_scan(str(above)), 2)
         assert f"{above}: not a site folder: {site} below it is one" in line, line
     assert _scan(str(site)).returncode == 0
+
+
+def test_a_scan_that_read_no_library_says_nothing_was_judged(tmp_path: Path) -> None:
+    # An empty folder or a folder of scripts: exit 0, but the verdict must not read a plain OK.
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run.sh").write_text("#!/bin/sh\n")
+    for folder in ("empty", "scripts"):
+        for fmt in ("text", "github"):
+            done = _scan(str(tmp_path / folder), "--format", fmt)
+            assert done.returncode == 0, done.stderr
+            assert "nothing was judged: no shared library in what was scanned" in done.stdout, done.stdout

@@ -48,6 +48,9 @@ def verdict(report: ScanReport) -> tuple[str, str]:
         return f"FAILED: {summary}", _RED
     if report.warnings:
         return f"WARNINGS: {summary}", _YELLOW
+    if not report.scanned.libraries:
+        # An OK over nothing read is no answer: say so in the verdict itself (issue 35).
+        return f"OK: {summary}; nothing was judged: no shared library in what was scanned", _GREEN
     return f"OK: {summary}", _GREEN
 
 
