@@ -26,12 +26,12 @@ _MARKDOWN_SPECIAL = re.compile(r"([\\`*_<>&\[\]|~!])")
 _BACKTICKS = re.compile(r"`+")
 
 
-def _md_text(text: str) -> str:
+def md_text(text: str) -> str:
     """``text`` as literal Markdown table-cell text (every special character backslash-escaped)."""
     return _MARKDOWN_SPECIAL.sub(r"\\\1", text)
 
 
-def _md_code(text: str) -> str:
+def md_code(text: str) -> str:
     """``text`` as a code span in a table cell: a fence longer than any backtick run inside
     (a single backtick in a symbol name closed the span), padded when the text touches it."""
     if not text:
@@ -55,7 +55,7 @@ def findings_table(findings: Sequence[Finding], artifact: str, text: Callable[[s
         return []
     lines = [f"| severity | rule | {artifact} | symbol | detail |", "| --- | --- | --- | --- | --- |"]
     for f in findings:
-        lines.append(table_row([f.severity, f.rule, _md_text(text(f.artifact)), _md_code(text(f.symbol)), _md_text(text(f.message))]))
+        lines.append(table_row([f.severity, f.rule, md_text(text(f.artifact)), md_code(text(f.symbol)), md_text(text(f.message))]))
     return lines
 
 
@@ -83,7 +83,7 @@ def markdown_summary(report: Report) -> str:
     if any(rule == "COLLISION" for rule, _ in report.skipped_rules):
         # As the text verdict: the check that matters most did not run.
         lines += ["Verdict: no collision with libtorch judged (no --against: add --against torch or a snapshot).", ""]
-    lines += [f"Against {_md_code(s.item)}: {_md_text(s.describe())}." for s in report.against]
+    lines += [f"Against {md_code(s.item)}: {md_text(s.describe())}." for s in report.against]
     if report.against:
         lines.append("")
     lines += findings_table(report.findings, "artifact")

@@ -62,20 +62,25 @@ def rule_descriptors(rules: Iterable[Rule[Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], None]) -> None:
-    rules = rule_descriptors(RULES)
-    doc = {
+def sarif_document(rules: list[dict[str, Any]], results: list[dict[str, Any]], properties: dict[str, Any]) -> dict[str, Any]:
+    """One SARIF 2.1.0 log of one run of aoti-shim: the one place both products' SARIF is
+    assembled (check streams its results into the empty list; scan's are few, given whole)."""
+    return {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
         "runs": [
             {
                 "tool": {"driver": {"name": "aoti-shim", "version": __version__, "rules": rules}},
-                "results": [],
-                # A property bag: the torch the run was checked against, as every format names it.
-                "properties": {"against": [a.as_dict() for a in header.against]},
+                "results": results,
+                # A property bag: what the run judged against, as every format names it.
+                "properties": properties,
             }
         ],
     }
+
+
+def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], None]) -> None:
+    doc = sarif_document(rule_descriptors(RULES), [], {"against": [a.as_dict() for a in header.against]})
     text = json.dumps(doc, indent=2)
     at = text.index(_RESULTS)
     write(text[: at + len(_RESULTS) - 1])

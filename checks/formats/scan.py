@@ -14,10 +14,10 @@ from typing import Any, Callable
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import printable, valid_unicode
-from aoti_shim.checks.formats.github import _md_code, _md_text, annotations, findings_table, table_row
+from aoti_shim.checks.formats.github import md_code, md_text, annotations, findings_table, table_row
 from aoti_shim.checks.formats.junit import junit_document
 from aoti_shim.checks.formats.scan_text import counts, prefix_text, render_text, verdict
-from aoti_shim.checks.formats.sarif import SARIF_SCHEMA, artifact_uri, level, rule_descriptors
+from aoti_shim.checks.formats.sarif import artifact_uri, level, rule_descriptors, sarif_document
 from aoti_shim.checks.report.model import Finding, fingerprint
 from aoti_shim.checks.scan.judge import SCAN_RULES, LibraryFacts
 from aoti_shim.checks.scan.run import ScanReport
@@ -117,23 +117,7 @@ def render_sarif(report: ScanReport) -> str:
         if x.symbol:
             result["locations"][0]["logicalLocations"] = [{"name": f(x.symbol), "kind": "function"}]
         results.append(result)
-    doc = {
-        "$schema": SARIF_SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "aoti-shim",
-                        "version": __version__,
-                        "rules": rule_descriptors(SCAN_RULES),
-                    }
-                },
-                "results": results,
-                "properties": {"environment": f(report.scanned.description)},
-            }
-        ],
-    }
+    doc = sarif_document(rule_descriptors(SCAN_RULES), results, {"environment": f(report.scanned.description)})
     return json.dumps(doc, indent=2) + "\n"
 
 
@@ -143,11 +127,11 @@ def render_sarif(report: ScanReport) -> str:
 def markdown_summary(report: ScanReport) -> str:
     f = printable
     verdict_line, _ = verdict(report)
-    lines = ["## aoti-shim scan", "", f"{_md_text(f(report.scanned.description))}: {_md_text(counts(report))}. {verdict_line}.", ""]
+    lines = ["## aoti-shim scan", "", f"{md_text(f(report.scanned.description))}: {md_text(counts(report))}. {verdict_line}.", ""]
     if report.providers:
         lines += ["| distribution | library | prefix | shim names |", "| --- | --- | --- | --- |"]
         for r in report.providers:
-            lines.append(table_row([_md_text(f(r.distribution)), _md_text(f(r.library)), _md_code(f(prefix_text(r.prefix))), str(r.names)]))
+            lines.append(table_row([md_text(f(r.distribution)), md_text(f(r.library)), md_code(f(prefix_text(r.prefix))), str(r.names)]))
         lines.append("")
     lines += findings_table(report.findings, "library", printable)
     return "\n".join(lines) + "\n"
