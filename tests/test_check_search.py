@@ -73,6 +73,37 @@ def test_origin_is_the_folder_a_symlinked_blob_was_opened_from(tmp_path: Path) -
     assert "needs libdep.so, which the loader finds nowhere" in " ".join(_failures((), (blob,)))
 
 
+def test_origin_dot_dot_through_a_symlinked_folder_is_the_kernels(tmp_path: Path) -> None:
+    """The blob is opened through a symlinked folder and its RUNPATH is $ORIGIN/../deps:
+    ld.so opens ``top/link/../deps/libdep.so``, which the kernel resolves from the link's
+    target (``other/deps``), not lexically (``top/deps``). The check read the lexical
+    file (os.path.abspath) and said OK where the dlopen fails."""
+    top, other = tmp_path / "top", tmp_path / "other"
+    nowhere = _lib(tmp_path / "scratch", "nowhere", defining("gone"))
+    _lib(top / "deps", "dep", defining("helper"))  # the lexical neighbour: loads
+    dep = _lib(other / "deps", "dep", defining("helper") + using("gone"), (str(nowhere),))
+    _lib(other / "real", "blob", using("helper") + ENTRY, (str(dep), "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../deps"))
+    (top / "link").symlink_to(other / "real")
+    blob = top / "link" / "libblob.so"
+    assert _load(blob).returncode != 0  # other/deps/libdep.so needs libnowhere.so
+    assert "needs libnowhere.so" in " ".join(_failures((), (blob,)))
+
+
+def test_a_dependencys_origin_keeps_the_dot_dot_it_was_opened_by(tmp_path: Path) -> None:
+    """As above, one level down: the dependency ld.so opened as ``top/link/../deps/libdep.so``
+    has that folder as $ORIGIN, so its ``$ORIGIN/../deps2`` is ``other/deps2`` too."""
+    top, other = tmp_path / "top", tmp_path / "other"
+    nowhere = _lib(tmp_path / "scratch", "nowhere", defining("gone"))
+    _lib(top / "deps2", "dep2", defining("helper2"))  # the lexical neighbour: loads
+    dep2 = _lib(other / "deps2", "dep2", defining("helper2") + using("gone"), (str(nowhere),))
+    dep = _lib(other / "deps", "dep", defining("helper") + using("helper2"), (str(dep2), "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../deps2"))
+    _lib(other / "real", "blob", using("helper") + ENTRY, (str(dep), "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../deps"))
+    (top / "link").symlink_to(other / "real")
+    blob = top / "link" / "libblob.so"
+    assert _load(blob).returncode != 0  # other/deps2/libdep2.so needs libnowhere.so
+    assert "needs libnowhere.so" in " ".join(_failures((), (blob,)))
+
+
 # -- dynamic string tokens, whole tokens only -----------------------------------------------------
 
 

@@ -125,8 +125,9 @@ def _needer(art: Artifact, image: ElfImage, wheel_roots: tuple[str, ...]) -> sea
         if path.startswith(inside):
             rel = os.path.relpath(os.path.dirname(path), root).replace(os.sep, "/")
             return search.Needer(os.path.dirname(path), root=os.path.abspath(root), member_dir=rel, **common)
-    # $ORIGIN is the folder of the path it was opened by, symlinks not resolved (glibc's l_origin).
-    return search.Needer(os.path.dirname(path), **common)
+    # $ORIGIN is the folder of the path it was opened by, symlinks not resolved (glibc's l_origin),
+    # nor a link/.. taken away (the kernel resolves it from the link's target).
+    return search.Needer(os.path.dirname(search.absolute(art.path)), **common)
 
 
 def _members(wheel: str) -> tuple[frozenset[str], frozenset[str]]:

@@ -258,7 +258,7 @@ class Walk:
                 return real
             return None
         if real not in self._linked and real not in self._unreadable:
-            read = self._read(os.path.abspath(where.path or ""), real)
+            read = self._read(search.absolute(where.path or ""), real)
             if read is None:
                 self._unreadable.add(real)
                 return None
@@ -292,7 +292,7 @@ class Walk:
             self._named.setdefault(n, real)
         if image.has_dynsym:
             rpath, runpath = image.search_paths
-            needer = search.Needer(os.path.dirname(os.path.abspath(path)), rpath=rpath, runpath=runpath, nodeflib=image.nodeflib,
+            needer = search.Needer(os.path.dirname(search.absolute(path)), rpath=rpath, runpath=runpath, nodeflib=image.nodeflib,
                                    header=(image.elf_class, image.big_endian, image.machine))  # fmt: skip
             self._needs[real] = Needs(needer, tuple(image.needed))
             self._queue.append((real, (), False))

@@ -254,6 +254,13 @@ def has_token(text: str, token: str) -> bool:
     return any((m.group(1) or m.group(2)) == token for m in _TOKEN.finditer(text))
 
 
+def absolute(path: str) -> str:
+    """``path`` as the loader opens it: a relative one joined to the working folder, nothing
+    normalised (``link/../deps`` is the kernel's to resolve, from the link's target; a
+    lexical os.path.abspath names another file)."""
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+
+
 def expand(folder: str, origin: str | None, paths: SearchPaths) -> str | None:
     """``folder`` with its dynamic string tokens replaced as glibc's _dl_dst_substitute
     replaces them: ``$ORIGIN``, ``$LIB``, ``$PLATFORM`` or their braced forms, each a whole
@@ -481,5 +488,5 @@ class Search:
             if expanded is None:
                 return None
             name = expanded
-        path = os.path.abspath(name)  # a relative path is the working folder's, as for ld.so
+        path = absolute(name)  # a relative path is the working folder's, as for ld.so
         return path if self._fits(path, needer) else None
