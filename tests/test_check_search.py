@@ -104,6 +104,35 @@ def test_a_dependencys_origin_keeps_the_dot_dot_it_was_opened_by(tmp_path: Path)
     assert "needs libnowhere.so" in " ".join(_failures((), (blob,)))
 
 
+@pytest.mark.parametrize("bad", ["loop", "not_a_folder"])
+def test_an_unopenable_file_ends_its_search_list(tmp_path: Path, bad: str) -> None:
+    """The first RUNPATH folder holds libdep.so as a symlink loop (ELOOP), or one through a
+    file (ENOTDIR): glibc's open_path gives up the rest of that list (not ENOENT, not
+    EACCES), so the second folder's good copy is never tried and the dlopen fails. The
+    check skipped the unopenable file, took the good copy and said OK."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    dep = _lib(second, "dep", defining("helper"))
+    if bad == "loop":
+        (first / "libdep.so").symlink_to("libdep.so")
+    else:
+        (first / "file").write_text("")
+        (first / "libdep.so").symlink_to("file/libdep.so")
+    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(dep), f"-Wl,--enable-new-dtags,-rpath,{first}:{second}"))
+    assert _load(blob).returncode != 0
+    assert "needs libdep.so, which the loader finds nowhere" in " ".join(_failures((), (blob,)))
+    # The next list is still searched: the RUNPATH after LD_LIBRARY_PATH's ended list.
+    other = _lib(tmp_path / "o", "blob2", using("helper") + ENTRY, (str(dep), f"-Wl,--enable-new-dtags,-rpath,{second}"))
+    env = {**os.environ, "LD_LIBRARY_PATH": str(first)}
+    assert subprocess.run([sys.executable, "-c", LOADER, str(other)], env=env, check=False).returncode == 0
+    result = subprocess.run(
+        [sys.executable, "-c", "import sys\nfrom aoti_shim.checks import CheckSettings, run_check\n"
+         "r = run_check(CheckSettings(models=(sys.argv[1],)))\nprint([f.rule for f in r.findings if f.severity == 'blocking'])", str(other)],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert result.stdout.strip() == "[]", result.stdout
+
+
 # -- dynamic string tokens, whole tokens only -----------------------------------------------------
 
 

@@ -31,6 +31,7 @@ none the loader can load) or ``MISSING``.
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
@@ -188,6 +189,25 @@ class Unloadable(Exception):
     def __init__(self, path: str, why: str) -> None:
         super().__init__(f"{path}: {why}")
         self.path, self.why = path, why
+
+
+class _ListEnds(Exception):
+    """A folder's file by the name is there but cannot be opened for another reason than
+    ENOENT or EACCES (a symlink loop, a file where a folder should be): glibc's open_path
+    gives up the rest of that search list; the next list (RUNPATH, the cache, ...) is still
+    searched."""
+
+
+def _ends_list(folder: str, name: str) -> bool:
+    """Whether ``name`` in ``folder`` (an existing folder, so open_path's here_any) fails to
+    open with an errno that ends the list (open_path: not ENOENT, not EACCES)."""
+    if not os.path.isdir(folder):
+        return False
+    try:
+        with open(os.path.join(folder, name), "rb"):
+            return False
+    except OSError as e:
+        return e.errno not in (errno.ENOENT, errno.EACCES)
 
 
 # glibc's own ABI versions for ELFOSABI_GNU files (LIBC_ABI_MAX): 0 plain, 1 unique, 2 ifunc, 3 absolute.
@@ -424,6 +444,8 @@ class Search:
             candidate = os.path.join(folder, sub, name) if sub else os.path.join(folder, name)
             if self._fits(candidate, needer):
                 return candidate
+        if _ends_list(folder, name):  # (errno is the last candidate's: the folder's own)
+            raise _ListEnds(folder)
         return None
 
     def find(self, name: str, needer: Needer, loaders: Sequence[Needer] = (), program: Needer | None = None) -> Found:
@@ -441,38 +463,56 @@ class Search:
             if path is not None:
                 return Found(FILE, path, "its path")
         else:
-            steps: list[tuple[str, Needer, str]] = []
-            if not needer.runpath:
-                # The program's DT_RPATH after its loaders' (glibc's _dl_map_object: the main map's).
-                chain = (needer, *loaders)
-                chain += (program,) if program is not None and all(program is not n for n in chain) else ()
-                steps += [(d, owner, "RPATH") for owner in chain for d in owner.rpath]
-            for folder, owner, via in steps:
-                hit = self._in_folder(folder, name, needer, owner, unseen, via)
-                if hit is not None:
-                    return Found(FILE, hit, via)
-            for folder in self.paths.env:
-                # ($ORIGIN there is the program's folder, which the check does not know: dropped.)
-                expanded = expand(folder, None, self.paths)
-                hit = self._plain(expanded, name, needer) if expanded is not None else None
-                if hit is not None:
-                    return Found(FILE, hit, "LD_LIBRARY_PATH")
-            for folder in needer.runpath:
-                hit = self._in_folder(folder, name, needer, needer, unseen, "RUNPATH")
-                if hit is not None:
-                    return Found(FILE, hit, "RUNPATH")
+            # The program's DT_RPATH after its loaders' (glibc's _dl_map_object: the main map's).
+            chain: tuple[Needer, ...] = (needer, *loaders)
+            chain += (program,) if program is not None and all(program is not n for n in chain) else ()
+            # Each owner's DT_RPATH is one search list, as are LD_LIBRARY_PATH, the
+            # RUNPATH and the system folders: a _ListEnds gives up the rest of its list.
+            lists: list[tuple[str, list[tuple[str, Needer]]]] = []
+            for owner in chain if not needer.runpath else ():
+                lists.append(("RPATH", [(d, owner) for d in owner.rpath]))
+            for via, entries in lists:
+                try:
+                    for folder, owner in entries:
+                        hit = self._in_folder(folder, name, needer, owner, unseen, via)
+                        if hit is not None:
+                            return Found(FILE, hit, via)
+                except _ListEnds:
+                    pass
+            try:
+                for folder in self.paths.env:
+                    # ($ORIGIN there is the program's folder, which the check does not know: dropped.)
+                    expanded = expand(folder, None, self.paths)
+                    hit = self._plain(expanded, name, needer) if expanded is not None else None
+                    if hit is not None:
+                        return Found(FILE, hit, "LD_LIBRARY_PATH")
+            except _ListEnds:
+                pass
+            try:
+                for folder in needer.runpath:
+                    hit = self._in_folder(folder, name, needer, needer, unseen, "RUNPATH")
+                    if hit is not None:
+                        return Found(FILE, hit, "RUNPATH")
+            except _ListEnds:
+                pass
             if not needer.nodeflib:
                 for path in self.paths.cache.get(name, ()):
                     if self._fits(path, needer):
                         return Found(SYSTEM, path, "the ld.so cache")
-                for folder in self.paths.system:
-                    hit = self._plain(folder, name, needer)
-                    if hit is not None:
-                        return Found(SYSTEM, hit, "a system folder")
-        for folder in self.paths.library_path:
-            hit = self._plain(folder, os.path.basename(name), needer)
-            if hit is not None:
-                return Found(FILE, hit, "--library-path")
+                try:
+                    for folder in self.paths.system:
+                        hit = self._plain(folder, name, needer)
+                        if hit is not None:
+                            return Found(SYSTEM, hit, "a system folder")
+                except _ListEnds:
+                    pass
+        try:
+            for folder in self.paths.library_path:
+                hit = self._plain(folder, os.path.basename(name), needer)
+                if hit is not None:
+                    return Found(FILE, hit, "--library-path")
+        except _ListEnds:
+            pass
         if is_driver_library(name):
             return Found(UNSEEN, None, "a GPU driver library (the driver installs it, no wheel does)")
         if unseen:
