@@ -28,6 +28,32 @@ if(NOT EXISTS "${AOTI_SHIM_RENAME_HEADER}")
   message(FATAL_ERROR "AotiShim: ${AOTI_SHIM_RENAME_HEADER} is missing: reinstall aoti-shim (pip install --force-reinstall <the aoti-shim clone>)")
 endif()
 
+# The prefix rule and the default prefix: one file, shared with the checker
+# (checks/abi/prefix_rule.txt; ../checks/abi/ from here in a clone and in the wheel).
+# Sets AOTI_SHIM_DEFAULT_PREFIX (shims/CMakeLists.txt's default), _AOTI_SHIM_IDENTIFIER
+# and _AOTI_SHIM_SHIM_MARK (_aoti_shim_resolve_prefix's rule).
+set(_aoti_shim_rule_file "${CMAKE_CURRENT_LIST_DIR}/../checks/abi/prefix_rule.txt")
+if(NOT EXISTS "${_aoti_shim_rule_file}")
+  message(FATAL_ERROR "AotiShim: ${_aoti_shim_rule_file} is missing: reinstall aoti-shim (pip install --force-reinstall <the aoti-shim clone>)")
+endif()
+file(STRINGS "${_aoti_shim_rule_file}" _aoti_shim_rule_lines REGEX "^[a-z_]+=")
+foreach(_aoti_shim_line IN LISTS _aoti_shim_rule_lines)
+  string(FIND "${_aoti_shim_line}" "=" _aoti_shim_eq)
+  string(SUBSTRING "${_aoti_shim_line}" 0 ${_aoti_shim_eq} _aoti_shim_key)
+  math(EXPR _aoti_shim_eq "${_aoti_shim_eq} + 1")
+  string(SUBSTRING "${_aoti_shim_line}" ${_aoti_shim_eq} -1 _aoti_shim_value)
+  string(TOUPPER "${_aoti_shim_key}" _aoti_shim_key)
+  set(_AOTI_SHIM_RULE_${_aoti_shim_key} "${_aoti_shim_value}")
+endforeach()
+foreach(_aoti_shim_key IN ITEMS DEFAULT_PREFIX IDENTIFIER SHIM_MARK)
+  if("${_AOTI_SHIM_RULE_${_aoti_shim_key}}" STREQUAL "")
+    message(FATAL_ERROR "AotiShim: no ${_aoti_shim_key} in ${_aoti_shim_rule_file}")
+  endif()
+endforeach()
+set(AOTI_SHIM_DEFAULT_PREFIX "${_AOTI_SHIM_RULE_DEFAULT_PREFIX}")
+set(_AOTI_SHIM_IDENTIFIER "${_AOTI_SHIM_RULE_IDENTIFIER}")
+set(_AOTI_SHIM_SHIM_MARK "${_AOTI_SHIM_RULE_SHIM_MARK}")
+
 # _aoti_shim_find_python: which Python the build asks.
 include("${CMAKE_CURRENT_LIST_DIR}/AotiShimPython.cmake")
 # aoti_shim_find_cudart: CUDA headers and libcudart from a CUDA 13 toolkit or NVIDIA's wheels.
@@ -82,12 +108,13 @@ function(_aoti_shim_resolve_prefix fn target argv missing_values given out)
     endif()
     message(FATAL_ERROR "${fn}: no prefix for '${target}': pass PREFIX <p> or set -DAOTI_SHIM_SYMBOL_PREFIX=<p>")
   endif()
-  if(NOT "${given}" MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
-    message(FATAL_ERROR "${fn}: prefix '${given}' for '${target}' is not a C identifier prefix ([A-Za-z_][A-Za-z0-9_]*)")
+  # The checker's rule (checks/abi/prefix_rule.txt, read above).
+  if(NOT "${given}" MATCHES "^${_AOTI_SHIM_IDENTIFIER}$")
+    message(FATAL_ERROR "${fn}: prefix '${given}' for '${target}' is not a C identifier prefix (${_AOTI_SHIM_IDENTIFIER})")
   endif()
-  # The checker's rule too (checks/abi/prefix.py): libtorch's own names start so.
-  if("${given}" MATCHES "^aoti_torch_")
-    message(FATAL_ERROR "${fn}: prefix '${given}' for '${target}' starts with 'aoti_torch_', which libtorch uses itself")
+  string(FIND "${given}" "${_AOTI_SHIM_SHIM_MARK}" mark_at)
+  if(mark_at EQUAL 0)
+    message(FATAL_ERROR "${fn}: prefix '${given}' for '${target}' starts with '${_AOTI_SHIM_SHIM_MARK}', which libtorch uses itself")
   endif()
   # Say once per configure (and per distinct prefix) which names will be built.
   get_property(seen GLOBAL PROPERTY _AOTI_SHIM_ANNOUNCED)

@@ -18,19 +18,34 @@ from __future__ import annotations
 import os
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Iterable
 
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.errors import UsageError
 from aoti_shim.torch_names import shipped_names
 
-# Almost every AOTInductor shim function's name holds this; a private prefix goes in front of it.
-SHIM_MARK = "aoti_torch_"
-# The reference shim library's prefix when its build is given none (shims/CMakeLists.txt
-# reads this line, so the wheel's library and the Python side cannot disagree).
-DEFAULT_PREFIX = "aotishim_"
+# The rule's data, shared with CMake (cmake/AotiShimConfig.cmake reads the same file), so
+# the two languages cannot disagree on the default prefix or on what a prefix may be.
+RULE_FILE = Path(__file__).with_name("prefix_rule.txt")
 
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+def _read_rule(path: Path) -> dict[str, str]:
+    rule: dict[str, str] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            rule[key] = value
+    return rule
+
+
+_RULE = _read_rule(RULE_FILE)
+# Almost every AOTInductor shim function's name holds this; a private prefix goes in front of it.
+SHIM_MARK = _RULE["shim_mark"]
+# The reference shim library's prefix when its build is given none.
+DEFAULT_PREFIX = _RULE["default_prefix"]
+
+_IDENTIFIER = re.compile(_RULE["identifier"])
 
 
 @lru_cache(maxsize=1)
