@@ -12,52 +12,22 @@ from typing import Iterator
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
-from aoti_shim.checks import CheckSettings
-from aoti_shim.checks.check.run import checking
-from aoti_shim.checks.formats import render_stream
-from aoti_shim.checks.formats.escape import printable
-from aoti_shim.checks.formats.github import markdown_summary, render_annotations
-from aoti_shim.checks.inputs.collect import extract_elf_members
-from aoti_shim.checks.report.model import FAIL_ON_CHOICES, assemble
-from aoti_shim.checks.loader.roles import classify_by_symbols
+from aoti_shim.checks.report.model import assemble
+from aoti_shim.checks.report.options import (
+    COLOR_HELP,
+    FAIL_ON_HELP,
+    FORMAT_HELP,
+    SUMMARY,
+    add_report_options,
+    append_step_summary,
+)
 from aoti_shim.color import wants_color
-from aoti_shim.errors import AotiShimError, UsageError
-from aoti_shim.guard import append_text, appendable
+from aoti_shim.errors import UsageError
+from aoti_shim.guard import appendable
 from aoti_shim.torch_location import TORCH_ENV_VAR
 
-
-# One sentence per choice, shown by --help (a test keeps them in step with the choices).
-FORMAT_HELP = {
-    "text": "a table for people, coloured per --color",
-    "json": "versioned JSON (schema in aoti_shim/checks/schemas/)",
-    "sarif": "SARIF 2.1.0, for code-scanning uploads",
-    "github": "GitHub Actions annotations, plus a table in $GITHUB_STEP_SUMMARY when it is set",
-    "junit": "JUnit XML, one test case per rule and checked file, for CI test reporters",
-}
-FAIL_ON_HELP = {
-    "blocking": "exit 8 on blocking findings; warnings are reported only",
-    "any": "warnings fail too (exit bit 4)",
-    "never": "always exit 0 once the check ran (a report only)",
-}
-COLOR_HELP = {
-    "auto": "colour on a terminal or with FORCE_COLOR set, never with NO_COLOR set",
-    "always": "colour even into a file or pipe",
-    "never": "no colour",
-}
-
-
-def _choices_help(described: dict[str, str], default: str) -> str:
-    return "; ".join(f"{name}: {what}" for name, what in described.items()) + f" (default: {default})"
-
-
-def add_report_options(p: argparse.ArgumentParser, format_help: dict[str, str]) -> None:
-    """The options of a command that writes a findings report (check, scan): its format
-    (``format_help`` names the choices), file, suppressions, failing level and colour."""
-    p.add_argument("--format", default="text", choices=tuple(format_help), help=_choices_help(format_help, "text"))
-    p.add_argument("--output", "-o", type=path_text, metavar="FILE", help="write the report here instead of standard output")
-    p.add_argument("--suppressions", type=path_text, metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
-    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
-    p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
+# The parser's help names these; tests/test_cli_texts.py reads them here.
+__all__ = ["COLOR_HELP", "FAIL_ON_HELP", "FORMAT_HELP", "register", "run"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -106,13 +76,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-SUMMARY = "$GITHUB_STEP_SUMMARY"
-
-
-def _append_step_summary(path: str, markdown: str, inputs: tuple[str, ...] = ()) -> None:
-    append_text(path, markdown, what=SUMMARY, inputs=inputs)
-
-
 @contextlib.contextmanager
 def _wheel_members(wheels: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[str, ...], str | None]]:
     """The shims and models of ``wheels``, classified by role as the build backend does,
@@ -120,6 +83,11 @@ def _wheel_members(wheels: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[s
     if not wheels:
         yield (), (), None
         return
+    # Lazy (this and _run's): `check --help` and a parse error need none of the checker.
+    from aoti_shim.checks.formats.escape import printable
+    from aoti_shim.checks.inputs.collect import extract_elf_members
+    from aoti_shim.checks.loader.roles import classify_by_symbols
+
     with tempfile.TemporaryDirectory(prefix="aoti-shim-wheel-") as tmp:
         shims: list[str] = []
         models: list[str] = []
@@ -148,6 +116,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: tuple[str, ...], wheel_root: str | None) -> int:
+    from aoti_shim.checks.check.run import CheckSettings, checking
+    from aoti_shim.checks.formats import render_stream
+    from aoti_shim.checks.formats.escape import printable
+    from aoti_shim.checks.formats.github import markdown_summary, render_annotations
+
     # Each wheel was extracted to a folder of its own under wheel_root: its members' run paths
     # are the installed wheel's.
     wheel_roots = tuple(str(p) for p in Path(wheel_root).iterdir()) if wheel_root else ()
@@ -180,7 +153,7 @@ def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: t
             findings = tuple(check.findings())
             report = assemble(header, findings, check.tally)
             # In a GitHub job the table goes to the step summary, the annotations to the log.
-            _append_step_summary(summary_path, markdown_summary(report), inputs)
+            append_step_summary(summary_path, markdown_summary(report), inputs)
             text = render_annotations(report, with_summary=False)
             if args.output:
                 write_text_atomically(args.output, text, what="--output", inputs=inputs)

@@ -8,9 +8,7 @@ import sys
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, write_text_atomically
-from aoti_shim.checks.check.command import FORMAT_HELP, SUMMARY, _append_step_summary, add_report_options
-from aoti_shim.checks.formats.scan import markdown_summary, render_annotations, render_scan
-from aoti_shim.checks.scan.run import ScanSettings, run_scan
+from aoti_shim.checks.report.options import FORMAT_HELP, SUMMARY, add_report_options, append_step_summary
 from aoti_shim.color import wants_color
 from aoti_shim.errors import AotiShimError
 from aoti_shim.guard import appendable, input_file_or_folder
@@ -86,6 +84,10 @@ def _outside_environment(output: str, folders: tuple[str, ...]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Lazy: `scan --help` and a parse error need neither the reader nor the formats.
+    from aoti_shim.checks.formats.scan import markdown_summary, render_annotations, render_scan
+    from aoti_shim.checks.scan.run import ScanSettings, run_scan
+
     inputs = (*args.paths, *([args.python] if args.python else []), *([args.suppressions] if args.suppressions else []))
     for item in args.paths:
         input_file_or_folder(item)  # a FIFO, a device, a link to nowhere: one line, before any work
@@ -97,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     report = run_scan(ScanSettings(paths=tuple(args.paths), python=args.python, suppressions=args.suppressions))
     if summary_path:
         # In a GitHub job the tables go to the step summary, the annotations to the log.
-        _append_step_summary(summary_path, markdown_summary(report), inputs)
+        append_step_summary(summary_path, markdown_summary(report), inputs)
         text = render_annotations(report, with_summary=False)
     else:
         color = wants_color(None if args.output else sys.stdout, args.color)

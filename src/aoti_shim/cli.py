@@ -15,11 +15,8 @@ import sys
 from typing import Any, Sequence
 
 from aoti_shim import __version__
-from aoti_shim.checks.formats.escape import printable
 from aoti_shim.errors import EXIT_TOOL_ERROR, EXIT_USAGE, AotiShimError
-from aoti_shim.paths import cmake_dir
 from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
-from aoti_shim.torch_location import torch_include_dir
 
 # Each subcommand and the module that registers it, in --help order. A command line that
 # names one is parsed by a parser holding only that one: the others' modules (scan's
@@ -53,8 +50,16 @@ class _Parser(argparse.ArgumentParser):
         raise AotiShimError(f"{where}: {message}" if where else message, exit_code=EXIT_USAGE)
 
 
+# A command line of only these global flags needs no subcommand's module (--version read
+# all seven, ~220 modules, to print one line).
+_GLOBAL_FLAGS = frozenset({"--version", "--cmake-dir", "--torch-include-dir"})
+# build_parser's ``command`` for such a line: a parser with no subcommand registered.
+NO_COMMAND = ""
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser, or with ``command`` one whose only subcommand is that one."""
+    """The whole parser, or with ``command`` one whose only subcommand is that one (with
+    NO_COMMAND, none)."""
     parser = _Parser(prog="aoti-shim", description="Private-prefix AOTInductor shims: check, build, smoke.")
     parser.add_argument("--version", action="version", version=f"aoti-shim {__version__}")
     parser.add_argument(
@@ -69,7 +74,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "aoti_shim_add_model compiles against) and exit; exit 1 when there is none",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in [COMMANDS[command]] if command else COMMANDS.values():
+    chosen = [] if command == NO_COMMAND else [COMMANDS[command]] if command else COMMANDS.values()
+    for module in chosen:
         importlib.import_module(module).register(subparsers)
     return parser
 
@@ -78,7 +84,9 @@ def _named_command(argv: Sequence[str]) -> str | None:
     """The subcommand ``argv`` names, if it names a known one: its first word that is no
     option (the global options take no value). Anything else (no command, a misspelt one,
     ``--help`` or ``--`` before the command) gets the whole parser, whose help and errors
-    list every command."""
+    list every command. A line of global flags only names NO_COMMAND."""
+    if argv and all(arg in _GLOBAL_FLAGS for arg in argv):
+        return NO_COMMAND
     for arg in argv:
         if arg in ("-h", "--help", "--"):
             return None
@@ -150,9 +158,13 @@ def _main(argv: Sequence[str] | None) -> int:
             also = asked[1] if len(asked) > 1 else f"the command '{args.command}'"
             raise AotiShimError(f"{asked[0]} takes no command or other flag (got {also})", exit_code=EXIT_USAGE)
         if args.cmake_dir:
+            from aoti_shim.paths import cmake_dir  # lazy: only this flag needs it
+
             _print_path(cmake_dir())
             return 0
         if args.torch_include_dir:
+            from aoti_shim.torch_location import torch_include_dir  # lazy: only this flag needs it
+
             _print_path(torch_include_dir())
             return 0
         if not getattr(args, "command", None):
@@ -164,6 +176,9 @@ def _main(argv: Sequence[str] | None) -> int:
             raise AotiShimError(f"standard output is closed: nothing to write {what} to")
         return int(args.run(args))
     except AotiShimError as e:
+        # Lazy: the escaping lives with the checker's formats; only an error needs it.
+        from aoti_shim.checks.formats.escape import printable
+
         # One line whatever a hostile file or symbol name holds (newlines, escape sequences).
         print(f"aoti-shim: error: {printable(str(e))}", file=sys.stderr)
         return e.exit_code

@@ -1,0 +1,70 @@
+"""Each command imports what it needs, within a stated budget (issues 35 §4, 38 §3).
+
+A command line is run in a child through ``aoti_shim.cli.main`` (as the console script
+does), and the modules it leaves in ``sys.modules`` are counted: all of them, and the
+package's own. Before the imports went lazy, ``--version`` loaded 247 modules and
+``check --help`` 221 (``python -c pass``: 33), the whole checker for one escaping helper
+and a version string. Budgets sit a little above today's figures, so a module that
+drags the checker back in fails here, not in a user's start-up time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+_COUNT = """
+import json, sys
+from aoti_shim.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+names = sorted(sys.modules)
+print(json.dumps(names), file=sys.__stderr__)
+"""
+
+# command line -> (budget of all modules, budget of aoti_shim's, today's figures: all, own).
+BUDGETS: dict[tuple[str, ...], tuple[int, int, str]] = {
+    ("--version",): (100, 6, "today 88 modules, 4 of aoti_shim; was 247, 100+"),
+    ("check", "--help"): (140, 20, "today 128, 14 of aoti_shim; was 221"),
+    ("scan", "--help"): (140, 20, "today 125, 13 of aoti_shim; was 225"),
+}
+# Modules no parser may load: the ELF reader, the rules, the loader model, the formats.
+HEAVY = (
+    "aoti_shim.checks.elf.image",
+    "aoti_shim.checks.rules.table",
+    "aoti_shim.checks.loader.bindings",
+    "aoti_shim.checks.formats",
+    "aoti_shim.checks.check.run",
+)
+
+
+def _modules_after(*argv: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", _COUNT, *argv], capture_output=True, text=True, timeout=120)
+    last = done.stderr.strip().splitlines()[-1]
+    names: list[str] = json.loads(last)
+    return names
+
+
+@pytest.mark.parametrize("argv", sorted(BUDGETS), ids=" ".join)
+def test_a_command_line_imports_within_its_budget(argv: tuple[str, ...]) -> None:
+    names = _modules_after(*argv)
+    own = [n for n in names if n == "aoti_shim" or n.startswith("aoti_shim.")]
+    budget, own_budget, today = BUDGETS[argv]
+    print(f"{' '.join(argv)}: {len(names)} modules, {len(own)} of aoti_shim ({today})")
+    assert len(own) <= own_budget, own
+    assert len(names) <= budget, names
+    assert not [n for n in own if n in HEAVY], own
+
+
+def test_the_build_backend_imports_no_checker_until_a_hook_checks() -> None:
+    code = "import json, sys, aoti_shim.build; print(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    names = json.loads(done.stdout)
+    # get_requires_for_build_* and build_sdist only pass settings on (today 22 of aoti_shim, was 100+).
+    assert not [n for n in names if n in HEAVY or n.startswith("aoti_shim.plugin.gate")], names
+    assert len([n for n in names if n.startswith("aoti_shim")]) <= 26
