@@ -21,7 +21,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
-from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.errors import UsageError
 from aoti_shim.torch_names import shipped_names
 
@@ -168,6 +167,9 @@ def built_prefix(*libraries: str | os.PathLike[str], root: str | os.PathLike[str
     For a caller that must go by what was built, not by what was asked for. With ``root``,
     each library is a path under it and is named by that path in errors (a wheel's member).
     """
+    # Lazy: the rule's other users (the build backend's settings, the CLI) read no ELF file.
+    from aoti_shim.checks.elf.image import ElfImage
+
     names: list[str] = []
     for library in libraries:
         path, display = (os.path.join(root, library), os.fspath(library)) if root is not None else (library, None)

@@ -32,8 +32,8 @@ if importlib.util.find_spec("scikit_build_core") is None:
     )
     raise SystemExit(EXIT_TOOL_ERROR)
 
-from aoti_shim.plugin import passthrough as _passthrough  # noqa: E402 (after the check above)
-from aoti_shim.plugin.wheel import build  # noqa: E402
+# After the check above, which must say its one line before any scikit-build-core import fails.
+from aoti_shim.plugin import passthrough as _passthrough  # noqa: E402
 
 __all__ = [
     "build_editable",
@@ -48,12 +48,17 @@ __all__ = [
 def build_wheel(
     wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
 ) -> str:
+    # Lazy (here and in build_editable): only the hooks that check a wheel import the checker.
+    from aoti_shim.plugin.wheel import build
+
     return build("wheel", wheel_directory, config_settings, metadata_directory)
 
 
 def build_editable(
     wheel_directory: str, config_settings: dict[str, Any] | None = None, metadata_directory: str | None = None
 ) -> str:
+    from aoti_shim.plugin.wheel import build
+
     return build("editable", wheel_directory, config_settings, metadata_directory)
 
 
