@@ -1,0 +1,224 @@
+"""The static gates, run by CI's one command (`pytest`): lint, types, import layers, sizes.
+
+Each gate is one test that runs the tool from this environment (the `test` extra installs
+ruff, mypy and import-linter) and prints the tool's output when it fails. Configuration
+lives in pyproject.toml ([tool.ruff], [tool.mypy], [tool.importlinter]); the README's
+"Contributing" says how to run each by hand. The AST gates below cover what the tools
+do not: which function-level imports of our own modules are allowed, that every
+suppression says why, and how long a function or class may grow.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# Source folder -> the import name it installs as (pyproject.toml's wheel.packages).
+PACKAGE_FOLDERS = {"checks": "aoti_shim.checks", "plugin": "aoti_shim.plugin", "smoke": "aoti_shim.smoke", "src/aoti_shim": "aoti_shim"}
+LINTED = ["checks", "plugin", "smoke", "src", "bench", "tests"]
+
+
+def _run_tool(*argv: str, cwd: Path = REPO, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *argv], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def _report(done: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+
+
+def test_ruff_finds_nothing() -> None:
+    done = _run_tool("-m", "ruff", "check", "--no-cache", *LINTED)
+    print(_report(done))
+    assert done.returncode == 0, _report(done)
+
+
+def test_mypy_finds_nothing_in_the_installed_package(tmp_path: Path) -> None:
+    # The installed package, not the source folders: their names are not the import names
+    # (checks/ installs as aoti_shim.checks). py.typed marks it typed; -p walks it.
+    done = _run_tool(
+        "-m", "mypy", "--config-file", str(REPO / "pyproject.toml"), "--cache-dir", str(tmp_path / "cache"),
+        "-p", "aoti_shim", cwd=tmp_path,
+    )  # fmt: skip
+    print(_report(done))
+    assert done.returncode == 0, _report(done)
+
+
+def test_the_import_contracts_hold(tmp_path: Path) -> None:
+    # lint-imports, the console script beside this interpreter; run from a folder holding no
+    # aoti_shim, so the graph is the installed package's. grimp reads every import statement,
+    # function-level ones included (the AST gates below list and bound those).
+    script = Path(sys.executable).parent / "lint-imports"
+    done = subprocess.run([str(script), str(REPO / "pyproject.toml")], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    print(_report(done))
+    assert done.returncode == 0 and "0 broken" in done.stdout, _report(done)
+
+
+# --- function-level imports of the package's own modules ---------------------------------
+
+# (importing module, imported module) -> why it is imported inside a function. Everything
+# else imports at the top, where import-linter's layers and acyclic contract see it plainly.
+LAZY_IMPORTS: dict[tuple[str, str], str] = {
+    ("aoti_shim.cli", "aoti_shim.paths"): "--cmake-dir only; --version stays small",
+    ("aoti_shim.cli", "aoti_shim.torch_location"): "--torch-include-dir only",
+    ("aoti_shim.cli", "aoti_shim.checks.formats.escape"): "an error's one line; formats load the rules",
+    ("aoti_shim.build", "aoti_shim.plugin.wheel"): "the checking hooks only; get_requires_* pass settings on",
+    ("aoti_shim.checks.abi.prefix", "aoti_shim.checks.elf.image"): "built_prefix only; the backend's settings use the rule",
+    ("aoti_shim.checks.check.command", "aoti_shim.checks.check.run"): "`check --help` needs no checker",
+    ("aoti_shim.checks.check.command", "aoti_shim.checks.formats"): "`check --help` needs no formats",
+    ("aoti_shim.checks.check.command", "aoti_shim.checks.formats.escape"): "loads the formats package",
+    ("aoti_shim.checks.check.command", "aoti_shim.checks.formats.github"): "`check --help` needs no formats",
+    ("aoti_shim.checks.check.command", "aoti_shim.checks.inputs.collect"): "--wheel only",
+    ("aoti_shim.checks.check.command", "aoti_shim.checks.loader.roles"): "--wheel only",
+    ("aoti_shim.checks.scan.command", "aoti_shim.checks.formats.scan"): "`scan --help` needs no formats",
+    ("aoti_shim.checks.scan.command", "aoti_shim.checks.scan.run"): "`scan --help` needs no reader",
+    ("aoti_shim.plugin.passthrough", "aoti_shim.plugin.config_settings"): "after the boundary reports a missing scikit-build-core",
+    ("aoti_shim.plugin.passthrough", "aoti_shim.plugin.cuda_wheels"): "get_requires only",
+    ("aoti_shim.smoke.compile", "aoti_shim.smoke.models"): "models import torch; the cache check does not",
+    ("aoti_shim.smoke.compile_worker", "aoti_shim.smoke.models"): "a child: torch is imported first, then the models",
+    ("aoti_shim.smoke.evidence", "aoti_shim.checks.elf.image"): "only after a run, on the evidence path",
+    ("aoti_shim.smoke.rewrite_worker", "aoti_shim.checks.abi.prefix"): "a child: LIEF first, so its crash is this child's",
+    ("aoti_shim.smoke.run_child", "aoti_shim.smoke.compare"): "a child: torch's libraries load before ours, on purpose",
+    ("aoti_shim.smoke.run_child", "aoti_shim.smoke.loader"): "a child: torch's libraries load before ours, on purpose",
+    ("aoti_shim.smoke.run_child", "aoti_shim.smoke.runner"): "a child: torch's libraries load before ours, on purpose",
+    ("aoti_shim.smoke.source_route", "aoti_shim.paths"): "the source route only",
+}
+
+
+def _module_name(path: Path) -> str:
+    for folder, package in PACKAGE_FOLDERS.items():
+        root = REPO / folder
+        if path.is_relative_to(root):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            return ".".join([package, *parts])
+    raise AssertionError(path)
+
+
+def _function_level_imports(tree: ast.AST) -> list[tuple[int, str]]:
+    found: list[tuple[int, str]] = []
+
+    def walk(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inside = in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if in_function and isinstance(child, ast.ImportFrom) and child.module and child.level == 0:
+                found.append((child.lineno, child.module))
+            elif in_function and isinstance(child, ast.Import):
+                found.extend((child.lineno, alias.name) for alias in child.names)
+            walk(child, inside)
+
+    walk(tree, False)
+    return [(line, name) for line, name in found if name == "aoti_shim" or name.startswith("aoti_shim.")]
+
+
+def _package_files() -> list[Path]:
+    return sorted(p for folder in PACKAGE_FOLDERS for p in (REPO / folder).rglob("*.py"))
+
+
+def test_function_level_imports_of_our_own_modules_are_the_listed_few() -> None:
+    seen: set[tuple[str, str]] = set()
+    unlisted: list[str] = []
+    for path in _package_files():
+        module = _module_name(path)
+        for line, imported in _function_level_imports(ast.parse(path.read_text(encoding="utf-8"))):
+            seen.add((module, imported))
+            if (module, imported) not in LAZY_IMPORTS:
+                unlisted.append(f"{path.relative_to(REPO)}:{line}: imports {imported} inside a function")
+    stale = sorted(f"{a} -> {b}" for a, b in set(LAZY_IMPORTS) - seen)
+    assert not unlisted, "import at the top, or list it in LAZY_IMPORTS with why:\n" + "\n".join(unlisted)
+    assert not stale, "LAZY_IMPORTS lists imports that are gone:\n" + "\n".join(stale)
+
+
+def test_no_lazy_import_goes_up_or_back() -> None:
+    # A lazy import may only point down: the importing module is not itself imported, at
+    # module level, by what it imports lazily (a cycle import-linter reads as a plain edge).
+    top_level: dict[str, set[str]] = {}
+    for path in _package_files():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {n.module for n in tree.body if isinstance(n, ast.ImportFrom) and n.module}
+        names |= {a.name for n in tree.body if isinstance(n, ast.Import) for a in n.names}
+        top_level[_module_name(path)] = {n for n in names if n.startswith("aoti_shim")}
+
+    def reaches(start: str, goal: str) -> bool:
+        todo, done = [start], set()
+        while todo:
+            current = todo.pop()
+            if current == goal:
+                return True
+            if current not in done:
+                done.add(current)
+                todo += top_level.get(current, ())
+        return False
+
+    back = [f"{a} -> {b}" for a, b in LAZY_IMPORTS if reaches(b, a)]
+    assert not back, "a lazy import that closes a cycle:\n" + "\n".join(back)
+
+
+# --- suppressions -------------------------------------------------------------------------
+
+_DIRECTIVE = re.compile(r"#\s*(type:\s*ignore(\[[^\]]*\])?|noqa(:\s*[A-Z]+[0-9]+(,\s*[A-Z]+[0-9]+)*)?)")
+
+
+def _suppressions() -> list[tuple[Path, int, str]]:
+    found = []
+    for folder in LINTED:
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if "# fmt: skip" in line or "# fmt: off" in line or _DIRECTIVE.search(line):
+                    found.append((path, number, line))
+    return found
+
+
+def test_every_suppression_names_its_code_and_says_why() -> None:
+    bad = []
+    for path, number, line in _suppressions():
+        where = f"{path.relative_to(REPO)}:{number}: {line.strip()}"
+        if "# fmt:" in line:
+            bad.append(f"{where}  (no formatter runs here: drop it)")
+            continue
+        match = _DIRECTIVE.search(line)
+        assert match is not None
+        directive = match.group(1)
+        if directive.startswith("type") and match.group(2) is None or directive == "noqa":
+            bad.append(f"{where}  (name the code)")
+        elif len(line[match.end():].strip(" #-(:)")) < 4:
+            bad.append(f"{where}  (say why after it, on the same line)")
+    assert not bad, "\n".join(bad)
+
+
+# --- sizes --------------------------------------------------------------------------------
+
+MAX_FUNCTION_LINES = 80
+MAX_CLASS_LINES = 400
+# "path:qualified name" -> why it may be longer.
+LONG_ALLOWED: dict[str, str] = {}
+
+
+def _long_definitions() -> list[str]:
+    long = []
+    for folder in ("checks", "plugin"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+
+            def visit(node: ast.AST, outer: str) -> None:
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        name = f"{outer}{child.name}"
+                        size = (child.end_lineno or child.lineno) - child.lineno + 1
+                        limit = MAX_CLASS_LINES if isinstance(child, ast.ClassDef) else MAX_FUNCTION_LINES
+                        key = f"{path.relative_to(REPO)}:{name}"
+                        if size > limit and key not in LONG_ALLOWED:
+                            long.append(f"{key}: {size} lines (limit {limit})")
+                        visit(child, f"{name}.")
+
+            visit(tree, "")
+    return long
+
+
+def test_no_function_over_80_lines_nor_class_over_400_in_checks_and_plugin() -> None:
+    long = _long_definitions()
+    assert not long, "split it, or list it in LONG_ALLOWED with why:\n" + "\n".join(long)
