@@ -45,6 +45,9 @@ SHIM_MARK = _RULE["shim_mark"]
 DEFAULT_PREFIX = _RULE["default_prefix"]
 
 _IDENTIFIER = re.compile(_RULE["identifier"])
+# Every AOTInductor blob exports its loader entry points under this prefix
+# (AOTInductorModelContainerCreateWithDevice, ...Run, ...Delete).
+MODEL_ENTRY_PREFIX = "AOTInductorModelContainer"
 
 
 @lru_cache(maxsize=1)

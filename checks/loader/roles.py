@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.abi.prefix import is_shim_name, is_unprefixed
-from aoti_shim.checks.rules.table import MODEL_ENTRY_PREFIX
+from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX, is_shim_name, is_unprefixed
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from aoti_shim.checks.inputs.collect import (
 from aoti_shim.checks.snapshot import record as snapshot
 from aoti_shim.checks.report.model import AgainstSource
 from aoti_shim.checks.snapshot.record import SNAPSHOT_SUFFIX, shipped_snapshots
-from aoti_shim.checks.references.torch_libraries import TORCH_TEST_LIBRARIES, import_closure, is_torch_lib_dir
+from aoti_shim.checks.snapshot.torch_libraries import TORCH_TEST_LIBRARIES, import_closure, is_torch_lib_dir
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import TorchLocation, locate, package_lib, version_in
 

@@ -21,15 +21,15 @@ from itertools import compress
 from typing import Callable, Generic, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar, Union
 
 from aoti_shim.checks.abi import prefix as prefixes
+from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
 from aoti_shim.checks.loader.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, SYSTEM, Binding, Linked, LoadFailure, Process
-from aoti_shim.checks.elf.symbols import Symbol
 from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS
+from aoti_shim.checks.elf.symbols import Symbol
+from aoti_shim.checks.elf.versions import DynamicEntry
 from aoti_shim.checks.references.reference import Reference
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
+from aoti_shim.torch_names import shipped_names
 
-# Every AOTInductor blob exports its loader entry points under this prefix
-# (AOTInductorModelContainerCreateWithDevice, ...Run, ...Delete).
-MODEL_ENTRY_PREFIX = "AOTInductorModelContainer"
 # Mangled and C names of the C++ runtime (libstdc++, libsupc++, libgcc's unwinder)
 # that a library only exports when it links the runtime statically.
 RUNTIME_NAME = re.compile(
@@ -341,9 +341,7 @@ class Columns(NamedTuple):
 Found = Union[tuple[str, str, str], tuple[str, str, str, "str | None"], Columns]
 
 
-def _entries(exports: Mapping[str, Symbol], name: str) -> list:  # type: ignore[type-arg]
-    from aoti_shim.checks.elf.versions import DynamicEntry
-
+def _entries(exports: Mapping[str, Symbol], name: str) -> list[DynamicEntry]:
     sym = exports.get(name)
     return [] if sym is None else [DynamicEntry(sym, 0, 1, None)]
 
@@ -466,8 +464,6 @@ def _unprefixed_export(ctx: Context) -> Iterator[Found]:
 
 def _runtime_own_names(shim: Library) -> frozenset[str]:
     """Its unprefixed aoti_torch_* exports that torch's headers do not declare."""
-    from aoti_shim.torch_names import shipped_names
-
     declared = shipped_names().names
     return frozenset(n for n in shim.marked_exports if prefixes.is_unprefixed(n) and n not in declared)
 

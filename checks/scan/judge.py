@@ -22,8 +22,9 @@ from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.symbols import SymbolTable
 from aoti_shim.checks.scan.environment import Environment, LibraryFile
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
-from aoti_shim.checks.rules.table import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, MODEL_ENTRY_PREFIX, Columns, Found, Rule, stamped
-from aoti_shim.checks.references.torch_libraries import import_closure
+from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
+from aoti_shim.checks.rules.table import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, Columns, Found, Rule, stamped
+from aoti_shim.checks.snapshot.torch_libraries import import_closure
 from aoti_shim.torch_names import shipped_names
 
 # The distributions whose unprefixed shim names are the reference ones: libtorch's.

@@ -47,7 +47,7 @@ from aoti_shim.atomic import write_bytes_atomically
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.symbols import Symbol, SymbolTable, pack_symbol, unpack_symbol
 from aoti_shim.checks.inputs.collect import Workspace, collect, copy_elf_member, open_wheel
-from aoti_shim.checks.references.torch_libraries import TORCH_TEST_LIBRARIES, import_closure
+from aoti_shim.checks.snapshot.torch_libraries import TORCH_TEST_LIBRARIES, import_closure
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import package_lib, version_from_text, version_in
 
