@@ -25,27 +25,15 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from aoti_shim.errors import UsageError
 from aoti_shim.paths import cmake_dir
+# Named here too: the tests and the docs know them as plugin.cuda.CUDA_WHEELS.
+from aoti_shim.plugin.cuda_wheels import CUDA_LIBRARY_WHEELS as CUDA_LIBRARY_WHEELS
+from aoti_shim.plugin.cuda_wheels import CUDA_WHEELS as CUDA_WHEELS
 from aoti_shim.plugin.settings import TABLE, table_at
 
 if TYPE_CHECKING:
     from aoti_shim.plugin.config_settings import Prepared
 
 KEY = "cuda"
-# One CUDA line for all of them: the runtime's 13.0 (libcudart.so.13), which aoti-shim depends on.
-CUDA_WHEELS: tuple[str, ...] = (
-    "nvidia-cuda-nvcc==13.0.*",  # nvcc, ptxas, fatbinary, nvlink
-    "nvidia-nvvm==13.0.*",  # cicc, libdevice
-    "nvidia-cuda-runtime==13.0.*",  # cuda_runtime.h, libcudart.so.13, libcudart_static.a, libcudadevrt.a
-    "nvidia-cuda-crt==13.0.*",  # crt/host_defines.h and the other crt/ headers
-    "nvidia-cuda-cccl==13.0.*",  # include/cccl: nvcc and CMake 4's FindCUDAToolkit put it on the include path
-)
-# [tool.aoti-shim] cuda-libraries: NVIDIA's library wheels of the same CUDA 13.0 line, for .cu and
-# .cpp files that include their headers (curand_kernel.h, cublas_v2.h); the headers land in the
-# same nvidia/cu13/include folder as the runtime's, which nvcc and CUDAToolkit_ROOT already use.
-CUDA_LIBRARY_WHEELS: dict[str, str] = {
-    "curand": "nvidia-curand==10.4.0.*",  # curand.h, curand_kernel.h, libcurand.so.10 (CUDA 13.0's cuRAND)
-    "cublas": "nvidia-cublas==13.0.*",  # cublas_v2.h, cublasLt.h, libcublas.so.13
-}
 INCLUDE_FILE = "AotiShimCudaWheels.cmake"
 TOP_LEVEL_INCLUDES = "CMAKE_PROJECT_TOP_LEVEL_INCLUDES"
 ROOT_VAR = "AOTI_SHIM_CUDA_WHEELS_ROOT"

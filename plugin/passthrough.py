@@ -31,7 +31,7 @@ def get_requires(hook: str, config_settings: dict[str, Any] | None) -> list[str]
     from scikit_build_core import build as skbuild
 
     from aoti_shim.plugin.config_settings import prepare
-    from aoti_shim.plugin.cuda import CUDA_LIBRARY_WHEELS, CUDA_WHEELS
+    from aoti_shim.plugin.cuda_wheels import CUDA_LIBRARY_WHEELS, CUDA_WHEELS
 
     with pep517_boundary():
         prepared = prepare(load_pyproject(), config_settings)

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, Mapping
 from aoti_shim.checks.abi.prefix import validate  # the one prefix rule, shared with `aoti-shim check`
 from aoti_shim.checks.report.model import validate_fail_on
 from aoti_shim.errors import UsageError
+from aoti_shim.plugin.cuda_wheels import CUDA_LIBRARY_WHEELS
 
 TABLE = "[tool.aoti-shim]"
 CONFIG_PREFIX = "aoti-shim."
@@ -118,8 +119,6 @@ def _bool_text(value: str, where: str) -> bool:
 
 
 def _cuda_libraries(value: object, where: str) -> tuple[str, ...]:
-    from aoti_shim.plugin.cuda import CUDA_LIBRARY_WHEELS
-
     names = _string_list(value, where, empty_ok=True)
     unknown = [n for n in names if n not in CUDA_LIBRARY_WHEELS]
     if unknown:
