@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
 
 from aoti_shim.errors import UsageError
 from aoti_shim.torch_names import shipped_names
