@@ -7,8 +7,8 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
@@ -37,11 +37,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=(
             "Check that shim libraries export only prefixed aoti_torch_* names that collide with "
             "nothing in the references, and that model blobs import only prefixed names the shims provide. "
-            "Exit status is a bitmask: 1 tool error, 2 usage error, 4 warnings (with --fail-on any), 8 blocking findings."
+            "Exit status is a bitmask: 1 tool error, 2 usage error, 4 warnings (with --fail-on any), 8 blocking "
+            "findings."
         ),
     )
-    p.add_argument("--shim", nargs="+", action="extend", default=[], type=path_text, metavar="PATH", help="shim libraries: .so files, folders or wheels")
-    p.add_argument("--model", nargs="+", action="extend", default=[], type=path_text, metavar="PATH", help="AOTInductor blobs: .so files, folders or wheels")
+    p.add_argument(
+        "--shim",
+        nargs="+",
+        action="extend",
+        default=[],
+        type=path_text,
+        metavar="PATH",
+        help="shim libraries: .so files, folders or wheels",
+    )
+    p.add_argument(
+        "--model",
+        nargs="+",
+        action="extend",
+        default=[],
+        type=path_text,
+        metavar="PATH",
+        help="AOTInductor blobs: .so files, folders or wheels",
+    )
     p.add_argument(
         "--wheel",
         nargs="+",
@@ -59,7 +76,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         type=path_text,
         metavar="REF",
-        help="references that must not collide: 'torch' ($AOTI_SHIM_TORCH's torch, else the installed one), paths, wheels or snapshots",
+        help="references that must not collide: 'torch' ($AOTI_SHIM_TORCH's torch, else the installed one), paths, "
+            "wheels or snapshots",
     )
     p.add_argument(
         "--library-path",
@@ -72,7 +90,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--prefix", help="the private prefix (default: inferred from the shims' exports)")
     add_report_options(p, FORMAT_HELP)
-    p.add_argument("-v", "--verbose", action="store_true", help="text: also list every library checked and every reference")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="text: also list every library checked and every reference"
+    )
     p.set_defaults(run=run)
 
 
@@ -101,12 +121,18 @@ def _wheel_members(wheels: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[s
             shims += [str(root / m) for m in roles.shims]
             models += [str(root / m) for m in roles.models]
             if roles.extensions:
-                note = f"--wheel {wheel}: not checked (stable-ABI extensions, bound to libtorch by design): {', '.join(roles.extensions)}"
+                note = (f"--wheel {wheel}: not checked (stable-ABI extensions, bound to libtorch by design): "
+                    f"{', '.join(roles.extensions)}")
                 print(f"aoti-shim: {printable(note)}", file=sys.stderr)
             if not roles.shims and not roles.models and len(wheels) > 1:
-                print(f"aoti-shim: {printable(f'--wheel {wheel}: no ELF member exports or imports aoti_torch_* names')}", file=sys.stderr)
+                print(
+                    f"aoti-shim: {printable(f'--wheel {wheel}: no ELF member exports or imports aoti_torch_* names')}",
+                    file=sys.stderr,
+                )
         if not shims and not models:
-            raise UsageError(f"--wheel {' '.join(wheels)}: no ELF member exports or imports shim names: nothing to check")
+            raise UsageError(
+                f"--wheel {' '.join(wheels)}: no ELF member exports or imports shim names: nothing to check"
+            )
         yield tuple(shims), tuple(models), tmp
 
 
@@ -115,7 +141,9 @@ def run(args: argparse.Namespace) -> int:
         return _run(args, wheel_shims, wheel_models, wheel_root)
 
 
-def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: tuple[str, ...], wheel_root: str | None) -> int:
+def _run(
+    args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: tuple[str, ...], wheel_root: str | None
+) -> int:
     from aoti_shim.checks.check.run import CheckSettings, checking
     from aoti_shim.checks.formats import render_stream
     from aoti_shim.checks.formats.escape import printable
@@ -162,7 +190,9 @@ def _run(args: argparse.Namespace, wheel_shims: tuple[str, ...], wheel_models: t
         elif args.output:
             # Streamed into a temp file beside the target; it replaces the target only when whole.
             with open_text_atomically(args.output, what="--output", inputs=inputs) as write:
-                render_stream(args.format, header, check.batches(), check.tally, write, color=color, verbose=args.verbose)
+                render_stream(
+                    args.format, header, check.batches(), check.tally, write, color=color, verbose=args.verbose
+                )
         else:
             render_stream(
                 args.format, header, check.batches(), check.tally, sys.stdout.write, color=color, verbose=args.verbose

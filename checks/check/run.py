@@ -5,23 +5,33 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from aoti_shim.checks.abi import prefix as prefix_rules
-from aoti_shim.checks.loader import closure, search
-from aoti_shim.checks.report import suppressions as suppression_file
-from aoti_shim.checks.loader.bindings import Linked
 from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.scan.environment import running_interpreter
 from aoti_shim.checks.inputs.collect import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, open_wheel
+from aoti_shim.checks.loader import closure, search
+from aoti_shim.checks.loader.bindings import Linked
 from aoti_shim.checks.references.reference import Reference, close_all, open_references
-from aoti_shim.checks.report.model import AgainstSource, CheckedArtifact, Finding, FindingBatch, Header, Report, Tally, assemble, findings_of
-from aoti_shim.checks.rules.table import RULES_BY_ID, Context, Library, evaluate
+from aoti_shim.checks.report import suppressions as suppression_file
+from aoti_shim.checks.report.model import (
+    AgainstSource,
+    CheckedArtifact,
+    Finding,
+    FindingBatch,
+    Header,
+    Report,
+    Tally,
+    assemble,
+    findings_of,
+)
 from aoti_shim.checks.report.suppressions import Suppression
+from aoti_shim.checks.rules.table import RULES_BY_ID, Context, Library, evaluate
+from aoti_shim.checks.scan.environment import running_interpreter
 from aoti_shim.errors import AotiShimError, InputError, UsageError
 from aoti_shim.guard import input_folder
 
@@ -73,14 +83,20 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
     executable = art.kind == "executable"
     with art.open() as image:
         if not image.has_dynsym:
-            return Library(display=art.display, role=role, exports={}, imports={}, identity=identity, executable=executable), None
+            return Library(
+                display=art.display, role=role, exports={}, imports={}, identity=identity, executable=executable
+            ), None
         # The tables hold packed ints, not the mapping: they outlive the image.
         exports, imports = image.exports(), image.imports()
         # The loader's view for the binding model: every import. The relocation tables (which
         # say which imports bind lazily, and which any relocation names) are read for a
         # library with shim-ABI imports or small tables (libtorch_cpu's are 8 MiB, 0.2 s).
         shim_imports = any(prefix_rules.is_shim_name(n) for n in imports)
-        relocated = image.relocated_symbol_indexes() if shim_imports or image.relocation_bytes() <= RELOCATION_READ_LIMIT else None
+        relocated = (
+            image.relocated_symbol_indexes()
+            if shim_imports or image.relocation_bytes() <= RELOCATION_READ_LIMIT
+            else None
+        )
         linked = Linked.of_tables(
             art.display,
             "shim" if role == "shim" else "model",
@@ -109,7 +125,7 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
             executable=executable, copied=copied,
-        ), needs  # fmt: skip
+        ), needs
 
 
 def _needer(art: Artifact, image: ElfImage, wheel_roots: tuple[str, ...]) -> search.Needer:
@@ -165,17 +181,24 @@ class _Found:
     def of_shims(self, walked: closure.Closure) -> tuple[Library, ...]:
         """Those a shim's closure reaches (global with it), their shim-ABI exports alone."""
         nodes = [n for n in walked.nodes.values() if n.kind == closure.DEPENDENCY_NODE and n.from_shim]
-        return tuple(_shim_names_only(dataclasses.replace(self.read[n.key], role="dependency", linked=n.linked)) for n in nodes)
+        return tuple(
+            _shim_names_only(dataclasses.replace(self.read[n.key], role="dependency", linked=n.linked)) for n in nodes
+        )
 
 
 def _dependencies(
-    checked: list[tuple[Artifact, Library, closure.Needs | None]], known: set[str], refs: list[Reference], settings: CheckSettings
+    checked: list[tuple[Artifact, Library, closure.Needs | None]],
+    known: set[str],
+    refs: list[Reference],
+    settings: CheckSettings,
 ) -> tuple[closure.Closure, tuple[Library, ...]]:
     """Every DT_NEEDED entry of the checked libraries, looked up as ld.so looks it up, and
     of what that finds (:mod:`aoti_shim.checks.loader.closure`); and the dependencies a
     shim's closure reaches, for the export rules."""
     sites = settings.site_folders if settings.site_folders is not None else running_interpreter().folders
-    finder = search.Search(search.SearchPaths.of_machine(settings.library_path, sites), lru_cache(maxsize=None)(_members))
+    finder = search.Search(
+        search.SearchPaths.of_machine(settings.library_path, sites), lru_cache(maxsize=None)(_members)
+    )
     ref_images = tuple(r for r in refs if isinstance(r, ElfImage))
     # The process's machine, as the binding model takes it: the references', else the models'.
     headers = [(r.elf_class, r.big_endian, r.machine) for r in ref_images if r.has_dynsym]
@@ -185,7 +208,7 @@ def _dependencies(
         known=frozenset(known), checked=frozenset(_key(a) for a, _, _ in checked),
         references=frozenset(os.path.realpath(r.path) for r in ref_images), reference_images=ref_images,
         header=closure.process_header(headers), fix=settings.missing_fix or MISSING_FIX,
-    )  # fmt: skip
+    )
     # One file given as --shim and --model is one library: its needs are said once.
     roots: list[closure.Root] = []
     identities: set[object] = set()
@@ -201,7 +224,9 @@ def _dependencies(
 def _shim_names_only(lib: Library) -> Library:
     """A dependency as the export rules see it: only its shim-ABI exports count (libcudart's
     cuda* names are no collision of the shims')."""
-    exports = {n: lib.exports[n] for n in lib.exports if prefix_rules.may_be_shim_name(n) and prefix_rules.is_shim_name(n)}
+    exports = {
+        n: lib.exports[n] for n in lib.exports if prefix_rules.may_be_shim_name(n) and prefix_rules.is_shim_name(n)
+    }
     return dataclasses.replace(lib, exports=exports, imports={})
 
 
@@ -224,7 +249,10 @@ def _hosts(arts: list[Artifact], libs: list[Library], settings: CheckSettings) -
     inside = tuple(os.path.join(os.path.abspath(r), "") for r in settings.wheel_roots)
     return [
         dataclasses.replace(lib, hosts=True)
-        if lib.executable and art.wheel is None and os.path.realpath(art.path) in named and not os.path.abspath(art.path).startswith(inside)
+        if lib.executable
+        and art.wheel is None
+        and os.path.realpath(art.path) in named
+        and not os.path.abspath(art.path).startswith(inside)
         else lib
         for art, lib in zip(arts, libs)
     ]
@@ -235,7 +263,9 @@ def _named_from(arts: list[Artifact], root: str | None) -> list[Artifact]:
         return arts
     inside = os.path.join(os.path.abspath(root), "")
     return [
-        dataclasses.replace(a, display=os.path.relpath(a.path, root)) if os.path.abspath(a.path).startswith(inside) else a
+        dataclasses.replace(a, display=os.path.relpath(a.path, root))
+        if os.path.abspath(a.path).startswith(inside)
+        else a
         for a in arts
     ]
 
@@ -290,7 +320,9 @@ def library_folders(
 
 def _nothing_found(flag: str, given: tuple[str, ...], ignored: tuple[tuple[str, str], ...]) -> str:
     """Why ``flag``'s inputs gave no library: only programs (or objects) in them, or no ELF file."""
-    inside = [name for name, _ in ignored if any(name == g or name.startswith((g.rstrip("/") + "/", g + "!")) for g in given)]
+    inside = [
+        name for name, _ in ignored if any(name == g or name.startswith((g.rstrip("/") + "/", g + "!")) for g in given)
+    ]
     if not inside:
         return f"{flag} {' '.join(given)}: no ELF file found"
     programs = [name for name, kind in ignored if kind == "executable" and name in inside]
@@ -298,7 +330,8 @@ def _nothing_found(flag: str, given: tuple[str, ...], ignored: tuple[tuple[str, 
         what = f"only programs ({len(programs)}, e.g. {programs[0]})"
     else:
         what = f"only programs or objects ({len(inside)}, e.g. {inside[0]})"
-    return f"{flag} {' '.join(given)}: holds {what}, no shared library; {flag} takes shared libraries (.so), folders or wheels holding them"
+    return (f"{flag} {' '.join(given)}: holds {what}, no shared library; {flag} takes shared libraries (.so), folders "
+        "or wheels holding them")
 
 
 def _suppressions(settings: CheckSettings) -> tuple[Suppression, ...]:
@@ -313,7 +346,10 @@ def _suppressions(settings: CheckSettings) -> tuple[Suppression, ...]:
 def _inputs(settings: CheckSettings, ws: Workspace) -> list[tuple[Artifact, Library, closure.Needs | None]]:
     """The checked libraries read, shims first, each with its needs."""
     given = {"shim": settings.shims, "model": settings.models}
-    arts = {role: _named_from(collect(paths, ws, member_limit=settings.member_limit), settings.display_root) for role, paths in given.items()}
+    arts = {
+        role: _named_from(collect(paths, ws, member_limit=settings.member_limit), settings.display_root)
+        for role, paths in given.items()
+    }
     read = []
     for role in given:
         pairs = [_read(a, role, settings.wheel_roots) for a in arts[role]]
@@ -340,12 +376,22 @@ def _prefix(settings: CheckSettings, shims: list[Library], models: list[Library]
         return _Prefix(prefix_rules.validate(settings.prefix), "given", "", shim_names)
     inferred, inferred_from = prefix_rules.infer(shim_names), "shims"
     if inferred is None and not shims:
-        inferred, inferred_from = prefix_rules.infer(n for lib in models for n in lib.imports if prefix_rules.is_shim_name(n)), "models"
+        inferred, inferred_from = (
+            prefix_rules.infer(n for lib in models for n in lib.imports if prefix_rules.is_shim_name(n)),
+            "models",
+        )
     source = "inferred" if inferred else "none"
     return _Prefix(inferred, source, inferred_from if source == "inferred" else "", shim_names)
 
 
-def _header(settings: CheckSettings, prefix: _Prefix, libs: list[Library], refs: list[Reference], sources: list[AgainstSource], ignored: tuple[tuple[str, str], ...]) -> Header:  # fmt: skip
+def _header(
+    settings: CheckSettings,
+    prefix: _Prefix,
+    libs: list[Library],
+    refs: list[Reference],
+    sources: list[AgainstSource],
+    ignored: tuple[tuple[str, str], ...],
+) -> Header:
     skipped = []
     if not settings.against:
         skipped.append(("COLLISION", "no --against reference given"))
@@ -381,7 +427,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         refs = open_references(
             settings.against, ws, torch_search_paths=settings.torch_search_paths,
             exclude=frozenset(os.path.realpath(a.path) for a, _ in checked), sources=sources,
-        )  # fmt: skip
+        )
         # (A checked library is known by its soname from when it loads: the walk's.)
         known = {os.path.basename(r.display.split("!")[-1]) for r in refs}
         known.update(n for r in refs for n in (getattr(r, "soname", None),) if n)
