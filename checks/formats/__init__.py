@@ -4,7 +4,8 @@ others are rendered from a whole :class:`Report`."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Iterator, Protocol
+from collections.abc import Callable, Iterable, Iterator
+from typing import Protocol
 
 from aoti_shim.checks.formats import escape
 from aoti_shim.checks.formats.github import render_annotations
@@ -15,7 +16,7 @@ from aoti_shim.checks.formats.text import stream_text
 from aoti_shim.checks.report.model import FindingBatch, Header, Report, Tally, assemble, findings_of, header_of
 from aoti_shim.errors import UsageError
 
-Write = Callable[[str], None]
+Write = Callable[[str], object]
 
 
 class StreamRenderer(Protocol):
@@ -24,20 +25,28 @@ class StreamRenderer(Protocol):
     ) -> None: ...
 
 
-def _text(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+def _text(
+    header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool
+) -> None:
     stream_text(header, batches, tally, write, color=color, verbose=verbose)
 
 
-def _json(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+def _json(
+    header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool
+) -> None:
     stream_json(header, batches, tally, write)
 
 
-def _sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+def _sarif(
+    header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool
+) -> None:
     stream_sarif(header, batches, tally, write)
 
 
 def _whole(render_report: Callable[[Report], str]) -> StreamRenderer:
-    def stream(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool) -> None:
+    def stream(
+        header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool
+    ) -> None:
         write(render_report(assemble(header, tuple(findings_of(batches)), tally)))
 
     return stream
@@ -79,21 +88,22 @@ def _escaped(
     return (
         escape.header(header, f),
         _escaped_batches(batches, f, safe),
-        escape.EscapedTally(tally, f),  # type: ignore[return-value]
+        escape.EscapedTally(tally, f),  # type: ignore[return-value]  # a view with Tally's reads, not a subclass
     )
 
 
-def _escaped_batches(batches: Iterable[FindingBatch], f: Callable[[str], str], safe: Callable[[str], bool]) -> Iterator[FindingBatch]:
+def _escaped_batches(
+    batches: Iterable[FindingBatch], f: Callable[[str], str], safe: Callable[[str], bool]
+) -> Iterator[FindingBatch]:
     # ``f`` leaves text alone that ``safe`` passes. A batch whose texts all pass (C loops
     # over its columns) goes as it is; the artifact and related names repeat, so each is
     # tested once.
     clean: set[str] = set()
     for batch in batches:
-        names = {batch.artifact, *batch.related}
-        names.discard(None)  # type: ignore[arg-type]
+        names = {n for n in (batch.artifact, *batch.related) if n is not None}
         if names <= clean or all(safe(n) for n in names - clean):
             if len(clean) < 4096:
-                clean.update(names)  # type: ignore[arg-type]
+                clean.update(names)
             if all(map(safe, batch.symbols)) and all(map(safe, batch.messages)):
                 yield batch
                 continue
@@ -119,7 +129,7 @@ def render_stream(
 def render(report: Report, fmt: str = "text", *, color: bool = False, verbose: bool = False) -> str:
     renderer = _renderer(fmt)
     parts: list[str] = []
-    batches = map(FindingBatch.of, report.findings)
-    header, batches, tally = _escaped(fmt, header_of(report), batches, Tally.of(report))
+    of_report = map(FindingBatch.of, report.findings)
+    header, batches, tally = _escaped(fmt, header_of(report), of_report, Tally.of(report))
     renderer(header, batches, tally, parts.append, color=color, verbose=verbose)
     return "".join(parts)

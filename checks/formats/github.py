@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from aoti_shim.checks.formats.escape import for_terminal
 from aoti_shim.checks.report.model import BLOCKING, Finding, Report
@@ -55,7 +55,11 @@ def findings_table(findings: Sequence[Finding], artifact: str, text: Callable[[s
         return []
     lines = [f"| severity | rule | {artifact} | symbol | detail |", "| --- | --- | --- | --- | --- |"]
     for f in findings:
-        lines.append(table_row([f.severity, f.rule, md_text(text(f.artifact)), md_code(text(f.symbol)), md_text(text(f.message))]))
+        lines.append(
+            table_row(
+                [f.severity, f.rule, md_text(text(f.artifact)), md_code(text(f.symbol)), md_text(text(f.message))]
+            )
+        )
     return lines
 
 
@@ -65,7 +69,9 @@ def annotations(findings: Sequence[Finding], tool: str, text: Callable[[str], st
     out = []
     for f in findings[:MAX_ANNOTATIONS]:
         kind = "error" if f.severity == BLOCKING else "warning"
-        out.append(f"::{kind} file={_escape_property(text(f.artifact))},title={_escape_property(f.rule)}::{_escape(text(f.symbol) + ': ' + text(f.message))}")
+        out.append(
+            f"::{kind} file={_escape_property(text(f.artifact))},title={_escape_property(f.rule)}::{_escape(text(f.symbol) + ': ' + text(f.message))}"
+        )
     if len(findings) > MAX_ANNOTATIONS:
         out.append(f"::notice title={tool}::{len(findings) - MAX_ANNOTATIONS} more finding(s) in the step summary")
     return out

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from itertools import repeat
+from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring_ascii as _quote
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import for_unicode
@@ -59,7 +59,9 @@ class FindingEncoder:
         state of (rule, artifact) is made once and copied per symbol."""
         base = self._bases.get((batch.rule, batch.artifact))
         if base is None:
-            base = self._bases[(batch.rule, batch.artifact)] = hashlib.sha256(fingerprint_prefix(batch.rule, batch.artifact))
+            base = self._bases[(batch.rule, batch.artifact)] = hashlib.sha256(
+                fingerprint_prefix(batch.rule, batch.artifact)
+            )
         # Encoded as one text and split: names hold no NUL (ELF strings end at one).
         encoded = "\0".join(batch.symbols).encode("utf-8", "surrogatepass").split(b"\0")
         if len(encoded) != batch.size:
@@ -83,16 +85,21 @@ class FindingEncoder:
     def quoted_related(self, batch: FindingBatch) -> Iterable[str]:
         # A batch names a few references over and over: each is quoted once.
         quoted = {r: self.quoted(r) for r in set(batch.related) if r is not None}
-        return map(quoted.get, batch.related, repeat("null"))
+        return ("null" if r is None else quoted[r] for r in batch.related)
 
     def encode(self, batch: FindingBatch) -> list[str]:
         """The batch's findings, one JSON object each."""
         q = self.quoted
-        head = f'{{"rule": {q(batch.rule)}, "severity": {q(batch.severity)}, "artifact": {q(batch.artifact)}, "symbol": '
+        head = (
+            f'{{"rule": {q(batch.rule)}, "severity": {q(batch.severity)}, "artifact": {q(batch.artifact)}, "symbol": '
+        )
         return [
             f'{head}{symbol}, "message": {message}, "related": {related}, "fingerprint": "{fingerprint}"}}'
             for symbol, message, related, fingerprint in zip(
-                quote_each(batch.symbols), quote_each(batch.messages), self.quoted_related(batch), self.fingerprints(batch)
+                quote_each(batch.symbols),
+                quote_each(batch.messages),
+                self.quoted_related(batch),
+                self.fingerprints(batch),
             )
         ]
 
@@ -118,7 +125,7 @@ def _tail(header: Header, tally: Tally) -> dict[str, Any]:
     }
 
 
-def stream_json(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], None]) -> None:
+def stream_json(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], object]) -> None:
     head = json.dumps(_head(header), indent=2)
     write(head[:-2] + ',\n  "findings": [')  # the head without its closing "\n}"
     encoder = FindingEncoder()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from aoti_shim.checks.formats.escape import for_terminal
 from aoti_shim.checks.report.model import BLOCKING, Finding, Report

@@ -6,8 +6,9 @@ Streamed like JSON: the run's results are written one per line as they are found
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from functools import lru_cache
-from typing import Any, Callable, Iterable
+from typing import Any
 from urllib.parse import quote
 
 from aoti_shim import __version__
@@ -39,7 +40,9 @@ def _results(batch: FindingBatch, index: dict[str, int], encoder: FindingEncoder
     ]
     return [
         f'{head}{message}}}, {where}{logical_location}}}], "partialFingerprints": {{"aotiShimFinding/v1": "{fingerprint}"}}}}'
-        for message, logical_location, fingerprint in zip(quote_each(batch.messages), logical, encoder.fingerprints(batch))
+        for message, logical_location, fingerprint in zip(
+            quote_each(batch.messages), logical, encoder.fingerprints(batch)
+        )
     ]
 
 
@@ -62,7 +65,9 @@ def rule_descriptors(rules: Iterable[Rule[Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def sarif_document(rules: list[dict[str, Any]], results: list[dict[str, Any]], properties: dict[str, Any]) -> dict[str, Any]:
+def sarif_document(
+    rules: list[dict[str, Any]], results: list[dict[str, Any]], properties: dict[str, Any]
+) -> dict[str, Any]:
     """One SARIF 2.1.0 log of one run of aoti-shim: the one place both products' SARIF is
     assembled (check streams its results into the empty list; scan's are few, given whole)."""
     return {

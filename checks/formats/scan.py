@@ -10,14 +10,15 @@ colliding pair), so each format renders from the whole report.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import printable, valid_unicode
-from aoti_shim.checks.formats.github import md_code, md_text, annotations, findings_table, table_row
+from aoti_shim.checks.formats.github import annotations, findings_table, md_code, md_text, table_row
 from aoti_shim.checks.formats.junit import junit_document
-from aoti_shim.checks.formats.scan_text import counts, prefix_text, render_text, verdict
 from aoti_shim.checks.formats.sarif import artifact_uri, level, rule_descriptors, sarif_document
+from aoti_shim.checks.formats.scan_text import counts, prefix_text, render_text, verdict
 from aoti_shim.checks.report.model import Finding, fingerprint
 from aoti_shim.checks.scan.judge import SCAN_RULES, LibraryFacts
 from aoti_shim.checks.scan.run import ScanReport
@@ -127,11 +128,20 @@ def render_sarif(report: ScanReport) -> str:
 def markdown_summary(report: ScanReport) -> str:
     f = printable
     verdict_line, _ = verdict(report)
-    lines = ["## aoti-shim scan", "", f"{md_text(f(report.scanned.description))}: {md_text(counts(report))}. {verdict_line}.", ""]
+    lines = [
+        "## aoti-shim scan",
+        "",
+        f"{md_text(f(report.scanned.description))}: {md_text(counts(report))}. {verdict_line}.",
+        "",
+    ]
     if report.providers:
         lines += ["| distribution | library | prefix | shim names |", "| --- | --- | --- | --- |"]
         for r in report.providers:
-            lines.append(table_row([md_text(f(r.distribution)), md_text(f(r.library)), md_code(f(prefix_text(r.prefix))), str(r.names)]))
+            lines.append(
+                table_row(
+                    [md_text(f(r.distribution)), md_text(f(r.library)), md_code(f(prefix_text(r.prefix))), str(r.names)]
+                )
+            )
         lines.append("")
     lines += findings_table(report.findings, "library", printable)
     return "\n".join(lines) + "\n"

@@ -4,7 +4,7 @@ asked (the CLI asks on a terminal)."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from aoti_shim.checks.report.model import BLOCKING, FindingBatch, Header, Tally
 from aoti_shim.checks.rules.table import NO_RENAME_HEADER
@@ -37,7 +37,7 @@ def stream_text(
     header: Header,
     batches: Iterable[FindingBatch],
     tally: Tally,
-    write: Callable[[str], None],
+    write: Callable[[str], object],
     *,
     color: bool = False,
     verbose: bool = False,
