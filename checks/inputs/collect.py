@@ -16,9 +16,10 @@ import stat
 import tempfile
 import zipfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, BinaryIO, Callable, Iterator
+from typing import IO, Any, BinaryIO
 
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import ELF_MAGIC, PT_DYNAMIC, file_kind, has_elf_magic, is_elf, segments_of
@@ -62,7 +63,7 @@ class Artifact:
 _PROGRAM_EXPORTS = frozenset(
     {"_IO_stdin_used", "_init", "_fini", "_end", "_edata", "__bss_start", "__data_start", "data_start",
      "__dso_handle", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_", "__libc_csu_init", "__libc_csu_fini", "_start"}
-)  # fmt: skip
+)
 
 
 def exports_symbols(image: ElfImage) -> bool:
@@ -108,7 +109,9 @@ def _is_zip(path: str) -> bool:
         return False
 
 
-def _walk(root: str, workspace: Workspace | None = None, depth: int = 0, seen: set[tuple[int, int]] | None = None) -> Iterator[str]:
+def _walk(
+    root: str, workspace: Workspace | None = None, depth: int = 0, seen: set[tuple[int, int]] | None = None
+) -> Iterator[str]:
     """Regular files below root. A symlink to a folder is followed (a wheel's or a build's
     lib/ may be one), each real folder read once: a link back up (a loop) or to a folder
     already read is said in ``workspace.ignored``, never skipped silently."""
@@ -132,7 +135,9 @@ def _walk(root: str, workspace: Workspace | None = None, depth: int = 0, seen: s
                     key = (st.st_dev, st.st_ino)
                     if key in seen:
                         if workspace is not None:
-                            workspace.ignored.append((entry.path, "symlinked folder read already (a loop, or a second link)"))
+                            workspace.ignored.append(
+                                (entry.path, "symlinked folder read already (a loop, or a second link)")
+                            )
                         continue
                     seen.add(key)
                     yield from _walk(entry.path, workspace, depth + 1, seen)
@@ -285,7 +290,7 @@ def copy_elf_member(
     try:
         with zf.open(info) as src:
             head = src.read(len(ELF_MAGIC))
-            if not has_elf_magic(head):
+            if not has_elf_magic(bytes(head[:4])):
                 return None
             if info.file_size > member_limit:
                 raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
@@ -384,7 +389,9 @@ def read_member(
             segments = segments_of(head) or []
             dynamic = next(((off, size) for p_type, off, size in segments if p_type == PT_DYNAMIC), None)
             if dynamic is None:
-                return kind, Artifact(path=display, display=display, image=ElfImage.from_loaded_parts(display, head, b""))
+                return kind, Artifact(
+                    path=display, display=display, image=ElfImage.from_loaded_parts(display, head, b"")
+                )
             dyn_off, dyn_size = dynamic
             if dyn_off + dyn_size > info.file_size:
                 raise InputError(f"{display}: PT_DYNAMIC lies outside the member")
@@ -426,7 +433,7 @@ def read_member(
 
 
 def _tables_ahead(
-    src: BinaryIO, info: zipfile.ZipInfo, display: str, head: bytearray, dyn: bytes, at: int,
+    src: IO[bytes], info: zipfile.ZipInfo, display: str, head: bytearray, dyn: bytes, at: int,
     charge: Callable[[int, str], None],
 ) -> mmap.mmap | None:
     """The member's loader view as a sparse anonymous map (its size, only the kept head and
@@ -547,7 +554,10 @@ def collect(
                 add(art, art.display)
         elif is_elf(raw):
             kind = _folder_kind(raw) or "shared"
-            add(Artifact(path=raw, display=raw, kind="executable" if kind == "executable" else "shared"), os.path.realpath(raw))
+            add(
+                Artifact(path=raw, display=raw, kind="executable" if kind == "executable" else "shared"),
+                os.path.realpath(raw),
+            )
         else:
             raise InputError(f"{raw}: not an ELF file, folder or wheel")
     return out
