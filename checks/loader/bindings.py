@@ -45,16 +45,17 @@ lookup per resolved import, not a scan of libtorch. Use it as::
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable, Iterator, Protocol, Sequence
+from typing import Protocol
 
 from aoti_shim.checks.abi import prefix as shim_abi
-from aoti_shim.checks.loader import lineage
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STV_DEFAULT, STV_PROTECTED
 from aoti_shim.checks.elf.symbols import Symbol, SymbolTable
 from aoti_shim.checks.elf.versions import NO_VERSIONS, DynamicEntry, Versions
+from aoti_shim.checks.loader import lineage
 
 # Where a library sits in the process (load order follows this order).
 PROGRAM, REFERENCE, SHIM, MODEL, DEPENDENCY = "program", "reference", "shim", "model", "dependency"
@@ -148,7 +149,9 @@ class Linked:
             header=(image.elf_class, image.big_endian, image.machine),
             has_versym=image.has_versym,
             versions=image.versions(),
-            imports=tuple(e for e in image.dynamic_entries() if e.symbol.is_import or _binds_itself(e)) if imports else (),
+            imports=tuple(e for e in image.dynamic_entries() if e.symbol.is_import or _binds_itself(e))
+            if imports
+            else (),
             lazy=image.lazy_symbol_indexes() if imports else frozenset(),
             lookup=image.find_definitions,
         )
@@ -207,7 +210,7 @@ class Linked:
         before versions were kept is taken as a library without ``.gnu.version``."""
         if isinstance(ref, ElfImage):
             return Linked.of_image(ref, REFERENCE, display, imports=False)
-        find = getattr(ref, "find_export")
+        find = ref.find_export
         shown = display or str(getattr(ref, "display", ref))
         file_name = str(getattr(ref, "name", os.path.basename(shown.split("!")[-1])))
         kept = getattr(ref, "versions", None)
@@ -225,7 +228,7 @@ class Linked:
         return Linked(
             shown, REFERENCE, _names(file_name, getattr(ref, "soname", None)), has_versym=bool(kept and kept.versym),
             versions=versions, lookup=lookup,
-        )  # fmt: skip
+        )
 
 
 def _binds_itself(entry: DynamicEntry) -> bool:
@@ -468,7 +471,9 @@ class Process:
             for lib in refused:
                 self._failures.append(LoadFailure(lib, "it is linked -z nodlopen (DF_1_NOOPEN): dlopen refuses it"))
             if root not in refused:
-                self._failures.append(LoadFailure(root, f"needs {refused[0].display}, which dlopen refuses (-z nodlopen)"))
+                self._failures.append(
+                    LoadFailure(root, f"needs {refused[0].display}, which dlopen refuses (-z nodlopen)")
+                )
             return
         self._join(new, closure, glob)
         # A version the new libraries need from a loaded library that defines none by that name
@@ -591,7 +596,7 @@ class Process:
         return LoadFailure(
             root, f"undefined symbol: {entry.symbol.name}", undefined=True, importer=lib, entry=entry,
             searched=tuple(self._search_list(lib)), at_call=at_call,
-        )  # fmt: skip
+        )
 
     def _more_undefined(
         self, root: Linked, new: list[Linked], glob: bool, first: tuple[Linked, DynamicEntry]
@@ -599,7 +604,11 @@ class Process:
         """The other imports of a failed dlopen, of names that are no shim ABI, bound to nothing."""
         for lib in reversed(new):
             for entry in lib.imports:
-                if (lib, entry) == first or shim_abi.is_shim_name(entry.symbol.name) or (glob and self._is_lazy(lib, entry)):
+                if (
+                    (lib, entry) == first
+                    or shim_abi.is_shim_name(entry.symbol.name)
+                    or (glob and self._is_lazy(lib, entry))
+                ):
                     continue
                 if self._unbound(self._binding(lib, entry)):
                     yield self._undefined(root, lib, entry)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX, is_shim_name, is_unprefixed
+from aoti_shim.checks.elf.image import ElfImage
 
 
 @dataclass(frozen=True)

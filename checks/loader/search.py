@@ -38,9 +38,9 @@ import re
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Callable, Mapping, Sequence
 
 FILE, SYSTEM, UNSEEN, MISSING, FAILED = "file", "system", "unseen", "missing", "failed"
 
@@ -396,7 +396,9 @@ class Search:
     its own folders from another distribution's); such a member is found as ``WHEEL!NAME``."""
 
     def __init__(
-        self, paths: SearchPaths, members: Callable[[str], tuple[frozenset[str], frozenset[str]]] = lambda wheel: (frozenset(), frozenset())
+        self,
+        paths: SearchPaths,
+        members: Callable[[str], tuple[frozenset[str], frozenset[str]]] = lambda wheel: (frozenset(), frozenset()),
     ) -> None:
         self.paths = paths
         self._members = members
@@ -404,7 +406,9 @@ class Search:
     def _fits(self, path: str, needer: Needer) -> bool:
         return verify(path, needer.header)
 
-    def _in_folder(self, folder: str, name: str, needer: Needer, owner: Needer, unseen: list[str], via: str) -> str | None:
+    def _in_folder(
+        self, folder: str, name: str, needer: Needer, owner: Needer, unseen: list[str], via: str
+    ) -> str | None:
         """The file ``name`` in a run-path folder of ``owner`` (as expanded), wheels considered."""
         relative_to_origin = has_token(folder, "ORIGIN")
         if owner.member_dir is None or not relative_to_origin:
