@@ -6,8 +6,9 @@ import difflib
 import os
 import sys
 import zipfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator, Protocol
+from typing import Protocol
 
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.symbols import Symbol
@@ -15,19 +16,17 @@ from aoti_shim.checks.inputs.collect import (
     DEFAULT_MEMBER_LIMIT,
     Artifact,
     Workspace,
-    read_member,
     collect,
-    extract_member,
     is_elf_strict,
     open_wheel,
+    read_member,
 )
-from aoti_shim.checks.snapshot import record as snapshot
 from aoti_shim.checks.report.model import AgainstSource
+from aoti_shim.checks.snapshot import record as snapshot
 from aoti_shim.checks.snapshot.record import SNAPSHOT_SUFFIX, shipped_snapshots
 from aoti_shim.checks.snapshot.torch_libraries import TORCH_TEST_LIBRARIES, import_closure, is_torch_lib_dir
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import TorchLocation, locate, package_lib, version_in
-
 
 # Appended to a torch reference ("torch+tests", "WHEEL+tests"): every library of torch/lib/.
 WITH_TESTS = "+tests"
@@ -104,7 +103,9 @@ def _named_snapshot(item: str) -> Path | None:
     found = resolve_snapshot_name(item)
     if found is None and os.sep not in item:
         names = ", ".join(shipped_snapshots()) or "none"
-        raise InputError(f"--against {item}: no such file, nor a shipped snapshot{snapshot_hint(item)} (shipped: {names})")
+        raise InputError(
+            f"--against {item}: no such file, nor a shipped snapshot{snapshot_hint(item)} (shipped: {names})"
+        )
     return found
 
 
