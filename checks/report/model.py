@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
-from typing import Iterable, Iterator, NamedTuple, Sequence
+from typing import NamedTuple
 
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, EXIT_WARNINGS, UsageError
 
@@ -54,7 +55,9 @@ class FindingBatch(NamedTuple):
 
     @classmethod
     def of(cls, finding: Finding) -> FindingBatch:
-        return cls(finding.rule, finding.severity, finding.artifact, (finding.symbol,), (finding.message,), (finding.related,))
+        return cls(
+            finding.rule, finding.severity, finding.artifact, (finding.symbol,), (finding.message,), (finding.related,)
+        )
 
     @classmethod
     def from_findings(cls, findings: Sequence[Finding]) -> FindingBatch:
@@ -76,7 +79,14 @@ class FindingBatch(NamedTuple):
     def findings(self) -> Iterator[Finding]:
         return map(
             Finding._make,
-            zip(repeat(self.rule), repeat(self.severity), repeat(self.artifact), self.symbols, self.messages, self.related),
+            zip(
+                repeat(self.rule),
+                repeat(self.severity),
+                repeat(self.artifact),
+                self.symbols,
+                self.messages,
+                self.related,
+            ),
         )
 
 
@@ -125,7 +135,8 @@ class AgainstSource:
 
     def describe(self) -> str:
         version = f"torch {self.torch_version}" if self.torch_version else "torch version unknown"
-        return f"{version} at {self.path} (from {self.found_by}; {self.libraries} librar{'y' if self.libraries == 1 else 'ies'})"
+        return (f"{version} at {self.path} (from {self.found_by}; {self.libraries} "
+            f"librar{'y' if self.libraries == 1 else 'ies'})")
 
     def as_dict(self) -> dict[str, object]:
         return {

@@ -40,9 +40,18 @@ def add_report_options(p: argparse.ArgumentParser, format_help: dict[str, str]) 
     """The options of a command that writes a findings report (check, scan): its format
     (``format_help`` names the choices), file, suppressions, failing level and colour."""
     p.add_argument("--format", default="text", choices=tuple(format_help), help=_choices_help(format_help, "text"))
-    p.add_argument("--output", "-o", type=path_text, metavar="FILE", help="write the report here instead of standard output")
-    p.add_argument("--suppressions", type=path_text, metavar="TOML", help="a file of [[suppress]] tables (rule, symbol, artifact, reason)")
-    p.add_argument("--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking"))
+    p.add_argument(
+        "--output", "-o", type=path_text, metavar="FILE", help="write the report here instead of standard output"
+    )
+    p.add_argument(
+        "--suppressions",
+        type=path_text,
+        metavar="TOML",
+        help="a file of [[suppress]] tables (rule, symbol, artifact, reason)",
+    )
+    p.add_argument(
+        "--fail-on", default="blocking", choices=FAIL_ON_CHOICES, help=_choices_help(FAIL_ON_HELP, "blocking")
+    )
     p.add_argument("--color", default="auto", choices=tuple(COLOR_HELP), help=_choices_help(COLOR_HELP, "auto"))
 
 

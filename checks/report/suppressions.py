@@ -7,11 +7,13 @@ import fnmatch
 import os
 import stat
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from aoti_shim.checks.report.model import Finding, FindingBatch, Suppressed, Tally
 from aoti_shim.errors import UsageError
+
 
 def _toml() -> Any:
     """tomllib (tomli before 3.11), imported when a file is read: most checks have none."""
@@ -33,7 +35,10 @@ class Suppression:
         return (
             self.rule in (finding.rule, "*")
             and fnmatch.fnmatchcase(finding.symbol, self.symbol)
-            and (fnmatch.fnmatchcase(finding.artifact, self.artifact) or fnmatch.fnmatchcase(finding.artifact.rsplit("/", 1)[-1], self.artifact))
+            and (
+                fnmatch.fnmatchcase(finding.artifact, self.artifact)
+                or fnmatch.fnmatchcase(finding.artifact.rsplit("/", 1)[-1], self.artifact)
+            )
         )
 
     def describe(self) -> str:
@@ -125,7 +130,9 @@ def load(path: str, known_rules: Iterable[str]) -> tuple[Suppression, ...]:
     return parse(entries, path, known_rules)
 
 
-def stream(batches: Iterable[FindingBatch], suppressions: tuple[Suppression, ...], tally: Tally) -> Iterator[FindingBatch]:
+def stream(
+    batches: Iterable[FindingBatch], suppressions: tuple[Suppression, ...], tally: Tally
+) -> Iterator[FindingBatch]:
     """The findings no suppression matches, counted into ``tally`` as they pass; the
     suppressed ones and the unused suppressions land in ``tally`` too."""
     if not suppressions:
