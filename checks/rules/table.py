@@ -15,17 +15,29 @@ from __future__ import annotations
 import dataclasses
 import re
 from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
-from typing import Callable, Generic, Iterable, Iterator, Mapping, NamedTuple, Sequence, TypeVar, Union
+from typing import Generic, NamedTuple, TypeVar, Union
 
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
-from aoti_shim.checks.loader.bindings import DEPENDENCY, MODEL, PROGRAM, REFERENCE, SHIM, SYSTEM, Binding, Linked, LoadFailure, Process
 from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_TLS
 from aoti_shim.checks.elf.symbols import Symbol
 from aoti_shim.checks.elf.versions import DynamicEntry
+from aoti_shim.checks.loader.bindings import (
+    DEPENDENCY,
+    MODEL,
+    PROGRAM,
+    REFERENCE,
+    SHIM,
+    SYSTEM,
+    Binding,
+    Linked,
+    LoadFailure,
+    Process,
+)
 from aoti_shim.checks.references.reference import Reference
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 from aoti_shim.torch_names import shipped_names
@@ -40,7 +52,7 @@ RUNTIME_NAME = re.compile(
 _RUNTIME_STARTS = (
     "_ZSt", "_ZNSt", "_ZKSt", "_ZNKSt", "_ZT", "_ZN10__cxxabiv1", "_ZN9__gnu_cxx",
     "_Znw", "_Zna", "_Zdl", "_Zda", "__cxa_", "__gxx_", "_Unwind_", "__gcc_personality", "_ZGTtNSt",
-)  # fmt: skip
+)
 _RUNTIME_OR_CUDA_STARTS = (*_RUNTIME_STARTS, "cuda")
 # Of those, the ones no ordinary translation unit defines: even WEAK, they are the runtime.
 # The rest (std:: template instantiations) are WEAK in any C++ library (vague linkage).
@@ -186,7 +198,15 @@ class Context:
         for lib in self.distinct_libraries:
             role = PROGRAM if lib.executable else (SHIM if lib.role == "shim" else MODEL)
             one = linked(lib, role)
-            (found if role == PROGRAM and not lib.hosts else programs if role == PROGRAM else shims if role == SHIM else models).append(one)
+            (
+                found
+                if role == PROGRAM and not lib.hosts
+                else programs
+                if role == PROGRAM
+                else shims
+                if role == SHIM
+                else models
+            ).append(one)
         return programs, shims, models, found
 
     @cached_property
@@ -197,7 +217,7 @@ class Context:
         return Process.of(
             references=self.references, programs=programs, shims=shims, models=models, dependencies=self.dependencies,
             machine=self.machine,
-        )  # fmt: skip
+        )
 
     @cached_property
     def own_processes(self) -> list[Process]:
@@ -207,7 +227,8 @@ class Context:
         main = self.process
         known = [*main.shims, *main.models, *main.dependencies, *main.references]
         return [
-            Process(machine=self.machine, programs=[p], dependencies=[x for x in known if x is not p]) for p in self._placed[3]
+            Process(machine=self.machine, programs=[p], dependencies=[x for x in known if x is not p])
+            for p in self._placed[3]
         ]
 
     @property
@@ -320,7 +341,9 @@ def _once(failures: Iterable[LoadFailure]) -> list[LoadFailure]:
 
 
 # Symbols the static linker defines in every shared object; sharing them is harmless.
-LINKER_DEFINED = frozenset({"_init", "_fini", "_end", "_edata", "_etext", "__bss_start", "__end__", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_"})
+LINKER_DEFINED = frozenset(
+    {"_init", "_fini", "_end", "_edata", "_etext", "__bss_start", "__end__", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_"}
+)
 
 
 # Findings per batch of a rule that finds many (see FindingBatch).
@@ -503,7 +526,9 @@ def _undefined_message(failure: LoadFailure) -> str:
     if entry is not None and entry.version_file:
         closure = f"{entry.version_file}, which its version is needed from; {closure}"
     head = "loads, but its first call of" if failure.at_call else "cannot be loaded next to the others:"
-    tail = " fails (a host opening it RTLD_NOW, as Python's ctypes does, is refused the load)" if failure.at_call else ""
+    tail = (
+        " fails (a host opening it RTLD_NOW, as Python's ctypes does, is refused the load)" if failure.at_call else ""
+    )
     return (
         f"{head} undefined symbol {wanted}{by}{tail}: no library of its lookup scope defines it ({closure}; the "
         "references; the shims; the machine's libraries, libc among them); link it against the library that defines "
@@ -513,7 +538,11 @@ def _undefined_message(failure: LoadFailure) -> str:
 
 def _unseen_dependency(ctx: Context) -> Iterator[Found]:
     for display, name, why in ctx.unseen:
-        yield display, name, f"needs {name}, {why}: not on this machine, so not checked; the process it runs in must have it"
+        yield (
+            display,
+            name,
+            f"needs {name}, {why}: not on this machine, so not checked; the process it runs in must have it",
+        )
 
 
 def _is_stable_abi_extension(ctx: Context, lib: Library) -> bool:
@@ -522,8 +551,18 @@ def _is_stable_abi_extension(ctx: Context, lib: Library) -> bool:
     dependency that imports no prefixed name either (libtorchaudio.so under _torchaudio)."""
     if lib.role == "dependency":
         root = ctx.root_of(lib)
-        return root is not None and root is not lib and _is_stable_abi_extension(ctx, root) and not lib.imports_prefix(ctx.own_prefixes)
-    return lib.role == "model" and not lib.executable and not lib.is_aoti_model and not lib.imports_prefix(ctx.own_prefixes)
+        return (
+            root is not None
+            and root is not lib
+            and _is_stable_abi_extension(ctx, root)
+            and not lib.imports_prefix(ctx.own_prefixes)
+        )
+    return (
+        lib.role == "model"
+        and not lib.executable
+        and not lib.is_aoti_model
+        and not lib.imports_prefix(ctx.own_prefixes)
+    )
 
 
 def _not_an_aoti_model(ctx: Context) -> Iterator[Found]:
@@ -553,8 +592,11 @@ def _not_a_shim(ctx: Context) -> Iterator[Found]:
 def _where(b: Binding | None) -> str:
     if b is not None and b.scope == "none" and not b.weak:
         # A global library's function import binds at its first call; the rest at load.
-        when = "its first call fails" if b.entry.index in b.importer.lazy and b.importer.role == SHIM else "the load fails"
-        return f"binds to no library of this process ({when}: undefined symbol), and to libtorch whenever libtorch is global"
+        when = (
+            "its first call fails" if b.entry.index in b.importer.lazy and b.importer.role == SHIM else "the load fails"
+        )
+        return (f"binds to no library of this process ({when}: undefined symbol), and to libtorch whenever libtorch is "
+            "global")
     if b is None or b.definer is None:
         return "binds to libtorch whenever libtorch is global"
     if b.definer.role == REFERENCE:
@@ -589,7 +631,9 @@ def _unprefixed_import(ctx: Context) -> Iterator[Found]:
                 )
             else:
                 message = f"imports '{name}'{loaded_as}, which {where}"
-            related = b.definer.display if b is not None and b.definer is not None and b.definer.role == REFERENCE else None
+            related = (
+                b.definer.display if b is not None and b.definer is not None and b.definer.role == REFERENCE else None
+            )
             yield lib.display, name, message, related
 
 
@@ -650,8 +694,10 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Found]:
                     )
                 elif name in ctx.provided:
                     message = (
-                        f"imports '{name}'{loaded_as}, which a shim library exports, but the loader's lookup passes over "
-                        "that definition (of value 0, of a type that is no code or data, or out of reach of its .gnu.hash)"
+                        f"imports '{name}'{loaded_as}, which a shim library exports, but the loader's lookup passes "
+                        "over "
+                        "that definition (of value 0, of a type that is no code or data, or out of reach of its "
+                        ".gnu.hash)"
                     )
                 else:
                     message = f"imports '{name}'{loaded_as}, which no shim library exports{_fails(ctx, lib)}"
@@ -679,7 +725,9 @@ def _given_prefix_mismatch(ctx: Context) -> Iterator[Found]:
             p = prefixes.prefix_of(name)
             if p != ctx.prefix:
                 foreign.setdefault(p or "", []).append(name)
-        yield from _foreign_prefixes(model.display, foreign, f"the given prefix is {ctx.prefix!r}", ctx.loaded_as(model))
+        yield from _foreign_prefixes(
+            model.display, foreign, f"the given prefix is {ctx.prefix!r}", ctx.loaded_as(model)
+        )
 
 
 def _foreign_prefixes(
@@ -691,12 +739,13 @@ def _foreign_prefixes(
     why = (
         'the shims need extern "C" (MANGLED_SHIM), so it cannot load' if mangled
         else "blob and shims were built with different prefixes, so it cannot load"
-    )  # fmt: skip
+    )
     for p, names in sorted(foreign.items()):
         yield (
             artifact,
             names[0],
-            f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'){loaded_as}, but {expected}: {why}",
+            f"imports {len(names)} shim name(s) with prefix {p!r} (e.g. '{names[0]}'){loaded_as}, but {expected}: "
+            f"{why}",
         )
 
 
@@ -726,7 +775,9 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
             if not _is_shims_prefix(ctx, p):
                 foreign.setdefault(p or "", []).append(name)
         mangled = not ctx.shim_prefixes and any(shim.mangled_shim_exports for shim in ctx.shims)
-        yield from _foreign_prefixes(model.display, foreign, f"the shims carry {_carried(ctx)}", ctx.loaded_as(model), mangled)
+        yield from _foreign_prefixes(
+            model.display, foreign, f"the shims carry {_carried(ctx)}", ctx.loaded_as(model), mangled
+        )
 
 
 _VISIBILITY = {0: "default", 1: "internal", 2: "hidden", 3: "protected"}
@@ -747,7 +798,8 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
                 yield (
                     lib.display,
                     b.name,
-                    f"refers to '{b.name}'{loaded_as} as {kind} without defining it: the loader never looks it up and binds it "
+                    f"refers to '{b.name}'{loaded_as} as {kind} without defining it: the loader never looks it up and "
+                    "binds it "
                     "to address 0 of this library itself, never to the shims",
                 )
                 continue
@@ -757,7 +809,9 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
                 continue  # a shim's own dependency, loaded global with it: the shims' side
             if b.definer.display == lib.display:
                 continue  # its own definition (MODEL_DEFINES_SHIM's)
-            what = {REFERENCE: "a reference library", MODEL: "a model", DEPENDENCY: "a dependency"}.get(b.definer.role, b.definer.role)
+            what = {REFERENCE: "a reference library", MODEL: "a model", DEPENDENCY: "a dependency"}.get(
+                b.definer.role, b.definer.role
+            )
             if id(b.definer) in global_ids:
                 # A shim's dependency defines the name too and loads before the shim that is
                 # meant to serve it: the blob gets the dependency's copy.
@@ -765,7 +819,8 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
                 yield (
                     lib.display,
                     b.name,
-                    f"imports '{b.name}'{loaded_as}, which binds to {b.definer.display} (a dependency loaded with the shims) "
+                    f"imports '{b.name}'{loaded_as}, which binds to {b.definer.display} (a dependency loaded with the "
+                    "shims) "
                     f"in the process, not to {shim}, which also defines it",
                     b.definer.display,
                 )
@@ -773,7 +828,8 @@ def _binds_outside_shims(ctx: Context) -> Iterator[Found]:
             yield (
                 lib.display,
                 b.name,
-                f"imports '{b.name}'{loaded_as}, which binds to {b.definer.display} ({what}) in the process, not to the shims",
+                f"imports '{b.name}'{loaded_as}, which binds to {b.definer.display} ({what}) in the process, not to "
+                "the shims",
                 b.definer.display,
             )
 
@@ -873,20 +929,99 @@ class Rule(Generic[C]):
 
 
 RULES: tuple[Rule[Context], ...] = (
-    Rule("NOT_AN_AOTI_MODEL", _not_an_aoti_model, "A --model library imports unprefixed aoti_torch_* names but exports no AOTInductorModelContainer* entry point (a stable-ABI extension, say); those imports are not reported one by one.", WARNING),
+    Rule(
+        "NOT_AN_AOTI_MODEL",
+        _not_an_aoti_model,
+        "A --model library imports unprefixed aoti_torch_* names but exports no AOTInductorModelContainer* entry "
+        "point (a stable-ABI extension, say); those imports are not reported one by one.",
+        WARNING,
+    ),
     Rule("NOT_A_SHIM", _not_a_shim, "A --shim library exports no aoti_torch_* name, prefixed or not.", WARNING),
-    Rule("COLLISION", _collision, "A shim library exports a symbol that a reference library (libtorch) also exports.", BLOCKING),
-    Rule("UNPREFIXED_EXPORT", _unprefixed_export, "A shim library exports an aoti_torch_* name without the prefix.", BLOCKING),
-    Rule("UNPREFIXED_IMPORT", _unprefixed_import, "A library of the process (a model, a shim library's own code, a consumer of the prefixed names, or a library of their DT_NEEDED closure, named with the chain that loaded it) imports a shim-ABI name without the prefix: it binds to libtorch when libtorch is global, to nothing without it.", BLOCKING),
-    Rule("UNSATISFIED_IMPORT", _unsatisfied_import, "A library of the process (a checked one or one of its DT_NEEDED closure) imports a prefixed shim name (in a version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to nothing.", BLOCKING),
-    Rule("PREFIX_MISMATCH", _prefix_mismatch, "A library of the process (a checked one or one of its DT_NEEDED closure) imports shim names with another prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim exports.", BLOCKING),
-    Rule("BINDS_OUTSIDE_SHIMS", _binds_outside_shims, "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or non-default-visibility symbol) binds to its own library.", BLOCKING),
-    Rule("LOAD_FAILURE", _load_failure, "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol version its dependency lacks, -z nodlopen on what dlopen opens, a DT_NEEDED library the loader finds nowhere, or an import of a name that is no shim ABI that no library of its lookup scope defines (a shim's function import: its first call fails).", BLOCKING),
-    Rule("UNSEEN_DEPENDENCY", _unseen_dependency, "A DT_NEEDED library this machine lacks that a deployment provides: a GPU driver library (libcuda.so.1), or one a wheel member's run path finds in another distribution's folder, not installed here.", WARNING),
-    Rule("MANGLED_SHIM", _mangled_shim, "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".", BLOCKING),
-    Rule("MODEL_DEFINES_SHIM", _model_defines_shim, "A model defines aoti_torch_* or prefixed shim names itself.", BLOCKING),
-    Rule("DUPLICATE_DEFINER", _duplicate_definer, "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one instance and count once, as does a program's R_*_COPY copy of a shim's data).", BLOCKING),
-    Rule("REEXPORTED_RUNTIME", _reexported_runtime, "A library re-exports statically linked C++ runtime symbols.", WARNING),
+    Rule(
+        "COLLISION",
+        _collision,
+        "A shim library exports a symbol that a reference library (libtorch) also exports.",
+        BLOCKING,
+    ),
+    Rule(
+        "UNPREFIXED_EXPORT",
+        _unprefixed_export,
+        "A shim library exports an aoti_torch_* name without the prefix.",
+        BLOCKING,
+    ),
+    Rule(
+        "UNPREFIXED_IMPORT",
+        _unprefixed_import,
+        "A library of the process (a model, a shim library's own code, a consumer of the prefixed names, or a library "
+        "of their DT_NEEDED closure, named with the chain that loaded it) imports a shim-ABI name without the prefix: "
+        "it binds to libtorch when libtorch is global, to nothing without it.",
+        BLOCKING,
+    ),
+    Rule(
+        "UNSATISFIED_IMPORT",
+        _unsatisfied_import,
+        "A library of the process (a checked one or one of its DT_NEEDED closure) imports a prefixed shim name (in a "
+        "version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to "
+        "nothing.",
+        BLOCKING,
+    ),
+    Rule(
+        "PREFIX_MISMATCH",
+        _prefix_mismatch,
+        "A library of the process (a checked one or one of its DT_NEEDED closure) imports shim names with another "
+        "prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim "
+        "exports.",
+        BLOCKING,
+    ),
+    Rule(
+        "BINDS_OUTSIDE_SHIMS",
+        _binds_outside_shims,
+        "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a "
+        "reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or "
+        "non-default-visibility symbol) binds to its own library.",
+        BLOCKING,
+    ),
+    Rule(
+        "LOAD_FAILURE",
+        _load_failure,
+        "A checked library cannot be loaded into the process: another ELF class, byte order or machine, a symbol "
+        "version its dependency lacks, -z nodlopen on what dlopen opens, a DT_NEEDED library the loader finds "
+        "nowhere, or an import of a name that is no shim ABI that no library of its lookup scope defines (a shim's "
+        "function import: its first call fails).",
+        BLOCKING,
+    ),
+    Rule(
+        "UNSEEN_DEPENDENCY",
+        _unseen_dependency,
+        "A DT_NEEDED library this machine lacks that a deployment provides: a GPU driver library (libcuda.so.1), or "
+        "one a wheel member's run path finds in another distribution's folder, not installed here.",
+        WARNING,
+    ),
+    Rule(
+        "MANGLED_SHIM",
+        _mangled_shim,
+        "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".",
+        BLOCKING,
+    ),
+    Rule(
+        "MODEL_DEFINES_SHIM",
+        _model_defines_shim,
+        "A model defines aoti_torch_* or prefixed shim names itself.",
+        BLOCKING,
+    ),
+    Rule(
+        "DUPLICATE_DEFINER",
+        _duplicate_definer,
+        "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one "
+        "instance and count once, as does a program's R_*_COPY copy of a shim's data).",
+        BLOCKING,
+    ),
+    Rule(
+        "REEXPORTED_RUNTIME",
+        _reexported_runtime,
+        "A library re-exports statically linked C++ runtime symbols.",
+        WARNING,
+    ),
     Rule(
         "REEXPORTED_CUDA_RUNTIME",
         _reexported_cuda_runtime,
