@@ -26,7 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "names two distributions export, unprefixed shim providers other than torch that capture the "
             "environment's stable-ABI extensions and blobs, two runtimes with one private prefix, runtimes "
             "re-exported twice; and a table of the shim providers and their prefixes. "
-            "Exit status is a bitmask: 1 tool error, 2 usage error, 4 warnings (with --fail-on any), 8 blocking findings."
+            "Exit status is a bitmask: 1 tool error, 2 usage error, 4 warnings (with --fail-on any), 8 blocking "
+            "findings."
         ),
     )
     p.add_argument(
@@ -37,7 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="site-packages folders, virtual environments or wheels (a wheel stands for its distribution "
         "installed, replacing one of the same name); none: the running interpreter's environment",
     )
-    p.add_argument("--python", type=path_text, metavar="PY", help="scan this interpreter's environment (asked in a child for its paths)")
+    p.add_argument(
+        "--python",
+        type=path_text,
+        metavar="PY",
+        help="scan this interpreter's environment (asked in a child for its paths)",
+    )
     add_report_options(p, SCAN_FORMAT_HELP)
     for action in p._actions:
         if "--output" in action.option_strings:
@@ -45,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "-v", "--verbose", action="store_true",
         help="text: also list every distribution, library, site folder and non-library ELF file the scan read",
-    )  # fmt: skip
+    )
     p.set_defaults(run=run)
 
 
@@ -80,7 +86,9 @@ def _outside_environment(output: str, folders: tuple[str, ...]) -> None:
     for folder in folders:
         inside = environment_root(folder)
         if os.path.commonpath([real, inside]) == inside:
-            raise AotiShimError(f"--output {output}: lies in the scanned environment ({inside}); write the report elsewhere")
+            raise AotiShimError(
+                f"--output {output}: lies in the scanned environment ({inside}); write the report elsewhere"
+            )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,7 +7,8 @@ its ``.pth`` files or finder module point at. Every ELF file under a site folder
 distribution lists is kept too, as nobody's.
 
 Nothing is written into the environment and nothing of it is imported or run (``.pth``
-``import`` lines are skipped, never executed; an interpreter is asked with site.py off). A file that a RECORD lists but that cannot
+``import`` lines are skipped, never executed; an interpreter is asked with site.py off). A file that a RECORD lists
+but that cannot
 be read, a RECORD that cannot be parsed, a folder that cannot be listed, a looping link or
 a file named like a shared library that is not ELF is an :class:`InputError` (one line):
 skipping it would judge less than the environment holds and still say OK.
@@ -27,9 +28,9 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from email.parser import HeaderParser
-from typing import Iterator
 
 from aoti_shim.checks.elf.layout import ELF_MAGIC, file_kind
 from aoti_shim.checks.inputs.collect import MAX_WALK_DEPTH, Workspace, extract_member, open_wheel, read_member
@@ -53,7 +54,8 @@ _ASK_PATHS = (
     "for conf in (os.path.join(here, 'pyvenv.cfg'), os.path.join(os.path.dirname(here), 'pyvenv.cfg')):\n"
     "    if os.path.isfile(conf):\n"
     "        with open(conf, encoding='utf-8', errors='replace') as f:\n"
-    "            keys = dict((k.strip().lower(), v.strip().lower()) for k, _, v in (l.partition('=') for l in f) if _)\n"
+    "            keys = dict((k.strip().lower(), v.strip().lower()) for k, _, v in (l.partition('=') for l in f) if "
+    "_)\n"
     "        own = [os.path.dirname(conf)]\n"
     "        prefixes = own + prefixes if keys.get('include-system-site-packages') == 'true' else own\n"
     "        break\n"
@@ -131,7 +133,7 @@ def running_interpreter() -> InterpreterPaths:
     # sys.path[0] is the folder of the script that started us (the console script's bin/,
     # or the current folder under -m): not part of the environment.
     entries: list[object] = list(sys.path[1:])
-    return InterpreterPaths(sys.executable, "%d.%d.%d" % sys.version_info[:3], _site_entries(entries, stdlib))
+    return InterpreterPaths(sys.executable, "{}.{}.{}".format(*sys.version_info[:3]), _site_entries(entries, stdlib))
 
 
 def ask_interpreter(python: str) -> InterpreterPaths:
@@ -143,7 +145,7 @@ def ask_interpreter(python: str) -> InterpreterPaths:
         done = subprocess.run(
             [python, "-I", "-S", "-B", "-c", _ASK_PATHS],
             capture_output=True, timeout=CHILD_TIMEOUT, check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        )
     except subprocess.TimeoutExpired:
         raise InputError(f"--python {python}: no answer within {CHILD_TIMEOUT} s") from None
     except OSError as e:
@@ -158,9 +160,13 @@ def ask_interpreter(python: str) -> InterpreterPaths:
         if not isinstance(path, list) or not isinstance(stdlib, list):
             raise TypeError("not lists")
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-        raise InputError(f"--python {python}: not a Python interpreter (its answer about its paths is not JSON)") from None
+        raise InputError(
+            f"--python {python}: not a Python interpreter (its answer about its paths is not JSON)"
+        ) from None
     sites = _site_entries(path, stdlib)
-    return InterpreterPaths(executable, version, tuple(dict.fromkeys([*sites, *(f for site in sites for f in pth_folders(site))])))
+    return InterpreterPaths(
+        executable, version, tuple(dict.fromkeys([*sites, *(f for site in sites for f in pth_folders(site))]))
+    )
 
 
 def venv_site_folders(folder: str) -> tuple[str, ...] | None:
@@ -177,7 +183,11 @@ def venv_site_folders(folder: str) -> tuple[str, ...] | None:
             continue
         for name in names:
             site = os.path.join(base, name, "site-packages")
-            if name.startswith("python") and os.path.isdir(site) and os.path.realpath(site) not in map(os.path.realpath, found):
+            if (
+                name.startswith("python")
+                and os.path.isdir(site)
+                and os.path.realpath(site) not in map(os.path.realpath, found)
+            ):
                 found.append(site)
     return tuple(found)
 
@@ -424,7 +434,11 @@ def _distribution(info: str, site: str, collector: _Collector) -> Distribution |
         if not _may_be_elf(base) or "__pycache__/" in row or ".dist-info/" in row:
             continue
         # Rows are relative POSIX paths, normalised already unless they climb out (../../bin/x).
-        path = f"{top}{os.sep}{row}" if "./" not in row and not row.startswith("/") else os.path.normpath(os.path.join(site, row))
+        path = (
+            f"{top}{os.sep}{row}"
+            if "./" not in row and not row.startswith("/")
+            else os.path.normpath(os.path.join(site, row))
+        )
         collector.claimed.add(path)
         if not os.path.lexists(path):
             raise InputError(f"{where}: RECORD lists {row}, which is missing")
@@ -481,9 +495,9 @@ def read_site_folders(folders: tuple[str, ...], description: str) -> Environment
     for site in folders:
         for path in _walk(site, skip=others - {site}):
             # Named by its whole path: no distribution's folder gives it a shorter name.
-            found = collector.claim(path)
-            if found is not None:
-                unowned.append(found)
+            library = collector.claim(path)
+            if library is not None:
+                unowned.append(library)
     return Environment(
         description=description,
         site_folders=folders,

@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
-from aoti_shim.checks.loader import bindings
 from aoti_shim.checks.abi import prefix as prefixes
+from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.symbols import SymbolTable
-from aoti_shim.checks.scan.environment import Environment, LibraryFile
+from aoti_shim.checks.loader import bindings
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
-from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
 from aoti_shim.checks.rules.table import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, Columns, Found, Rule, stamped
+from aoti_shim.checks.scan.environment import Environment, LibraryFile
 from aoti_shim.checks.snapshot.torch_libraries import import_closure
 from aoti_shim.torch_names import shipped_names
 
@@ -33,8 +34,13 @@ NOBODY = "(no distribution)"
 
 # Roles, in the order the text lists them.
 PROVIDER, BLOB, CONSUMER, PREFIXED_CONSUMER, RUNTIME, UNRELATED = (
-    "shim provider", "AOTInductor blob", "stable-ABI consumer", "prefixed-ABI consumer", "runtime re-exporter", "unrelated",
-)  # fmt: skip
+    "shim provider",
+    "AOTInductor blob",
+    "stable-ABI consumer",
+    "prefixed-ABI consumer",
+    "runtime re-exporter",
+    "unrelated",
+)
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,7 @@ def _normalized(name: str) -> str:
 # Starts of the names one pass over the exports keeps: the C++ runtime's core (what
 # ALWAYS_RUNTIME_NAME matches) and the CUDA runtime API.
 _CORE_STARTS = ("__cxa_", "__gxx_", "_Unwind_", "__gcc_personality", "_Znw", "_Zna", "_Zdl", "_Zda",
-                "_ZTVN10__cxxabiv1", "_ZTIN10__cxxabiv1", "_ZTSN10__cxxabiv1", "_ZN10__cxxabiv1")  # fmt: skip
+                "_ZTVN10__cxxabiv1", "_ZTIN10__cxxabiv1", "_ZTSN10__cxxabiv1", "_ZN10__cxxabiv1")
 _RUNTIME_STARTS = (*_CORE_STARTS, "cuda")
 # Every name the judgement reads holds "aoti_" or "torch_" (every shim-ABI name, prefixed or
 # not, the stable C ABI's torch_* too) or starts with one of the others (a blob's entry
@@ -123,8 +129,14 @@ def _shim_names(names: Iterable[str]) -> tuple[str, ...]:
 
 
 def _facts_of(
-    display: str, kind: str, owner: str, distribution: str | None, exports: Mapping[str, object], imports: Mapping[str, object],
-    needed: tuple[str, ...], symbols: int,
+    display: str,
+    kind: str,
+    owner: str,
+    distribution: str | None,
+    exports: Mapping[str, object],
+    imports: Mapping[str, object],
+    needed: tuple[str, ...],
+    symbols: int,
 ) -> LibraryFacts:
     # A program's exports of the runtime are its copy relocations: it is the process, the
     # one definer by design, not a second copy of the runtime.
@@ -149,7 +161,9 @@ def _facts_of(
     )
 
 
-def _linked(image: ElfImage, display: str, role: str, exports: SymbolTable, imports: SymbolTable, facts: LibraryFacts) -> bindings.Linked:
+def _linked(
+    image: ElfImage, display: str, role: str, exports: SymbolTable, imports: SymbolTable, facts: LibraryFacts
+) -> bindings.Linked:
     """The binding model's view of a library, limited to its shim-ABI names: each export's
     definitions (every version) and each import with the version it needs."""
     versions = image.versions()
@@ -174,7 +188,11 @@ def read_library(file: LibraryFile, owner: str, distribution: str | None) -> Lib
     image: ElfImage = member.open() if member is not None else ElfImage(file.path, display=file.display)  # type: ignore[attr-defined]
     with image:
         if not image.has_dynsym:
-            return None if file.kind == "executable" else _facts_of(file.display, file.kind, owner, distribution, {}, {}, (), 0)
+            return (
+                None
+                if file.kind == "executable"
+                else _facts_of(file.display, file.kind, owner, distribution, {}, {}, (), 0)
+            )
         # Only the names the judgement reads are cut (shim ABI, blob entry points, the
         # runtimes' names; of a program, whose runtime names are its own, shim ABI only):
         # cutting all of them would cost more than nm -D does.
@@ -184,7 +202,9 @@ def read_library(file: LibraryFile, owner: str, distribution: str | None) -> Lib
             # A program is a process of its own: it matters to the environment only as a
             # runner that exports or imports shim ABI (linked -rdynamic, say).
             return None
-        facts = _facts_of(file.display, file.kind, owner, distribution, exports, imports, tuple(image.needed), image.symbol_count())
+        facts = _facts_of(
+            file.display, file.kind, owner, distribution, exports, imports, tuple(image.needed), image.symbol_count()
+        )
         if not facts.shim_exports and not facts.shim_imports:
             return facts  # nothing the model is asked about
         role = bindings.PROGRAM if file.kind == "executable" else bindings.DEPENDENCY
@@ -223,7 +243,9 @@ class Scanned:
     @property
     def libraries(self) -> list[LibraryFacts]:
         """Every library, torch's first (the reference definer), then by distribution, then nobody's."""
-        ordered = sorted(self.distributions, key=lambda d: (_normalized(d.name) not in TORCH_DISTRIBUTIONS, _normalized(d.name)))
+        ordered = sorted(
+            self.distributions, key=lambda d: (_normalized(d.name) not in TORCH_DISTRIBUTIONS, _normalized(d.name))
+        )
         return [lib for d in ordered for lib in d.libraries] + list(self.unowned)
 
 
@@ -295,13 +317,18 @@ def _collision(ctx: _Context) -> Iterator[Found]:
     libs = ctx.libraries
     for (j, i), names in sorted(_shared_names(libs, lambda lib: lib.shim_exports).items(), key=lambda kv: kv[0][::-1]):
         first, lib = libs[j], libs[i]
-        messages = [f"exports shim name '{n}', which {_who(first)} also exports: one process binds one of them" for n in names]
+        messages = [
+            f"exports shim name '{n}', which {_who(first)} also exports: one process binds one of them" for n in names
+        ]
         yield Columns(lib.display, names, messages, [first.display] * len(names))
 
 
 def _runtime_collision(ctx: _Context) -> Iterator[Found]:
     libs = ctx.libraries
-    for what, names_of in (("C++ runtime", lambda lib: lib.runtime_exports), ("CUDA runtime", lambda lib: lib.cuda_exports)):
+    for what, names_of in (
+        ("C++ runtime", lambda lib: lib.runtime_exports),
+        ("CUDA runtime", lambda lib: lib.cuda_exports),
+    ):
         for (j, i), names in sorted(_shared_names(libs, names_of).items(), key=lambda kv: kv[0][::-1]):
             first, lib = libs[j], libs[i]
             message = (
@@ -351,7 +378,9 @@ def _taken_by(first: Sequence[LibraryFacts], then: Sequence[LibraryFacts], blobs
     mine = {id(lib.linked) for lib in first}
     users = {id(m) for m in models}
     process = bindings.Process(shims=shims, models=models)
-    return sum(1 for b in process.resolve(bindings.shim_abi_imports) if id(b.importer) in users and id(b.definer) in mine)
+    return sum(
+        1 for b in process.resolve(bindings.shim_abi_imports) if id(b.importer) in users and id(b.definer) in mine
+    )
 
 
 class Hijack(NamedTuple):
@@ -409,12 +438,18 @@ def _prefix_clash(ctx: _Context) -> Iterator[Found]:
                 provs = [x for x in ctx.libraries if _owner_key(x) == _owner_key(theirs) and p in x.export_prefixes]
                 own = [x for x in ctx.libraries if _owner_key(x) == _owner_key(mine) and p in x.export_prefixes]
                 blobs = [
-                    x for x in ctx.libraries
-                    if _owner_key(x) == _owner_key(mine) and any(prefixes.prefix_of(n) == p for n in x.shim_imports) and not x.shim_exports
-                ]  # fmt: skip
+                    x
+                    for x in ctx.libraries
+                    if _owner_key(x) == _owner_key(mine)
+                    and any(prefixes.prefix_of(n) == p for n in x.shim_imports)
+                    and not x.shim_exports
+                ]
                 taken = _taken_by(provs, own, blobs)
                 if taken:
-                    effects.append(f"with {theirs.owner}'s shims global first, {taken} shim import(s) of {mine.owner}'s blobs bind to them")
+                    effects.append(
+                        f"with {theirs.owner}'s shims global first, {taken} shim import(s) of {mine.owner}'s blobs "
+                        "bind to them"
+                    )
             message = (
                 f"carries the private prefix {p!r}, which {_who(first)} carries too: two runtimes with one "
                 "prefix bind each other's blobs to each other's shims" + (f" ({'; '.join(effects)})" if effects else "")
@@ -436,7 +471,9 @@ class _Context:
     def torch_references(self) -> list[bindings.Linked]:
         """torch's libraries that ``import torch`` loads, in load order, as the model's
         references (those that define shim names: the others bind nothing it is asked)."""
-        by_file = {os.path.basename(lib.display): lib for lib in self.libraries if lib.is_torch and lib.kind == "shared"}
+        by_file = {
+            os.path.basename(lib.display): lib for lib in self.libraries if lib.is_torch and lib.kind == "shared"
+        }
         order = import_closure(by_file, lambda name: by_file[name].needed) or sorted(by_file)
         return [lib.linked for lib in map(by_file.__getitem__, order) if lib.linked is not None and lib.shim_exports]
 
@@ -444,17 +481,40 @@ class _Context:
         """The libtorch shim names a provider other than torch exports unprefixed."""
         key = id(lib)
         if key not in self._hijacked:
-            self._hijacked[key] = frozenset() if lib.is_torch else frozenset(n for n in lib.unprefixed_exports if n in self.abi)
+            self._hijacked[key] = (
+                frozenset() if lib.is_torch else frozenset(n for n in lib.unprefixed_exports if n in self.abi)
+            )
         return self._hijacked[key]
 
 
 SCAN_RULES: tuple[Rule[_Context], ...] = (
-    Rule("HIJACK", _hijack, "An unprefixed shim provider other than torch exports libtorch's shim names: loaded RTLD_GLOBAL before libtorch, it captures the shim imports of the environment's stable-ABI extensions and unprefixed blobs.", BLOCKING),
-    Rule("COLLISION", _collision, "Libraries of two distributions export the same shim-ABI name: one process binds only one of them.", BLOCKING),
+    Rule(
+        "HIJACK",
+        _hijack,
+        "An unprefixed shim provider other than torch exports libtorch's shim names: loaded RTLD_GLOBAL before "
+        "libtorch, it captures the shim imports of the environment's stable-ABI extensions and unprefixed blobs.",
+        BLOCKING,
+    ),
+    Rule(
+        "COLLISION",
+        _collision,
+        "Libraries of two distributions export the same shim-ABI name: one process binds only one of them.",
+        BLOCKING,
+    ),
     Rule("PREFIX_CLASH", _prefix_clash, "Shim providers of two distributions carry the same private prefix.", BLOCKING),
-    Rule("UNPREFIXED_PROVIDER", _unprefixed_provider, "A shim provider other than torch exports unprefixed shim names.", WARNING),
-    Rule("RUNTIME_COLLISION", _runtime_collision, "Libraries of two distributions both re-export the same C++ or CUDA runtime symbols.", WARNING),
-)  # fmt: skip
+    Rule(
+        "UNPREFIXED_PROVIDER",
+        _unprefixed_provider,
+        "A shim provider other than torch exports unprefixed shim names.",
+        WARNING,
+    ),
+    Rule(
+        "RUNTIME_COLLISION",
+        _runtime_collision,
+        "Libraries of two distributions both re-export the same C++ or CUDA runtime symbols.",
+        WARNING,
+    ),
+)
 SCAN_RULES_BY_ID = {rule.id: rule for rule in SCAN_RULES}
 
 

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aoti_shim.checks.report import suppressions as suppression_file
-from aoti_shim.checks.scan.environment import read_environment
 from aoti_shim.checks.inputs.collect import Workspace
+from aoti_shim.checks.report import suppressions as suppression_file
 from aoti_shim.checks.report.model import BLOCKING, Finding, Suppressed, Tally, exit_bits, findings_of
-from aoti_shim.checks.scan.judge import SCAN_RULES_BY_ID, Hijack, ProviderRow, Scanned, evaluate, providers, scan_environment
+from aoti_shim.checks.scan.environment import read_environment
+from aoti_shim.checks.scan.judge import (
+    SCAN_RULES_BY_ID,
+    Hijack,
+    ProviderRow,
+    Scanned,
+    evaluate,
+    providers,
+    scan_environment,
+)
 
 
 @dataclass(frozen=True)
