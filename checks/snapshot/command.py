@@ -12,13 +12,15 @@ from aoti_shim.checks.snapshot.record import shipped_dir, shipped_snapshots
 from aoti_shim.errors import UsageError
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "snapshot",
         help="write the export sets of a torch build to a snapshot file for --against",
         description=(
             "Read the libraries of a torch lib/ folder (or torch package folder) or of a torch wheel "
-            "(streamed, never installed) that 'import torch' loads (with --with-tests: every library of lib/) and write their exported symbols, with the torch version and "
+            "(streamed, never installed) that 'import torch' loads (with --with-tests: every library of lib/) and "
+            "write "
+            "their exported symbols, with the torch version and "
             "build IDs, to a small deterministic gzip file (a JSON header and a name index per library) "
             "that 'aoti-shim check --against FILE' accepts."
         ),

@@ -37,10 +37,11 @@ import zipfile
 import zlib
 from array import array
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from aoti_shim import __version__
 from aoti_shim.atomic import write_bytes_atomically
@@ -305,8 +306,9 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
     if version != FORMAT_VERSION:
         raise InputError(f"{path}: snapshot format version {version} is not supported (want {FORMAT_VERSION})")
     torch_version = _field(doc, "torch_version", str, path)
-    source = doc.get("source") if isinstance(doc.get("source"), dict) else {}
-    created_by = doc.get("created_by") if isinstance(doc.get("created_by"), str) else ""
+    given_source, given_by = doc.get("source"), doc.get("created_by")
+    source: dict[str, Any] = given_source if isinstance(given_source, dict) else {}
+    created_by = given_by if isinstance(given_by, str) else ""
     lengths = _field(doc, "members", list, path)
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lengths):
         raise InputError(f"{path}: snapshot member lengths are not positive integers")
@@ -450,7 +452,7 @@ def _capture_image(path: str, display: str, name: str, size: int, sha256: str) -
             versym=image.has_versym,
             version_definitions=tuple(sorted(versions.defined.items())),
             version_base=tuple(sorted(versions.base)),
-        )  # fmt: skip
+        )
 
 
 def _sha256_file(path: str) -> str:
@@ -491,7 +493,15 @@ def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captu
                 if info.filename == "torch/version.py" and info.file_size < (1 << 20):
                     try:
                         version = version_from_text(zf.read(info).decode("utf-8", "replace"))
-                    except (zipfile.BadZipFile, EOFError, zlib.error, NotImplementedError, RuntimeError, ValueError, OSError) as e:
+                    except (
+                        zipfile.BadZipFile,
+                        EOFError,
+                        zlib.error,
+                        NotImplementedError,
+                        RuntimeError,
+                        ValueError,
+                        OSError,
+                    ) as e:
                         raise InputError(f"{display}: cannot extract: {e}") from None
                     continue
                 if info.is_dir() or not info.filename.startswith("torch/lib/"):
@@ -499,7 +509,7 @@ def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captu
                 # Members go to one fixed temp name, never to a path built from the name.
                 dest = os.path.join(tmp, "member.so")
                 digest = hashlib.sha256()
-                size = copy_elf_member(zf, info, display, lambda: open(dest, "wb"), MAX_MEMBER, digest)
+                size = copy_elf_member(zf, info, display, lambda: open(dest, "wb"), MAX_MEMBER, digest)  # noqa: B023 - called here
                 if size is not None:
                     name = info.filename[len("torch/lib/") :]
                     lib = _capture_image(dest, display, name, size, digest.hexdigest())
@@ -569,7 +579,8 @@ def capture(
 def encode(doc: dict[str, Any]) -> bytes:
     """The file's bytes: deterministic (fixed key order, no gzip timestamps or names)."""
     header = {k: v for k, v in doc.items() if k != "libraries"}
-    entries, members = [], []
+    entries: list[dict[str, Any]] = []
+    members: list[bytes] = []
     for lib in doc["libraries"]:
         entry, index, names = _library_parts(lib)
         entry["index_member"] = len(members) + 1

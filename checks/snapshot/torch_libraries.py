@@ -8,7 +8,7 @@ theirs.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 # What "torch" means as a reference: the libraries of torch/lib/ that `import torch` loads.
 # They are derived, not listed: torch/__init__.py loads libtorch_global_deps.so by name, and
