@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,7 +49,8 @@ def load_pyproject(path: str = "pyproject.toml") -> dict[str, Any]:
     """The project's pyproject.toml (PEP 517 runs every hook in the project's source tree)."""
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            loaded: dict[str, Any] = tomllib.load(f)
+            return loaded
     except FileNotFoundError:
         return {}
     except OSError as e:

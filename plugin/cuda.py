@@ -20,11 +20,13 @@ import dataclasses
 import os
 import re
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from aoti_shim.errors import UsageError
 from aoti_shim.paths import cmake_dir
+
 # Named here too: the tests and the docs know them as plugin.cuda.CUDA_WHEELS.
 from aoti_shim.plugin.cuda_wheels import CUDA_LIBRARY_WHEELS as CUDA_LIBRARY_WHEELS
 from aoti_shim.plugin.cuda_wheels import CUDA_WHEELS as CUDA_WHEELS
@@ -111,7 +113,9 @@ _USES_CUDA = re.compile(
 )
 
 
-def with_cuda(prepared: "Prepared", pyproject: Mapping[str, Any], environ: Mapping[str, str]) -> tuple["Prepared", str | None]:
+def with_cuda(
+    prepared: Prepared, pyproject: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[Prepared, str | None]:
     """The prepared settings with the nvcc wheels wired in when ``cuda = true``, and a line for the log."""
     if not prepared.gate.cuda:
         return prepared, None

@@ -13,23 +13,22 @@ from __future__ import annotations
 import fnmatch
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from aoti_shim.atomic import destination, write_text_atomically
 from aoti_shim.checks import CheckSettings, render, run_check
-from aoti_shim.checks.inputs import collect as inputs
+from aoti_shim.checks.abi.prefix import SHIM_MARK as SHIM_ABI_MARK
+from aoti_shim.checks.abi.prefix import built_prefix, separator_warning
 from aoti_shim.checks.check.run import library_folders
-from aoti_shim.checks.abi.prefix import SHIM_MARK as SHIM_ABI_MARK, built_prefix, separator_warning
-from aoti_shim.checks.report.model import Report
-from aoti_shim.checks.references.reference import resolve_snapshot_name, snapshot_hint
+from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.checks.loader.roles import Roles, classify_by_symbols
+from aoti_shim.checks.references.reference import resolve_snapshot_name, snapshot_hint
+from aoti_shim.checks.report.model import Report
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
 from aoti_shim.plugin import console
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import TABLE, GateSettings
 from aoti_shim.torch_location import TorchLocation
-
 
 # Where the check's report goes when the `report` setting names no file: the project's
 # build folder, which pip leaves in place (and which it shows nothing of on success).
@@ -58,7 +57,9 @@ def _by_globs(members: list[str], globs: tuple[str, ...], key: str) -> list[str]
     picked = [m for m in members if any(fnmatch.fnmatchcase(m, g) for g in globs)]
     for g in globs:
         if not any(fnmatch.fnmatchcase(m, g) for m in members):
-            raise UsageError(f"{TABLE} {key}: {g!r} matches no ELF member of the wheel (members: {', '.join(members) or 'none'})")
+            raise UsageError(
+                f"{TABLE} {key}: {g!r} matches no ELF member of the wheel (members: {', '.join(members) or 'none'})"
+            )
     return picked
 
 
@@ -146,7 +147,9 @@ def check_wheel(
     """
     report_inputs = _report_inputs(wheel, gate, project_dir)
     if gate.report:
-        destination(_report_path(gate.report, project_dir), what=f"{TABLE} report", inputs=report_inputs)  # before the check
+        destination(
+            _report_path(gate.report, project_dir), what=f"{TABLE} report", inputs=report_inputs
+        )  # before the check
     with tempfile.TemporaryDirectory(prefix="aoti-shim-gate-") as tmp:
         root = Path(tmp)
         members = extract_elf_members(wheel, root)
@@ -167,7 +170,8 @@ def check_wheel(
                 # are most often a shim library whose exports were hidden (it built green before).
                 raise BuildRejected(
                     f"no ELF member of {wheel.name} exports a shim name ({', '.join(roles.unchecked)}): a shim library "
-                    "compiled with -fvisibility=hidden (or limited by a version script) exports nothing; mark each shim "
+                    "compiled with -fvisibility=hidden (or limited by a version script) exports nothing; mark each "
+                    "shim "
                     "function __attribute__((visibility(\"default\"))); the wheel was deleted; nothing is installed"
                 )
             console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
@@ -191,8 +195,11 @@ def check_wheel(
             # another distribution where this (the build) environment has it (NVIDIA's
             # libcudart wheel), else it is a warning.
             wheel_roots=(str(root),),
-            library_path=library_folders(gate.library_path, f"{TABLE} library-path", base=project_dir, error=UsageError),
-            missing_fix=f"give the library a RUNPATH ($ORIGIN/...) that finds it, name its folder in {TABLE} library-path, "
+            library_path=library_folders(
+                gate.library_path, f"{TABLE} library-path", base=project_dir, error=UsageError
+            ),
+            missing_fix=f"give the library a RUNPATH ($ORIGIN/...) that finds it, name its folder in {TABLE} "
+                "library-path, "
             "or suppress LOAD_FAILURE for it in [[tool.aoti-shim.suppress]]",
         )
         report = run_check(settings)
@@ -200,7 +207,11 @@ def check_wheel(
         code = report.exit_code(gate.fail_on)
     # The backend warned of it before the build, but pip hides a passing build's output: the
     # verdict, which the report file keeps, says it again.
-    warning = separator_warning(checked_prefix, prefix.source if prefix.value else "the built shims") if checked_prefix else None
+    warning = (
+        separator_warning(checked_prefix, prefix.source if prefix.value else "the built shims")
+        if checked_prefix
+        else None
+    )
     _conclude(wheel, report, code, gate, project_dir, report_inputs, warning)
 
 

@@ -40,10 +40,12 @@ def get_requires(hook: str, config_settings: dict[str, Any] | None) -> list[str]
     extra: list[str] = []
     if prepared.gate.cuda and hook != "get_requires_for_build_sdist":
         extra = list(CUDA_WHEELS) + [CUDA_LIBRARY_WHEELS[name] for name in prepared.gate.cuda_libraries]
-    return getattr(skbuild, hook)(prepared.skbuild_settings) + extra
+    requires: list[str] = getattr(skbuild, hook)(prepared.skbuild_settings)
+    return requires + extra
 
 
 def prepare_metadata(hook: str, metadata_directory: str, config_settings: dict[str, Any] | None) -> str:
     from scikit_build_core import build as skbuild
 
-    return getattr(skbuild, hook)(metadata_directory, passed_on(config_settings))
+    folder: str = getattr(skbuild, hook)(metadata_directory, passed_on(config_settings))
+    return folder

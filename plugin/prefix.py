@@ -17,8 +17,9 @@ weighed in one walk too (:func:`_cmake_gets`), and the value CMake gets is valid
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from aoti_shim.checks.abi.prefix import separator_warning, validate  # the one rule, shared with `aoti-shim check`
 from aoti_shim.errors import UsageError
@@ -59,7 +60,9 @@ def _skbuild_env_defines(environ: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def raw_define_source(config_settings: Mapping[str, Any], environ: Mapping[str, str], var: str = CMAKE_VAR) -> str | None:
+def raw_define_source(
+    config_settings: Mapping[str, Any], environ: Mapping[str, str], var: str = CMAKE_VAR
+) -> str | None:
     """Where a raw define of ``var`` is given at build time, if it is (these beat ours)."""
     if var in _skbuild_env_defines(environ):
         return "SKBUILD_CMAKE_DEFINE"
@@ -95,7 +98,11 @@ class EffectivePrefix:
 
 
 def _cmake_gets(
-    define_value: object, cmake_args: list[str], environ: Mapping[str, str], raw_source: str | None, requested: PrefixChoice
+    define_value: object,
+    cmake_args: list[str],
+    environ: Mapping[str, str],
+    raw_source: str | None,
+    requested: PrefixChoice,
 ) -> tuple[str | None, str]:
     """The value CMake's command line ends up with and where it comes from, highest first."""
     try:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from aoti_shim.checks.abi.prefix import validate  # the one prefix rule, shared with `aoti-shim check`
 from aoti_shim.checks.report.model import validate_fail_on
@@ -122,7 +123,9 @@ def _cuda_libraries(value: object, where: str) -> tuple[str, ...]:
     names = _string_list(value, where, empty_ok=True)
     unknown = [n for n in names if n not in CUDA_LIBRARY_WHEELS]
     if unknown:
-        raise UsageError(f"{where}: unknown {', '.join(repr(n) for n in unknown)}; known: {', '.join(sorted(CUDA_LIBRARY_WHEELS))}")
+        raise UsageError(
+            f"{where}: unknown {', '.join(repr(n) for n in unknown)}; known: {', '.join(sorted(CUDA_LIBRARY_WHEELS))}"
+        )
     return names
 
 
@@ -180,8 +183,10 @@ class GateSettings:
         'as `-C`, separated by `;`',
     )
     shims: tuple[str, ...] = setting(
-        (), kind=GLOBS, doc="globs over wheel members that are shim libraries; members no `shims` or `models` glob matches "
-        "are classified by their symbols"
+        (),
+        kind=GLOBS,
+        doc="globs over wheel members that are shim libraries; members no `shims` or `models` glob matches "
+        "are classified by their symbols",
     )
     models: tuple[str, ...] = setting(
         (), kind=GLOBS, doc="globs over wheel members that consume the shim ABI (blobs, backends)"
@@ -275,7 +280,15 @@ class Declared:
 
 
 DECLARED: tuple[Declared, ...] = tuple(
-    Declared(f.name, f.name.replace("_", "-"), f.default, f.metadata["kind"], f.metadata["doc"], f.metadata["config"], f.metadata["env"])
+    Declared(
+        f.name,
+        f.name.replace("_", "-"),
+        f.default,
+        f.metadata["kind"],
+        f.metadata["doc"],
+        f.metadata["config"],
+        f.metadata["env"],
+    )
     for f in dataclasses.fields(GateSettings)
 )
 BY_KEY: dict[str, Declared] = {d.key: d for d in DECLARED}

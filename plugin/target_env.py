@@ -15,9 +15,9 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Iterator, Mapping
 from glob import glob
 from pathlib import Path
-from typing import Iterator, Mapping
 
 from aoti_shim.checks.snapshot.record import shipped_snapshots
 from aoti_shim.errors import InputError, UsageError
@@ -39,7 +39,13 @@ def _probe_interpreter(python: str) -> list[Path]:
         # 3.10 has no -P), and the project's own json.py must not run in the probe.
         with tempfile.TemporaryDirectory(prefix="aoti-shim-probe-") as empty:
             done = subprocess.run(
-                [python, "-E", "-c", _PROBE], env=env, cwd=empty, capture_output=True, text=True, timeout=60, check=False
+                [python, "-E", "-c", _PROBE],
+                env=env,
+                cwd=empty,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
             )
     except (OSError, subprocess.SubprocessError):
         return []
@@ -91,7 +97,8 @@ def find_torch(environ: Mapping[str, str] | None = None) -> TorchLocation:
     raise UsageError(
         "against = \"torch\" but no torch installation was found (looked in "
         + "; ".join(looked)
-        + f"). Fix: install torch where the package is installed, or set {TORCH_ENV_VAR}=<site-packages or torch folder>, "
+        + f"). Fix: install torch where the package is installed, or set {TORCH_ENV_VAR}=<site-packages or torch "
+            "folder>, "
         f"or set [tool.aoti-shim] against to a shipped snapshot ({names}) or to reference libraries "
         "(against = [] checks prefixes only)"
     )

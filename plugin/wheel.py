@@ -15,16 +15,18 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Literal
 
 from aoti_shim.errors import AotiShimError
 from aoti_shim.plugin import console, cuda
 from aoti_shim.plugin.boundary import pep517_boundary
 from aoti_shim.plugin.config_settings import Prepared, load_pyproject, prepare
 from aoti_shim.plugin.gate import check_wheel
-from aoti_shim.plugin.prefix import CMAKE_VAR, EffectivePrefix, effective_prefix
+from aoti_shim.plugin.prefix import EffectivePrefix, effective_prefix
+from aoti_shim.plugin.settings import CMAKE_VAR
 from aoti_shim.plugin.target_env import find_torch
 from aoti_shim.signals import sigterm_deferred
 from aoti_shim.torch_location import TORCH_ENV_VAR, TorchLocation
