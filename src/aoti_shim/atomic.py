@@ -20,8 +20,8 @@ import shutil
 import stat
 import sys
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 from aoti_shim.errors import AotiShimError
 from aoti_shim.guard import the_input
@@ -186,7 +186,7 @@ def open_text_atomically(
     what: str,
     mode: int = 0o644,
     inputs: Iterable[str | os.PathLike[str]] = (),
-) -> Iterator[Callable[[str], None]]:
+) -> Iterator[Callable[[str], object]]:
     """Stream text to ``path`` by :func:`replacing`: yields a ``write(text)`` function; the
     file appears whole when the block ends, and not at all when it raises."""
     with replacing(path, what=what, inputs=inputs, mode=mode) as tmp:

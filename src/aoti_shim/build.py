@@ -33,7 +33,7 @@ if importlib.util.find_spec("scikit_build_core") is None:
     raise SystemExit(EXIT_TOOL_ERROR)
 
 # After the check above, which must say its one line before any scikit-build-core import fails.
-from aoti_shim.plugin import passthrough as _passthrough  # noqa: E402
+from aoti_shim.plugin import passthrough as _passthrough
 
 __all__ = [
     "build_editable",

@@ -12,7 +12,8 @@ import errno
 import importlib
 import os
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from aoti_shim import __version__
 from aoti_shim.errors import EXIT_TOOL_ERROR, EXIT_USAGE, AotiShimError
@@ -43,7 +44,7 @@ class _Parser(argparse.ArgumentParser):
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> None:  # type: ignore[override]  # raises instead of exiting (NoReturn)
         # main() prints "aoti-shim: error: " in front: name only the subcommand, if any,
         # so the program's name is printed once.
         where = self.prog.split(" ", 1)[1] if " " in self.prog else ""
@@ -107,7 +108,11 @@ def _print_path(path: os.PathLike[str]) -> None:
 
 # Commands whose result goes to standard output unless --output names a file: started with
 # it closed (sys.stdout is None), the check's writer was a traceback and wheelhouse's path lost.
-_PRINTS = {"check": "the report (give --output FILE)", "scan": "the report (give --output FILE)", "wheelhouse": "the wheel's path"}
+_PRINTS = {
+    "check": "the report (give --output FILE)",
+    "scan": "the report (give --output FILE)",
+    "wheelhouse": "the wheel's path",
+}
 
 
 # Write errors of a redirected standard output, as opposed to a bug's OSError.
@@ -152,7 +157,11 @@ def _main(argv: Sequence[str] | None) -> int:
         argv = sys.argv[1:] if argv is None else list(argv)
         parser = build_parser(_named_command(argv))
         args = parser.parse_args(argv)
-        asked = [flag for flag, on in (("--cmake-dir", args.cmake_dir), ("--torch-include-dir", args.torch_include_dir)) if on]
+        asked = [
+            flag
+            for flag, on in (("--cmake-dir", args.cmake_dir), ("--torch-include-dir", args.torch_include_dir))
+            if on
+        ]
         if asked and (len(asked) > 1 or getattr(args, "command", None)):
             # Each prints one folder and exits: a command after it would be skipped with exit 0.
             also = asked[1] if len(asked) > 1 else f"the command '{args.command}'"

@@ -8,7 +8,8 @@ output do, where the stream is captured and not a terminal), else a terminal get
 from __future__ import annotations
 
 import os
-from typing import Literal, Mapping, TextIO
+from collections.abc import Mapping
+from typing import Literal, TextIO
 
 Choice = Literal["auto", "always", "never"]
 CHOICES: tuple[Choice, ...] = ("auto", "always", "never")

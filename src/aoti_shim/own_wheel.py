@@ -40,7 +40,7 @@ _INSTALL_ONLY = frozenset({"RECORD", "INSTALLER", "REQUESTED", "direct_url.json"
 _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "wheelhouse",
         help="write this installed aoti-shim as a wheel into a folder, for pip's --find-links",
@@ -80,7 +80,11 @@ def _installed() -> metadata.Distribution:
 
 
 def _tag(dist: metadata.Distribution) -> str:
-    tags = [line.split(":", 1)[1].strip() for line in (dist.read_text("WHEEL") or "").splitlines() if line.startswith("Tag:")]
+    tags = [
+        line.split(":", 1)[1].strip()
+        for line in (dist.read_text("WHEEL") or "").splitlines()
+        if line.startswith("Tag:")
+    ]
     if not tags:
         raise InputError(f"{DIST}: its installation has no WHEEL file with a tag; reinstall it with pip")
     parts = [t.split("-") for t in tags]
@@ -108,7 +112,9 @@ def write_wheel(folder: Path) -> Path:
             # Outside site-packages: only the console scripts, which pip writes again.
             if rel.name in scripts:
                 continue
-            raise InputError(f"{DIST}: the installation holds {rel}, outside site-packages; build its wheel from the clone")
+            raise InputError(
+                f"{DIST}: the installation holds {rel}, outside site-packages; build its wheel from the clone"
+            )
         try:
             data = (site / rel).read_bytes()
         except OSError as e:

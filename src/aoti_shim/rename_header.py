@@ -142,7 +142,8 @@ def render_header(names: NameList) -> str:
         " * C ABI's torch_* functions of torch/csrc/stable/c too;",
         f" * the union over torch {versions}, and the torch it was generated with),",
         f" * {names.own_count} more listed in the runtime's shim manifest or declared in its shim headers.",
-        " * With AOTI_SHIM_SYMBOL_PREFIX=p every name aoti_torch_X (torch_X) below becomes p##aoti_torch_X (p##torch_X)",
+        " * With AOTI_SHIM_SYMBOL_PREFIX=p every name aoti_torch_X (torch_X) below becomes p##aoti_torch_X "
+        "(p##torch_X)",
         " * in declarations, definitions and calls alike; without it this header does nothing. */",
         f"#ifndef {_GUARD}",
         f"#define {_GUARD}",
@@ -190,7 +191,9 @@ class CheckResult:
     missing: tuple[str, ...] = ()
 
 
-def check_header(path: Path, expected: str, *, exact: bool = True, fix: str = "run `aoti-shim rename-header`") -> CheckResult:
+def check_header(
+    path: Path, expected: str, *, exact: bool = True, fix: str = "run `aoti-shim rename-header`"
+) -> CheckResult:
     """Whether ``path`` renames every name of ``expected`` (and, when ``exact``, is it)."""
     if not os.path.lexists(path):
         return CheckResult(f"{path} is missing: {fix}")
@@ -232,27 +235,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[ty
         "--output", type=path, metavar="FILE",
         help=f"the header to write or check (default in the aoti-shim source tree: {DEFAULT_OUTPUT}; "
         "elsewhere --check reads the installed package's header)",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--manifest", type=path, metavar="FILE",
         help=f"your shim names, one a line, '#' comments (default in the source tree: {DEFAULT_MANIFEST})",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--shim-include", type=path, metavar="DIR", nargs="+", action="extend",
         help="folders of your shim headers (.h, .hpp, .cuh), scanned for aoti_torch_* declarations; several "
         f"folders, or the option repeated, all count (default in the source tree: {DEFAULT_SHIM_INCLUDE})",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--torch-include", type=path, metavar="DIR",
-        help="torch's include folder (default: $AOTI_SHIM_TORCH's, else the installed torch's, found without importing it)",
-    )  # fmt: skip
+        "--torch-include",
+        type=path,
+        metavar="DIR",
+        help="torch's include folder (default: $AOTI_SHIM_TORCH's, else the installed torch's, found without "
+            "importing it)",
+    )
     parser.add_argument(
         "--root", type=path,
         help="the aoti-shim source tree (default: . when writing; --check reads the tree only when --root names it, "
         "so it gives one answer from any folder)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--check", action="store_true", help="write nothing; exit 8 when the header lacks a name (or, in the tree, is stale)"
+        "--check",
+        action="store_true",
+        help="write nothing; exit 8 when the header lacks a name (or, in the tree, is stale)",
     )
     parser.set_defaults(run=run)
 
@@ -281,9 +289,15 @@ def run(args: argparse.Namespace) -> int:
     # --check without --root checks the installed header wherever it runs (from the source tree
     # it read the tree's header and manifest instead: a count that depended on the folder).
     root: Path | None = _given(args.root, "--root", folder=True) if args.root is not None or args.check else Path(".")
-    in_tree = root is not None and (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
+    in_tree = (
+        root is not None and (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
+    )
     manifest = _given(args.manifest, "--manifest", folder=False) or (root / DEFAULT_MANIFEST if in_tree else None)
-    given_includes = tuple(f for f in (_given(folder, "--shim-include", folder=True) for folder in args.shim_include or ()) if f is not None)
+    given_includes = tuple(
+        f
+        for f in (_given(folder, "--shim-include", folder=True) for folder in args.shim_include or ())
+        if f is not None
+    )
     shim_include = given_includes or ((root / DEFAULT_SHIM_INCLUDE,) if in_tree else ())
     torch_include = _given(args.torch_include, "--torch-include", folder=True) or _located_include()
     output: Path | None = args.output or (root / DEFAULT_OUTPUT if in_tree else None)
@@ -306,14 +320,21 @@ def run(args: argparse.Namespace) -> int:
     expected = render_header(names)
     against = f"torch {_version(torch_include)}'s headers" if torch_include is not None else "the shipped torch names"
     if args.check:
-        fix = "run `aoti-shim rename-header`" if exact else "generate one that has them with `aoti-shim rename-header --output FILE`"
+        fix = (
+            "run `aoti-shim rename-header`"
+            if exact
+            else "generate one that has them with `aoti-shim rename-header --output FILE`"
+        )
         result = check_header(output, expected, exact=exact, fix=fix)
         for name in result.missing:
             print(name)
         if result.problem is not None:
             print(f"aoti-shim rename-header: {result.problem}", file=sys.stderr)
             return EXIT_BLOCKING
-        print(f"aoti-shim rename-header: {output} renames every name ({len(names.names)}; checked against {against})", file=sys.stderr)
+        print(
+            f"aoti-shim rename-header: {output} renames every name ({len(names.names)}; checked against {against})",
+            file=sys.stderr,
+        )
         return EXIT_OK
     write_header(output, expected, inputs)
     print(f"aoti-shim rename-header: wrote {output} ({len(names.names)} names; {against} included)", file=sys.stderr)

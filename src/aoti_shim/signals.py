@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+from collections.abc import Iterator
 from types import FrameType
-from typing import Iterator
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
 

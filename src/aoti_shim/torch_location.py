@@ -16,9 +16,9 @@ import os
 import re
 import stat
 import sys
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from aoti_shim.errors import InputError
 
@@ -172,7 +172,9 @@ def in_process() -> TorchLocation | None:
     return TorchLocation(package.parent, f"installed torch of {sys.executable}")
 
 
-def locate(search_paths: Iterable[str | os.PathLike[str]] = (), environ: Mapping[str, str] | None = None) -> TorchLocation | None:
+def locate(
+    search_paths: Iterable[str | os.PathLike[str]] = (), environ: Mapping[str, str] | None = None
+) -> TorchLocation | None:
     """``$AOTI_SHIM_TORCH``, else the first search path with torch, else the importable torch.
 
     None when there is none; a bad ``$AOTI_SHIM_TORCH`` is an InputError, never a fallback

@@ -21,14 +21,19 @@ import re
 import stat
 import sys
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Sequence
 
 from aoti_shim.atomic import write_text_atomically
 from aoti_shim.errors import AotiShimError, InputError
 from aoti_shim.paths import REINSTALL
-from aoti_shim.stable_abi import render_section, stable_exports_of_snapshot, stable_names_in_include, stable_names_in_wheel
+from aoti_shim.stable_abi import (
+    render_section,
+    stable_exports_of_snapshot,
+    stable_names_in_include,
+    stable_names_in_wheel,
+)
 from aoti_shim.torch_location import version_in
 
 SHIPPED_LIST = Path(__file__).resolve().parent / "torch_shim_names.txt"
@@ -177,7 +182,9 @@ def shipped_names(path: Path = SHIPPED_LIST) -> ShippedNames:
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise AotiShimError(f"{path}: cannot read the shipped torch name list ({e.strerror or e}): {REINSTALL}") from None
+        raise AotiShimError(
+            f"{path}: cannot read the shipped torch name list ({e.strerror or e}): {REINSTALL}"
+        ) from None
     versions: tuple[str, ...] = ()
     names: set[str] = set()
     for line in text.splitlines():
@@ -199,7 +206,10 @@ def _stable_lines(sources: list[Path], snapshots: list[Path], notes: list[str]) 
     for snapshot in snapshots:
         version, names = stable_exports_of_snapshot(snapshot, declared)
         per_version.setdefault(version, set()).update(names)
-        notes = [*notes, f"stable {version}: the exports its snapshot ({snapshot.name}) records that the headers read declare"]
+        notes = [
+            *notes,
+            f"stable {version}: the exports its snapshot ({snapshot.name}) records that the headers read declare",
+        ]
     return render_section(per_version, notes, _version_key) if per_version else []
 
 
@@ -212,10 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("sources", nargs="+", type=Path, metavar="WHEEL|INCLUDE_DIR")
     parser.add_argument("-o", "--output", type=Path, default=SHIPPED_LIST, help="default: the shipped list")
     parser.add_argument("--stable-snapshot", type=Path, action="append", default=[], metavar="SNAPSHOT",
-                        help="also a release known by its exports only (checks/snapshots/*.json.gz)")  # fmt: skip
+                        help="also a release known by its exports only (checks/snapshots/*.json.gz)")
     parser.add_argument("--note", action="append", default=[], help="a line for the stable section's header comment")
     parser.add_argument("--stable-only", action="store_true",
-                        help="keep the output's AOTInductor names; replace only its stable C ABI section")  # fmt: skip
+                        help="keep the output's AOTInductor names; replace only its stable C ABI section")
     args = parser.parse_args(argv)
 
     try:
