@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from aoti_shim.checks.abi.prefix import is_shim_name
 
 _BINDING = re.compile(r"binding file (?P<src>.+?) \[\d+\] to (?P<dst>.+?) \[\d+\]: \w+ symbol `(?P<name>[^']+)'")

@@ -12,8 +12,8 @@ import warnings
 from pathlib import Path
 
 from aoti_shim.arguments import path
-from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX, given_or_built
 from aoti_shim.atomic import destination
+from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX, given_or_built
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_OK, AotiShimError, UsageError
 from aoti_shim.extras import install_line
 from aoti_shim.guard import input_file, output_folder
@@ -22,7 +22,15 @@ from aoti_shim.smoke import model_names
 from aoti_shim.smoke.compile import default_cache_dir, zero_fallback_scope
 from aoti_shim.smoke.models import BUNDLED, user_case
 from aoti_shim.smoke.pipeline import BlockingFindings, MissingShims, SmokeSettings, run_smoke
-from aoti_shim.smoke.report import STREAM_LABELS, STREAM_NEW, STREAM_NONE, StepLog, render_table, summary_line, write_json
+from aoti_shim.smoke.report import (
+    STREAM_LABELS,
+    STREAM_NEW,
+    STREAM_NONE,
+    StepLog,
+    render_table,
+    summary_line,
+    write_json,
+)
 from aoti_shim.smoke.unsupported import workaround
 from aoti_shim.torch_location import from_environment
 
@@ -40,28 +48,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
-                        help="where to compile and run (auto: cuda when a GPU is visible)")  # fmt: skip
+                        help="where to compile and run (auto: cuda when a GPU is visible)")
     parser.add_argument("--model", action="append", default=[], metavar="NAME|MODULE:CALLABLE",
-                        help=model_names.help_text())  # fmt: skip
+                        help=model_names.help_text())
     parser.add_argument("--shims", type=path, metavar="LIB",
-                        help="the shim library (default: the reference shims installed with aoti-shim)")  # fmt: skip
+                        help="the shim library (default: the reference shims installed with aoti-shim)")
     parser.add_argument("--prefix", help="the shim prefix (default: read from the shim library's exports)")
     parser.add_argument("--route", action="append", choices=("source", "binary"), default=[],
-                        help="only this route; repeatable (default: both)")  # fmt: skip
+                        help="only this route; repeatable (default: both)")
     parser.add_argument("--compile", choices=("zero-fallback", "default"), default="zero-fallback",
                         help="zero-fallback (default): autotuned GEMM/convolution templates and attention as math, "
                              f"{zero_fallback_scope()}; default: Inductor's plain compile (faster), whose blobs "
-                             "call the shims' cuBLAS, cuDNN and attention fallbacks")  # fmt: skip
+                             "call the shims' cuBLAS, cuDNN and attention fallbacks")
     parser.add_argument("--stream", choices=("new", "default"),
                         help="the CUDA stream each run passes: new (a stream of its own, made current: the default on "
-                        "CUDA, what real runtimes expect) or default (the legacy default stream, a null pointer)")  # fmt: skip
+                        "CUDA, what real runtimes expect) or default (the legacy default stream, a null pointer)")
     parser.add_argument("--no-control", action="store_true", help="skip the unprefixed control run")
     parser.add_argument("--json", type=path, metavar="FILE", help="also write the table as JSON")
-    parser.add_argument("--cache-dir", type=path, help="compiled models are kept here (default: ~/.cache/aoti-shim/smoke)")
+    parser.add_argument(
+        "--cache-dir", type=path, help="compiled models are kept here (default: ~/.cache/aoti-shim/smoke)"
+    )
     parser.add_argument("--iterations", type=int, default=30, help="timed runs per blob (default: 30)")
-    parser.add_argument("--threads", type=int, metavar="N",
-                        help="OpenMP threads for the runs (OMP_NUM_THREADS; default: $OMP_NUM_THREADS when set, else 1: "
-                             "one thread gives steady median timings on a shared machine)")  # fmt: skip
+    parser.add_argument(
+        "--threads",
+        type=int,
+        metavar="N",
+        help="OpenMP threads for the runs (OMP_NUM_THREADS; default: $OMP_NUM_THREADS when set, else 1: "
+        "one thread gives steady median timings on a shared machine)",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(run=run)
 
@@ -164,7 +178,8 @@ def _check_models(specs: list[str]) -> None:
                 raise UsageError(f"{e}{model_names.hint(spec)}") from None
         elif spec not in BUNDLED:
             raise UsageError(
-                f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor module:callable{model_names.hint(spec)}"
+                f"--model {spec}: not a bundled model ({', '.join(BUNDLED)}) nor "
+                f"module:callable{model_names.hint(spec)}"
             )
 
 
@@ -202,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
             report = run_smoke(settings, StepLog(planned_steps(settings), emit))
         except MissingShims as e:
             print(f"aoti-shim smoke: the blobs import {len(e.names)} shim function(s) that {library} "
-                  "does not define; nothing was run:", file=sys.stderr)  # fmt: skip
+                  "does not define; nothing was run:", file=sys.stderr)
             for name in e.names:
                 print(name)
             _say_workarounds(e.names, settings.prefix)
@@ -213,9 +228,11 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_BLOCKING
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
-    shown_threads = f"OMP_NUM_THREADS={threads} ({threads_from})" if threads is not None else f"OpenMP threads: {threads_from}"
+    shown_threads = (
+        f"OMP_NUM_THREADS={threads} ({threads_from})" if threads is not None else f"OpenMP threads: {threads_from}"
+    )
     print(f"device {report.device}, torch {report.torch_version}, prefix {report.prefix}, shims {report.shim_library}, "
-          f"{shown_threads}, stream {STREAM_LABELS[report.stream]}")  # fmt: skip
+          f"{shown_threads}, stream {STREAM_LABELS[report.stream]}")
     print(render_table(report))
     for row in report.rows:
         for note in row.notes:

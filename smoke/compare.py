@@ -37,7 +37,12 @@ def compare(actual: list[torch.Tensor], expected: list[torch.Tensor]) -> Compari
     detail = ""
     for i, (a, e) in enumerate(zip(actual, expected)):
         if a.shape != e.shape or a.dtype != e.dtype:
-            return Comparison(float("inf"), float("inf"), False, f"output {i}: {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}")
+            return Comparison(
+                float("inf"),
+                float("inf"),
+                False,
+                f"output {i}: {a.dtype}{list(a.shape)}, expected {e.dtype}{list(e.shape)}",
+            )
         if a.numel() == 0:
             continue
         atol, rtol = TOLERANCES.get(str(e.dtype).removeprefix("torch."), EXACT)
@@ -79,7 +84,13 @@ class Check:
     detail: str = ""
 
     def to_json(self) -> dict[str, object]:
-        return {"max_abs": self.max_abs, "bound": self.bound, "ok": self.ok, "bitwise": self.bitwise, "detail": self.detail}
+        return {
+            "max_abs": self.max_abs,
+            "bound": self.bound,
+            "ok": self.ok,
+            "bitwise": self.bitwise,
+            "detail": self.detail,
+        }
 
 
 def _dtype_name(t: torch.Tensor) -> str:
@@ -96,7 +107,9 @@ def scaled_check(actual: list[torch.Tensor], reference: list[torch.Tensor], fact
     max_abs, bound, worst, ok, bitwise, detail = 0.0, 0.0, -1.0, True, True, ""
     for i, (a, r) in enumerate(zip(actual, reference)):
         if a.shape != r.shape:
-            return Check(float("inf"), 0.0, False, False, f"output {i}: shape {list(a.shape)}, expected {list(r.shape)}")
+            return Check(
+                float("inf"), 0.0, False, False, f"output {i}: shape {list(a.shape)}, expected {list(r.shape)}"
+            )
         same_dtype = a.dtype == r.dtype
         if not same_dtype and not (a.is_floating_point() and r.is_floating_point()):
             return Check(float("inf"), 0.0, False, False, f"output {i}: {a.dtype}, expected {r.dtype}")
@@ -105,7 +118,7 @@ def scaled_check(actual: list[torch.Tensor], reference: list[torch.Tensor], fact
         if not same_dtype or not torch.equal(a, r):
             bitwise = bitwise and same_dtype and bool(
                 torch.isnan(a).logical_and(torch.isnan(r)).logical_or(a == r).all()
-            )  # fmt: skip
+            )
         a64, r64 = a.double(), r.double()
         finite = torch.isfinite(r64)
         scale = float(r64[finite].abs().max()) if bool(finite.any()) else 0.0

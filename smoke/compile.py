@@ -131,7 +131,15 @@ def _user_model_digest(spec: str) -> str:
 
 
 def cache_key(request: CompileRequest) -> str:
-    parts = [torch_version(), request.device, request.route, _settings_digest(), os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS", ""), os.environ.get("AOTI_SHIM_INDUCTOR_OPTIONS", ""), request.compile]
+    parts = [
+        torch_version(),
+        request.device,
+        request.route,
+        _settings_digest(),
+        os.environ.get("AOTI_SHIM_MAX_MM_CONFIGS", ""),
+        os.environ.get("AOTI_SHIM_INDUCTOR_OPTIONS", ""),
+        request.compile,
+    ]
     if request.prefix:  # a natively prefixed package holds its prefix: one entry per prefix
         parts.append(f"native-prefix={request.prefix}")
     if ":" in request.model:
@@ -170,7 +178,7 @@ def _alive(pid: int) -> bool:
 def remove_abandoned_staging(cache_dir: Path) -> list[Path]:
     """Remove the staging folders of compiles whose process is gone (a run killed with
     SIGKILL runs no cleanup), and say which. Folders of live processes are theirs."""
-    removed = []
+    removed: list[Path] = []
     try:
         candidates = [p for p in cache_dir.iterdir() if p.name.startswith(".")]
     except OSError:
@@ -204,8 +212,17 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
     try:
         request_file = staging / "request.json"
         request_file.write_text(
-            json.dumps({"model": request.model, "device": request.device, "route": request.route,
-                        "prefix": request.prefix, "compile": request.compile, "output": str(staging), "user_dir": os.getcwd()})  # fmt: skip
+            json.dumps(
+                {
+                    "model": request.model,
+                    "device": request.device,
+                    "route": request.route,
+                    "prefix": request.prefix,
+                    "compile": request.compile,
+                    "output": str(staging),
+                    "user_dir": os.getcwd(),
+                }
+            )
         )
         env = dict(os.environ)
         if request.route == "source":
@@ -222,7 +239,8 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
                 )
             except subprocess.TimeoutExpired:
                 raise AotiShimError(
-                    f"compiling {request.model} ({request.device}, {request.route} route) took longer than {COMPILE_TIMEOUT_S} s"
+                    f"compiling {request.model} ({request.device}, {request.route} route) took longer than "
+                    f"{COMPILE_TIMEOUT_S} s"
                 ) from None
         user_error = staging / "user_error.txt"
         if proc.returncode == EXIT_USER_MODEL and user_error.is_file():

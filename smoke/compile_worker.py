@@ -18,7 +18,6 @@ from typing import Any
 
 from aoti_shim.errors import UsageError
 
-
 # Autotuning choices per GEMM or convolution on CUDA when AOTI_SHIM_MAX_MM_CONFIGS is unset
 # (0 lifts the cap): a real conv net compiles in a minute or two, not five.
 DEFAULT_CUDA_MM_CONFIGS = 6
@@ -186,7 +185,10 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
     case = user_case(model, request.get("user_dir")) if ":" in model else bundled((model,))[0]
     policy = request.get("compile", "zero-fallback")
     # "overrides": options a caller changes on top of the smoke's (the bench's libtorch-linked twin).
-    options = {**inductor_options(device, request["route"], request.get("prefix", ""), policy), **request.get("overrides", {})}
+    options = {
+        **inductor_options(device, request["route"], request.get("prefix", ""), policy),
+        **request.get("overrides", {}),
+    }
     stage = "building it"
     try:
         module, inputs = case.build(device)
@@ -223,7 +225,7 @@ def compile_model(request: dict[str, Any]) -> dict[str, Any]:
         out_dir / "io.pt",
     )
     result: dict[str, Any] = {"model": case.name, "device": device, "route": request["route"], "compile": policy,
-                              "inductor_options": {k: repr(v) for k, v in options.items()}}  # fmt: skip
+                              "inductor_options": {k: repr(v) for k, v in options.items()}}
     if NATIVE_PREFIX_OPTION in options:
         result["native_prefix"] = options[NATIVE_PREFIX_OPTION]
     if request["route"] == "binary":

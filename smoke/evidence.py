@@ -75,7 +75,9 @@ def runtime_copies(bindings: Iterable[Binding], shim_library: Path) -> list[str]
             continue
         base = os.path.basename(b.target)
         for soname in needed:
-            if base == soname or os.path.basename(os.path.realpath(b.target)).startswith(soname.split(".so")[0] + ".so"):
+            if base == soname or os.path.basename(os.path.realpath(b.target)).startswith(
+                soname.split(".so")[0] + ".so"
+            ):
                 used.setdefault(soname, b.target)
     notes = []
     dirs = _runpath_dirs(shim_library)

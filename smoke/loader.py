@@ -77,7 +77,9 @@ class LoadedBlob:
             path = os.path.join(self._private_dir, self.source.name)
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         except OSError as e:
-            raise InputError(f"cannot copy blob {self.source} into {scratch_dir or tempfile.gettempdir()}: {e.strerror or e}") from None
+            raise InputError(
+                f"cannot copy blob {self.source} into {scratch_dir or tempfile.gettempdir()}: {e.strerror or e}"
+            ) from None
         self._copy_into(self._fd)
         os.close(self._fd)
         self._fd = -1

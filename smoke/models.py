@@ -11,10 +11,11 @@ import importlib
 import importlib.util
 import math
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from aoti_shim.errors import UsageError
 
@@ -167,10 +168,10 @@ def user_case(spec: str, folder: str | None = None) -> ModelCase:
             module = importlib.import_module(module_name)
     except ImportError as e:
         raise UsageError(f"--model {spec}: cannot import {module_name!r}: {e}") from None
-    except (Exception, SystemExit) as e:  # the user's module may fail at import in any way
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the user's module may fail at import in any way
         first_line = next(iter(str(e).splitlines()), "")
         raise UsageError(f"--model {spec}: cannot import {module_name!r}: {type(e).__name__}: {first_line}") from None
-    factory = module
+    factory: Any = module
     for part in attr.split("."):
         factory = getattr(factory, part, None)
         if factory is None:

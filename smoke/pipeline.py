@@ -8,15 +8,24 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Callable
+from typing import TypeVar
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.children import python_argv
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, UsageError
 from aoti_shim.smoke import bindings
-from aoti_shim.smoke.compile import Artefact, CompileRequest, compile_cached, is_cached, torch_has_native_prefix, torch_version
+from aoti_shim.smoke.compile import (
+    Artefact,
+    CompileRequest,
+    compile_cached,
+    is_cached,
+    torch_has_native_prefix,
+    torch_version,
+)
 from aoti_shim.smoke.evidence import first_error_line, runtime_copies
 from aoti_shim.smoke.report import ROUTE_BINARY, ROUTE_CONTROL, ROUTE_SOURCE, STREAM_NONE, Row, SmokeReport
 from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
@@ -73,9 +82,10 @@ class Candidate:
 
 
 Progress = Callable[[str], None]
+_T = TypeVar("_T")
 
 
-def _timed(progress: Progress, what: str, fn: Callable[[], object]) -> object:
+def _timed(progress: Progress, what: str, fn: Callable[[], _T]) -> _T:
     """Announce a step as it starts (a compile can take a minute), then do it."""
     progress(what)
     return fn()
@@ -91,14 +101,19 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
             needed.add(ROUTE_SOURCE)
         native = settings.prefix if torch_has_native_prefix() else ""
         for route in sorted(needed):
-            request = CompileRequest(model=model, device=settings.device, route=route, prefix=native if route == ROUTE_SOURCE else "",
-                                     compile=settings.compile)
+            request = CompileRequest(
+                model=model,
+                device=settings.device,
+                route=route,
+                prefix=native if route == ROUTE_SOURCE else "",
+                compile=settings.compile,
+            )
             cached = " (cached)" if is_cached(request, settings.cache_dir) else ""
             try:
-                compiled[route] = _timed(  # type: ignore[assignment]
+                compiled[route] = _timed(
                     progress, f"compile {model} ({settings.device}, {route} route){cached}",
-                    lambda r=request: compile_cached(r, settings.cache_dir),
-                )  # fmt: skip
+                    partial(compile_cached, request, settings.cache_dir),
+                )
             except UsageError:
                 raise  # the user's model itself is wrong: one line for the whole run, not a row per route
             except AotiShimError as e:
@@ -118,23 +133,25 @@ def prepare(settings: SmokeSettings, progress: Progress) -> list[Candidate]:
                 else:
                     build_dir = art.directory / f"cmake-{settings.prefix}-{cmake_package_digest()}"
                     built = " (cached)" if built_blob(build_dir) is not None else ""
-                    blob = _timed(  # type: ignore[assignment]
-                        progress, f"build {name} with aoti_shim_add_model{built}",
-                        lambda a=art, d=build_dir: build_source_blob(
-                            SourceBuild(package=a.package, prefix=settings.prefix, build_dir=d, jobs=settings.jobs)
-                        ),
-                    )  # fmt: skip
+                    source_build = SourceBuild(
+                        package=art.package, prefix=settings.prefix, build_dir=build_dir, jobs=settings.jobs
+                    )
+                    blob = _timed(
+                        progress,
+                        f"build {name} with aoti_shim_add_model{built}",
+                        partial(build_source_blob, source_build),
+                    )
             except AotiShimError as e:
                 candidates.append(Candidate(replace(row, status=f"FAIL: {e}"), None, art, index))
                 continue
             candidates.append(Candidate(row, blob, art, index))
         if settings.control:
             row = Row(model=name, route=ROUTE_CONTROL, prefix="", expected_binding=bindings.LIBTORCH)
-            art = compiled.get(ROUTE_BINARY)
-            if isinstance(art, Artefact):
-                candidates.append(Candidate(row, art.blob, art, index))
+            control = compiled.get(ROUTE_BINARY)
+            if isinstance(control, Artefact):
+                candidates.append(Candidate(row, control.blob, control, index))
             else:
-                candidates.append(Candidate(replace(row, status=f"FAIL: {art}"), None, None, index))
+                candidates.append(Candidate(replace(row, status=f"FAIL: {control}"), None, None, index))
     return candidates
 
 
@@ -210,9 +227,15 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
         with open(scratch / "child.log", "wb") as sink:
             try:
                 proc = subprocess.run(
-                    python_argv("aoti_shim.smoke.run_child", str(scratch / "request.json"), str(scratch / "result.json")),
-                    stdout=sink, stderr=subprocess.STDOUT, env=env, check=False, timeout=RUN_TIMEOUT_S,
-                )  # fmt: skip
+                    python_argv(
+                        "aoti_shim.smoke.run_child", str(scratch / "request.json"), str(scratch / "result.json")
+                    ),
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    check=False,
+                    timeout=RUN_TIMEOUT_S,
+                )
             except subprocess.TimeoutExpired:
                 return replace(row, status=f"FAIL: the run took longer than {RUN_TIMEOUT_S} s")
         result_file = scratch / "result.json"
@@ -249,7 +272,11 @@ def run_one(settings: SmokeSettings, candidate: Candidate) -> Row:
         if "control" in result:
             c = result["control"]
             row = replace(
-                row, control_max_abs=c["max_abs"], control_bound=c["bound"], control_bitwise=c["bitwise"], control_ok=c["ok"]
+                row,
+                control_max_abs=c["max_abs"],
+                control_bound=c["bound"],
+                control_bitwise=c["bitwise"],
+                control_ok=c["ok"],
             )
         return _judge(row, result)
     finally:
@@ -318,7 +345,7 @@ def run_smoke(settings: SmokeSettings, progress: Progress) -> SmokeReport:
         if c.blob is None:
             done[i] = c.row
             continue
-        done[i] = _timed(progress, f"run {c.row.model} ({c.row.route_label})", lambda c=c: run_one(settings, c))  # type: ignore[assignment]
+        done[i] = _timed(progress, f"run {c.row.model} ({c.row.route_label})", partial(run_one, settings, c))
     rows = [done[i] for i in range(len(candidates))]
     return SmokeReport(
         device=settings.device,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from aoti_shim.atomic import write_text_atomically
 
@@ -138,7 +138,7 @@ def render_table(report: SmokeReport) -> str:
             r.model, r.route_label, _binding(r), _versus(r.control_max_abs, r.control_bound, r.control_bitwise),
             _versus(r.eager_max_abs, r.eager_bound),
             _latency(r.median_us), r.checker, r.status,
-        )  # fmt: skip
+        )
         for r in report.rows
     ]
     widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(HEADERS)]

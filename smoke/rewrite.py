@@ -21,9 +21,9 @@ from pathlib import Path
 from aoti_shim.arguments import path
 from aoti_shim.atomic import destination, replacing
 from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.abi.prefix import validate
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import is_elf
-from aoti_shim.checks.abi.prefix import validate
 from aoti_shim.children import python_argv
 from aoti_shim.errors import EXIT_OK, AotiShimError, InputError
 

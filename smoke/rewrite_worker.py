@@ -23,7 +23,7 @@ def rename_imports(source: str, target: str, prefix: str) -> list[str]:
         raise ValueError(f"LIEF cannot parse {source}")
     renamed: list[str] = []
     for symbol in binary.dynamic_symbols:
-        name = symbol.name
+        name = symbol.name if isinstance(symbol.name, str) else symbol.name.decode()
         if symbol.shndx == 0 and is_unprefixed(name):  # undefined: an import
             symbol.name = prefix + name
             renamed.append(name)

@@ -84,7 +84,7 @@ def run(request: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
         # The module does not run in float64: eager in its own dtype, with the fixed tolerances.
         same = compare(outcome.outputs, io["expected"])
         result.update(eager={"max_abs": same.max_abs, "bound": None, "ok": same.within_tolerance, "bitwise": False,
-                             "detail": same.detail}, eager_reference="same dtype")  # fmt: skip
+                             "detail": same.detail}, eager_reference="same dtype")
         within, detail = same.within_tolerance, same.detail
     control_file = request.get("control_outputs")
     if control_file:

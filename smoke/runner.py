@@ -25,7 +25,7 @@ _i64p = ctypes.POINTER(ctypes.c_int64)
 DTYPE_CODES = {
     "uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5,
     "float32": 6, "float64": 7, "bool": 11, "bfloat16": 15,
-}  # fmt: skip
+}
 DEVICE_CODES = {"cpu": 0, "cuda": 1}
 
 
@@ -56,7 +56,7 @@ class ShimApi:
         self._from_blob = fn(
             "create_tensor_from_blob_v2", ctypes.c_void_p, i64, _i64p, _i64p, i64, i32, i32, i32,
             ctypes.POINTER(_handle), i32, ctypes.c_void_p, i64,
-        )  # fmt: skip
+        )
         self._delete = fn("delete_tensor_object", _handle)
         self._data_ptr = fn("get_data_ptr", _handle, ctypes.POINTER(ctypes.c_void_p))
         self._dim = fn("get_dim", _handle, ctypes.POINTER(i64))
@@ -80,7 +80,7 @@ class ShimApi:
                 device.index or 0, ctypes.byref(out), 0, None, 0,
             ),
             f"{self.prefix}aoti_torch_create_tensor_from_blob_v2",
-        )  # fmt: skip
+        )
         return out
 
     def delete(self, handle: ctypes.c_void_p) -> None:
@@ -124,6 +124,7 @@ class ShimApi:
             raw = (ctypes.c_char * nbytes).from_address(data.value)
             return torch.frombuffer(raw, dtype=dtype, count=span).as_strided(sizes, strides).clone()
         # Device memory: let torch copy it out, viewing the span as a flat tensor.
+        assert data.value is not None, "a non-empty tensor with a NULL data pointer"
         return _cuda_view(data.value, span, dtype).as_strided(sizes, strides).cpu()
 
 
@@ -133,14 +134,14 @@ def _cuda_view(pointer: int, count: int, dtype: torch.dtype) -> torch.Tensor:
     import torch
 
     typestr = {torch.float32: "<f4", torch.float16: "<f2", torch.float64: "<f8", torch.int64: "<i8",
-               torch.int32: "<i4", torch.int16: "<i2", torch.int8: "|i1", torch.uint8: "|u1", torch.bool: "|b1"}  # fmt: skip
+               torch.int32: "<i4", torch.int16: "<i2", torch.int8: "|i1", torch.uint8: "|u1", torch.bool: "|b1"}
     if dtype == torch.bfloat16:
         return _cuda_view(pointer, count, torch.int16).view(torch.bfloat16)
 
     class _Interface:
         __cuda_array_interface__ = {
             "shape": (count,), "typestr": typestr[dtype], "data": (pointer, False), "version": 2, "strides": None,
-        }  # fmt: skip
+        }
 
     return torch.as_tensor(_Interface(), device="cuda")
 
@@ -162,11 +163,11 @@ class Container:
         create = fn(
             "AOTInductorModelContainerCreateWithDevice",
             ctypes.POINTER(_handle), ctypes.c_size_t, ctypes.c_char_p, ctypes.c_char_p,
-        )  # fmt: skip
+        )
         self._run = fn(
             "AOTInductorModelContainerRun", _handle, ctypes.POINTER(_handle), ctypes.c_size_t,
             ctypes.POINTER(_handle), ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
-        )  # fmt: skip
+        )
         self._delete = fn("AOTInductorModelContainerDelete", _handle)
         num_inputs = fn("AOTInductorModelContainerGetNumInputs", _handle, ctypes.POINTER(ctypes.c_size_t))
         num_outputs = fn("AOTInductorModelContainerGetNumOutputs", _handle, ctypes.POINTER(ctypes.c_size_t))

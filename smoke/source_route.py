@@ -68,7 +68,7 @@ def configure_command(cmake: str, source_dir: Path, binary_dir: Path) -> list[st
     from aoti_shim.paths import cmake_dir
 
     configure = [cmake, "-S", str(source_dir), "-B", str(binary_dir), f"-DAotiShim_DIR={cmake_dir()}",
-                 f"-DAOTI_SHIM_PYTHON={sys.executable}", "-DCMAKE_BUILD_TYPE=Release"]  # fmt: skip
+                 f"-DAOTI_SHIM_PYTHON={sys.executable}", "-DCMAKE_BUILD_TYPE=Release"]
     # The torch this process checks and runs with, found as the checker finds it
     # ($AOTI_SHIM_TORCH first); without one CMake asks `aoti-shim --torch-include-dir` and fails.
     found = locate()
@@ -91,7 +91,9 @@ def build_source_blob(build: SourceBuild) -> Path:
         raise AotiShimError("source route: cmake not found (pip install cmake)")
     source_dir = build.build_dir / "src"
     binary_dir = build.build_dir / "build"
-    configure = configure_command(cmake, source_dir, binary_dir)  # a bad $AOTI_SHIM_TORCH fails before anything is removed
+    configure = configure_command(
+        cmake, source_dir, binary_dir
+    )  # a bad $AOTI_SHIM_TORCH fails before anything is removed
     shutil.rmtree(build.build_dir, ignore_errors=True)
     source_dir.mkdir(parents=True)
     (source_dir / "CMakeLists.txt").write_text(_PROJECT.format(package=build.package.as_posix(), prefix=build.prefix))
@@ -103,7 +105,7 @@ def build_source_blob(build: SourceBuild) -> Path:
             proc = subprocess.run(step, stdout=sink, stderr=subprocess.STDOUT, env=env, check=False)
         if proc.returncode != 0:
             raise AotiShimError(f"source route: {'configure' if step is configure else 'build'} failed: "
-                                f"{_first_error(log)} (log: {log})")  # fmt: skip
+                                f"{_first_error(log)} (log: {log})")
     built = binary_dir / "blob_path.txt"
     blob = Path(built.read_text().strip())
     marker.write_text(str(blob))

@@ -41,7 +41,9 @@ def install_hint(package: str, torch_version: str | None) -> str:
             if torch_version.endswith("+cpu"):
                 line += " --index-url https://download.pytorch.org/whl/cpu"
             return f"{line} (the release that loads next to torch {torch_version})"
-    pinned = [r for r in requirements("zoo") if r.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip() == package]
+    pinned = [
+        r for r in requirements("zoo") if r.split("[")[0].split("=")[0].split("<")[0].split(">")[0].strip() == package
+    ]
     return "pip install " + " ".join(shlex.quote(r) for r in (pinned or [package]))
 
 
@@ -116,7 +118,7 @@ def gpt2(device: str = "cpu") -> tuple[Any, tuple[Any, ...]]:
     config = transformers.GPT2Config(
         vocab_size=1000, n_positions=64, n_embd=128, n_layer=2, n_head=4, bos_token_id=0, eos_token_id=0,
         attn_implementation="sdpa",
-    )  # fmt: skip
+    )
     return _token_model(transformers.GPT2LMHeadModel(config), "logits"), _tokens(device, 1000)
 
 
@@ -126,7 +128,7 @@ def bert(device: str = "cpu") -> tuple[Any, tuple[Any, ...]]:
     config = transformers.BertConfig(
         vocab_size=1000, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=256, max_position_embeddings=64, attn_implementation="sdpa",
-    )  # fmt: skip
+    )
     return _token_model(transformers.BertModel(config), "last_hidden_state"), _tokens(device, 1000)
 
 
@@ -137,7 +139,7 @@ def llama(device: str = "cpu") -> tuple[Any, tuple[Any, ...]]:
     config = transformers.LlamaConfig(
         vocab_size=1000, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
         num_key_value_heads=2, max_position_embeddings=64, attn_implementation="sdpa",
-    )  # fmt: skip
+    )
     return _token_model(transformers.LlamaForCausalLM(config), "logits"), _tokens(device, 1000)
 
 
