@@ -187,7 +187,20 @@ def many_findings_goal(py: str, lib_dir: Path, work: str, repeat: int) -> list[t
         shutil.copyfile(source, shim)
     rows = []
     for fmt in ("text", "json"):
-        argv = [py, "-m", "aoti_shim", "check", "--shim", shim, "--against", str(lib_dir), "--format", fmt, "--fail-on", "never"]
+        argv = [
+            py,
+            "-m",
+            "aoti_shim",
+            "check",
+            "--shim",
+            shim,
+            "--against",
+            str(lib_dir),
+            "--format",
+            fmt,
+            "--fail-on",
+            "never",
+        ]
         run_process(argv, work)  # warm
         r = median_run(argv, work, repeat)
         ok = r.status == "ok" and r.seconds <= GOAL_MANY_SECONDS and r.peak_mib <= GOAL_PEAK_MIB
@@ -299,7 +312,9 @@ def main() -> int:
         type=Path,
         help="the wheel to check whole for the whole-wheel goal (default: --wheel, else none)",
     )
-    parser.add_argument("--wheel-repeat", type=int, default=3, help="runs of the whole-wheel goal (each pair alternates)")
+    parser.add_argument(
+        "--wheel-repeat", type=int, default=3, help="runs of the whole-wheel goal (each pair alternates)"
+    )
     args = parser.parse_args()
     # The timed processes run in a scratch folder: relative paths would name nothing there.
     for name in ("wheel", "lib_dir", "check_wheel"):
@@ -383,24 +398,46 @@ def main() -> int:
     floor_cpu = rows[1][1].cpu
     print(f"{'':52} {'seconds':>9} {'cpu s':>7} {'cpu x floor':>11} {'peak MiB':>9}  status")
     for label, r, _ in many:
-        print(f"{label:52} {r.seconds:9.3f} {r.cpu:7.3f} {r.cpu / floor_cpu if floor_cpu else 0:11.2f} {r.peak_mib:9.1f}  {r.status}")
+        print(
+            f"{label:52} {r.seconds:9.3f} {r.cpu:7.3f} {r.cpu / floor_cpu if floor_cpu else 0:11.2f} "
+            f"{r.peak_mib:9.1f}  "
+            f"{r.status}"
+        )
     for label, r, ok in many:
-        goals.append((f"{label}: {r.seconds:.3f} s (cpu {r.cpu:.3f} s = {r.cpu / floor_cpu if floor_cpu else 0:.2f}x the floor's "
-                      f"{floor_cpu:.3f} s), {r.peak_mib:.1f} MiB; anchors {GOAL_MANY_SECONDS:g} s, {GOAL_PEAK_MIB} MiB", ok))
+        goals.append(
+            (
+                f"{label}: {r.seconds:.3f} s (cpu {r.cpu:.3f} s = {r.cpu / floor_cpu if floor_cpu else 0:.2f}x the "
+                "floor's "
+                f"{floor_cpu:.3f} s), {r.peak_mib:.1f} MiB; anchors {GOAL_MANY_SECONDS:g} s, {GOAL_PEAK_MIB} MiB",
+                ok,
+            )
+        )
     if whole is not None:
         anchor, check, largest, ok = whole
-        print(f"{'unzip -p WHEEL <its ELF members> > /dev/null':52} {anchor.seconds:9.3f} {anchor.cpu:7.3f} {anchor.peak_mib:9.1f}  {anchor.status}")
+        print(
+            f"{'unzip -p WHEEL <its ELF members> > /dev/null':52} {anchor.seconds:9.3f} {anchor.cpu:7.3f} "
+            f"{anchor.peak_mib:9.1f}  {anchor.status}"
+        )
         print(f"{'check --shim WHEEL':52} {check.seconds:9.3f} {check.cpu:7.3f} {check.peak_mib:9.1f}  {check.status}")
         ratio = check.seconds / anchor.seconds if anchor.seconds else float("inf")
         cpu_ratio = check.cpu / anchor.cpu if anchor.cpu else float("inf")
-        goals.append((
-            f"check --shim {check_wheel.name}: {check.seconds:.2f} s = {ratio:.2f}x the anchor (unzip -p of its ELF members "
-            f"once: {anchor.seconds:.2f} s; cpu {cpu_ratio:.2f}x), goal <= {GOAL_WHEEL_RATIO:g}x", check.status == "ok" and ratio <= GOAL_WHEEL_RATIO,
-        ))
-        goals.append((
-            f"check --shim {check_wheel.name}: peak temp disk {check.peak_disk / (1 << 20):.1f} MiB, anchor: its largest "
-            f"member {largest / (1 << 20):.1f} MiB", check.status == "ok" and check.peak_disk <= largest,
-        ))
+        goals.append(
+            (
+                f"check --shim {check_wheel.name}: {check.seconds:.2f} s = {ratio:.2f}x the anchor (unzip -p of its "
+                "ELF "
+                "members "
+                f"once: {anchor.seconds:.2f} s; cpu {cpu_ratio:.2f}x), goal <= {GOAL_WHEEL_RATIO:g}x",
+                check.status == "ok" and ratio <= GOAL_WHEEL_RATIO,
+            )
+        )
+        goals.append(
+            (
+                f"check --shim {check_wheel.name}: peak temp disk {check.peak_disk / (1 << 20):.1f} MiB, anchor: its "
+                "largest "
+                f"member {largest / (1 << 20):.1f} MiB",
+                check.status == "ok" and check.peak_disk <= largest,
+            )
+        )
     for label, ok in goals:
         print(f"goal: {label}: {'met' if ok else 'MISSED'}")
     return 0 if all(ok for _, ok in goals) else 1

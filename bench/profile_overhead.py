@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from aoti_shim.errors import AotiShimError  # noqa: E402
-from shim_latency import ALLOC_SHAPE, AllocApi, Interval, alloc_pairs, shims_prefix  # noqa: E402
+from aoti_shim.errors import AotiShimError
+from shim_latency import ALLOC_SHAPE, AllocApi, Interval, alloc_pairs, shims_prefix
 
 
 def getter_calls_per_s(library: ctypes.CDLL, prefix: str, handle: ctypes.c_void_p, seconds: float) -> float:
@@ -54,7 +54,7 @@ def main(argv: list[str]) -> int:
         return e.exit_code
     # RTLD_LOCAL: both define the same prefixed names; each is reached through its handle.
     libs = {name: ctypes.CDLL(str(path.resolve()), mode=os.RTLD_LOCAL | os.RTLD_NOW)
-            for name, path in (("in", args.compiled_in), ("out", args.compiled_out))}  # fmt: skip
+            for name, path in (("in", args.compiled_in), ("out", args.compiled_out))}
     if not hasattr(libs["in"], f"{args.prefix}aoti_shim_profile_enable"):
         print(f"{args.compiled_in}: no profile ABI", file=sys.stderr)
         return 2

@@ -55,7 +55,7 @@ def build_venv(work: Path, torch_wheel: str | None) -> Path:
     done = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv.python), "install", "--no-deps", "-q", target],
         env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    )
     if done.returncode != 0:
         sys.exit(f"scan_speed: pip install {target} failed:\n{done.stderr[-2000:]}")
     return venv.root
@@ -120,7 +120,10 @@ def main() -> int:
         torch = [d["version"] for d in doc["distributions"] if d["name"] == "torch"]
         size = sum(os.path.getsize(f) for f in files)
         print(f"environment: {doc['environment']['description']}; torch {torch[0] if torch else 'absent'}")
-        print(f"libraries: {len(files)} files, {size / 2**20:.0f} MiB; largest {max(map(os.path.getsize, files)) / 2**20:.0f} MiB")
+        print(
+            f"libraries: {len(files)} files, {size / 2**20:.0f} MiB; largest "
+            f"{max(map(os.path.getsize, files)) / 2**20:.0f} MiB"
+        )
         scan_argv, nm_argv = [*CLI, str(venv)], [nm, "-D", *files]
         run_process(scan_argv, str(work)), run_process(nm_argv, str(work))  # warm the page cache
         scans, nms = [], []
@@ -143,11 +146,14 @@ def main() -> int:
             print(f"  {label:<46} {r.seconds:7.3f} s wall  {r.cpu:7.3f} s cpu  {r.peak_mib:7.1f} MiB peak")
         ratio, ratio_cpu = scan.seconds / one_nm.seconds, scan.cpu / one_nm.cpu
         print(f"ratio scan / nm -D (one process): {ratio:.2f}x wall, {ratio_cpu:.2f}x cpu "
-              f"(goal <= {GOAL_RATIO}x: {'met' if ratio <= GOAL_RATIO else 'NOT met'})")  # fmt: skip
+              f"(goal <= {GOAL_RATIO}x: {'met' if ratio <= GOAL_RATIO else 'NOT met'})")
         print(f"ratio scan / nm -D (once per file): {scan.seconds / per_file.seconds:.2f}x wall")
         print(f"memory: {scan.peak_mib:.1f} MiB for the venv, {alone.peak_mib:.1f} MiB for its largest library alone "
-              f"({scan.peak_mib / alone.peak_mib:.2f}x)")  # fmt: skip
-        print(f"scan wall times: {', '.join(f'{r.seconds:.3f}' for r in scans)}; median {statistics.median(r.seconds for r in scans):.3f}")
+              f"({scan.peak_mib / alone.peak_mib:.2f}x)")
+        print(
+            f"scan wall times: {', '.join(f'{r.seconds:.3f}' for r in scans)}; median "
+            f"{statistics.median(r.seconds for r in scans):.3f}"
+        )
         return 0
     finally:
         if args.work is None:

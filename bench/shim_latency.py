@@ -57,9 +57,10 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.smoke.report import STREAM_DEFAULT, STREAM_LABELS, STREAM_NEW, STREAM_NONE
@@ -266,7 +267,7 @@ def _driver_version() -> str:
     if smi is None:
         return "unknown"
     proc = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+                          capture_output=True, text=True, check=False)
     return proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout.strip() else "unknown"
 
 
@@ -278,7 +279,7 @@ def gpu_state() -> str:
         return "unknown"
     query = "clocks.sm,clocks.mem,temperature.gpu,power.draw,pstate,utilization.gpu"
     proc = subprocess.run([smi, "-i", "0", f"--query-gpu={query}", "--format=csv,noheader"],
-                          capture_output=True, text=True, check=False)  # fmt: skip
+                          capture_output=True, text=True, check=False)
     line = proc.stdout.strip().splitlines()[0] if proc.returncode == 0 and proc.stdout.strip() else "unknown"
     return f"{line} ({query})"
 
@@ -351,18 +352,28 @@ def compile_libtorch_linked(cache_dir: Path, device: str, model: str) -> Compile
         staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
         try:
             request = {"model": model, "device": device, "route": "binary", "output": str(staging),
-                       "overrides": LIBTORCH_OPTIONS}  # fmt: skip
+                       "overrides": LIBTORCH_OPTIONS}
             (staging / "request.json").write_text(json.dumps(request))
             env = dict(os.environ)
             env["PYTHONPATH"] = os.pathsep.join(p for p in (os.getcwd(), env.get("PYTHONPATH", "")) if p)
             with open(staging / "compile.log", "wb") as sink:
                 proc = subprocess.run(
-                    [sys.executable, str(Path(__file__).resolve()), "--compile-libtorch-worker", str(staging / "request.json")],
-                    stdout=sink, stderr=subprocess.STDOUT, env=env, check=False,
-                )  # fmt: skip
+                    [
+                        sys.executable,
+                        str(Path(__file__).resolve()),
+                        "--compile-libtorch-worker",
+                        str(staging / "request.json"),
+                    ],
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    env=env,
+                    check=False,
+                )
             if proc.returncode != 0:
                 tail = (staging / "compile.log").read_text(errors="replace").strip().splitlines()[-1:]
-                raise AotiShimError(f"compiling {model} with link_libtorch=True failed: {tail[0] if tail else proc.returncode}")
+                raise AotiShimError(
+                    f"compiling {model} with link_libtorch=True failed: {tail[0] if tail else proc.returncode}"
+                )
             try:
                 staging.rename(final)
             except OSError:
@@ -455,7 +466,7 @@ class BlobVariant:
     ``around`` is called just outside each timed run's window (not around warm-ups)."""
 
     def __init__(self, api: Any, container: Any, inputs: list[Any], device: str,
-                 around: tuple[Callable[[], None], Callable[[], None]] | None = None) -> None:  # fmt: skip
+                 around: tuple[Callable[[], None], Callable[[], None]] | None = None) -> None:
         import torch
 
         self.api, self.container, self.inputs = api, container, inputs
@@ -534,7 +545,7 @@ class GraphReplay:
 def measure_model(
     settings: BenchSettings, model: str, ours_api: Any, torch_api: Any, profile: ProfileApi | None,
     keep: contextlib.ExitStack, progress: Callable[[str], None],
-) -> ModelResult:  # fmt: skip
+) -> ModelResult:
     import torch
 
     from aoti_shim.smoke.compare import compare
@@ -611,7 +622,9 @@ def measure_model(
                         failures.append(f"{LABELS[key]}: {cmp.detail}")
                     variants[key] = lambda w, n, once=replay.once: _timed(once, w, n)
                 except Exception as e:  # noqa: BLE001 - any capture failure is a finding, not a crash
-                    result.notes[key] = f"capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+                    result.notes[key] = (
+                        f"capture failed: {type(e).__name__}: {str(e).splitlines()[0][:120] if str(e) else ''}"
+                    )
                     with contextlib.suppress(Exception):
                         torch.cuda.synchronize()
                     if own is not None:
@@ -620,7 +633,7 @@ def measure_model(
             profiled: BlobVariant | None = None
             if settings.profile and profile is not None and profile.available:
                 profiled = BlobVariant(ours_api, containers[OURS], inputs, settings.device,
-                                       around=(lambda: profile.enable(True), lambda: profile.enable(False)))  # fmt: skip
+                                       around=(lambda: profile.enable(True), lambda: profile.enable(False)))
                 variants[PROFILED] = profiled.sample
                 profile.enable(False)
                 profile.reset()
@@ -711,10 +724,18 @@ def torch_loader_latency(settings: BenchSettings, b: Compiled) -> tuple[Latency 
 
 def _torch_loader_child(settings: BenchSettings, b: Compiled, mode: str) -> tuple[Latency | None, str]:
     n = settings.rounds * settings.iterations
-    args = [str(b.directory / "model.pt2"), str(b.blob), b.kernel_dir or "", str(b.io_file), settings.device, str(n), mode]
+    args = [
+        str(b.directory / "model.pt2"),
+        str(b.blob),
+        b.kernel_dir or "",
+        str(b.io_file),
+        settings.device,
+        str(n),
+        mode,
+    ]
     try:
         proc = subprocess.run([sys.executable, "-c", _LOADER_CHILD, *args],
-                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+                              capture_output=True, text=True, timeout=300, check=False)
     except subprocess.TimeoutExpired:
         return None, "timed out"
     if proc.returncode != 0:
@@ -779,7 +800,9 @@ def floor_pairs(api: AllocApi, seconds: float) -> float:
     return done / (time.perf_counter() - start)
 
 
-def measure_alloc(settings: BenchSettings, ours: AllocApi, theirs: AllocApi) -> tuple[list[AllocResult], float, Interval]:
+def measure_alloc(
+    settings: BenchSettings, ours: AllocApi, theirs: AllocApi
+) -> tuple[list[AllocResult], float, Interval]:
     import torch
 
     sync = torch.cuda.synchronize if settings.device == "cuda" else (lambda: None)
@@ -880,21 +903,23 @@ def render_row(m: ModelResult) -> str:
         return f"{m.model:<10} FAILED: {m.error}"
     cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN))
     return (f"{m.model:<10} {cells}  (a)/(b) {m.interval(OURS, SAME).render()}"
-            + (f"  FAIL: {m.error}" if m.error else ""))  # fmt: skip
+            + (f"  FAIL: {m.error}" if m.error else ""))
 
 
 def render(report: BenchReport) -> str:
     lines = ["# shim latency benchmark"]
     lines += [f"{k}: {v}" for k, v in report.header.items()]
     lines.append("")
-    lines.append("variants: " + "; ".join(f"{LABELS[k]}" for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN, PROFILED)))
+    lines.append(
+        "variants: " + "; ".join(f"{LABELS[k]}" for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN, PROFILED))
+    )
     done = [m for m in report.models if OURS in m.latency]
     if done:
         m0 = done[0]
         lines.append(f"rounds: {m0.rounds} interleaved rounds per model, {m0.iterations} timed runs per variant per "
                      f"round ({m0.rounds * m0.iterations} runs per variant per model); ratios are geometric means of "
                      f"per-round ratios (each round's medians) with a {CONFIDENCE:.0%} bootstrap interval "
-                     f"({BOOTSTRAP_RESAMPLES} resamples of the rounds)")  # fmt: skip
+                     f"({BOOTSTRAP_RESAMPLES} resamples of the rounds)")
     lines.append("")
     lines.append("one inference, median microseconds")
     head = (f"{'model':<10} {'(a)':>8} {'(b)':>8} {TWIN.join('()'):>8} {'(c)':>8} {'(g)':>8} {GRAPH_TWIN.join('()'):>8}"
@@ -931,23 +956,25 @@ def render(report: BenchReport) -> str:
         per_inference = m.profiled_mean_us
         lines.append("")
         lines.append(f"shim profile, {m.model}: per inference of (a), means over {m.profiled_inferences} profiled "
-                     f"inferences (mean inference {per_inference:.1f} us with the profile on)")  # fmt: skip
+                     f"inferences (mean inference {per_inference:.1f} us with the profile on)")
         lines.append(f"  {'function / step':<52} {'calls':>7} {'us':>8} {'% of inference':>15}")
         for row in m.profile:
             share = 100.0 * row.us_per_inference / per_inference if per_inference == per_inference else float("nan")
             lines.append(f"  {row.name:<52} {row.calls_per_inference:7.2f} {row.us_per_inference:8.2f} {share:14.1f}%")
     if report.alloc:
         lines.append("")
-        lines.append(f"allocation: empty_strided({'x'.join(map(str, ALLOC_SHAPE))}, float32, "
-                     f"{report.header['device']}) + delete_tensor_object pairs, {report.alloc_rounds} interleaved rounds")  # fmt: skip
+        lines.append(
+            f"allocation: empty_strided({'x'.join(map(str, ALLOC_SHAPE))}, float32, "
+            f"{report.header['device']}) + delete_tensor_object pairs, {report.alloc_rounds} interleaved rounds"
+        )
         for a in report.alloc:
             lines.append(f"  {a.name:<9} {a.pairs_per_s:12,.0f} pairs/s  {a.us_per_pair:7.3f} us/pair  "
-                         f"{a.net_us_per_pair:7.3f} us/pair net of the ctypes floor")  # fmt: skip
+                         f"{a.net_us_per_pair:7.3f} us/pair net of the ctypes floor")
         lines.append(f"  ctypes floor (two trivial shim calls): {report.alloc_floor_us:.3f} us")
         ours, theirs = report.alloc
         shown = report.alloc_ratio.render() if report.alloc_ratio else "-"
         lines.append(f"  time per pair (a)/(b): {shown} "
-                     f"(medians net of the floor: {ratio(ours.net_us_per_pair, theirs.net_us_per_pair):.3f})")  # fmt: skip
+                     f"(medians net of the floor: {ratio(ours.net_us_per_pair, theirs.net_us_per_pair):.3f})")
     loader = [m for m in report.models if m.torch_loader or m.torch_loader_note]
     if loader:
         lines.append("")
@@ -977,7 +1004,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     p.add_argument("--model", action="append", default=[], metavar="NAME|MODULE:CALLABLE",
-                   help="a bundled smoke model or module:callable; repeatable (default: mlp, block, convnet)")  # fmt: skip
+                   help="a bundled smoke model or module:callable; repeatable (default: mlp, block, convnet)")
     p.add_argument("--cache-dir", type=Path, help="compile cache (default: the smoke's, ~/.cache/aoti-shim/smoke)")
     p.add_argument("--shims", type=Path, help="the prefixed shim library (default: the installed reference shims)")
     p.add_argument("--prefix", help="the shims' prefix (default: read from the library)")
@@ -987,7 +1014,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--alloc-seconds", type=float, default=0.05, help="per shim set per round")
     p.add_argument("--compile", choices=("zero-fallback", "default"), default="zero-fallback",
                    help="the smoke's compile of (a) and (b)'s blob; default: the plain compile, whose fallback ops "
-                        "(cuBLAS, cuDNN, attention) then count in (a)/(b)")  # fmt: skip
+                        "(cuBLAS, cuDNN, attention) then count in (a)/(b)")
     p.add_argument("--no-twin", action="store_true", help="skip (b'), the link_libtorch=True twin (a second compile)")
     p.add_argument("--no-graph", action="store_true", help="skip (g), CUDA-graph replay")
     p.add_argument("--no-profile", action="store_true", help="skip the profiled variant and the per-shim table")
