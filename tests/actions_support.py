@@ -14,9 +14,10 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -78,14 +79,18 @@ class Runner:
     log: list[str] = field(default_factory=list)
 
     @classmethod
-    def fresh(cls, root: Path) -> "Runner":
+    def fresh(cls, root: Path) -> Runner:
         venv = root / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
         temp = root / "temp"
         temp.mkdir(parents=True)
         # No developer or test settings leak in; pip's own configuration (the machine's
         # index) stays, as a runner's would.
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "AOTI_SHIM_", "SKBUILD_", "VIRTUAL_ENV", "PYTHON"))}
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PIP_", "AOTI_SHIM_", "SKBUILD_", "VIRTUAL_ENV", "PYTHON"))
+        }
         base.pop("CMAKE_ARGS", None)
         base.update(
             PATH=os.pathsep.join([str(venv / "bin"), base.get("PATH", "")]),
@@ -111,7 +116,7 @@ class Runner:
         proc = subprocess.run(
             ["bash", "-e", "-c", script], cwd=cwd, env=self._environment(extra or {}),
             capture_output=True, text=True, timeout=900, check=False,
-        )  # fmt: skip
+        )
         self.log.append(f"$ {script}\nexit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
         # What a step appended to $GITHUB_ENV holds for the steps after it.
         for line in Path(self.base_env["GITHUB_ENV"]).read_text().splitlines():
@@ -119,7 +124,9 @@ class Runner:
             self.env[key] = value
         return proc
 
-    def action(self, inputs: Mapping[str, str], cwd: Path, action: Path = ACTION) -> subprocess.CompletedProcess[str] | None:
+    def action(
+        self, inputs: Mapping[str, str], cwd: Path, action: Path = ACTION
+    ) -> subprocess.CompletedProcess[str] | None:
         """action.yml's steps, with its inputs' defaults; the last step's result (None: none ran)."""
         spec = load_yaml(action)
         assert spec["runs"]["using"] == "composite"

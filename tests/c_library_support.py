@@ -16,7 +16,13 @@ ENTRY = f"{EXPORT} int AOTInductorModelContainerRun(void) {{ return 0; }}\n"
 
 
 def c_library(
-    folder: Path, name: str, text: str, flags: tuple[str, ...] = (), *, soname: str | None = None, language: str | None = None
+    folder: Path,
+    name: str,
+    text: str,
+    flags: tuple[str, ...] = (),
+    *,
+    soname: str | None = None,
+    language: str | None = None,
 ) -> Path:
     """``lib<name>.so`` (or ``soname``) in ``folder``, built from ``text`` with its file name as DT_SONAME."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -45,13 +51,17 @@ def loads(globals_: list[Path], blob: Path) -> subprocess.CompletedProcess[str]:
         "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
         "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
     )
-    return subprocess.run([sys.executable, "-c", code, *map(str, globals_), str(blob)], capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, globals_), str(blob)], capture_output=True, text=True, check=False
+    )
 
 
 def loader_platform() -> str:
     """AT_PLATFORM as the loader shows the auxiliary vector (``LD_SHOW_AUXV``): the
     ``$PLATFORM`` it expands (``haswell`` on AVX2 Intel with glibc < 2.37), never ``uname -m``."""
-    shown = subprocess.run(["/bin/true"], env=dict(os.environ, LD_SHOW_AUXV="1"), capture_output=True, text=True, check=True)
+    shown = subprocess.run(
+        ["/bin/true"], env=dict(os.environ, LD_SHOW_AUXV="1"), capture_output=True, text=True, check=True
+    )
     found = re.search(r"^AT_PLATFORM:\s+(\S+)", shown.stdout, re.M)
     assert found is not None, f"the loader shows no AT_PLATFORM:\n{shown.stdout}"
     return found.group(1)
@@ -76,7 +86,13 @@ def loader_lib() -> str:
     """What the loader expands ``$LIB`` to, from its own trace of a search (``LD_DEBUG=libs``)."""
     marker = "/nonexistent-aoti-shim-lib"
     env = dict(os.environ, LD_DEBUG="libs", LD_LIBRARY_PATH=marker + "/$LIB")
-    traced = subprocess.run([loader_interpreter(), "--list", os.path.realpath(sys.executable)], env=env, capture_output=True, text=True, check=False)
+    traced = subprocess.run(
+        [loader_interpreter(), "--list", os.path.realpath(sys.executable)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     # Every folder searched is $LIB's folder or a hwcaps subfolder of it: the shortest is it.
     folders = re.findall(re.escape(marker) + r"/([^:\s]+)", traced.stdout + traced.stderr)
     assert folders, traced.stderr

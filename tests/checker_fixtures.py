@@ -42,5 +42,5 @@ def build_fixtures(out: Path) -> dict[str, Path]:
         "fixture_pkg/models/model.so": built["good_model"],
         "fixture_pkg/__init__.py": "",
         "fixture_pkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: fixture-pkg\nVersion: 1.0\n",
-    }, compression=zipfile.ZIP_DEFLATED)  # fmt: skip
+    }, compression=zipfile.ZIP_DEFLATED)
     return built

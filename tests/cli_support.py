@@ -3,7 +3,8 @@
 The isolation policy, once: ``-P`` (the child's ``sys.path`` holds no folder of the
 checkout or of the test's cwd, so it runs the installed ``aoti_shim`` as a user would);
 not the CI job's ``GITHUB_STEP_SUMMARY`` (run in a GitHub job, ``check --format github`` would
-write the test's tables into the job's real summary; a test's own summary file still goes through); and no traceback, ever, on its stderr (the
+write the test's tables into the job's real summary; a test's own summary file still goes through); and no traceback,
+ever, on its stderr (the
 project's promise: bad input is one line and an exit code).
 """
 
@@ -12,8 +13,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 CLI = (sys.executable, "-P", "-m", "aoti_shim")
 # The CI job's step summary, as this test process found it before any test set its own.
@@ -40,7 +42,14 @@ def cli(
     """
     full = {k: v for k, v in (os.environ if env is None else env).items() if _kept(k, v)}
     done = subprocess.run(
-        [*prefix, *CLI, *args], capture_output=True, text=text, errors=errors, cwd=cwd, env=full, timeout=timeout, check=False
+        [*prefix, *CLI, *args],
+        capture_output=True,
+        text=text,
+        errors=errors,
+        cwd=cwd,
+        env=full,
+        timeout=timeout,
+        check=False,
     )
     stderr = done.stderr if text else done.stderr.decode("utf-8", "replace")
     assert "Traceback (most recent call last)" not in stderr, stderr

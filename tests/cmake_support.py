@@ -69,11 +69,15 @@ class CMakeProject:
             f"-DPython_EXECUTABLE={sys.executable}",
         ]
         args += [f"-D{key}={value}" for key, value in self.defines.items()]
-        return subprocess.run(args, capture_output=True, text=True, env={**clean_env(), **self.env}, cwd=self.build.parent, check=False)
+        return subprocess.run(
+            args, capture_output=True, text=True, env={**clean_env(), **self.env}, cwd=self.build.parent, check=False
+        )
 
     def build_all(self) -> subprocess.CompletedProcess[str]:
         args = [tool("cmake"), "--build", str(self.build), "-j2"]
-        return subprocess.run(args, capture_output=True, text=True, env={**clean_env(), **self.env}, cwd=self.build.parent, check=False)
+        return subprocess.run(
+            args, capture_output=True, text=True, env={**clean_env(), **self.env}, cwd=self.build.parent, check=False
+        )
 
     def configure_and_build(self) -> subprocess.CompletedProcess[str]:
         configured = self.configure()

@@ -74,7 +74,9 @@ def _cached(args: list[str], source: Path) -> Path | None:
 def compile_program(source: Path, target: Path, flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
     """An executable from ``source``; fails the test with the compiler's output."""
     language = "c++" if Path(source).suffix in CXX_SUFFIXES else "c"
-    done = subprocess.run([compiler(language), *flags, "-o", str(target), str(source)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [compiler(language), *flags, "-o", str(target), str(source)], capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, f"compiling {source} failed:\n{done.stdout}{done.stderr}"
     return done
 
@@ -85,7 +87,11 @@ def compile_object(
     """``-c`` ``source`` into an object file; fails the test with the compiler's output."""
     language = "c++" if Path(source).suffix in CXX_SUFFIXES else "c"
     done = subprocess.run(
-        [compiler(language), "-c", *flags, str(source), "-o", str(target)], capture_output=True, text=True, check=False, env=env
+        [compiler(language), "-c", *flags, str(source), "-o", str(target)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
     )
     assert done.returncode == 0, f"compiling {source} failed:\n{done.stdout}{done.stderr}"
     return done

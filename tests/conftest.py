@@ -3,6 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 import torch_support
 from checker_fixtures import build_fixtures
 from cmake_support import CMakeProject
@@ -36,7 +37,7 @@ FIXTURE_MARKERS: dict[str, tuple[str, ...]] = {
 GPU_TESTS = Path(__file__).resolve().parent / "gpu"
 
 
-def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     """The lines tests gave summary_support.summary_line, at the end of the run's output."""
     lines = config.stash.get(SUMMARY_LINES, [])
     if lines:
@@ -123,8 +124,10 @@ def cmake_project(tmp_path: Path):
     """``cmake_project(source, defines, build=..., **kw)``: a CMakeProject building into ``build``
     (default: this test's tmp_path/build)."""
 
-    def make(source: Path, defines: dict[str, str] | None = None, *, build: Path | None = None, **kwargs: object) -> CMakeProject:
-        return CMakeProject(source, build or tmp_path / "build", dict(defines or {}), **kwargs)  # type: ignore[arg-type]
+    def make(
+        source: Path, defines: dict[str, str] | None = None, *, build: Path | None = None, **kwargs: object
+    ) -> CMakeProject:
+        return CMakeProject(source, build or tmp_path / "build", dict(defines or {}), **kwargs)
 
     return make
 

@@ -118,7 +118,9 @@ def nm_exports(path: Path) -> dict[str, str]:
     """binutils' view of ``path``'s dynamic exports, name -> nm type letter (a judge that is not ours)."""
     nm = shutil.which("nm")
     assert nm, "nm (binutils) is needed"
-    out = subprocess.run([nm, "-D", "--defined-only", "-P", str(path)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [nm, "-D", "--defined-only", "-P", str(path)], capture_output=True, text=True, check=True
+    ).stdout
     exports: dict[str, str] = {}
     for line in out.splitlines():
         name, kind = line.split()[:2]
@@ -347,7 +349,7 @@ def regions(path: Path) -> Regions:
 def _type_number(sh_type: object) -> int:
     names = {"SHT_STRTAB": 3, "SHT_DYNAMIC": 6, "SHT_NOTE": 7, "SHT_DYNSYM": 11}
     names.update({"SHT_GNU_HASH": 0x6FFFFFF6, "SHT_GNU_versym": 0x6FFFFFFF})
-    return names.get(sh_type, -1) if isinstance(sh_type, str) else int(sh_type)  # type: ignore[arg-type]
+    return names.get(sh_type, -1) if isinstance(sh_type, str) else int(sh_type)
 
 
 def mutate(data: bytes, reg: Regions, rng: random.Random) -> bytes:

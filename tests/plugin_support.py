@@ -50,7 +50,11 @@ def _normalize(name: str) -> str:
 
 
 def _wheel_tag(dist: metadata.Distribution) -> str:
-    tags = [line.split(":", 1)[1].strip() for line in (dist.read_text("WHEEL") or "").splitlines() if line.startswith("Tag:")]
+    tags = [
+        line.split(":", 1)[1].strip()
+        for line in (dist.read_text("WHEEL") or "").splitlines()
+        if line.startswith("Tag:")
+    ]
     if not tags:
         raise RuntimeError(f"{dist.metadata['Name']}: installed without a WHEEL file; cannot repack")
     parts = [t.split("-") for t in tags]

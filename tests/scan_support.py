@@ -52,13 +52,22 @@ def make_wheels(libs: dict[str, Path], dest: Path) -> dict[str, Path]:
     with rt-a's prefix), vendor-x (an unprefixed runtime), ext-y (a stable-ABI extension)."""
     read = {name: path.read_bytes() for name, path in libs.items()}
     contents = {
-        ("rt-a", "1.0"): {"rt_a/__init__.py": b"", "rt_a/librta_shims.so": read["rta_shims"], "rt_a/model.so": read["rta_model"]},
+        ("rt-a", "1.0"): {
+            "rt_a/__init__.py": b"",
+            "rt_a/librta_shims.so": read["rta_shims"],
+            "rt_a/model.so": read["rta_model"],
+        },
         ("rt-b", "2.1"): {"rt_b/librtb_shims.so": read["rtb_shims"]},
         ("vendor-x", "0.9"): {"vendor_x/libvendor_shims.so": read["vendor_shims"]},
         ("ext-y", "1.2"): {"ext_y/__init__.py": b"", f"ext_y/_ops{EXT_SUFFIX}": read["ext"]},
-    }  # fmt: skip
+    }
     return {
-        name: make_wheel(dest / f"{name.replace('-', '_')}-{version}-{WHEEL_TAG}.whl", members, name=name, compression=zipfile.ZIP_DEFLATED)
+        name: make_wheel(
+            dest / f"{name.replace('-', '_')}-{version}-{WHEEL_TAG}.whl",
+            members,
+            name=name,
+            compression=zipfile.ZIP_DEFLATED,
+        )
         for (name, version), members in contents.items()
     }
 
@@ -76,7 +85,7 @@ def make_venv(root: Path) -> Venv:
     out = subprocess.run(
         [str(python), "-I", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         check=True, capture_output=True, text=True,
-    )  # fmt: skip
+    )
     return Venv(root, python, Path(out.stdout.strip()))
 
 
@@ -87,7 +96,7 @@ def pip_install(venv: Venv, *args: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(venv.python), "install", "--no-index", "--no-deps", *args],
         capture_output=True, text=True, env=env, check=False, timeout=300,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, f"pip install {args} failed:\n{done.stdout}{done.stderr}"
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.abi.prefix import built_prefix
+from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.errors import AotiShimError
 from aoti_shim.paths import shim_library
 

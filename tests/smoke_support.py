@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-from compile_support import compile_shared
-
 from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX
+from compile_support import compile_shared
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "smoke"

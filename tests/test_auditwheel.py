@@ -16,9 +16,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from compile_support import compile_shared
-from wheel_support import make_wheel
 from test_readme import repair_wheel_command
+from wheel_support import make_wheel
 
 pytestmark = pytest.mark.slow
 
@@ -38,7 +39,9 @@ def _wheel_with_external_helper(root: Path, helper_source: str) -> tuple[Path, P
     shims = root / "libmyrt_shims.so"
     compile_shared(root / "shims.c", shims, (f"-L{lib}", "-lmyrt_helper"))
     members = {"myrt/__init__.py": b"", "myrt/libmyrt_shims.so": shims.read_bytes()}
-    wheel = make_wheel(root / "myrt-0.1.0-py3-none-linux_x86_64.whl", members, name="myrt", compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        root / "myrt-0.1.0-py3-none-linux_x86_64.whl", members, name="myrt", compression=zipfile.ZIP_DEFLATED
+    )
     return wheel, lib
 
 
@@ -52,7 +55,7 @@ def _repair_and_check(root: Path, helper_source: str) -> tuple[subprocess.Comple
     env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in (str(lib), env.get("LD_LIBRARY_PATH", "")) if p)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+                          capture_output=True, text=True, timeout=600, check=False)
     return proc, dest
 
 

@@ -68,21 +68,23 @@ import pytest
 from elftools.elf.elffile import ELFFile
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from c_library_support import loader_hwcaps_levels, loader_lib, loader_platform
-from summary_support import summary_line
 
 from aoti_shim.checks import CheckSettings
-from aoti_shim.checks.check.run import checking
 from aoti_shim.checks.abi.prefix import is_shim_name
+from aoti_shim.checks.check.run import checking
 from aoti_shim.checks.report.model import BLOCKING, Finding
 from aoti_shim.torch_names import shipped_names
+from c_library_support import loader_hwcaps_levels, loader_lib, loader_platform
+from summary_support import summary_line
 
 PREFIX = "myrt_"
 SPELLINGS = {"right": PREFIX, "missing": "", "wrong": "zz_", "partial": "myrt"}
 CASES_PER_BATCH = 8
 BATCHES = int(os.environ.get("AOTI_SHIM_DIFF_BATCHES", "30"))
 # The rules that judge bindings; the others judge spelling and state by policy.
-BINDING_RULES = frozenset({"UNPREFIXED_IMPORT", "UNSATISFIED_IMPORT", "PREFIX_MISMATCH", "BINDS_OUTSIDE_SHIMS", "LOAD_FAILURE"})
+BINDING_RULES = frozenset(
+    {"UNPREFIXED_IMPORT", "UNSATISFIED_IMPORT", "PREFIX_MISMATCH", "BINDS_OUTSIDE_SHIMS", "LOAD_FAILURE"}
+)
 # Kinds of definitions, per class of symbol (an import and its definers agree on the class).
 KINDS = {
     "func": ("global", "weak", "ifunc", "protected"),
@@ -91,14 +93,31 @@ KINDS = {
 }
 EM_AARCH64 = 183
 # ld.so says "protected symbol" for a reference of protected visibility.
-_BINDING = re.compile(r"^\s*(\d+):\s+binding file (.+?) \[\d+\] to (.+?) \[\d+\]: (?:normal|protected) symbol `([^']+)'")
+_BINDING = re.compile(
+    r"^\s*(\d+):\s+binding file (.+?) \[\d+\] to (.+?) \[\d+\]: (?:normal|protected) symbol `([^']+)'"
+)
 SHIM_NAMES = sorted(n for n in shipped_names().names if re.fullmatch(r"[A-Za-z0-9_]+", n))
 counted = {
-    "cases": 0, "bindings": 0, "blocking": 0, "clean": 0, "disagreements": 0, "gone": 0, "sdep": 0, "bdep": 0, "torch": 0,
-    "helpers": 0, "helper_bindings": 0, "helper_failures": 0,
-    "sonameless": 0, "symlinked": 0, "hwcaps": 0, "shadowed": 0, "dep_shim_imports": 0, "dep_bindings": 0,
+    "cases": 0,
+    "bindings": 0,
+    "blocking": 0,
+    "clean": 0,
+    "disagreements": 0,
+    "gone": 0,
+    "sdep": 0,
+    "bdep": 0,
+    "torch": 0,
+    "helpers": 0,
+    "helper_bindings": 0,
+    "helper_failures": 0,
+    "sonameless": 0,
+    "symlinked": 0,
+    "hwcaps": 0,
+    "shadowed": 0,
+    "dep_shim_imports": 0,
+    "dep_bindings": 0,
     **{f"form {f}": 0 for f in ("$ORIGIN", "${ORIGIN}", "$ORIGIN/$LIB", "${ORIGIN}/${PLATFORM}", "$ORIGIN_x")},
-}  # fmt: skip
+}
 # The run path's forms: each leads to the folder of the libraries (issue 33 §3).
 RPATH_FORMS = ("$ORIGIN", "${ORIGIN}", "$ORIGIN/$LIB", "${ORIGIN}/${PLATFORM}", "$ORIGIN_x")
 # A file by a searched-for name, earlier in the path: the loader fails on the first four,
@@ -171,7 +190,9 @@ def cases(draw: st.DrawFn) -> Case:
     for i in range(n_shims):
         # Half the time the first shim defines every name (a complete runtime), else some.
         complete = i == 0 and draw(st.booleans())
-        some = bases if complete else draw(st.lists(st.sampled_from(bases), min_size=0, max_size=len(bases), unique=True))
+        some = (
+            bases if complete else draw(st.lists(st.sampled_from(bases), min_size=0, max_size=len(bases), unique=True))
+        )
         versioned = draw(st.booleans())
         defs = [
             Def(b, draw(spelling), draw(st.sampled_from(KINDS[classes[b]])), "MYRT_1" if versioned else None)
@@ -180,7 +201,10 @@ def cases(draw: st.DrawFn) -> Case:
         if versioned and defs and classes[defs[0].base] == "func" and draw(st.booleans()):
             defs[0].old = True
             defs[0].kind = "global"
-        imps = [Imp(b, draw(spelling), draw(st.integers(0, 3)) == 0) for b in draw(st.lists(st.sampled_from(bases), max_size=2, unique=True))]
+        imps = [
+            Imp(b, draw(spelling), draw(st.integers(0, 3)) == 0)
+            for b in draw(st.lists(st.sampled_from(bases), max_size=2, unique=True))
+        ]
         # A shim does not import a name it defines in the same spelling (that is a definition).
         imps = [m for m in imps if (m.base, m.spelling) not in {(d.base, d.spelling) for d in defs}]
         libs.append(Lib(f"shim{i}", "shim", defs, imps, versioned=versioned, symbolic=draw(st.booleans())))
@@ -269,7 +293,10 @@ def _search_shapes(draw: st.DrawFn, classes: dict[str, str], libs: list[Lib]) ->
 def _blobs(draw: st.DrawFn, bases: list[str], spelling: st.SearchStrategy[str], libs: list[Lib], has_dep: bool) -> None:
     """One or two blobs, each importing some names and maybe needing a shim, a stub of it, dep0 or the libtorch stand-in."""
     for i in range(draw(st.integers(1, 2))):
-        imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=4, unique=True))]
+        imps = [
+            Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0)
+            for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=4, unique=True))
+        ]
         needed = []
         link = draw(st.sampled_from(("none", "none", "shim0", "stub", "dep0", "ref0")))
         if link == "dep0" and not has_dep:
@@ -280,13 +307,18 @@ def _blobs(draw: st.DrawFn, bases: list[str], spelling: st.SearchStrategy[str], 
     if draw(st.integers(0, 5)) == 0:
         # A blob's own dependency (a kernel library that its RUNPATH finds, never given to the
         # check) importing shim-ABI names: judged as the blob's own imports are (issue 33 §1).
-        imps = [Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0) for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))]
+        imps = [
+            Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0)
+            for b in draw(st.lists(st.sampled_from(bases), min_size=1, max_size=2, unique=True))
+        ]
         libs.append(Lib("bdep0", "bdep", [], imps))
         libs[[lib.key for lib in libs].index("blob0")].needed.append("bdep0")
     if any("stub" in lib.needed for lib in libs):
         # Linked against a stub of shim0 (its soname) that has every name, in version MYRT_2:
         # the blob asks for a version the loaded shim0 may lack.
-        libs.append(Lib("stub", "stub", [Def(b, sp, "global", "MYRT_2") for b in bases for sp in SPELLINGS], versioned=True))
+        libs.append(
+            Lib("stub", "stub", [Def(b, sp, "global", "MYRT_2") for b in bases for sp in SPELLINGS], versioned=True)
+        )
 
 
 # Names that are no shim ABI: a helper some library may define, and libc's own (every
@@ -309,7 +341,9 @@ def _helper(draw: st.DrawFn, classes: dict[str, str], libs: list[Lib]) -> None:
         return
     classes[HELPER] = cls
     importer.imps.append(Imp(HELPER, "missing", draw(st.integers(0, 5)) == 0))
-    definers = draw(st.lists(st.sampled_from(("hdep", "hdep", "ref0", "shim", "dep0", "none")), max_size=2, unique=True))
+    definers = draw(
+        st.lists(st.sampled_from(("hdep", "hdep", "ref0", "shim", "dep0", "none")), max_size=2, unique=True)
+    )
     kind = draw(st.sampled_from(("global", "global", "weak")))
     if draw(st.booleans()) or "hdep" in definers:
         # Its own dependency: linked in, and defining the helper or not (one built for
@@ -345,7 +379,9 @@ def _define(d: Def, cls: str, n: int) -> str:
         )
     if cls == "func":
         if d.kind == "ifunc":
-            return f"static int impl_{n}(void) {{ return 3; }}\nstatic void *resolve_{n}(void) {{ return (void *)impl_{n}; }}\n{_EXPORT} int {name}(void) __attribute__((ifunc(\"resolve_{n}\")));\n"
+            return (f"static int impl_{n}(void) {{ return 3; }}\nstatic void *resolve_{n}(void) "
+                f"{{ return (void *)impl_{n}; }}\n{_EXPORT} int {name}(void) "
+                f"__attribute__((ifunc(\"resolve_{n}\")));\n")
         return f"{vis}{weak} int {name}(void) {{ return 1; }}\n"
     if cls == "tls":
         return f"{vis}{weak} __thread int {name} = 2;\n"
@@ -410,7 +446,12 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
             sources.append((c, lib, src))
     # One gcc call compiles every library of the batch; ld links each.
     (out / "empty.c").write_text("")
-    subprocess.run(["gcc", "-c", "-fPIC", "-O1", "empty.c", *[s.name for _, _, s in sources]], cwd=out, check=True, capture_output=True)
+    subprocess.run(
+        ["gcc", "-c", "-fPIC", "-O1", "empty.c", *[s.name for _, _, s in sources]],
+        cwd=out,
+        check=True,
+        capture_output=True,
+    )
     _run_path_folders(out)
     built = [Built(case, {}) for case in batch]
     order = {"stub": 0, "gone": 0, "dep": 1, "sdep": 1, "hdep": 1, "bdep": 1, "ref": 2, "shim": 3, "blob": 4}
@@ -476,7 +517,9 @@ def _search_shape(out: Path, c: int, lib: Lib, b: Built) -> None:
         real.parent.mkdir(parents=True, exist_ok=True)
         os.replace(target, real)
         named = ["-soname", target.name] if lib.soname else []
-        subprocess.run(["ld", "-shared", *named, "-o", str(target), str(out / "empty.o")], check=True, capture_output=True)
+        subprocess.run(
+            ["ld", "-shared", *named, "-o", str(target), str(out / "empty.o")], check=True, capture_output=True
+        )
         b.paths[lib.key] = target = real
     if lib.shadow:
         _shadow(lib.shadow, target, out / f"c{c}_sh" / target.name, out)
@@ -498,7 +541,9 @@ def _shadow(kind: str, real: Path, shadow: Path, out: Path) -> None:
         shutil.copyfile(out / "empty.o", shadow)
     else:
         data = bytearray(real.read_bytes())
-        at, value = {"osabi": (7, b"\x61"), "machine": (18, EM_AARCH64.to_bytes(2, "little")), "class": (4, b"\x01")}[kind]
+        at, value = {"osabi": (7, b"\x61"), "machine": (18, EM_AARCH64.to_bytes(2, "little")), "class": (4, b"\x01")}[
+            kind
+        ]
         data[at : at + len(value)] = value
         shadow.write_bytes(bytes(data))
 
@@ -577,11 +622,13 @@ def load_batch(built: list[Built], out: Path) -> list[tuple[dict[str, str], list
     for i, b in enumerate(built):
         uses = {str(b.paths[lib.key]): len(lib.imps) for lib in b.case.libs if lib.role == "shim"}
         jobs.append({"global": roles(b, "ref") + roles(b, "shim"), "local": roles(b, "blob") + roles(b, "dep"),
-                     "result": str(out / f"result{i}.json"), "uses": uses})  # fmt: skip
+                     "result": str(out / f"result{i}.json"), "uses": uses})
     debug = out / "ld"
     env = dict(os.environ, LD_DEBUG="bindings", LD_DEBUG_OUTPUT=str(debug))
     env.pop("LD_BIND_NOW", None)
-    done = subprocess.run([sys.executable, "-c", CHILD], input=json.dumps(jobs), capture_output=True, text=True, env=env, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD], input=json.dumps(jobs), capture_output=True, text=True, env=env, check=True
+    )
     pids = json.loads(done.stdout)
     lines: dict[int, list[tuple[str, str, str]]] = {}
     for log in out.glob("ld.*"):
@@ -602,7 +649,10 @@ def load_batch(built: list[Built], out: Path) -> list[tuple[dict[str, str], list
                 n, path = trying[5:].split(":", 1)
                 lib = next(lib for lib in b.case.libs if str(b.paths[lib.key]) == path)
                 m = lib.imps[int(n)]
-                failed = {path: f"ld.so ended the process calling it (wait status {status}): undefined symbol: {name_of(m.base, m.spelling)}"}
+                failed = {
+                    path: f"ld.so ended the process calling it (wait status {status}): undefined symbol: "
+                        f"{name_of(m.base, m.spelling)}"
+                }
             else:
                 failed = {trying: f"ld.so ended the process (wait status {status})"}
         else:
@@ -631,9 +681,20 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     # What the loader bound, for the shim-ABI imports of the generated libraries (by real
     # path: a blob loaded through a symlink is its file).
     real = {str(b.paths[lib.key]): os.path.realpath(b.paths[lib.key]) for lib in case.libs if lib.key in b.paths}
-    imports = {(real[str(b.paths[lib.key])], name_of(m.base, m.spelling)) for lib in case.libs if lib.role in ("shim", "blob", "dep", "bdep") for m in lib.imps}
+    imports = {
+        (real[str(b.paths[lib.key])], name_of(m.base, m.spelling))
+        for lib in case.libs
+        if lib.role in ("shim", "blob", "dep", "bdep")
+        for m in lib.imps
+    }
     # The run-path dependencies' imports of shim names: only where they bind is compared.
-    dep_imports = {(real[str(b.paths[lib.key])], name_of(m.base, m.spelling)) for lib in case.libs if lib.role in ("sdep", "hdep") for m in lib.imps if is_shim_name(m.base)}
+    dep_imports = {
+        (real[str(b.paths[lib.key])], name_of(m.base, m.spelling))
+        for lib in case.libs
+        if lib.role in ("sdep", "hdep")
+        for m in lib.imps
+        if is_shim_name(m.base)
+    }
     loader: dict[tuple[str, str], str] = {}
     for importer, definer, symbol in bindings:
         if (importer, symbol) in imports or (importer, symbol) in dep_imports:
@@ -643,7 +704,11 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     bad = bool(failures) or any(d in refs for (i, s), d in loader.items() if is_shim_name(s) and (i, s) in imports)
     loaded = [real[p] for p in checked if p not in failures and not _failed_by_need(b, p, failures)]
     # A blob's own dependency is loaded when the blob is.
-    loaded += [real[str(b.paths[d.key])] for d in case.libs if d.role == "bdep" and any(real[str(b.paths[n.key])] in loaded for n in case.libs if d.key in n.needed)]
+    loaded += [
+        real[str(b.paths[d.key])]
+        for d in case.libs
+        if d.role == "bdep" and any(real[str(b.paths[n.key])] in loaded for n in case.libs if d.key in n.needed)
+    ]
     real_shims = {real[p] for p in shims}
     # (A dependency's shim-ABI import bound outside the shims is the rules' to judge (issue 33 §1): not clean.)
     clean = not failures and all(loader.get(key) in real_shims for key in imports | dep_imports if is_shim_name(key[1]))
@@ -653,14 +718,17 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     strong = {
         (real[str(b.paths[lib.key])], name_of(m.base, m.spelling))
         for lib in case.libs if lib.role == "blob" for m in lib.imps if not m.weak and is_shim_name(m.base)
-    }  # fmt: skip
+    }
     bad = bad or any(k[0] in loaded and not failed and loader.get(k, k[0]) == k[0] for k in strong)
 
     findings, model, model_failed, model_calls, others = _ask_model(b, imports, dep_imports)
     blocking = [f for f in findings if f.severity == BLOCKING]
-    story = f"case: {case}\nfailed: {failed}\nloader: {loader}\nmodel: {model}\nfindings: {[(f.rule, f.artifact, f.symbol) for f in findings]}"
+    story = (f"case: {case}\nfailed: {failed}\nloader: {loader}\nmodel: {model}\nfindings: "
+        f"{[(f.rule, f.artifact, f.symbol) for f in findings]}")
     if bad:
-        assert blocking, "the loader bound a shim-ABI import to a reference or failed a load; the check blocked nothing\n" + story
+        assert blocking, (
+            "the loader bound a shim-ABI import to a reference or failed a load; the check blocked nothing\n" + story
+        )
     if clean:
         # (The given prefix carried by no shim is a PREFIX_MISMATCH about the prefix, not a binding.)
         judged = [f for f in blocking if f.rule in BINDING_RULES and not f.symbol.endswith("*")]
@@ -678,7 +746,9 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
     for p in failures - structural:
         culprit = p if "calling it" in failed[p] else failed[p].split(": undefined symbol")[0]  # p, or what p needs
         symbol = failed[p].split("undefined symbol: ", 1)[1].split(",")[0].strip()
-        if os.path.realpath(culprit) not in {real[c] for c in checked} | {real[str(b.paths[lib.key])] for lib in case.libs if lib.role == "bdep"}:
+        if os.path.realpath(culprit) not in {real[c] for c in checked} | {
+            real[str(b.paths[lib.key])] for lib in case.libs if lib.role == "bdep"
+        }:
             continue  # a run-path dependency's import: what fails is compared above, the rules' word is §1's
         if not is_shim_name(symbol):
             # A name that is no shim ABI: LOAD_FAILURE names it, on the library whose load
@@ -688,9 +758,11 @@ def _judge(b: Built, failed: dict[str, str], bindings: list[tuple[str, str, str]
             )
             continue
         # (By real path: the loader names a library by the path it found it by.)
-        assert any(os.path.realpath(f.artifact) == os.path.realpath(culprit) and f.rule in ("UNSATISFIED_IMPORT", "PREFIX_MISMATCH") for f in blocking), (
-            "a library failed on an undefined symbol and no import rule says so\n" + story
-        )
+        assert any(
+            os.path.realpath(f.artifact) == os.path.realpath(culprit)
+            and f.rule in ("UNSATISFIED_IMPORT", "PREFIX_MISMATCH")
+            for f in blocking
+        ), "a library failed on an undefined symbol and no import rule says so\n" + story
     died = any("ended the process" in why for why in failed.values())
     if not died:
         # Every call of the global libraries returned: none of their lazy imports is unbound.
@@ -704,14 +776,22 @@ def _ask_model(
 ) -> tuple[list[Finding], dict[tuple[str, str], str | None], set[str], set[str], dict[tuple[str, str], str | None]]:
     """The check's findings, its shim-ABI bindings (by real path), the libraries it fails to
     load, those whose first call fails, and where it binds the other imports asked."""
-    settings_ = CheckSettings(shims=tuple(roles(b, "shim")), models=tuple(roles(b, "blob") + roles(b, "dep")), against=tuple(roles(b, "ref")), prefix=PREFIX)
+    settings_ = CheckSettings(
+        shims=tuple(roles(b, "shim")),
+        models=tuple(roles(b, "blob") + roles(b, "dep")),
+        against=tuple(roles(b, "ref")),
+        prefix=PREFIX,
+    )
     with checking(settings_) as run:
         ctx = run.context
         findings = list(run.findings())
         model = {
-            (os.path.realpath(bd.importer.display), bd.name): (os.path.realpath(bd.definer.display) if bd.definer else None)
-            for lib in ctx.bindings.values() for bd in lib
-        }  # fmt: skip
+            (os.path.realpath(bd.importer.display), bd.name): (
+                os.path.realpath(bd.definer.display) if bd.definer else None
+            )
+            for lib in ctx.bindings.values()
+            for bd in lib
+        }
         model_failed = {f.library.display for f in ctx.process.load_failures()}
         model_calls = {f.library.display for f in ctx.process.call_failures()}
         # Where the model binds each import of a name that is no shim ABI, and the
@@ -723,7 +803,9 @@ def _ask_model(
             entry = next((e for e in linked.imports if e.symbol.name == name), None) if linked is not None else None
             if entry is not None and (not is_shim_name(name) or (importer, name) in dep_imports):
                 bound = ctx.process.bind(linked, entry)
-                others[(importer, name)] = os.path.realpath(bound.definer.display) if bound.definer is not None else None
+                others[(importer, name)] = (
+                    os.path.realpath(bound.definer.display) if bound.definer is not None else None
+                )
     return findings, model, model_failed, model_calls, others
 
 
@@ -743,7 +825,9 @@ def _compare_bindings(
         if (importer, name) in loader:
             counted["dep_bindings"] += 1
             assert others.get((importer, name), "(not asked)") == loader[(importer, name)], (
-                f"{importer}: {name}: the model binds it to {others.get((importer, name), '(not asked)')}, the loader to {loader[(importer, name)]}\n" + story
+                f"{importer}: {name}: the model binds it to {others.get((importer, name), '(not asked)')}, the loader "
+                f"to {loader[(importer, name)]}\n"
+                + story
             )
     for importer, name in sorted(imports):
         if importer not in loaded:
@@ -751,12 +835,16 @@ def _compare_bindings(
         if not is_shim_name(name):
             counted["helper_bindings"] += 1
             assert others.get((importer, name), "(not asked)") == loader.get((importer, name)), (
-                f"{importer}: {name}: the model binds it to {others.get((importer, name))}, the loader to {loader.get((importer, name))}\n" + story
+                f"{importer}: {name}: the model binds it to {others.get((importer, name))}, the loader to "
+                f"{loader.get((importer, name))}\n"
+                + story
             )
             continue
         counted["bindings"] += 1
         assert model.get((importer, name), "(not asked)") == loader.get((importer, name)), (
-            f"{importer}: {name}: the model binds it to {model.get((importer, name))}, the loader to {loader.get((importer, name))}\n" + story
+            f"{importer}: {name}: the model binds it to {model.get((importer, name))}, the loader to "
+            f"{loader.get((importer, name))}\n"
+            + story
         )
 
 
@@ -768,7 +856,9 @@ def _count(case: Case, blocking: list[Finding], clean: bool, dep_imports: bool) 
     counted["bdep"] += any(lib.role == "bdep" for lib in case.libs)
     counted["torch"] += any("ref0" in lib.needed for lib in case.libs)
     counted["helpers"] += any(m.base == HELPER or m.base in LIBC_NAMES.values() for lib in case.libs for m in lib.imps)
-    counted["helper_failures"] += any(f.rule == "LOAD_FAILURE" and f.symbol and not is_shim_name(f.symbol) for f in blocking)
+    counted["helper_failures"] += any(
+        f.rule == "LOAD_FAILURE" and f.symbol and not is_shim_name(f.symbol) for f in blocking
+    )
     counted["blocking"] += bool(blocking)
     counted["clean"] += clean
     counted["sonameless"] += any(not lib.soname for lib in case.libs)
@@ -795,11 +885,15 @@ def report_count(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def
         f"{counted['blocking']} blocked, {counted['clean']} clean loads, {counted['disagreements']} disagreements "
         f"({counted['gone']} needing a library that is gone, {counted['sdep']} with a shim's run-path dependency, "
         f"{counted['bdep']} with a blob's run-path dependency importing shim ABI, "
-        f"{counted['torch']} with a blob needing the libtorch stand-in, {counted['helpers']} importing a name that is no "
-        f"shim ABI: {counted['helper_bindings']} such bindings compared, {counted['helper_failures']} LOAD_FAILUREs of one; "
-        f"the search: {counted['sonameless']} with a library without soname, {counted['symlinked']} loading through symlinks, "
+        f"{counted['torch']} with a blob needing the libtorch stand-in, {counted['helpers']} importing a name that is "
+        "no "
+        f"shim ABI: {counted['helper_bindings']} such bindings compared, {counted['helper_failures']} LOAD_FAILUREs "
+        "of one; "
+        f"the search: {counted['sonameless']} with a library without soname, {counted['symlinked']} loading through "
+        "symlinks, "
         f"{counted['hwcaps']} with a glibc-hwcaps copy, {counted['shadowed']} with a shadow earlier in the path, "
-        f"{counted['dep_shim_imports']} with a dependency importing shim names ({counted['dep_bindings']} such bindings compared), "
+        f"{counted['dep_shim_imports']} with a dependency importing shim names ({counted['dep_bindings']} such "
+        "bindings compared), "
         f"run paths: {', '.join(f'{counted[k]} {k[5:]}' for k in counted if k.startswith('form '))})"
     )
     # In the run's closing summary: a fixture's own output is captured and never reaches CI's log.
@@ -810,7 +904,9 @@ def report_count(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def
 @settings(max_examples=BATCHES, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck), database=None,
           phases=[Phase.explicit, Phase.generate])
 @given(batch=st.lists(cases(), min_size=CASES_PER_BATCH, max_size=CASES_PER_BATCH))
-def test_the_check_agrees_with_the_loader(batch: list[Case], tmp_path_factory: pytest.TempPathFactory, report_count: None) -> None:
+def test_the_check_agrees_with_the_loader(
+    batch: list[Case], tmp_path_factory: pytest.TempPathFactory, report_count: None
+) -> None:
     out = tmp_path_factory.mktemp("diff")
     built = build_batch(batch, out)
     for b, (failed, bindings) in zip(built, load_batch(built, out)):

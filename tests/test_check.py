@@ -13,15 +13,15 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from cli_support import CLI, cli
-from compile_support import compile_shared
-from elf_fixtures import nm_exports
 
 from aoti_shim.checks import RULES, CheckSettings, render, run_check
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STT_TLS
 from aoti_shim.checks.rules.table import RULES
 from aoti_shim.cli import main
+from cli_support import CLI, cli
+from compile_support import compile_shared
+from elf_fixtures import nm_exports
 
 # -P: never import the source tree that sits in the current folder instead of the installed package.
 
@@ -32,7 +32,9 @@ def findings(report) -> set[tuple[str, str, str]]:
 
 def test_clean_shim_and_good_model_pass_against_libtorch(checker_libs):
     report = run_check(
-        CheckSettings(shims=(str(checker_libs["clean_shim"]),), models=(str(checker_libs["good_model"]),), against=("torch",))
+        CheckSettings(
+            shims=(str(checker_libs["clean_shim"]),), models=(str(checker_libs["good_model"]),), against=("torch",)
+        )
     )
     assert report.prefix == "myrt_" and report.prefix_source == "inferred"
     assert report.findings == ()
@@ -120,7 +122,9 @@ def test_gnu_unique_thread_local_is_not_a_duplicate_definer(checker_libs):
     report = run_check(CheckSettings(shims=(str(first), str(second)), models=(str(checker_libs["good_model"]),)))
     assert not [f for f in report.findings if f.rule == "DUPLICATE_DEFINER"]
     # A plain (GLOBAL) thread-local defined twice still is one.
-    with_global = run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]), str(checker_libs["second_registry"]))))
+    with_global = run_check(
+        CheckSettings(shims=(str(checker_libs["clean_shim"]), str(checker_libs["second_registry"])))
+    )
     assert {f.rule for f in with_global.findings} == {"DUPLICATE_DEFINER"}
 
 
@@ -276,7 +280,7 @@ def test_libtorch_cpu_exports_its_shims_global_and_unversioned(torch_lib):
 def test_blocking_findings_and_warnings_at_once_set_both_exit_bits(checker_libs):
     # 8 (blocking) | 4 (warnings) = 12 with --fail-on any; the warning bit only counts there.
     args = ("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--shim", str(checker_libs["runtime_reexport"]),
-            "--against", "torch", "--prefix", "myrt_")  # fmt: skip
+            "--against", "torch", "--prefix", "myrt_")
     for fail_on, code in (("any", 12), ("blocking", 8), ("never", 0)):
         done = cli(*args, "--fail-on", fail_on)
         assert done.returncode == code, (fail_on, done.stdout, done.stderr)
@@ -341,7 +345,11 @@ def test_cli_unwritable_output_is_one_line_and_leaves_nothing(checker_libs, tmp_
         result = subprocess.run([*args, "-o", f"{out_dir}/"], capture_output=True, text=True, timeout=120)
     else:
         result = subprocess.run(
-            [*args, "-o", str(out_dir / "report.json")], capture_output=True, text=True, timeout=120, preexec_fn=_limit_file_size
+            [*args, "-o", str(out_dir / "report.json")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            preexec_fn=_limit_file_size,
         )
     assert result.returncode == 1, result.stderr
     assert "cannot write" in result.stderr and "Traceback" not in result.stderr
@@ -372,7 +380,7 @@ def test_repeated_options_add_up(checker_libs, capsys):
             "--prefix", "myrt_",
             "--format", "json",
         ]
-    )  # fmt: skip
+    )
     doc = json.loads(capsys.readouterr().out)
     seen = {(f["rule"], Path(f["artifact"]).name) for f in doc["findings"]}
     assert ("UNPREFIXED_EXPORT", "libunprefixed_shim.so") in seen
@@ -424,7 +432,7 @@ def test_a_relative_aoti_shim_torch_is_made_absolute(checker_libs, monkeypatch):
     result = subprocess.run(
         [*CLI, "check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch"],
         capture_output=True, text=True, timeout=120, cwd=site.parent,
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr
     assert re.search(r"against [1-9][0-9]* reference", result.stdout), result.stdout
 
@@ -436,7 +444,12 @@ def test_reference_documents_every_check_option_and_shipped_snapshot():
     readme = (Path(__file__).resolve().parents[1] / "docs" / "reference.md").read_text()
     section = readme.split("## `aoti-shim check`", 1)[1].split("\n## ", 1)[0]
     subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    options = [o for a in subparsers.choices["check"]._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+    options = [
+        o
+        for a in subparsers.choices["check"]._actions
+        for o in a.option_strings
+        if o.startswith("--") and o != "--help"
+    ]
     assert "--color" in options
     missing = [o for o in options if not re.search(rf"^\| `[^|]*{re.escape(o)}\b", section, re.M)]
     assert missing == []

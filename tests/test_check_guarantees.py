@@ -11,20 +11,22 @@ import urllib.parse
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-import cli_support
 import pytest
-from cli_support import one_line_error
 
+import cli_support
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.references.reference import find_torch
 from aoti_shim.errors import InputError
+from cli_support import one_line_error
 
 FORMATS = ("text", "json", "sarif", "github", "junit")
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     # A UTF-8 locale without Python's UTF-8 mode: names that are not UTF-8 reach the child as they are.
-    return cli_support.cli(*args, env={**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "0", **(env or {})}, errors="surrogateescape")
+    return cli_support.cli(
+        *args, env={**os.environ, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "0", **(env or {})}, errors="surrogateescape"
+    )
 
 
 # -- 12.4: no silent empty reference set -------------------------------------------
@@ -42,7 +44,9 @@ def _fake_site(tmp: Path, files: dict[str, bytes]) -> Path:
 @pytest.mark.parametrize("files", [{}, {"libc10.so": b"not an ELF", "libtorch_cpu.so": b"stub"}], ids=["empty", "stub"])
 def test_aoti_shim_torch_naming_no_library_is_an_error(checker_libs, tmp_path, files):
     site = _fake_site(tmp_path, files)
-    done = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch", env={"AOTI_SHIM_TORCH": str(site)})
+    done = cli(
+        "check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch", env={"AOTI_SHIM_TORCH": str(site)}
+    )
     line = one_line_error(done, 1)
     assert "no readable library" in line and "$AOTI_SHIM_TORCH" in line
 
@@ -105,7 +109,9 @@ def test_every_format_names_the_torch_it_checked_against(checker_libs, fmt):
 
 def test_an_aoti_shim_torch_override_is_announced(checker_libs):
     site = find_torch().lib.parent.parent
-    done = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch", env={"AOTI_SHIM_TORCH": str(site)})
+    done = cli(
+        "check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch", env={"AOTI_SHIM_TORCH": str(site)}
+    )
     assert done.returncode == 0, done.stderr
     assert "$AOTI_SHIM_TORCH overrides the installed torch" in done.stderr
     assert "from $AOTI_SHIM_TORCH" in done.stdout

@@ -14,11 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from c_library_support import ENTRY, EXPORT, c_library as _lib, defining as _define, using, loads as _loads
-from compile_support import compile_program
 from elftools.elf.elffile import ELFFile
 
 from aoti_shim.checks import CheckSettings, run_check
+from c_library_support import ENTRY, EXPORT, using
+from c_library_support import c_library as _lib
+from c_library_support import defining as _define
+from c_library_support import loads as _loads
+from compile_support import compile_program
 
 NAME = "myrt_aoti_torch_get_data_ptr"
 
@@ -48,7 +51,16 @@ def _bindings(globals_: list[Path], blob: Path, tmp: Path) -> set[tuple[str, str
     return out
 
 
-def _patched(lib: Path, out: Path, name: str, *, info: int | None = None, other: int | None = None, value: int | None = None, shndx: int | None = None) -> Path:
+def _patched(
+    lib: Path,
+    out: Path,
+    name: str,
+    *,
+    info: int | None = None,
+    other: int | None = None,
+    value: int | None = None,
+    shndx: int | None = None,
+) -> Path:
     """A copy of ``lib`` with one field of its .dynsym entry ``name`` replaced (ELF64 LE)."""
     data = bytearray(lib.read_bytes())
     with lib.open("rb") as f:
@@ -67,7 +79,7 @@ def _patched(lib: Path, out: Path, name: str, *, info: int | None = None, other:
     return out
 
 
-def _blocking(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+def _blocking(report) -> set[tuple[str, str, str]]:
     return {(f.rule, Path(f.artifact).name, f.symbol) for f in report.findings if f.severity == "blocking"}
 
 
@@ -86,20 +98,33 @@ def test_a_library_linked_nodlopen_cannot_be_dlopened(tmp_path: Path) -> None:
     closed_blob = _lib(closed, "blob", _use(NAME), ("-Wl,-z,nodlopen",))
     dep = _lib(tmp_path, "dep", _define("dep_helper"), ("-Wl,-z,nodlopen",))
     needing = _lib(tmp_path, "needing", _use(NAME, "dep_helper"), (str(dep), "-Wl,-rpath,$ORIGIN"))
-    for shim_, blob_, culprit in ((closed_shim, blob, closed_shim), (shim, closed_blob, closed_blob), (shim, needing, dep)):
+    for shim_, blob_, culprit in (
+        (closed_shim, blob, closed_shim),
+        (shim, closed_blob, closed_blob),
+        (shim, needing, dep),
+    ):
         loaded = _loads([torch, shim_], blob_)
         assert loaded.returncode != 0 and "cannot be dlopen()ed" in loaded.stderr, loaded.stderr
         report = run_check(CheckSettings(shims=(str(shim_),), models=(str(blob_),), against=(str(torch),)))
         assert report.blocking, (shim_, blob_)
         said = {(Path(f.artifact).name, f.message) for f in report.findings if f.rule == "LOAD_FAILURE"}
-        refused = (culprit.name, "cannot be loaded next to the others: it is linked -z nodlopen (DF_1_NOOPEN): dlopen refuses it")
+        refused = (
+            culprit.name,
+            "cannot be loaded next to the others: it is linked -z nodlopen (DF_1_NOOPEN): dlopen refuses it",
+        )
         if culprit is dep:  # found by the blob's run path: said, and the blob that needs it
-            assert said == {refused, (needing.name, f"cannot be loaded next to the others: needs {dep}, which dlopen refuses (-z nodlopen)")}
+            assert said == {
+                refused,
+                (needing.name, f"cannot be loaded next to the others: needs {dep}, which dlopen refuses (-z nodlopen)"),
+            }
         else:
             assert said == {refused}
     # Given as a checked library itself, the dependency is said once, as the blob is.
     report = run_check(CheckSettings(shims=(str(shim),), models=(str(needing), str(dep)), against=(str(torch),)))
-    assert {(r, a) for r, a, _ in _blocking(report)} == {("LOAD_FAILURE", "libneeding.so"), ("LOAD_FAILURE", "libdep.so")}
+    assert {(r, a) for r, a, _ in _blocking(report)} == {
+        ("LOAD_FAILURE", "libneeding.so"),
+        ("LOAD_FAILURE", "libdep.so"),
+    }
 
 
 # -- references the loader never looks up -----------------------------------------------------
@@ -152,7 +177,10 @@ def test_a_definition_the_lookup_passes_over_serves_no_import(tmp_path: Path) ->
     blob = _lib(tmp_path, "blob", _use(NAME))
     with shim.open("rb") as f:
         gnu_hash = ELFFile(f).get_section_by_name(".gnu.hash")
-        bloom_at, bloom_words = gnu_hash["sh_offset"] + 16, struct.unpack_from("<I", shim.read_bytes(), gnu_hash["sh_offset"] + 8)[0]
+        bloom_at, bloom_words = (
+            gnu_hash["sh_offset"] + 16,
+            struct.unpack_from("<I", shim.read_bytes(), gnu_hash["sh_offset"] + 8)[0],
+        )
     no_bloom = tmp_path / "bloom"
     no_bloom.mkdir()
     data = bytearray(shim.read_bytes())
@@ -193,10 +221,14 @@ def test_a_filter_shims_filtee_is_searched_before_it(tmp_path: Path) -> None:
         assert _bindings([torch, shim], blob, work) == {("libblob.so", "libother.so", NAME)}, flag
         report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), against=(str(torch),)))
         # libother.so loads global with the shim and is judged as a shim is: a second definer.
-        assert _blocking(report) == {("BINDS_OUTSIDE_SHIMS", "libblob.so", NAME), ("DUPLICATE_DEFINER", "libother.so", NAME)}, flag
+        assert _blocking(report) == {
+            ("BINDS_OUTSIDE_SHIMS", "libblob.so", NAME),
+            ("DUPLICATE_DEFINER", "libother.so", NAME),
+        }, flag
         (finding,) = [f for f in report.findings if f.rule == "BINDS_OUTSIDE_SHIMS"]
         assert finding.message == (
-            f"imports '{NAME}', which binds to {tmp_path / 'libother.so'} (a dependency loaded with the shims) in the process, "
+            f"imports '{NAME}', which binds to {tmp_path / 'libother.so'} (a dependency loaded with the shims) in the "
+            "process, "
             f"not to {shim}, which also defines it"
         )
     # A filter of libtorch itself: libtorch lacks the prefixed name, so the shim's own serves.
@@ -237,7 +269,11 @@ def test_a_programs_copy_of_shim_data_is_the_one_instance(tmp_path: Path) -> Non
         src = tmp_path / f"{name}.c"
         src.write_text(RUNNER.replace("STATE", symbol))
         runners[name] = tmp_path / name
-        compile_program(src, runners[name], ("-no-pie", "-fno-pic", "-rdynamic", "-Wl,--no-as-needed", str(lib), "-Wl,-rpath,$ORIGIN"))
+        compile_program(
+            src,
+            runners[name],
+            ("-no-pie", "-fno-pic", "-rdynamic", "-Wl,--no-as-needed", str(lib), "-Wl,-rpath,$ORIGIN"),
+        )
     runner = runners["runner"]
     log = tmp_path / "ld"
     env = {"LD_DEBUG": "bindings", "LD_DEBUG_OUTPUT": str(log), "PATH": "/usr/bin:/bin"}
@@ -255,5 +291,7 @@ def test_a_programs_copy_of_shim_data_is_the_one_instance(tmp_path: Path) -> Non
         CheckSettings(shims=(str(shim), str(runner)), models=(str(blob),), against=(str(torch),)),
     ):
         assert run_check(settings).findings == ()
-    report = run_check(CheckSettings(shims=(str(shim),), models=(str(runners["urunner"]), str(blob)), against=(str(torch),)))
+    report = run_check(
+        CheckSettings(shims=(str(shim),), models=(str(runners["urunner"]), str(blob)), against=(str(torch),))
+    )
     assert _blocking(report) == {("MODEL_DEFINES_SHIM", "urunner", "aoti_torch_state")}

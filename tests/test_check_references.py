@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.snapshot import record as snapshot_mod
 from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.snapshot import record as snapshot_mod
 from aoti_shim.checks.snapshot.torch_libraries import TORCH_TEST_LIBRARIES
 from compile_support import compile_shared
 from wheel_support import make_wheel

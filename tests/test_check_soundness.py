@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import CLI
-from compile_support import compile_shared
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.abi.prefix import validate
 from aoti_shim.errors import UsageError
+from cli_support import CLI
+from compile_support import compile_shared
 
 NAMES = ("dtype_float32", "device_type_cpu")
 
@@ -26,7 +26,10 @@ def _shim(tmp: Path, prefix: str) -> Path:
     src = tmp / f"shim_{prefix or 'none'}.c"
     src.write_text(
         "#include <stdint.h>\n"
-        + "".join(f'__attribute__((visibility("default"))) int32_t {prefix}aoti_torch_{n}(void) {{ return 6; }}\n' for n in NAMES)
+        + "".join(
+            f'__attribute__((visibility("default"))) int32_t {prefix}aoti_torch_{n}(void) {{ return 6; }}\n'
+            for n in NAMES
+        )
     )
     out = tmp / f"libshim_{prefix or 'none'}.so"
     compile_shared(src, out)
@@ -53,7 +56,9 @@ def _loads(shim: Path, blob: Path) -> subprocess.CompletedProcess[str]:
         "ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\n"
         "ctypes.CDLL(sys.argv[2])\n"
     )
-    return subprocess.run([sys.executable, "-c", code, str(shim), str(blob)], capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, str(shim), str(blob)], capture_output=True, text=True, check=False
+    )
 
 
 @pytest.fixture(scope="module")

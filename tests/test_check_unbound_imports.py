@@ -15,16 +15,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from c_library_support import ENTRY, EXPORT, c_library, defining, loads, using
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.loader import search
+from c_library_support import ENTRY, EXPORT, c_library, defining, loads, using
+
+
 def _lib(folder: Path, name: str, text: str, flags: tuple[str, ...] = (), *, soname: str | None = None) -> Path:
     # --no-as-needed: a DT_NEEDED entry stays though the library no longer defines what was used.
     return c_library(folder, name, text, ("-Wl,--no-as-needed", *flags), soname=soname)
 
 
-def _blocking(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+def _blocking(report) -> set[tuple[str, str, str]]:
     return {(f.rule, Path(f.artifact).name, f.symbol) for f in report.findings if f.severity == "blocking"}
 
 
@@ -38,7 +40,9 @@ def _loads_with(env_path: Path | None, *paths: Path) -> subprocess.CompletedProc
         "for p in sys.argv[1:-1]: ctypes.CDLL(p, mode=ctypes.RTLD_GLOBAL)\n"
         "ctypes.CDLL(sys.argv[-1], mode=os.RTLD_NOW | os.RTLD_LOCAL)\n"
     )
-    return subprocess.run([sys.executable, "-c", code, *map(str, paths)], capture_output=True, text=True, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", code, *map(str, paths)], capture_output=True, text=True, env=env, check=False
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -57,7 +61,9 @@ def _deployment(tmp_path: Path, defines_helper: bool) -> tuple[Path, Path, Path]
     return shim, blob, tmp_path / "deploy"
 
 
-def test_a_found_dependency_that_lacks_an_import_fails_the_blob(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_found_dependency_that_lacks_an_import_fails_the_blob(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The wrong OK of 1adf3f7: libdep.so is found (LD_LIBRARY_PATH) but defines no helper;
     dlopen refuses the blob ('undefined symbol: helper'), the check said OK."""
     shim, blob, deploy = _deployment(tmp_path, defines_helper=False)
@@ -113,7 +119,9 @@ def test_the_machines_own_libraries_are_read(tmp_path: Path) -> None:
     odd = _lib(tmp_path, "odd", using("getpid", "no_such_libc_function") + ENTRY)
     loaded = _loads_with(None, odd)
     assert loaded.returncode != 0 and "undefined symbol: no_such_libc_function" in loaded.stderr, loaded.stderr
-    assert _blocking(run_check(CheckSettings(models=(str(odd),)))) == {("LOAD_FAILURE", "libodd.so", "no_such_libc_function")}
+    assert _blocking(run_check(CheckSettings(models=(str(odd),)))) == {
+        ("LOAD_FAILURE", "libodd.so", "no_such_libc_function")
+    }
 
 
 def test_libc_is_global_though_no_dt_needed_names_it(tmp_path: Path) -> None:
@@ -129,7 +137,10 @@ def test_libc_is_global_though_no_dt_needed_names_it(tmp_path: Path) -> None:
 
 
 def test_a_weak_import_may_stay_unbound(tmp_path: Path) -> None:
-    text = f"extern int helper(void) __attribute__((weak));\n{EXPORT} int f(void) {{ return helper ? helper() : 0; }}\n" + ENTRY
+    text = (
+        f"extern int helper(void) __attribute__((weak));\n{EXPORT} int f(void) {{ return helper ? helper() : 0; }}\n"
+        + ENTRY
+    )
     blob = _lib(tmp_path, "blob", text)
     assert _loads_with(None, blob).returncode == 0
     assert run_check(CheckSettings(models=(str(blob),))).findings == ()
@@ -149,7 +160,10 @@ def test_a_dependencys_own_import_fails_the_blob_that_loads_it(tmp_path: Path) -
     report = run_check(CheckSettings(models=(str(blob),)))
     assert _blocking(report) == {("LOAD_FAILURE", "libblob.so", "helper")}
     (finding,) = report.findings
-    assert f"undefined symbol 'helper', which {os.path.realpath(mid)} (of its DT_NEEDED closure) imports" in finding.message
+    assert (
+        f"undefined symbol 'helper', which {os.path.realpath(mid)} (of its DT_NEEDED closure) imports"
+        in finding.message
+    )
 
 
 def test_a_library_this_machine_lacks_may_define_it(tmp_path: Path) -> None:
@@ -164,32 +178,53 @@ def test_a_library_this_machine_lacks_may_define_it(tmp_path: Path) -> None:
     other = _lib(tmp_path, "other", using("myrt_aoti_torch_y", "cuLaunchKernel") + ENTRY)
     driver.unlink()
     report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),)))
-    assert [(f.rule, f.severity, f.symbol) for f in report.findings] == [("UNSEEN_DEPENDENCY", "warning", "libcuda.so.1")]
+    assert [(f.rule, f.severity, f.symbol) for f in report.findings] == [
+        ("UNSEEN_DEPENDENCY", "warning", "libcuda.so.1")
+    ]
     report = run_check(CheckSettings(shims=(str(cuda_shim),), models=(str(other),)))
-    assert [(f.rule, f.severity, f.symbol) for f in report.findings] == [("UNSEEN_DEPENDENCY", "warning", "libcuda.so.1")]
+    assert [(f.rule, f.severity, f.symbol) for f in report.findings] == [
+        ("UNSEEN_DEPENDENCY", "warning", "libcuda.so.1")
+    ]
     # Without the driver in the closure the same import is judged: nothing defines it.
     alone = _lib(tmp_path, "alone", using("myrt_aoti_torch_x", "cuInit") + ENTRY)
-    assert _blocking(run_check(CheckSettings(shims=(str(shim),), models=(str(alone),)))) == {("LOAD_FAILURE", "libalone.so", "cuInit")}
+    assert _blocking(run_check(CheckSettings(shims=(str(shim),), models=(str(alone),)))) == {
+        ("LOAD_FAILURE", "libalone.so", "cuInit")
+    }
 
 
 def test_a_shims_imports_bind_at_load_or_at_their_first_call(tmp_path: Path) -> None:
     """A shim (RTLD_GLOBAL): an import of data binds when it loads, so one bound to nothing
     fails the load; a function import binds at its first call, which then fails (a host
     opening the shims RTLD_NOW, as ctypes does, is refused the load)."""
-    data = _lib(tmp_path, "data", defining("myrt_aoti_torch_x") + f"extern int helper_data;\n{EXPORT} int g(void) {{ return helper_data; }}\n")
+    data = _lib(
+        tmp_path,
+        "data",
+        defining("myrt_aoti_torch_x") + f"extern int helper_data;\n{EXPORT} int g(void) {{ return helper_data; }}\n",
+    )
     func = _lib(tmp_path, "func", defining("myrt_aoti_torch_y") + using("helper"))
     blob = _lib(tmp_path, "blob", using("myrt_aoti_torch_x") + ENTRY)
     lazy = subprocess.run(
-        [sys.executable, "-c", "import ctypes, os, sys; "
-         "libc = ctypes.CDLL(None); libc.dlopen.restype = ctypes.c_void_p; "
-         "print(bool(libc.dlopen(sys.argv[1].encode(), os.RTLD_GLOBAL | os.RTLD_LAZY)), bool(libc.dlopen(sys.argv[2].encode(), os.RTLD_GLOBAL | os.RTLD_LAZY)))",
-         str(data), str(func)],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import ctypes, os, sys; "
+            "libc = ctypes.CDLL(None); libc.dlopen.restype = ctypes.c_void_p; "
+            "print(bool(libc.dlopen(sys.argv[1].encode(), os.RTLD_GLOBAL | os.RTLD_LAZY)), "
+            "bool(libc.dlopen(sys.argv[2].encode(), os.RTLD_GLOBAL | os.RTLD_LAZY)))",
+            str(data),
+            str(func),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert lazy.stdout.split() == ["False", "True"], lazy
     assert "undefined symbol: helper" in loads([func], blob).stderr  # ctypes: RTLD_NOW
     report = run_check(CheckSettings(shims=(str(data), str(func)), models=(str(blob),)))
-    assert _blocking(report) >= {("LOAD_FAILURE", "libdata.so", "helper_data"), ("LOAD_FAILURE", "libfunc.so", "helper")}
+    assert _blocking(report) >= {
+        ("LOAD_FAILURE", "libdata.so", "helper_data"),
+        ("LOAD_FAILURE", "libfunc.so", "helper"),
+    }
     messages = {f.symbol: f.message for f in report.findings if f.rule == "LOAD_FAILURE"}
     assert messages["helper_data"].startswith("cannot be loaded next to the others: undefined symbol 'helper_data'")
     assert messages["helper"].startswith(
@@ -202,13 +237,23 @@ def test_a_version_the_machines_libc_lacks_fails_the_load(tmp_path: Path) -> Non
     """Linked against a stand-in libc.so.6 that has getpid@GLIBC_2.99: the machine's libc,
     now read, has no such version, and ld.so refuses the blob as the check says."""
     (tmp_path / "stub.map").write_text("GLIBC_2.99 { global: getpid; local: *; };\n")
-    stub = c_library(tmp_path / "stub", "c", defining("getpid"), ("-nostdlib", f"-Wl,--version-script,{tmp_path / 'stub.map'}"), soname="libc.so.6")
+    stub = c_library(
+        tmp_path / "stub",
+        "c",
+        defining("getpid"),
+        ("-nostdlib", f"-Wl,--version-script,{tmp_path / 'stub.map'}"),
+        soname="libc.so.6",
+    )
     blob = _lib(tmp_path, "blob", using("getpid") + ENTRY, ("-nostdlib", str(stub)))
     loaded = _loads_with(None, blob)
     assert loaded.returncode != 0 and "version `GLIBC_2.99' not found" in loaded.stderr, loaded.stderr
     report = run_check(CheckSettings(models=(str(blob),)))
     assert [(f.rule, f.message) for f in report.findings if f.severity == "blocking"] == [
-        ("LOAD_FAILURE", "cannot be loaded next to the others: needs version 'GLIBC_2.99' of libc.so.6, which defines no such version")
+        (
+            "LOAD_FAILURE",
+            "cannot be loaded next to the others: needs version 'GLIBC_2.99' of libc.so.6, which defines no such "
+            "version",
+        )
     ]
 
 
@@ -221,11 +266,15 @@ def test_a_cuda_process_has_the_driver_though_no_dt_needed_names_it(tmp_path: Pa
     if "libcuda.so.1" in search.ld_so_cache():
         pytest.skip("this machine has a GPU driver: libcuda.so.1 is read")
     runtime = _lib(tmp_path / "cuda", "cudart", defining("cudaMalloc"), soname="libcudart.so.13")
-    shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_x") + using("cudaMalloc"), (str(runtime), "-Wl,-rpath,$ORIGIN/cuda"))
+    shim = _lib(
+        tmp_path, "shim", defining("myrt_aoti_torch_x") + using("cudaMalloc"), (str(runtime), "-Wl,-rpath,$ORIGIN/cuda")
+    )
     plain = _lib(tmp_path, "plain", defining("myrt_aoti_torch_x"))
     blob = _lib(tmp_path, "blob", using("myrt_aoti_torch_x", "cuLaunchKernel") + ENTRY)
     assert run_check(CheckSettings(shims=(str(shim),), models=(str(blob),))).findings == ()
-    assert _blocking(run_check(CheckSettings(shims=(str(plain),), models=(str(blob),)))) == {("LOAD_FAILURE", "libblob.so", "cuLaunchKernel")}
+    assert _blocking(run_check(CheckSettings(shims=(str(plain),), models=(str(blob),)))) == {
+        ("LOAD_FAILURE", "libblob.so", "cuLaunchKernel")
+    }
 
 
 _EXTENSION = """
@@ -252,7 +301,9 @@ def _extension(folder: Path, init: bool) -> Path:
     source.write_text(_EXTENSION if init else _EXTENSION.split("static struct")[0], encoding="utf-8")
     out = folder / "_rt.cpython-3x-linux.so"
     include = sysconfig.get_paths()["include"]
-    subprocess.run(["cc", "-shared", "-fPIC", f"-I{include}", "-o", str(out), str(source)], check=True, capture_output=True)
+    subprocess.run(
+        ["cc", "-shared", "-fPIC", f"-I{include}", "-o", str(out), str(source)], check=True, capture_output=True
+    )
     return out
 
 

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from cli_support import cli, one_line_error
 from compile_support import compile_shared
 from wheel_support import make_wheel
@@ -24,7 +25,7 @@ def wheel(tmp_path: Path, checker_libs: dict[str, Path]) -> Path:
     blob = tmp_path / "libblob.so"
     compile_shared(source, blob, ())
     return make_wheel(tmp_path / "dist" / "myrt-0.1.0-py3-none-linux_x86_64.whl", {
-        "myrt/libmyrt_shims.so": checker_libs["clean_shim"], "myrt/models/libblob.so": blob, "myrt/__init__.py": ""})  # fmt: skip
+        "myrt/libmyrt_shims.so": checker_libs["clean_shim"], "myrt/models/libblob.so": blob, "myrt/__init__.py": ""})
 
 
 def test_a_blob_in_the_wheel_is_checked_as_a_model(wheel: Path) -> None:
@@ -39,7 +40,10 @@ def test_a_blob_in_the_wheel_is_checked_as_a_model(wheel: Path) -> None:
 
 
 def test_a_clean_wheel_passes_with_its_roles_listed(tmp_path: Path, checker_libs: dict[str, Path]) -> None:
-    path = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libshim.so": checker_libs["clean_shim"], "pkg/model.so": checker_libs["good_model"]})
+    path = make_wheel(
+        tmp_path / "pkg-1.0-py3-none-any.whl",
+        {"pkg/libshim.so": checker_libs["clean_shim"], "pkg/model.so": checker_libs["good_model"]},
+    )
     proc = cli("check", "--wheel", str(path), "-v")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "pkg-1.0-py3-none-any.whl/pkg/libshim.so" in proc.stdout

@@ -6,9 +6,9 @@ import io
 import os
 
 import pytest
-from cli_support import cli, one_line_error
 
 from aoti_shim.color import wants_color
+from cli_support import cli, one_line_error
 
 
 class _Tty(io.StringIO):
@@ -54,4 +54,4 @@ def test_check_and_backend_agree_on_force_color(checker_libs, monkeypatch: pytes
 )
 def test_abbreviated_options_are_refused(args: list[str], unknown: str) -> None:
     line = one_line_error(cli(*args), 2)
-    assert f"unrecognized arguments: {unknown}" in line or f"the following arguments are required" in line
+    assert f"unrecognized arguments: {unknown}" in line or "the following arguments are required" in line

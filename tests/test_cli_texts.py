@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cli_support import CLI, cli, one_line_error
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,7 +21,9 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("name", ["torch-2.14.1+cu130", "torch-2.14.1+cu130.json.gz"])
 def test_check_against_a_shipped_snapshot_by_name(checker_libs, tmp_path: Path, name: str) -> None:
     # From a folder with no such file: the name alone finds the shipped snapshot.
-    bad = cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--prefix", "myrt_", "--against", name, cwd=tmp_path)
+    bad = cli(
+        "check", "--shim", str(checker_libs["unprefixed_shim"]), "--prefix", "myrt_", "--against", name, cwd=tmp_path
+    )
     assert bad.returncode == 8, bad.stderr
     assert "COLLISION" in bad.stdout and "aoti_torch_empty_strided" in bad.stdout and "libtorch_cpu.so" in bad.stdout
     clean = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", name, cwd=tmp_path)
@@ -31,7 +34,7 @@ def test_a_file_of_that_name_beats_the_shipped_snapshot(checker_libs, tmp_path: 
     # A user's own library that happens to carry a snapshot's name is read as that file.
     (tmp_path / "torch-2.14.1+cu130").mkdir()
     result = cli("check", "--shim", str(checker_libs["unprefixed_shim"]), "--prefix", "myrt_",
-                     "--against", "torch-2.14.1+cu130", cwd=tmp_path)  # fmt: skip
+                     "--against", "torch-2.14.1+cu130", cwd=tmp_path)
     assert "libtorch_cpu.so" not in result.stdout
 
 
@@ -97,14 +100,18 @@ def test_each_command_is_registered_by_the_module_the_cli_names() -> None:
         return list(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
 
     assert names(build_parser()) == list(COMMANDS)
-    assert {command: names(build_parser(command)) for command in COMMANDS} == {command: [command] for command in COMMANDS}
+    assert {command: names(build_parser(command)) for command in COMMANDS} == {
+        command: [command] for command in COMMANDS
+    }
 
 
 def test_a_command_line_imports_only_its_own_command() -> None:
     # -P: the installed package. check must not pay for scan's environment reader or the smoke.
     code = (
-        "import sys\nfrom aoti_shim.cli import main\ntry:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m in ('aoti_shim.checks.scan.command', 'aoti_shim.smoke.command', 'aoti_shim.own_wheel')))"
+        "import sys\nfrom aoti_shim.cli import main\ntry:\n    main(['check', '--help'])\nexcept SystemExit:\n    "
+        "pass\n"
+        "print(sorted(m for m in sys.modules if m in ('aoti_shim.checks.scan.command', 'aoti_shim.smoke.command', "
+        "'aoti_shim.own_wheel')))"
     )
     result = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -114,7 +121,9 @@ def test_a_command_line_imports_only_its_own_command() -> None:
 # --- the project's words --------------------------------------------------------------
 
 # Words that speak of how this project was made rather than of the project and its users.
-_OFF_WORDS = re.compile(r"\bthe lead\b|\(lead, |\bhelpers?\b(?= (runs?|lands?))|\bthis session\b|\bthe brief\b|\bthe GPU machine\b", re.I)
+_OFF_WORDS = re.compile(
+    r"\bthe lead\b|\(lead, |\bhelpers?\b(?= (runs?|lands?))|\bthis session\b|\bthe brief\b|\bthe GPU machine\b", re.I
+)
 
 
 def test_every_text_speaks_of_the_project_and_its_users() -> None:
@@ -124,7 +133,10 @@ def test_every_text_speaks_of_the_project_and_its_users() -> None:
     offending = []
     for name in tracked:
         path = REPO / name
-        if path.suffix not in {".py", ".md", ".cmake", ".txt", ".sh", ".toml", ".cpp", ".h", ".cu", ".c"} or not path.is_file():
+        if (
+            path.suffix not in {".py", ".md", ".cmake", ".txt", ".sh", ".toml", ".cpp", ".h", ".cu", ".c"}
+            or not path.is_file()
+        ):
             continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if _OFF_WORDS.search(line) and "_OFF_WORDS" not in line:
@@ -166,7 +178,9 @@ def test_an_empty_path_to_check_is_a_usage_error(checker_libs, tmp_path: Path) -
         ("smoke", ("--shims", ""), "--shims"),
     ],
 )
-def test_an_empty_path_to_any_command_is_a_usage_error(command: str, args: tuple[str, ...], option: str, tmp_path: Path) -> None:
+def test_an_empty_path_to_any_command_is_a_usage_error(
+    command: str, args: tuple[str, ...], option: str, tmp_path: Path
+) -> None:
     # As for check: an unset variable ("$OUT") must not mean the current folder or a file named ''.
     done = cli(command, *args, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (2, ""), (args, done.stdout, done.stderr)
@@ -183,16 +197,20 @@ def test_a_standard_output_that_cannot_be_written_is_one_line_and_exit_1(checker
     try:
         for args in (("--cmake-dir",), ("--torch-include-dir",), ("check", "--shim", shim)):
             for name, target in (("a full disk", "/dev/full"), ("a closed pipe", broken)):
-                out = open(target, "wb") if isinstance(target, str) else target  # noqa: SIM115
+                out = open(target, "wb") if isinstance(target, str) else target
                 try:
-                    done = subprocess.run([*CLI, *args], stdout=out, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+                    done = subprocess.run(
+                        [*CLI, *args], stdout=out, stderr=subprocess.PIPE, text=True, timeout=120, check=False
+                    )
                 finally:
                     if isinstance(target, str):
                         out.close()
                 # Before: an OSError (BrokenPipeError) traceback.
                 assert done.returncode == 1, (args, name, done.stderr)
-                assert done.stderr.startswith("aoti-shim: error: cannot write to standard output: ") and done.stderr.count("\n") == 1, (
-                    args, name, done.stderr)  # fmt: skip
+                assert (
+                    done.stderr.startswith("aoti-shim: error: cannot write to standard output: ")
+                    and done.stderr.count("\n") == 1
+                ), (args, name, done.stderr)
     finally:
         os.close(broken)
 
@@ -220,7 +238,8 @@ def test_a_snapshot_named_without_its_local_version_suggests_the_shipped_one(che
     assert result.returncode == 1
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(
-        "aoti-shim: error: --against torch-2.14.1: no such file, nor a shipped snapshot; did you mean 'torch-2.14.1+cu130'? (shipped: "
+        "aoti-shim: error: --against torch-2.14.1: no such file, nor a shipped snapshot; did you mean "
+        "'torch-2.14.1+cu130'? (shipped: "
     ), line
     # The backend's against says the same.
     from aoti_shim.errors import AotiShimError
@@ -258,7 +277,12 @@ def test_every_install_hint_names_a_route_that_works_before_aoti_shim_is_on_an_i
     # aoti-shim is on no index: "pip install aoti-shim", 'pip install "aoti-shim[torch]"' and a
     # bare "reinstall aoti-shim" (f562a93's hints) send a user to a route that fails.
     root = Path(__file__).resolve().parents[1]
-    sources = [p for folder in ("src", "checks", "plugin", "smoke", "cmake") for p in (root / folder).rglob("*") if p.suffix in (".py", ".cmake")]
+    sources = [
+        p
+        for folder in ("src", "checks", "plugin", "smoke", "cmake")
+        for p in (root / folder).rglob("*")
+        if p.suffix in (".py", ".cmake")
+    ]
     assert len(sources) > 40
     bad = []
     for source in sources:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from cmake_support import PACKAGES, log
 from cmake_support import one_line as _one_line
 

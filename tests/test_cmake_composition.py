@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from cmake_support import REPO, CMakeProject, log
 from cmake_support import one_line as _one_line
 
@@ -55,13 +56,16 @@ def _project(cmake_project, tmp_path: Path, body: str) -> CMakeProject:
     source = tmp_path / "src"
     source.mkdir()
     (source / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX)\nfind_package(AotiShim CONFIG REQUIRED)\n" + body
+        "cmake_minimum_required(VERSION 3.21)\nproject(p LANGUAGES CXX)\nfind_package(AotiShim CONFIG REQUIRED)\n"
+        + body
     )
     return cmake_project(source, build=tmp_path / "build")
 
 
 def test_cmake_refuses_a_prefix_that_starts_like_torchs_names(cmake_project, tmp_path: Path) -> None:
-    configured = _project(cmake_project, tmp_path, "add_library(s SHARED s.cpp)\naoti_shim_prefix(s PREFIX aoti_torch_x_)\n").configure()
+    configured = _project(
+        cmake_project, tmp_path, "add_library(s SHARED s.cpp)\naoti_shim_prefix(s PREFIX aoti_torch_x_)\n"
+    ).configure()
     assert configured.returncode != 0
     assert "aoti_shim_prefix: prefix 'aoti_torch_x_' for 's' starts with 'aoti_torch_'" in _one_line(configured.stderr)
 
@@ -71,8 +75,12 @@ def test_a_package_calling_a_name_the_header_lacks_is_refused(cmake_project, tmp
     shutil.copytree(MLP_CPU, package)
     (wrapper,) = package.rglob("*.wrapper.cpp")
     with wrapper.open("a") as f:  # as a newer torch's wrapper would call a shim that is new to it
-        f.write("\nstatic void newer_torch() { aoti_torch_from_a_newer_torch(nullptr); aoti_torch_cpu_zz_new_op (0); }\n")
-    configured = _project(cmake_project, tmp_path, f'aoti_shim_add_model(blob PACKAGE "{package.as_posix()}" PREFIX myrt_)\n').configure()
+        f.write(
+            "\nstatic void newer_torch() { aoti_torch_from_a_newer_torch(nullptr); aoti_torch_cpu_zz_new_op (0); }\n"
+        )
+    configured = _project(
+        cmake_project, tmp_path, f'aoti_shim_add_model(blob PACKAGE "{package.as_posix()}" PREFIX myrt_)\n'
+    ).configure()
     assert configured.returncode != 0, log(configured)
     message = _one_line(configured.stderr)
     assert "aoti_shim_add_model: 'blob' calls 2 shim function(s) that" in message, message
@@ -85,7 +93,9 @@ def test_the_recorded_packages_call_only_renamed_names(cmake_project, tmp_path: 
             continue
         build = tmp_path / package.name
         build.mkdir()
-        configured = _project(cmake_project, build, f'aoti_shim_add_model(blob PACKAGE "{package.as_posix()}" PREFIX myrt_)\n').configure()
+        configured = _project(
+            cmake_project, build, f'aoti_shim_add_model(blob PACKAGE "{package.as_posix()}" PREFIX myrt_)\n'
+        ).configure()
         if "CUDA toolkit" in configured.stderr:
             pytest.skip("the CUDA package needs a CUDA toolkit to configure")
         assert "does not rename" not in configured.stderr, log(configured)

@@ -43,7 +43,9 @@ def _project(root: Path, body: str, prefix: str = "myrt_", model: str = MODEL, s
 
 
 def test_a_rebuilt_model_runs_the_check_again(cmake_project, tmp_path: Path) -> None:
-    source = _project(tmp_path / "src", SHIM_TARGET + MODEL_TARGET + "aoti_shim_check(myrt_shims MODELS blob AGAINST torch)\n")
+    source = _project(
+        tmp_path / "src", SHIM_TARGET + MODEL_TARGET + "aoti_shim_check(myrt_shims MODELS blob AGAINST torch)\n"
+    )
     project = cmake_project(source)
     built = project.configure_and_build()
     assert built.returncode == 0, log(built)
@@ -60,7 +62,9 @@ def test_no_against_checks_against_torch_as_the_backend_does(cmake_project, tmp_
     # An unprefixed shim: against torch it collides with libtorch_cpu. At f562a93 a check with
     # no AGAINST had no reference ("COLLISION skipped") and only the prefix rule spoke.
     unprefixed = SHIMS.replace("#include <aoti_shim_rename.h>\n", "")
-    source = _project(tmp_path / "src", "add_library(myrt_shims SHARED shims.cpp)\naoti_shim_check(myrt_shims)\n", shims=unprefixed)
+    source = _project(
+        tmp_path / "src", "add_library(myrt_shims SHARED shims.cpp)\naoti_shim_check(myrt_shims)\n", shims=unprefixed
+    )
     built = cmake_project(source).configure_and_build()
     assert built.returncode != 0, log(built)
     assert "COLLISION" in log(built) and "libtorch_cpu.so" in log(built)

@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from cmake_support import FIXTURE_PREFIX, PACKAGES, RECORDED_PACKAGE, CMakeProject, log
 from shims_support import reference_shims
-
 
 Built = tuple[CMakeProject, subprocess.CompletedProcess[str], str]
 
@@ -80,7 +80,9 @@ def test_check_with_models_fails_the_build_on_unsatisfied_imports(model_build: B
         wanted = {n for n in image.imports() if n.startswith(f"{prefix}aoti_torch_")}
     provided = {f"{prefix}aoti_torch_dtype_float32", f"{prefix}aoti_torch_device_type_cpu"}
     assert provided <= wanted and f"{prefix}aoti_torch_cpu_addmm_out" in wanted
-    report = run_check(CheckSettings(shims=(str(project.build / "libpartial_shim.so"),), models=(str(_blob(project)),), prefix=prefix))
+    report = run_check(
+        CheckSettings(shims=(str(project.build / "libpartial_shim.so"),), models=(str(_blob(project)),), prefix=prefix)
+    )
     assert {f.symbol for f in report.findings if f.rule == "UNSATISFIED_IMPORT"} == wanted - provided
     assert f"FAILED: {len(wanted - provided)} blocking" in output
 
@@ -91,7 +93,9 @@ def test_reference_shims_satisfy_the_blob_without_colliding_with_torch(model_bui
     project, _, _ = model_build
     library, prefix = reference_shims()
     report = run_check(
-        CheckSettings(shims=(str(library),), models=(str(_blob(project)),), against=("torch",), prefix=prefix, suppressions=None)
+        CheckSettings(
+            shims=(str(library),), models=(str(_blob(project)),), against=("torch",), prefix=prefix, suppressions=None
+        )
     )
     assert report.exit_code(fail_on="blocking") == 0, render(report, "text")
 
@@ -121,7 +125,8 @@ def test_kernel_binaries_are_embedded_under_torchs_symbol_names(cmake_project, t
     kernel = bytes(range(256)) * 3 + b"tail"
     (package / "triton_fixture_0.cubin").write_bytes(kernel)
     project = cmake_project(
-        PACKAGES / "cmake_model", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(tmp_path / "package")}
+        PACKAGES / "cmake_model",
+        {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(tmp_path / "package")},
     )
     built = project.configure_and_build()
     assert built.returncode == 0, log(built)
@@ -163,7 +168,8 @@ def test_a_pt2_archive_is_unpacked_once(cmake_project, tmp_path: Path) -> None:
 
 
 _ISA_WRAPPER = """
-#if defined(WANT_AVX512) && !(defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VL__) && defined(__AVX512BW__) && defined(__FMA__))
+#if defined(WANT_AVX512) && !(defined(__AVX512F__) && defined(__AVX512DQ__) && defined(__AVX512VL__) \\
+    && defined(__AVX512BW__) && defined(__FMA__))
 #error "CPU_CAPABILITY_AVX512 without the AVX-512 instruction sets"
 #endif
 #if defined(WANT_AVX2) && !(defined(__AVX2__) && defined(__FMA__) && defined(__F16C__))
@@ -185,10 +191,14 @@ def test_a_cpu_capability_brings_its_instruction_sets(cmake_project, tmp_path: P
     package = tmp_path / "package" / "data" / "aotinductor" / "model"
     package.mkdir(parents=True)
     (package / "cfixture.wrapper.cpp").write_text(_ISA_WRAPPER)
-    flags = {"definitions": ["TORCH_INDUCTOR_CPP_WRAPPER", f"CPU_CAPABILITY_{isa}", f"WANT_{isa}"], "cflags": ["O2", "march=native", "fPIC"]}
+    flags = {
+        "definitions": ["TORCH_INDUCTOR_CPP_WRAPPER", f"CPU_CAPABILITY_{isa}", f"WANT_{isa}"],
+        "cflags": ["O2", "march=native", "fPIC"],
+    }
     (package / "cfixture.wrapper_compile_flags.json").write_text(json.dumps(flags))
     project = cmake_project(
-        PACKAGES / "cmake_model", {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(tmp_path / "package")}
+        PACKAGES / "cmake_model",
+        {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_PACKAGE": str(tmp_path / "package")},
     )
     built = project.configure_and_build()
     assert built.returncode == 0, log(built)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cmake_support import FIXTURE_PREFIX, PACKAGES, CMakeProject, clean_env, log
 
 SOURCE = PACKAGES / "cmake_prefix"
@@ -44,7 +45,9 @@ def test_public_prefix_consumer_links_and_runs(public_build: Build) -> None:
 def test_configure_prints_the_effective_prefix_once(public_build: Build) -> None:
     _, configured, _ = public_build
     announcements = [line for line in configured.stdout.splitlines() if "AotiShim: symbol prefix" in line]
-    assert announcements == [f"-- AotiShim: symbol prefix '{FIXTURE_PREFIX}' (aoti_torch_X -> {FIXTURE_PREFIX}aoti_torch_X)"]
+    assert announcements == [
+        f"-- AotiShim: symbol prefix '{FIXTURE_PREFIX}' (aoti_torch_X -> {FIXTURE_PREFIX}aoti_torch_X)"
+    ]
 
 
 def test_shim_library_exports_only_prefixed_names(public_build: Build) -> None:
@@ -58,7 +61,9 @@ def test_shim_library_exports_only_prefixed_names(public_build: Build) -> None:
         exports = set(image.exports())
     assert {f"{FIXTURE_PREFIX}{name}" for name in SHIM_NAMES} <= exports
     assert not [name for name in exports if name.startswith("aoti_torch_")]
-    report = run_check(CheckSettings(shims=(str(library),), models=(), against=(), prefix=FIXTURE_PREFIX, suppressions=None))
+    report = run_check(
+        CheckSettings(shims=(str(library),), models=(), against=(), prefix=FIXTURE_PREFIX, suppressions=None)
+    )
     assert report.exit_code(fail_on="blocking") == 0, render(report, "text")
 
 
@@ -77,7 +82,9 @@ def test_private_define_reproduces_the_upstream_link_failure(cmake_project) -> N
 def test_without_link_whole_the_unreferenced_shims_are_lost(cmake_project) -> None:
     from aoti_shim.checks.elf.image import ElfImage
 
-    project = cmake_project(SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_SCOPE": "PUBLIC", "FIXTURE_LINK_WHOLE": "OFF"})
+    project = cmake_project(
+        SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_SCOPE": "PUBLIC", "FIXTURE_LINK_WHOLE": "OFF"}
+    )
     built = project.configure_and_build()
     # The consumer cannot link either: the library it links has none of the shims.
     assert built.returncode != 0

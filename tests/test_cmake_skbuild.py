@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from cmake_support import PACKAGES, clean_env, log
 
 SKBUILD_PREFIX = "fixt_"  # fixtures/packages/cmake_prefix/pyproject.toml

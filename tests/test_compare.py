@@ -21,7 +21,12 @@ from aoti_shim.smoke.compare import (
 
 pytestmark = pytest.mark.torch
 
-_BITS = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}
+_BITS = {
+    torch.float64: torch.int64,
+    torch.float32: torch.int32,
+    torch.float16: torch.int16,
+    torch.bfloat16: torch.int16,
+}
 
 
 def _dtype(name: str) -> torch.dtype:
@@ -126,8 +131,12 @@ def test_compare_refuses_other_counts_shapes_and_dtypes() -> None:
     x = torch.zeros(2, 3)
     inf = float("inf")
     assert compare([x], [x, x]) == Comparison(inf, inf, False, "1 outputs, expected 2")
-    assert compare([x, x[:1]], [x, x]) == Comparison(inf, inf, False, "output 1: torch.float32[1, 3], expected torch.float32[2, 3]")
-    assert compare([x.double()], [x]) == Comparison(inf, inf, False, "output 0: torch.float64[2, 3], expected torch.float32[2, 3]")
+    assert compare([x, x[:1]], [x, x]) == Comparison(
+        inf, inf, False, "output 1: torch.float32[1, 3], expected torch.float32[2, 3]"
+    )
+    assert compare([x.double()], [x]) == Comparison(
+        inf, inf, False, "output 0: torch.float64[2, 3], expected torch.float32[2, 3]"
+    )
 
 
 # -- scaled checks: a factor per dtype times the reference's magnitude --------------------------
@@ -167,14 +176,24 @@ def test_a_scaled_check_reports_the_bound_of_its_worst_output() -> None:
     f = CONTROL_FACTORS["float64"]
     # Output 0 uses half of its bound, output 1 four fifths of its (larger absolute error first).
     got = scaled_check(
-        [torch.tensor([1024.0 + 0.5 * f * 1024], dtype=torch.float64), torch.tensor([1.0 + 0.8 * f], dtype=torch.float64)],
-        [ref_big, ref_small], CONTROL_FACTORS,
-    )  # fmt: skip
+        [
+            torch.tensor([1024.0 + 0.5 * f * 1024], dtype=torch.float64),
+            torch.tensor([1.0 + 0.8 * f], dtype=torch.float64),
+        ],
+        [ref_big, ref_small],
+        CONTROL_FACTORS,
+    )
     assert got.ok and got.bound == f * 1.0 and got.max_abs == pytest.approx(0.5 * f * 1024)
     # Two failing outputs: the detail is the first's, the bound the worse one's.
     bad = scaled_check([ref_big + 4 * f * 1024, ref_small + 8 * f], [ref_big, ref_small], CONTROL_FACTORS)
     assert not bad.ok and bad.bound == f * 1.0 and bad.detail.startswith("output 0: 1 element(s)")
-    assert bad.to_json() == {"max_abs": bad.max_abs, "bound": bad.bound, "ok": False, "bitwise": False, "detail": bad.detail}
+    assert bad.to_json() == {
+        "max_abs": bad.max_abs,
+        "bound": bad.bound,
+        "ok": False,
+        "bitwise": False,
+        "detail": bad.detail,
+    }
 
 
 def test_a_scaled_check_refuses_other_counts_shapes_and_dtypes_whole() -> None:
@@ -183,7 +202,9 @@ def test_a_scaled_check_refuses_other_counts_shapes_and_dtypes_whole() -> None:
     x, inf = torch.zeros(2, 3), float("inf")
     assert against_control([x], [x, x]) == Check(inf, 0.0, False, False, "1 outputs, expected 2")
     assert against_eager([x, x[:1]], [x, x]) == Check(inf, 0.0, False, False, "output 1: shape [1, 3], expected [2, 3]")
-    assert against_eager([x.long()], [x]) == Check(inf, 0.0, False, False, "output 0: torch.int64, expected torch.float32")
+    assert against_eager([x.long()], [x]) == Check(
+        inf, 0.0, False, False, "output 0: torch.int64, expected torch.float32"
+    )
     # Nothing to compare (only empty outputs): no error, no bound.
     assert against_control([torch.zeros(0)], [torch.zeros(0)]) == Check(0.0, 0.0, True, True, "")
 
@@ -214,8 +235,14 @@ def test_a_scaled_check_wants_other_dtypes_equal_and_matching() -> None:
     same = against_eager([ints.clone()], [ints])
     assert same.ok and same.bitwise and same.max_abs == 0 and same.bound == 0.0
     off = against_eager([ints + torch.tensor([0, 0, 1])], [ints])
-    assert not off.ok and off.max_abs == 1.0 and off.detail == "output 0: 1 element(s) differ by more than 0.0e+00 (max 1.0e+00)"
-    assert against_eager([ints.float()], [ints]) == type(same)(float("inf"), 0.0, False, False, "output 0: torch.float32, expected torch.int64")
+    assert (
+        not off.ok
+        and off.max_abs == 1.0
+        and off.detail == "output 0: 1 element(s) differ by more than 0.0e+00 (max 1.0e+00)"
+    )
+    assert against_eager([ints.float()], [ints]) == type(same)(
+        float("inf"), 0.0, False, False, "output 0: torch.float32, expected torch.int64"
+    )
     assert against_control([ints[:2]], [ints]).detail == "output 0: shape [2], expected [3]"
     assert against_control([ints], [ints, ints]).detail == "1 outputs, expected 2"
 

@@ -22,7 +22,6 @@ from aoti_shim.plugin import cuda as plugin_cuda
 from cmake_support import CMakeProject
 from cuda_support import add_cuda_wheels, fatbin_images, has_sm90_code, path_without_nvcc, wheels_root
 from plugin_support import TargetEnv, assemble_wheelhouse, copy_fixture, make_target_env
-from shims_support import exported_shim_names
 
 PREFIX = "pcuda_"
 EXPECTED_EXPORTS = {f"{PREFIX}aoti_torch_dtype_float32"}
@@ -141,7 +140,9 @@ def test_build_settings_choices(tmp_path: Path) -> None:
     (nvcc_dir / "nvcc").chmod(0o755)
     _, line = plugin_cuda.build_settings({}, {}, cmake_dir, {"PATH": str(nvcc_dir)}, None)
     assert line == f"cuda: no nvcc wheels in the build environment; CMake uses {nvcc_dir / 'nvcc'}"
-    with pytest.raises(UsageError, match=r"no nvcc wheels and no CUDA compiler .*pip install nvidia-cuda-nvcc==13\.0\.\*"):
+    with pytest.raises(
+        UsageError, match=r"no nvcc wheels and no CUDA compiler .*pip install nvidia-cuda-nvcc==13\.0\.\*"
+    ):
         plugin_cuda.build_settings({}, {}, cmake_dir, {"PATH": ""}, None)
     own = {"tool": {"scikit-build": {"cmake": {"define": {"CMAKE_PROJECT_TOP_LEVEL_INCLUDES": "x.cmake"}}}}}
     with pytest.raises(UsageError, match="sets CMAKE_PROJECT_TOP_LEVEL_INCLUDES itself"):
@@ -250,7 +251,9 @@ def test_plain_cmake_a_chosen_compiler_wins(tmp_path: Path, monkeypatch: pytest.
     assert _cache_value(project.build, "CMAKE_CUDA_ARCHITECTURES") == "90"
 
 
-def test_plain_cmake_a_wheel_nvcc_given_by_hand_gets_the_wheel_fixes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plain_cmake_a_wheel_nvcc_given_by_hand_gets_the_wheel_fixes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # The hand-set recipe (CMAKE_CUDA_COMPILER = the wheel's nvcc) through this file:
     # the lib64/lib and libcudart.so fixes still apply, for that nvcc's own nvidia/cu13.
     from aoti_shim.paths import cmake_dir
@@ -264,7 +267,7 @@ def test_plain_cmake_a_wheel_nvcc_given_by_hand_gets_the_wheel_fixes(tmp_path: P
         'message(STATUS "flags=[${CMAKE_CUDA_FLAGS}]")\n'
     )
     for rel in ("bin/nvcc", "nvvm/bin/cicc", "include/cuda_runtime.h", "lib/libcudart.so.13",
-                "lib/libcudart_static.a", "include/crt/host_defines.h"):  # fmt: skip
+                "lib/libcudart_static.a", "include/crt/host_defines.h"):
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text("")
     defines = {
@@ -291,7 +294,7 @@ def test_cuda_libraries_name_the_library_wheels(tmp_path: Path, monkeypatch: pyt
     assert {"nvidia-curand==10.4.0.*", "nvidia-cublas==13.0.*"} <= set(requires)
     assert set(plugin_cuda.CUDA_WHEELS) <= set(requires)
     for bad, needle in (('cuda-libraries = ["cudnn"]\n', "cuda-libraries: unknown 'cudnn'; known: cublas, curand"),
-                        ('cuda-libraries = ["curand"]\n', "cuda-libraries is given but cuda is false")):  # fmt: skip
+                        ('cuda-libraries = ["curand"]\n', "cuda-libraries is given but cuda is false")):
         text = base + bad
         if "curand" in bad:
             text = text.replace("cuda = true", "cuda = false")

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, pyelftools_truth, synth_elf
 
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.symbols import Symbol
@@ -22,6 +21,7 @@ from aoti_shim.checks.elf.layout import (
     is_elf,
 )
 from aoti_shim.errors import InputError
+from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, pyelftools_truth, synth_elf
 
 
 @pytest.fixture(scope="session")
@@ -153,7 +153,7 @@ def test_mapping_is_read_only_and_lazy(elf_libs: dict[str, Path]) -> None:
         assert len(exports) == 1024 and "elf_many_a0000" in exports
         assert exports.get("nope") is None
         with pytest.raises(TypeError):
-            exports["x"] = None  # type: ignore[index]
+            exports["x"] = None
         assert image.exports() is exports  # one scan per image
         assert len(image.imports()) >= 1024
 

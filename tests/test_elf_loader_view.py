@@ -70,7 +70,10 @@ def loader_truth(path: Path) -> dict[str, object]:
                             imports.add(sym.name)
                     elif bind in _BINDS and vis in ("STV_DEFAULT", "STV_PROTECTED"):
                         # pyelftools names the OS-specific values by their range.
-                        kind = (bind.replace("STB_LOOS", "STB_GNU_UNIQUE"), sym["st_info"]["type"].replace("STT_LOOS", "STT_GNU_IFUNC"))
+                        kind = (
+                            bind.replace("STB_LOOS", "STB_GNU_UNIQUE"),
+                            sym["st_info"]["type"].replace("STT_LOOS", "STT_GNU_IFUNC"),
+                        )
                         exports.setdefault(sym.name, kind)
                 for tag in seg.iter_tags():
                     if tag.entry.d_tag == "DT_NEEDED":
@@ -99,7 +102,9 @@ def stripped(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, 
     return out
 
 
-@pytest.mark.parametrize("name", ["kinds", "kinds_sysv", "versioned", "unique", "many", "shim", "tiny32", "many32_sysv"])
+@pytest.mark.parametrize(
+    "name", ["kinds", "kinds_sysv", "versioned", "unique", "many", "shim", "tiny32", "many32_sysv"]
+)
 def test_no_section_headers_read_the_loaders_way(stripped, name: str) -> None:
     if name not in stripped:
         pytest.skip(f"{name} could not be built here")

@@ -9,18 +9,21 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
 from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerSymSection
 
-from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.inputs import collect as inputs
+from compile_support import compile_shared
 
 
 @pytest.fixture(scope="module")
 def versioned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("versions")
-    (out / "shim.map").write_text("MYRT_1 { global: myrt_aoti_torch_a; myrt_aoti_torch_b; myrt_aoti_torch_c; local: *; };\nMYRT_2 { global: myrt_aoti_torch_c; } MYRT_1;\n")
+    (out / "shim.map").write_text(
+        "MYRT_1 { global: myrt_aoti_torch_a; myrt_aoti_torch_b; myrt_aoti_torch_c; local: *; };\nMYRT_2 { global: "
+        "myrt_aoti_torch_c; } MYRT_1;\n"
+    )
     (out / "shim.c").write_text(
         '#define E __attribute__((visibility("default")))\n'
         "E int myrt_aoti_torch_a(void) { return 1; }\nE int myrt_aoti_torch_b(void) { return 2; }\n"
@@ -64,7 +67,9 @@ def _pyelftools(path: Path) -> dict[tuple[str, bool], tuple[str | None, bool]]:
             hidden = bool(ndx & 0x8000) if isinstance(ndx, int) else False
             ndx &= 0x7FFF
             defined = sym["st_shndx"] != "SHN_UNDEF"
-            out.setdefault((sym.name, defined), (names.get(ndx) if ndx >= 2 or (defined and ndx in names) else None, hidden))
+            out.setdefault(
+                (sym.name, defined), (names.get(ndx) if ndx >= 2 or (defined and ndx in names) else None, hidden)
+            )
         return out
 
 

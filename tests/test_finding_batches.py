@@ -15,7 +15,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
 from aoti_shim.checks.report.model import BLOCKING, Finding, FindingBatch, fingerprint
 from aoti_shim.checks.rules.table import BATCH
+from compile_support import compile_shared
 
 SHARED = 5000  # several batches, the last one partial; the suppression below cuts across one
 assert 2 * BATCH < 3000 < 4000 < SHARED and 3000 % BATCH and SHARED % BATCH
@@ -49,7 +49,7 @@ def _check(paths: dict[str, Path], fmt: str, *extra: str) -> subprocess.Complete
         [sys.executable, "-m", "aoti_shim", "check", "--shim", str(paths["shim"]), "--against", str(paths["ref"]),
          "--format", fmt, *extra],
         capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    )
 
 
 def test_json_lists_every_finding_across_batches_in_name_order(many: dict[str, Path]) -> None:
@@ -59,7 +59,9 @@ def test_json_lists_every_finding_across_batches_in_name_order(many: dict[str, P
     collisions = [f for f in report["findings"] if f["rule"] == "COLLISION"]
     assert [f["symbol"] for f in collisions] == sorted(f"shared_{i:05d}" for i in range(SHARED))
     assert all(f["fingerprint"] == fingerprint(f["rule"], f["artifact"], f["symbol"]) for f in collisions)
-    assert all(f["related"] == str(many["ref"]) and f["message"].endswith(f"exported by {many['ref']}") for f in collisions)
+    assert all(
+        f["related"] == str(many["ref"]) and f["message"].endswith(f"exported by {many['ref']}") for f in collisions
+    )
     assert report["summary"]["blocking"] == len([f for f in report["findings"] if f["severity"] == BLOCKING])
 
 

@@ -33,7 +33,9 @@ from aoti_shim.checks.rules.table import RULES
 from aoti_shim.errors import UsageError
 
 SHIM, MODEL = "lib/libshim.so", "models/model.so"
-F_EXPORT = Finding("UNPREFIXED_EXPORT", BLOCKING, SHIM, "aoti_torch_get_dim", "exports aoti_torch_get_dim without the prefix")
+F_EXPORT = Finding(
+    "UNPREFIXED_EXPORT", BLOCKING, SHIM, "aoti_torch_get_dim", "exports aoti_torch_get_dim without the prefix"
+)
 F_COLLISION = Finding("COLLISION", BLOCKING, SHIM, "c10_thing", "libc10.so exports it too", "libc10.so")
 F_RUNTIME = Finding("REEXPORTED_RUNTIME", WARNING, MODEL, "_ZSt4cout", "re-exports the C++ runtime")
 F_HIDDEN = Finding("UNPREFIXED_IMPORT", BLOCKING, MODEL, "aoti_torch_empty", "imports it unprefixed")
@@ -53,7 +55,7 @@ def _report(findings: tuple[Finding, ...] = (F_EXPORT, F_COLLISION, F_RUNTIME), 
         against=(AGAINST,),
     )
     base.update(kw)
-    return Report(**base)  # type: ignore[arg-type]
+    return Report(**base)
 
 
 def _rule_index(rule: str) -> int:
@@ -83,7 +85,9 @@ def test_text_says_each_group_and_the_verdict() -> None:
 def test_text_verdicts_counts_and_colours() -> None:
     warnings_only = _report((F_RUNTIME,), suppressed=(), unused_suppressions=(), skipped_rules=(), against=())
     assert render(warnings_only).splitlines()[-1] == "WARNINGS: 0 blocking, 1 warning(s), 0 suppressed"
-    clean = _report((), suppressed=(), prefix=None, prefix_source="none", artifacts=(CheckedArtifact(SHIM, "shim"),) * 2)
+    clean = _report(
+        (), suppressed=(), prefix=None, prefix_source="none", artifacts=(CheckedArtifact(SHIM, "shim"),) * 2
+    )
     lines = render(clean).splitlines()
     assert lines[:2] == ["prefix: - (none found)", "checked: 2 shim libraries, 0 model(s) against 1 reference(s)"]
     assert lines[-1] == "OK: 0 blocking, 0 warning(s), 0 suppressed"
@@ -123,7 +127,10 @@ def test_text_verbose_lists_artifacts_references_and_what_it_did_not_check() -> 
 def test_text_samples_a_group_and_counts_the_rest(count: int) -> None:
     findings = tuple(F_COLLISION._replace(symbol=f"s{i}", message=f"m{i}") for i in range(count))
     # In two batches, so the group is counted across them.
-    batches = [FindingBatch.from_findings(findings[:2]), *(FindingBatch.from_findings(findings[2:]) for _ in [0] if count > 2)]
+    batches = [
+        FindingBatch.from_findings(findings[:2]),
+        *(FindingBatch.from_findings(findings[2:]) for _ in [0] if count > 2),
+    ]
     from aoti_shim.checks.formats.text import stream_text
 
     tally = Tally()
@@ -156,7 +163,9 @@ def test_text_shows_a_bounded_list_of_suppressed_findings(count: int) -> None:
     listed = [line for line in lines if line.startswith("suppressed: ")]
     shown = min(count, SUPPRESSED_SHOWN)
     assert listed[:shown] == [f"suppressed: UNPREFIXED_IMPORT n{i} in models/model.so (why)" for i in range(shown)]
-    assert listed[shown:] == ([f"suppressed: ... and {count - SUPPRESSED_SHOWN} more"] if count > SUPPRESSED_SHOWN else [])
+    assert listed[shown:] == (
+        [f"suppressed: ... and {count - SUPPRESSED_SHOWN} more"] if count > SUPPRESSED_SHOWN else []
+    )
     assert lines[-1] == f"OK: 0 blocking, 0 warning(s), {count} suppressed"
 
 
@@ -165,7 +174,7 @@ def test_text_shows_a_bounded_list_of_suppressed_findings(count: int) -> None:
 
 def _finding_dict(f: Finding) -> dict[str, object]:
     return {"rule": f.rule, "severity": f.severity, "artifact": f.artifact, "symbol": f.symbol,
-            "message": f.message, "related": f.related, "fingerprint": f.fingerprint}  # fmt: skip
+            "message": f.message, "related": f.related, "fingerprint": f.fingerprint}
 
 
 def test_json_says_every_field() -> None:
@@ -177,7 +186,9 @@ def test_json_says_every_field() -> None:
         "prefix_source": "given",
         "artifacts": [{"path": SHIM, "role": "shim"}, {"path": MODEL, "role": "model"}],
         "references": ["/t/torch/lib/libtorch_cpu.so"],
-        "against": [{"item": "torch", "path": "/t/torch/lib", "found_by": "argument", "torch_version": "2.13.0", "libraries": 3}],
+        "against": [
+            {"item": "torch", "path": "/t/torch/lib", "found_by": "argument", "torch_version": "2.13.0", "libraries": 3}
+        ],
         "findings": [_finding_dict(f) for f in (F_EXPORT, F_COLLISION, F_RUNTIME)],
         "suppressed": [{"finding": _finding_dict(F_HIDDEN), "reason": "known, issue 9"}],
         "unused_suppressions": ["MANGLED_SHIM in *.so"],
@@ -188,7 +199,7 @@ def test_json_says_every_field() -> None:
     moved = json.loads(render(_report((F_EXPORT._replace(artifact="other/dir/libshim.so"),)), "json"))
     assert moved["findings"][0]["fingerprint"] == F_EXPORT.fingerprint
     other = {F_EXPORT._replace(symbol="x").fingerprint, F_EXPORT._replace(rule="COLLISION").fingerprint,
-             F_EXPORT._replace(artifact="lib/libother.so").fingerprint}  # fmt: skip
+             F_EXPORT._replace(artifact="lib/libother.so").fingerprint}
     assert len(other | {F_EXPORT.fingerprint}) == 4 and all(len(f) == 32 for f in other)
 
 
@@ -233,7 +244,7 @@ def test_sarif_says_rule_ids_levels_files_and_symbols() -> None:
             "partialFingerprints": {"aotiShimFinding/v1": f.fingerprint},
         }
         for f, level in ((F_EXPORT, "error"), (F_COLLISION, "error"), (F_RUNTIME, "warning"))
-    ]  # fmt: skip
+    ]
 
 
 def test_sarif_names_no_symbol_for_a_whole_library_and_encodes_file_names() -> None:
@@ -241,7 +252,11 @@ def test_sarif_names_no_symbol_for_a_whole_library_and_encodes_file_names() -> N
     run = json.loads(render(_report((whole,)), "sarif"))["runs"][0]
     (result,) = run["results"]
     assert result["locations"] == [{"physicalLocation": {"artifactLocation": {"uri": "odd%20dir/x%231%3Ay%3F.so"}}}]
-    assert (result["ruleId"], result["level"], result["ruleIndex"]) == ("NOT_A_SHIM", "warning", _rule_index("NOT_A_SHIM"))
+    assert (result["ruleId"], result["level"], result["ruleIndex"]) == (
+        "NOT_A_SHIM",
+        "warning",
+        _rule_index("NOT_A_SHIM"),
+    )
     assert json.loads(render(_report(()), "sarif"))["runs"][0]["results"] == []
 
 
@@ -262,14 +277,18 @@ def test_junit_has_a_case_per_rule_and_library_failed_by_its_blocking_findings()
     export = cases[("aoti-shim.UNPREFIXED_EXPORT", SHIM)].find("failure")
     assert export is not None and export.attrib == {"message": "2 finding(s)", "type": "UNPREFIXED_EXPORT"}
     assert export.text == ("aoti_torch_get_dim: exports aoti_torch_get_dim without the prefix\n"
-                           "aoti_torch_clone: and clone")  # fmt: skip
+                           "aoti_torch_clone: and clone")
     collision = cases[("aoti-shim.COLLISION", SHIM)].find("failure")
-    assert collision is not None and collision.get("message") == "1 finding(s)" and collision.text == "c10_thing: libc10.so exports it too"
+    assert (
+        collision is not None
+        and collision.get("message") == "1 finding(s)"
+        and collision.text == "c10_thing: libc10.so exports it too"
+    )
     warned = cases[("aoti-shim.REEXPORTED_RUNTIME", MODEL)]
     assert warned.find("failure") is None
     assert warned.findtext("system-out") == "warning: _ZSt4cout: re-exports the C++ runtime"
     quiet = [c for key, c in cases.items() if key[0] not in ("aoti-shim.UNPREFIXED_EXPORT", "aoti-shim.COLLISION",
-                                                             "aoti-shim.REEXPORTED_RUNTIME")]  # fmt: skip
+                                                             "aoti-shim.REEXPORTED_RUNTIME")]
     assert all(len(c) == 0 for c in quiet)
     assert cases[("aoti-shim.COLLISION", MODEL)].find("failure") is None  # same rule, other library
 
@@ -286,7 +305,8 @@ def test_github_annotations_say_kind_file_rule_and_symbol() -> None:
     lines = render_annotations(_report(), with_summary=False).splitlines()
     assert lines == [
         f"::notice title=aoti-shim against::torch: {AGAINST.describe()}",
-        "::error file=lib/libshim.so,title=UNPREFIXED_EXPORT::aoti_torch_get_dim: exports aoti_torch_get_dim without the prefix",
+        "::error file=lib/libshim.so,title=UNPREFIXED_EXPORT::aoti_torch_get_dim: exports aoti_torch_get_dim without "
+        "the prefix",
         "::error file=lib/libshim.so,title=COLLISION::c10_thing: libc10.so exports it too",
         "::warning file=models/model.so,title=REEXPORTED_RUNTIME::_ZSt4cout: re-exports the C++ runtime",
     ]
@@ -304,7 +324,7 @@ def test_github_caps_the_annotations_and_says_how_many_more(count: int) -> None:
     assert [line.split("::")[2].split(":")[0] for line in lines[:shown]] == [f"s{i}" for i in range(shown)]
     tail = lines[shown:]
     assert tail == ([f"::notice title=aoti-shim::{count - MAX_ANNOTATIONS} more finding(s) in the step summary"]
-                    if count > MAX_ANNOTATIONS else [])  # fmt: skip
+                    if count > MAX_ANNOTATIONS else [])
 
 
 def test_github_step_summary_tabulates_every_finding() -> None:
@@ -315,17 +335,24 @@ def test_github_step_summary_tabulates_every_finding() -> None:
         "",
         "Prefix: `myrt_` (given); 2 blocking, 1 warning(s), 1 suppressed.",
         "",
-        f"Against `torch`: torch 2.13.0 at /t/torch/lib (from argument; 3 libraries).",
+        "Against `torch`: torch 2.13.0 at /t/torch/lib (from argument; 3 libraries).",
         "",
         "| severity | rule | artifact | symbol | detail |",
         "| --- | --- | --- | --- | --- |",
-        "| blocking | UNPREFIXED_EXPORT | lib/libshim.so | `aoti_torch_get_dim` | exports aoti\\_torch\\_get\\_dim without the prefix |",
+        "| blocking | UNPREFIXED_EXPORT | lib/libshim.so | `aoti_torch_get_dim` | exports aoti\\_torch\\_get\\_dim "
+        "without the prefix |",
         "| blocking | COLLISION | lib/libshim.so | `c10_thing` | libc10.so exports it too |",
         "| warning | REEXPORTED_RUNTIME | models/model.so | `_ZSt4cout` | re-exports the C++ runtime |",
         "",  # the summary's own newline, then the annotations' last one
     ]
     empty = render(_report((), prefix=None, prefix_source="none", against=()), "github").splitlines()
-    assert empty == ["## aoti-shim check", "", "Prefix: `-` (none found); 0 blocking, 0 warning(s), 1 suppressed.", "", ""]
+    assert empty == [
+        "## aoti-shim check",
+        "",
+        "Prefix: `-` (none found); 0 blocking, 0 warning(s), 1 suppressed.",
+        "",
+        "",
+    ]
 
 
 # -- every format ------------------------------------------------------------------------
@@ -351,10 +378,16 @@ def test_an_unknown_format_names_the_choices() -> None:
 # one finding per batch. Several per batch, a related column that mixes names and None, and
 # texts that need JSON escaping.
 _B_COLLISION = FindingBatch(
-    "COLLISION", BLOCKING, SHIM, ["c10_a", "c10_b", "c10_c"],
-    ["libc10.so exports it too", "libtorch_cpu.so exports it too", 'say "c"\\é\x01'], ["libc10.so", None, "libtorch_cpu.so"],
-)  # fmt: skip
-_B_RUNTIME = FindingBatch("REEXPORTED_RUNTIME", WARNING, MODEL, ["_ZSt4cout", "_ZSt4cerr"], ["re-exports it", "and this"], [None, None])
+    "COLLISION",
+    BLOCKING,
+    SHIM,
+    ["c10_a", "c10_b", "c10_c"],
+    ["libc10.so exports it too", "libtorch_cpu.so exports it too", 'say "c"\\é\x01'],
+    ["libc10.so", None, "libtorch_cpu.so"],
+)
+_B_RUNTIME = FindingBatch(
+    "REEXPORTED_RUNTIME", WARNING, MODEL, ["_ZSt4cout", "_ZSt4cerr"], ["re-exports it", "and this"], [None, None]
+)
 _B_WHOLE = FindingBatch("NOT_A_SHIM", WARNING, MODEL, [""], ["exports no aoti_torch_* name"], [None])
 _BATCHES = (_B_COLLISION, _B_RUNTIME, _B_WHOLE)
 _FINDINGS = (
@@ -401,19 +434,61 @@ def test_json_of_batches_lists_every_field_of_every_finding_one_a_line() -> None
     out = _streamed("json", _BATCHES, _report(_FINDINGS))
     doc = json.loads(out)
     assert doc["findings"] == [
-        {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_a", "message": "libc10.so exports it too",
-         "related": "libc10.so", "fingerprint": fingerprint("COLLISION", SHIM, "c10_a")},
-        {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_b",
-         "message": "libtorch_cpu.so exports it too", "related": None, "fingerprint": fingerprint("COLLISION", SHIM, "c10_b")},
-        {"rule": "COLLISION", "severity": "blocking", "artifact": SHIM, "symbol": "c10_c", "message": 'say "c"\\é\x01',
-         "related": "libtorch_cpu.so", "fingerprint": fingerprint("COLLISION", SHIM, "c10_c")},
-        {"rule": "REEXPORTED_RUNTIME", "severity": "warning", "artifact": MODEL, "symbol": "_ZSt4cout", "message": "re-exports it",
-         "related": None, "fingerprint": fingerprint("REEXPORTED_RUNTIME", MODEL, "_ZSt4cout")},
-        {"rule": "REEXPORTED_RUNTIME", "severity": "warning", "artifact": MODEL, "symbol": "_ZSt4cerr", "message": "and this",
-         "related": None, "fingerprint": fingerprint("REEXPORTED_RUNTIME", MODEL, "_ZSt4cerr")},
-        {"rule": "NOT_A_SHIM", "severity": "warning", "artifact": MODEL, "symbol": "", "message": "exports no aoti_torch_* name",
-         "related": None, "fingerprint": fingerprint("NOT_A_SHIM", MODEL, "")},
-    ]  # fmt: skip
+        {
+            "rule": "COLLISION",
+            "severity": "blocking",
+            "artifact": SHIM,
+            "symbol": "c10_a",
+            "message": "libc10.so exports it too",
+            "related": "libc10.so",
+            "fingerprint": fingerprint("COLLISION", SHIM, "c10_a"),
+        },
+        {
+            "rule": "COLLISION",
+            "severity": "blocking",
+            "artifact": SHIM,
+            "symbol": "c10_b",
+            "message": "libtorch_cpu.so exports it too",
+            "related": None,
+            "fingerprint": fingerprint("COLLISION", SHIM, "c10_b"),
+        },
+        {
+            "rule": "COLLISION",
+            "severity": "blocking",
+            "artifact": SHIM,
+            "symbol": "c10_c",
+            "message": 'say "c"\\é\x01',
+            "related": "libtorch_cpu.so",
+            "fingerprint": fingerprint("COLLISION", SHIM, "c10_c"),
+        },
+        {
+            "rule": "REEXPORTED_RUNTIME",
+            "severity": "warning",
+            "artifact": MODEL,
+            "symbol": "_ZSt4cout",
+            "message": "re-exports it",
+            "related": None,
+            "fingerprint": fingerprint("REEXPORTED_RUNTIME", MODEL, "_ZSt4cout"),
+        },
+        {
+            "rule": "REEXPORTED_RUNTIME",
+            "severity": "warning",
+            "artifact": MODEL,
+            "symbol": "_ZSt4cerr",
+            "message": "and this",
+            "related": None,
+            "fingerprint": fingerprint("REEXPORTED_RUNTIME", MODEL, "_ZSt4cerr"),
+        },
+        {
+            "rule": "NOT_A_SHIM",
+            "severity": "warning",
+            "artifact": MODEL,
+            "symbol": "",
+            "message": "exports no aoti_torch_* name",
+            "related": None,
+            "fingerprint": fingerprint("NOT_A_SHIM", MODEL, ""),
+        },
+    ]
     assert doc["summary"] == {"blocking": 3, "warning": 3}
     # One finding a line (a reader can follow the stream line by line).
     listed = [line.strip().rstrip(",") for line in out.splitlines() if line.startswith('    {"rule": ')]
@@ -459,7 +534,7 @@ def test_render_json_report_dict_and_render_sarif_say_what_the_stream_says() -> 
     assert render_sarif(report) == render(report, "sarif")
     shown = doc["findings"][-1]
     assert (shown["artifact"], shown["symbol"], shown["message"], shown["related"]) == (
-        "lib/bad\\xff.so", "sym\\xfe", 'q"é\x01', "lib\\xfdc10.so")  # fmt: skip
+        "lib/bad\\xff.so", "sym\\xfe", 'q"é\x01', "lib\\xfdc10.so")
     assert shown["fingerprint"] == fingerprint("COLLISION", "lib/bad\\xff.so", "sym\\xfe")
     assert doc["suppressed"] == [{"finding": shown, "reason": "why\\xff"}]
     assert doc["unused_suppressions"] == ["x\\xff"]
@@ -476,7 +551,10 @@ def test_a_torch_of_no_known_version_and_one_library_in_words() -> None:
     found = AgainstSource("snap", "/s/torch.json", "search path", None, 1)
     assert found.describe() == "torch version unknown at /s/torch.json (from search path; 1 library)"
     report = _report((), against=(found,))
-    assert "against: snap: torch version unknown at /s/torch.json (from search path; 1 library)" in render(report).splitlines()
+    assert (
+        "against: snap: torch version unknown at /s/torch.json (from search path; 1 library)"
+        in render(report).splitlines()
+    )
     assert render(report, "github").splitlines()[0] == (
         "::notice title=aoti-shim against::snap: torch version unknown at /s/torch.json (from search path; 1 library)"
     )
@@ -484,7 +562,9 @@ def test_a_torch_of_no_known_version_and_one_library_in_words() -> None:
     assert prop.attrib == {"name": "against snap", "value": found.describe()}
 
 
-@pytest.mark.parametrize(("inferred_from", "words"), [("models", "the models' imports"), ("shims", "the shims' exports")])
+@pytest.mark.parametrize(
+    ("inferred_from", "words"), [("models", "the models' imports"), ("shims", "the shims' exports")]
+)
 def test_every_format_that_names_the_prefix_says_where_it_came_from(inferred_from: str, words: str) -> None:
     report = _report((), prefix_source="inferred", prefix_inferred_from=inferred_from)
     assert render(report).splitlines()[0] == f"prefix: myrt_ (inferred from {words})"
@@ -516,7 +596,11 @@ def test_text_paints_each_line_of_a_group_and_not_the_count_of_the_rest() -> Non
 
 def test_render_verbose_lists_what_was_checked() -> None:
     lines = render(_report(()), verbose=True).splitlines()
-    assert lines[3:6] == ["  shim: lib/libshim.so", "  model: models/model.so", "  reference: /t/torch/lib/libtorch_cpu.so"]
+    assert lines[3:6] == [
+        "  shim: lib/libshim.so",
+        "  model: models/model.so",
+        "  reference: /t/torch/lib/libtorch_cpu.so",
+    ]
     assert "  shim: lib/libshim.so" not in render(_report(()))
 
 
@@ -524,8 +608,14 @@ def test_a_batch_from_findings_takes_the_first_one_s_rule_and_library() -> None:
     (one,) = FindingBatch.from_findings([F_COLLISION]).findings()
     assert one == F_COLLISION
     batch = FindingBatch.from_findings([F_COLLISION, F_COLLISION._replace(symbol="other", message="m2", related=None)])
-    assert (batch.rule, batch.severity, batch.artifact, list(batch.symbols), list(batch.messages), list(batch.related)) == (
-        "COLLISION", BLOCKING, SHIM, ["c10_thing", "other"], ["libc10.so exports it too", "m2"], ["libc10.so", None])  # fmt: skip
+    assert (
+        batch.rule,
+        batch.severity,
+        batch.artifact,
+        list(batch.symbols),
+        list(batch.messages),
+        list(batch.related),
+    ) == ("COLLISION", BLOCKING, SHIM, ["c10_thing", "other"], ["libc10.so exports it too", "m2"], ["libc10.so", None])
 
 
 @pytest.mark.parametrize(
@@ -554,16 +644,18 @@ def test_github_annotation_escapes_what_ends_a_property_or_the_line() -> None:
     assert line == "::error file=d%250A/a%3Ab%2Cc.so,title=UNPREFIXED_EXPORT::s%250D: 50%25 of x:y,z"
     against = AgainstSource("t%1", "/p%2", "argument", "2.13", 2)
     assert render_annotations(_report((), against=(against,)), with_summary=False).splitlines() == [
-        "::notice title=aoti-shim against::t%251: torch 2.13 at /p%252 (from argument; 2 libraries)"]  # fmt: skip
+        "::notice title=aoti-shim against::t%251: torch 2.13 at /p%252 (from argument; 2 libraries)"]
 
 
 def test_a_message_is_escaped_when_it_is_the_batch_s_only_unsafe_text() -> None:
     # LOAD_FAILURE names no symbol and no related library, yet its message quotes the
     # loader's reason, which can hold a dependency's hostile file name.
-    failure = FindingBatch("LOAD_FAILURE", BLOCKING, SHIM, [""], ["cannot be loaded: libx\x1b[2J.so: no such file"], [None])
+    failure = FindingBatch(
+        "LOAD_FAILURE", BLOCKING, SHIM, [""], ["cannot be loaded: libx\x1b[2J.so: no such file"], [None]
+    )
     report = _report(tuple(failure.findings()), suppressed=(), unused_suppressions=(), skipped_rules=(), against=())
     for fmt, shown in (("text", "  blocking  LOAD_FAILURE  cannot be loaded: libx\\x1b[2J.so: no such file"),
-                       ("json", '"message": "cannot be loaded: libx\\u001b[2J.so: no such file"')):  # fmt: skip
+                       ("json", '"message": "cannot be loaded: libx\\u001b[2J.so: no such file"')):
         out = _streamed(fmt, (failure,), report)
         assert shown in out and "\x1b" not in out, fmt
 
@@ -584,7 +676,7 @@ def test_junit_properties_and_the_output_of_several_warnings() -> None:
     warned = (F_RUNTIME, F_RUNTIME._replace(symbol="_ZSt4cerr", message="and cerr"))
     root = ET.fromstring(render(_report(warned), "junit"))
     assert [(p.get("name"), p.get("value")) for p in root.iterfind("testsuite/properties/property")] == [
-        ("against torch", AGAINST.describe())]  # fmt: skip
+        ("against torch", AGAINST.describe())]
     case = root.find("testsuite/testcase[@classname='aoti-shim.REEXPORTED_RUNTIME'][@name='models/model.so']")
     assert case is not None and case.find("failure") is None
     assert case.findtext("system-out") == "warning: _ZSt4cout: re-exports the C++ runtime\nwarning: _ZSt4cerr: and cerr"

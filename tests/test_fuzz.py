@@ -16,14 +16,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, mutate, pyelftools_truth, regions, synth_elf
-from wheel_support import make_wheel
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.snapshot import record as snapshot_mod
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.report.model import Finding, Report
+from aoti_shim.checks.snapshot import record as snapshot_mod
 from aoti_shim.errors import AotiShimError, InputError
+from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, mutate, pyelftools_truth, regions, synth_elf
+from wheel_support import make_wheel
 
 SEED = int(os.environ.get("AOTI_SHIM_FUZZ_SEED", "20261130"))
 COUNT = int(os.environ.get("AOTI_SHIM_FUZZ_COUNT", "4000"))
@@ -104,7 +104,9 @@ def assert_report_fits(report: Report, mutant: Path, good_ref: str, baseline: Re
     else:
         # A reference of another ELF class, byte order or machine leaves the checked libraries
         # unloadable next to it (the binding model's LOAD_FAILURE): the mutant's header says so.
-        allowed = {"COLLISION"} | ({"LOAD_FAILURE"} if _loader_identity(mutant) != _loader_identity(Path(good_ref)) else set())
+        allowed = {"COLLISION"} | (
+            {"LOAD_FAILURE"} if _loader_identity(mutant) != _loader_identity(Path(good_ref)) else set()
+        )
         assert sorted(_key(f) for f in report.findings if f.rule not in allowed) == sorted(map(_key, baseline.findings))
 
 
@@ -142,7 +144,7 @@ def test_mutated_elf_files(corpus: list[tuple[str, Path]], tmp_path: Path) -> No
         except InputError as e:
             one_line(e)
             outcomes["input_error"] += 1
-        except Exception as e:  # noqa: BLE001 - the point of the test
+        except Exception as e:
             keep = tmp_path / f"crash-{i}-{name}.so"
             keep.write_bytes(mutant)
             raise AssertionError(f"mutant {i} of {name} (seed {SEED}, kept at {keep}) raised {e!r}") from e
@@ -203,7 +205,7 @@ def _wheel_bytes(library: bytes, folder: Path) -> bytes:
         "pkg/__init__.py": "",
         "pkg/lib/libshim.so": library,
         "pkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n",
-    }, compression=zipfile.ZIP_DEFLATED).read_bytes()  # fmt: skip
+    }, compression=zipfile.ZIP_DEFLATED).read_bytes()
 
 
 def test_mutated_wheels(corpus: list[tuple[str, Path]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -227,7 +229,7 @@ def test_mutated_wheels(corpus: list[tuple[str, Path]], tmp_path: Path, monkeypa
             run_check(CheckSettings(shims=(str(target),), member_limit=1 << 20))
         except AotiShimError as e:
             one_line(e)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             keep = tmp_path / f"crash-{i}.whl"
             keep.write_bytes(bytes(out))
             raise AssertionError(f"wheel mutant {i} (kept at {keep}) raised {e!r}") from e
@@ -263,7 +265,7 @@ def test_mutated_snapshots(corpus: list[tuple[str, Path]], tmp_path: Path) -> No
             one_line(e)
             outcomes["input_error"] += 1
             continue
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise AssertionError(f"snapshot mutant {i} raised {e!r}") from e
         # Every member is CRC-checked gzip: a mutant that loads at all (a byte in a gzip
         # header's timestamp, say) must load as exactly what was written.

@@ -18,15 +18,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from aoti_shim.checks import CheckSettings, render, run_check
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import STB_GLOBAL, STT_FUNC
+from aoti_shim.checks.snapshot import record as snapshot_mod
 from cli_support import CLI
 from cmake_support import PACKAGES, REPO, CMakeProject, log
 from compile_support import compile_shared
 from shims_support import reference_shims
-
-from aoti_shim.checks import CheckSettings, render, run_check
-from aoti_shim.checks.snapshot import record as snapshot_mod
-from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.elf.layout import STB_GLOBAL, STT_FUNC
 
 CUDA_PACKAGE = REPO / "fixtures" / "aoti_packages" / "mlp_cuda"
 MODEL_DIR = CUDA_PACKAGE / "model" / "data" / "aotinductor" / "model"
@@ -64,7 +64,11 @@ def test_the_snapshot_is_torch_2_11_cu130_with_disjoint_cpu_and_cuda_shims(
     # runs that on the H200), and here the 2.13.0+cpu one. 2.13.0 and 2.14.1 have 329 and 175.
     assert (len(cpu_shims), len(cuda_shims)) == (318, 163)
     assert not cpu_shims & cuda_shims
-    assert all(not shim_names(lib) for name, lib in snapshot_libs.items() if name not in ("libtorch_cpu.so", "libtorch_cuda.so"))
+    assert all(
+        not shim_names(lib)
+        for name, lib in snapshot_libs.items()
+        if name not in ("libtorch_cpu.so", "libtorch_cuda.so")
+    )
     for lib, name in ((cpu, "aoti_torch_empty_strided"), (cuda, "aoti_torch_create_cuda_stream_guard")):
         sym = lib.find_export(name)
         assert sym is not None and sym.bind == STB_GLOBAL and sym.type == STT_FUNC and not sym.versioned
@@ -73,7 +77,18 @@ def test_the_snapshot_is_torch_2_11_cu130_with_disjoint_cpu_and_cuda_shims(
 
 def _check_cli(shim: Path) -> tuple[int, dict[str, object]]:
     done = subprocess.run(
-        [*CLI, "check", "--shim", str(shim), "--against", str(snapshot_path()), "--prefix", "myrt_", "--format", "json"],
+        [
+            *CLI,
+            "check",
+            "--shim",
+            str(shim),
+            "--against",
+            str(snapshot_path()),
+            "--prefix",
+            "myrt_",
+            "--format",
+            "json",
+        ],
         capture_output=True,
         check=False,
         text=True,
@@ -117,7 +132,11 @@ def cuda_blob(tmp_path_factory: pytest.TempPathFactory) -> Built:
     project = CMakeProject(
         PACKAGES / "cmake_model",
         tmp / "build",
-        {"AOTI_SHIM_SYMBOL_PREFIX": prefix, "FIXTURE_PACKAGE": str(CUDA_PACKAGE), "CUDA_cuda_driver_LIBRARY": str(driver)},
+        {
+            "AOTI_SHIM_SYMBOL_PREFIX": prefix,
+            "FIXTURE_PACKAGE": str(CUDA_PACKAGE),
+            "CUDA_cuda_driver_LIBRARY": str(driver),
+        },
     )
     built = project.configure_and_build()
     assert built.returncode == 0, log(built)
@@ -203,7 +222,11 @@ def test_a_cuda_model_builds_with_no_toolkit_from_the_wheels(tmp_path: Path, mon
     project = CMakeProject(
         PACKAGES / "cmake_model",
         tmp_path / "build",
-        {"AOTI_SHIM_SYMBOL_PREFIX": prefix, "FIXTURE_PACKAGE": str(CUDA_PACKAGE), "CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit": "ON"},
+        {
+            "AOTI_SHIM_SYMBOL_PREFIX": prefix,
+            "FIXTURE_PACKAGE": str(CUDA_PACKAGE),
+            "CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit": "ON",
+        },
     )
     configured = project.configure()
     assert configured.returncode == 0, log(configured)
@@ -218,9 +241,16 @@ def test_a_cuda_model_builds_with_no_toolkit_from_the_wheels(tmp_path: Path, mon
     with blob.open("rb") as stream:
         dynamic = ELFFile(stream).get_section_by_name(".dynamic")
         needed = [t.needed for t in dynamic.iter_tags() if t.entry.d_tag == "DT_NEEDED"]
-        paths = [getattr(t, "runpath", None) or getattr(t, "rpath", None) for t in dynamic.iter_tags() if t.entry.d_tag in ("DT_RUNPATH", "DT_RPATH")]
+        paths = [
+            getattr(t, "runpath", None) or getattr(t, "rpath", None)
+            for t in dynamic.iter_tags()
+            if t.entry.d_tag in ("DT_RUNPATH", "DT_RPATH")
+        ]
     # The driver by its soname, found at load time; never the stub in the build tree.
-    assert "libcuda.so.1" in needed and not any("aoti_shim_cuda_driver_stub" in (p or "") for p in paths), (needed, paths)
+    assert "libcuda.so.1" in needed and not any("aoti_shim_cuda_driver_stub" in (p or "") for p in paths), (
+        needed,
+        paths,
+    )
     with ElfImage(blob) as image:
         imports = set(image.imports())
     shims = {name for name in imports if "aoti_torch_" in name}

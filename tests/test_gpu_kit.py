@@ -45,10 +45,10 @@ def test_every_gpu_test_is_collected_without_a_gpu() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(GPU_TESTS)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     collected = {line.split("::")[0].rsplit("/", 1)[-1] + "::" + line.split("::")[1].split("[")[0]
-                 for line in done.stdout.splitlines() if "::" in line}  # fmt: skip
+                 for line in done.stdout.splitlines() if "::" in line}
     expected = {f"{file}::{name}" for file, names in _gpu_test_functions().items() for name in names}
     assert len(expected) > 20, expected  # the five GPU test files' tests, not an empty glob
     assert expected <= collected, sorted(expected - collected)
@@ -97,7 +97,11 @@ def _root_of(base: ast.expr, path: Path) -> Path | None:
 
 @pytest.mark.parametrize("path", KIT, ids=lambda p: str(p.relative_to(REPO)))
 def test_every_path_the_gpu_kit_names_exists(path: Path) -> None:
-    missing = [written for written, target in _named_paths(path) if not (any(target.parent.glob(target.name)) if "*" in written else target.exists())]
+    missing = [
+        written
+        for written, target in _named_paths(path)
+        if not (any(target.parent.glob(target.name)) if "*" in written else target.exists())
+    ]
     assert not missing, f"{path.relative_to(REPO)} names what the checkout lacks: {missing}"
 
 
@@ -106,7 +110,10 @@ def test_the_path_reader_sees_a_moved_fixture(tmp_path: Path) -> None:
     rotten = tmp_path / "test_x_gpu.py"
     rotten.write_text('"""Builds tests/packages/plugin_cuda."""\nX = REPO / "tests" / "packages" / "plugin_cuda"\n')
     named = _named_paths(rotten)
-    assert [written for written, _ in named] == ["tests/packages/plugin_cuda", "REPO / 'tests' / 'packages' / 'plugin_cuda'"]
+    assert [written for written, _ in named] == [
+        "tests/packages/plugin_cuda",
+        "REPO / 'tests' / 'packages' / 'plugin_cuda'",
+    ]
     assert all(not target.exists() for _, target in named)
     assert all(target.exists() for _, target in _named_paths(GPU_TESTS / "test_cuda_kernels_gpu.py"))
 
@@ -128,13 +135,13 @@ def test_the_gpu_script_rehearses_its_tests_on_the_cpu(tmp_path: Path) -> None:
     done = subprocess.run(
         ["bash", str(REPO / "docs" / "gpu" / "run_h200.sh"), "tests"],
         env=env, capture_output=True, text=True, timeout=REHEARSAL_BUDGET_S + 60, check=False,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     run_log = (tmp_path / "out" / "00_run.log").read_text()
     summary = run_log[run_log.index("# summary") :].splitlines()[1:]
     steps = {line[:28].strip(): line[28:].split()[:2] for line in summary if line.strip()}
     assert list(steps) == ["gpu tests: CUDA kernels", "gpu tests: stream contract", "gpu tests: concurrent blobs",
-                           "gpu tests: two GPUs", "gpu tests: attention"], run_log  # fmt: skip
+                           "gpu tests: two GPUs", "gpu tests: attention"], run_log
     assert all(result == ["exit", "0"] for result in steps.values()), run_log
     tests_log = (tmp_path / "out" / "03_gpu_tests.log").read_text()
     # The kernels' host paths really ran; the rest skipped (collected, so imported); the

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from aoti_shim.checks.snapshot import record as snapshot_mod
 from aoti_shim.checks.abi.prefix import SHIM_MARK, validate
+from aoti_shim.checks.snapshot import record as snapshot_mod
 from aoti_shim.cli import main
 from aoti_shim.errors import UsageError
 
@@ -68,14 +68,26 @@ def test_prefix_rule_is_a_full_identifier_match(prefix):
 @SETTINGS
 @given(prefix=st.text(min_size=1, max_size=12).filter(lambda p: not p.startswith("-")))
 def test_check_with_any_prefix(capsys, checker_libs, prefix):
-    run(capsys, "check", "--shim", str(checker_libs["clean_shim"]), "--model", str(checker_libs["good_model"]), "--prefix", prefix)
+    run(
+        capsys,
+        "check",
+        "--shim",
+        str(checker_libs["clean_shim"]),
+        "--model",
+        str(checker_libs["good_model"]),
+        "--prefix",
+        prefix,
+    )
 
 
 # -- ELF bytes -------------------------------------------------------------------------------
 
 
 @SETTINGS
-@given(edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), min_size=1, max_size=24), cut=st.integers(0, 1 << 16))
+@given(
+    edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), min_size=1, max_size=24),
+    cut=st.integers(0, 1 << 16),
+)
 def test_check_with_any_elf_bytes(capsys, shim_bytes, edits, cut):
     data = bytearray(shim_bytes)
     for at, value in edits:
@@ -150,7 +162,14 @@ _JSON = st.recursive(
 @SETTINGS
 @given(
     edits=st.lists(st.tuples(st.integers(0, 1 << 16), st.integers(0, 255)), max_size=8),
-    header=st.one_of(st.none(), st.dictionaries(st.sampled_from(["format", "format_version", "torch_version", "libraries", "members", "x"]), _JSON, max_size=6)),
+    header=st.one_of(
+        st.none(),
+        st.dictionaries(
+            st.sampled_from(["format", "format_version", "torch_version", "libraries", "members", "x"]),
+            _JSON,
+            max_size=6,
+        ),
+    ),
 )
 def test_check_against_any_snapshot(capsys, checker_libs, snapshot_bytes, edits, header):
     import gzip
@@ -186,7 +205,8 @@ def _toml_value(value: object) -> str:
 @SETTINGS
 @given(
     tables=st.lists(
-        st.tuples(st.sampled_from(["suppress", "supress", "other"]), st.dictionaries(_KEY, _VALUE, max_size=4)), max_size=3
+        st.tuples(st.sampled_from(["suppress", "supress", "other"]), st.dictionaries(_KEY, _VALUE, max_size=4)),
+        max_size=3,
     ),
     text=st.one_of(st.none(), st.text(max_size=80), st.binary(max_size=40).map(lambda b: b.decode("latin-1"))),
 )

@@ -17,18 +17,18 @@ import xml.dom.minidom
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
 from markdown_it import MarkdownIt
 
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.formats.escape import printable
 from aoti_shim.checks.rules.table import BATCH
+from compile_support import compile_shared
 
 HOSTILE = (
     b'q"uote', b"back\\slash", b"ctl\x01\x1b[31m\x7f", b"bidi\xe2\x80\xaeevil", b"bad\xff\xfe", b"sp ace",
     b"tab\there", b"lt<&>]]>", b"cr\rx", b"pct%0A::,=", b"L" * 3000, b"sur\xed\xa0\x80", b"ap'os",
     b"\xc2\x85nel", b"\xe2\x80\xa8ls", b"-->", b"`md`*_|", b"<img src=x>", b"[a](http://x)", b"``",
-)  # fmt: skip
+)
 SHARED = 2 * BATCH + 500
 
 
@@ -52,7 +52,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     suppress = out / "suppress.toml"
     # Part of a batch, and one hostile name in several batches (quotes and wildcards in TOML).
     suppress.write_text('[[suppress]]\nrule = "COLLISION"\nsymbol = "shared_01*"\nreason = "x"\n'
-                        '[[suppress]]\nrule = "COLLISION"\nsymbol = "*q\\"uote"\nreason = "q"\n')  # fmt: skip
+                        '[[suppress]]\nrule = "COLLISION"\nsymbol = "*q\\"uote"\nreason = "q"\n')
     return {
         "shim": _assemble(names, out / "libmyrt_shim.so"),
         "ref": _assemble(names, out / "libref.so"),
@@ -65,9 +65,23 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def _streamed(shim: Path, ref: Path, fmt: str, *extra: str) -> bytes:
     env = {k: v for k, v in os.environ.items() if k != "GITHUB_STEP_SUMMARY"}
     done = subprocess.run(
-        [sys.executable, "-m", "aoti_shim", "check", "--shim", str(shim), "--against", str(ref), "--format", fmt, *extra],
-        capture_output=True, check=False, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "aoti_shim",
+            "check",
+            "--shim",
+            str(shim),
+            "--against",
+            str(ref),
+            "--format",
+            fmt,
+            *extra,
+        ],
+        capture_output=True,
+        check=False,
+        env=env,
+    )
     assert done.returncode == 8 and done.stderr == b"", done.stderr
     return done.stdout
 
@@ -76,7 +90,9 @@ def _streamed(shim: Path, ref: Path, fmt: str, *extra: str) -> bytes:
 def test_every_format_is_valid_escaped_and_equal_to_render(hostile: dict[str, Path], suppressed: bool) -> None:
     extra = ("--suppressions", str(hostile["suppress"])) if suppressed else ()
     report = run_check(
-        CheckSettings(shims=(str(hostile["shim"]),), against=(str(hostile["ref"]),), suppressions=extra[1] if extra else None)
+        CheckSettings(
+            shims=(str(hostile["shim"]),), against=(str(hostile["ref"]),), suppressions=extra[1] if extra else None
+        )
     )
     assert len(report.findings) + len(report.suppressed) >= SHARED
     for fmt in ("text", "json", "sarif", "github", "junit"):
@@ -87,11 +103,16 @@ def test_every_format_is_valid_escaped_and_equal_to_render(hostile: dict[str, Pa
             json.loads(text)
             assert text.isascii(), fmt
         else:
-            assert all(c.isprintable() or c == "\n" for c in text), (fmt, {ascii(c) for c in text if not c.isprintable()})
+            assert all(c.isprintable() or c == "\n" for c in text), (
+                fmt,
+                {ascii(c) for c in text if not c.isprintable()},
+            )
         if fmt == "junit":
             xml.dom.minidom.parseString(out)
     if suppressed:
-        assert not any('q"uote' in f.symbol for f in report.findings) and any('q"uote' in s.finding.symbol for s in report.suppressed)
+        assert not any('q"uote' in f.symbol for f in report.findings) and any(
+            'q"uote' in s.finding.symbol for s in report.suppressed
+        )
 
 
 def _cells(summary: str) -> list[list]:

@@ -15,16 +15,23 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import file_kind
+from aoti_shim.checks.inputs import collect as inputs
+from aoti_shim.checks.inputs.collect import (
+    Workspace,
+    collect,
+    copy_elf_member,
+    extract_elf_members,
+    open_wheel,
+    read_member,
+)
+from aoti_shim.errors import InputError
 from cli_support import CLI
 from compile_support import compile_object, compile_program, compile_shared
 from wheel_support import make_wheel
-
-from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.inputs import collect as inputs
-from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.elf.layout import file_kind
-from aoti_shim.checks.inputs.collect import Workspace, collect, copy_elf_member, extract_elf_members, open_wheel, read_member
-from aoti_shim.errors import InputError
 
 # Three libraries of different sizes: a padding array makes the big one big.
 _SOURCE = """
@@ -128,12 +135,16 @@ def _three(libs: dict[str, bytes], tmp_path: Path, note: bytes = b"") -> tuple[P
     ],
 )
 @pytest.mark.parametrize("reader", ["check", "gate"])
-def test_the_budget_holds_at_every_member_and_byte(libs, tmp_path, monkeypatch, members_before, extra, refused, reader) -> None:
+def test_the_budget_holds_at_every_member_and_byte(
+    libs, tmp_path, monkeypatch, members_before, extra, refused, reader
+) -> None:
     note = b"not a library\n" * 10
     wheel, sizes = _three(libs, tmp_path, note)
     # The checker's reader charges a member's first bytes before it knows it is no ELF file;
     # the gate's copy charges ELF members only.
-    before = sum(sizes[: members_before + (refused is not None)]) + (len(note) if reader == "check" and members_before >= 1 else 0)
+    before = sum(sizes[: members_before + (refused is not None)]) + (
+        len(note) if reader == "check" and members_before >= 1 else 0
+    )
     if refused is None:
         before = sum(sizes) + (len(note) if reader == "check" else 0)
     monkeypatch.setattr(inputs, "MIN_WHEEL_INFLATE", before + extra)
@@ -226,7 +237,11 @@ def test_a_pt_dynamic_past_the_member_is_refused(libs, tmp_path, monkeypatch, sh
         "cut one byte short": lambda: _dynamic_at(libs["small"], end)[:-1],
     }[shape]()
     # The member with the bad extent sits between two good ones; the error names it.
-    wheel = make_wheel(tmp_path / "w.whl", [("a/libother.so", libs["other"]), ("b/libbad.so", data), ("c/libbig.so", libs["big"])], compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        tmp_path / "w.whl",
+        [("a/libother.so", libs["other"]), ("b/libbad.so", data), ("c/libbig.so", libs["big"])],
+        compression=zipfile.ZIP_DEFLATED,
+    )
     with Workspace() as ws, pytest.raises(InputError) as raised:
         collect([str(wheel)], ws)
     assert str(raised.value) == f"{wheel}!b/libbad.so: PT_DYNAMIC lies outside the member"
@@ -276,7 +291,11 @@ class _Keep(io.BytesIO):
 
 
 def test_members_too_short_for_the_magic_or_not_elf_are_skipped_without_a_target(tmp_path) -> None:
-    wheel = make_wheel(tmp_path / "w.whl", [("a", b""), ("b", b"\x7fEL"), ("c", b"\x7fELG rest"), ("d/", b"")], compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        tmp_path / "w.whl",
+        [("a", b""), ("b", b"\x7fEL"), ("c", b"\x7fELG rest"), ("d/", b"")],
+        compression=zipfile.ZIP_DEFLATED,
+    )
     with zipfile.ZipFile(wheel) as zf:
         for info in zf.infolist():
             assert copy_elf_member(zf, info, "w", lambda: pytest.fail("opened a target"), 1) is None
@@ -300,10 +319,17 @@ def test_members_too_short_for_the_magic_or_not_elf_are_skipped_without_a_target
     ],
 )
 def test_two_members_of_one_name_are_refused_wherever_they_are(libs, tmp_path, names, second) -> None:
-    wheel = make_wheel(tmp_path / "w.whl", [(n, b"" if n.endswith("/") else libs["small"]) for n in names], compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        tmp_path / "w.whl",
+        [(n, b"" if n.endswith("/") else libs["small"]) for n in names],
+        compression=zipfile.ZIP_DEFLATED,
+    )
     with pytest.raises(InputError) as raised:
         open_wheel(str(wheel), "the wheel").close()
-    assert str(raised.value) == f"the wheel: two members named {second!r} in wheel (a reader sees the first, pip installs the second)"
+    assert (
+        str(raised.value)
+        == f"the wheel: two members named {second!r} in wheel (a reader sees the first, pip installs the second)"
+    )
 
 
 def test_names_that_only_look_alike_are_two_members(libs, tmp_path) -> None:
@@ -340,7 +366,9 @@ def test_safe_member_names(name: str, safe: bool) -> None:
 @pytest.mark.parametrize("count", [9, 10, 11])
 def test_the_member_count_one_below_at_and_one_above_the_limit(tmp_path, monkeypatch, count) -> None:
     monkeypatch.setattr(inputs, "MAX_WHEEL_MEMBERS", 10)
-    wheel = make_wheel(tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(count)], compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        tmp_path / "w.whl", [(f"f{i}.txt", b"x") for i in range(count)], compression=zipfile.ZIP_DEFLATED
+    )
     if count <= 10:
         with open_wheel(str(wheel)) as zf:
             assert len(zf.infolist()) == count
@@ -435,7 +463,7 @@ def test_members_are_skipped_after_their_first_bytes_unverified(libs, tmp_path) 
     """Short members and members that are no ELF file are skipped without inflating them
     to their end (their CRC is never checked); an ELF member is copied and checked whole."""
     wheel = make_wheel(tmp_path / "w.whl", [("short", b"abc"), ("notes.txt", b"not ELF " * 1000), ("magic", b"\x7fELF"),
-                                           ("lib/x.so", libs["small"])], compression=zipfile.ZIP_STORED)  # fmt: skip
+                                           ("lib/x.so", libs["small"])], compression=zipfile.ZIP_STORED)
     for name in ("short", "notes.txt", "magic", "lib/x.so"):
         _bad_crc(wheel, name)
     with zipfile.ZipFile(wheel) as zf:
@@ -453,7 +481,9 @@ def test_members_are_skipped_after_their_first_bytes_unverified(libs, tmp_path) 
 def test_a_copy_feeds_every_byte_to_the_digest(libs, tmp_path) -> None:
     import hashlib
 
-    wheel = make_wheel(tmp_path / "w.whl", [("lib/x.so", libs["big"]), ("m", b"\x7fELF")], compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        tmp_path / "w.whl", [("lib/x.so", libs["big"]), ("m", b"\x7fELF")], compression=zipfile.ZIP_DEFLATED
+    )
     with zipfile.ZipFile(wheel) as zf:
         for info, data in zip(zf.infolist(), (libs["big"], b"\x7fELF")):
             digest, sink = hashlib.sha256(), io.BytesIO()
@@ -463,13 +493,27 @@ def test_a_copy_feeds_every_byte_to_the_digest(libs, tmp_path) -> None:
 
 def test_the_gate_copies_members_by_their_path(libs, tmp_path) -> None:
     # Two libraries in one folder, one named with Windows separators, and a note.
-    wheel = make_wheel(tmp_path / "w.whl", [("pkg/lib/a.so", libs["small"]), ("pkg/lib/b.so", libs["other"]),
-                                           ("pkg\\bin\\c.so", libs["big"]), ("pkg/README", b"hi")], compression=zipfile.ZIP_DEFLATED)  # fmt: skip
+    wheel = make_wheel(
+        tmp_path / "w.whl",
+        [
+            ("pkg/lib/a.so", libs["small"]),
+            ("pkg/lib/b.so", libs["other"]),
+            ("pkg\\bin\\c.so", libs["big"]),
+            ("pkg/README", b"hi"),
+        ],
+        compression=zipfile.ZIP_DEFLATED,
+    )
     dest = tmp_path / "out"
     assert extract_elf_members(wheel, dest) == ["pkg/lib/a.so", "pkg/lib/b.so", "pkg\\bin\\c.so"]
-    assert (dest / "pkg/lib/a.so").read_bytes() == libs["small"] and (dest / "pkg/lib/b.so").read_bytes() == libs["other"]
+    assert (dest / "pkg/lib/a.so").read_bytes() == libs["small"] and (dest / "pkg/lib/b.so").read_bytes() == libs[
+        "other"
+    ]
     assert (dest / "pkg/bin/c.so").read_bytes() == libs["big"]
-    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == ["pkg/bin/c.so", "pkg/lib/a.so", "pkg/lib/b.so"]
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == [
+        "pkg/bin/c.so",
+        "pkg/lib/a.so",
+        "pkg/lib/b.so",
+    ]
     # A file already there is not overwritten: one line, in the OS's words.
     with pytest.raises(InputError) as raised:
         extract_elf_members(wheel, dest, display="the wheel")
@@ -477,7 +521,9 @@ def test_the_gate_copies_members_by_their_path(libs, tmp_path) -> None:
 
 
 def test_the_gate_names_the_wheel_as_it_is_told(libs, tmp_path) -> None:
-    wheel = make_wheel(tmp_path / "w.whl", [("x.so", libs["small"]), ("x.so", libs["small"])], compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        tmp_path / "w.whl", [("x.so", libs["small"]), ("x.so", libs["small"])], compression=zipfile.ZIP_DEFLATED
+    )
     with pytest.raises(InputError, match=r"^the wheel: two members named 'x.so'"):
         extract_elf_members(wheel, tmp_path / "out", display="the wheel")
     with pytest.raises(InputError, match=rf"^{wheel}: two members named 'x.so'"):
@@ -558,8 +604,16 @@ def build_tree(tmp_path_factory: pytest.TempPathFactory, checker_libs) -> Path:
 
 
 def test_file_kinds(build_tree: Path) -> None:
-    kinds = {name: file_kind((build_tree / name).read_bytes()[:4096]) for name in ("libclean_shim.so", "a.out", "main.o", "static_addr")}
-    assert kinds == {"libclean_shim.so": "shared", "a.out": "executable", "main.o": "object", "static_addr": "executable"}
+    kinds = {
+        name: file_kind((build_tree / name).read_bytes()[:4096])
+        for name in ("libclean_shim.so", "a.out", "main.o", "static_addr")
+    }
+    assert kinds == {
+        "libclean_shim.so": "shared",
+        "a.out": "executable",
+        "main.o": "object",
+        "static_addr": "executable",
+    }
 
 
 def test_a_build_folder_counts_only_shared_libraries(build_tree: Path) -> None:
@@ -599,8 +653,14 @@ def test_wheel_members_are_streamed_not_unpacked(checker_libs, build_tree: Path,
                 assert dict(art.image.imports().items()) == dict(on_disk.imports().items())
                 assert art.image.needed == on_disk.needed and art.image.build_id == on_disk.build_id
     from_wheel = run_check(CheckSettings(shims=(str(wheel),), against=("torch",), prefix="myrt_"))
-    from_file = run_check(CheckSettings(shims=(str(checker_libs["unprefixed_shim"]), str(checker_libs["model"])), against=("torch",), prefix="myrt_"))
-    assert sorted((f.rule, f.symbol) for f in from_wheel.findings) == sorted((f.rule, f.symbol) for f in from_file.findings)
+    from_file = run_check(
+        CheckSettings(
+            shims=(str(checker_libs["unprefixed_shim"]), str(checker_libs["model"])), against=("torch",), prefix="myrt_"
+        )
+    )
+    assert sorted((f.rule, f.symbol) for f in from_wheel.findings) == sorted(
+        (f.rule, f.symbol) for f in from_file.findings
+    )
 
 
 # -- the streaming paths: what is kept, what is charged, who is named -------------------------
@@ -652,7 +712,10 @@ def test_a_library_without_pt_dynamic_is_read_from_its_head_only(libs, tmp_path)
         kind, art = read_member(zf, zf.infolist()[0], "w!lib/libnodyn.so", ws, 1 << 20)
         assert zf.inflate_budget - zf.inflate_left == 4096  # its first bytes, no more
         assert kind == "shared" and art is not None and art.image is not None
-        assert (art.path, art.display, art.kind, art.image.path) == ("w!lib/libnodyn.so",) * 2 + ("shared", "w!lib/libnodyn.so")
+        assert (art.path, art.display, art.kind, art.image.path) == ("w!lib/libnodyn.so",) * 2 + (
+            "shared",
+            "w!lib/libnodyn.so",
+        )
         with pytest.raises(InputError) as raised:
             art.image.exports()
         assert str(raised.value) == "w!lib/libnodyn.so: has no dynamic symbol table"
@@ -679,12 +742,14 @@ def test_a_wheel_yields_its_libraries_and_exporting_programs_and_says_what_it_le
     # The exporting program first: the members after it are still read.
     wheel = make_wheel(tmp_path / "w.whl", [("bin/runner", programs["runner"]), ("bin/tool", programs["tool"]),
                                       ("obj/main.o", programs["main.o"]), ("lib/libempty.so", programs["libempty.so"]),
-                                      ("lib/libsmall.so", libs["small"]), ("README", b"text")])  # fmt: skip
+                                      ("lib/libsmall.so", libs["small"]), ("README", b"text")])
     with Workspace() as ws:
         arts = collect([str(wheel)], ws)
         assert [(a.display, a.kind) for a in arts] == [
-            (f"{wheel}!bin/runner", "executable"), (f"{wheel}!lib/libempty.so", "shared"), (f"{wheel}!lib/libsmall.so", "shared"),
-        ]  # fmt: skip
+            (f"{wheel}!bin/runner", "executable"),
+            (f"{wheel}!lib/libempty.so", "shared"),
+            (f"{wheel}!lib/libsmall.so", "shared"),
+        ]
         assert "myrt_aoti_torch_prog" in arts[0].open().exports()
         assert ws.ignored == [(f"{wheel}!bin/tool", "executable"), (f"{wheel}!obj/main.o", "object")]
 
@@ -692,7 +757,7 @@ def test_a_wheel_yields_its_libraries_and_exporting_programs_and_says_what_it_le
 def test_is_zip_and_is_elf_strict_read_the_first_bytes(tmp_path) -> None:
     for name, data, zip_, elf in (("z", b"PK\x03\x04rest", True, False), ("z4", b"PK\x03\x04", True, False),
                                   ("short", b"PK\x03", False, False), ("e", b"\x7fELF\x02rest", False, True),
-                                  ("e4", b"\x7fELF", False, True), ("other", b"pk\x03\x04", False, False)):  # fmt: skip
+                                  ("e4", b"\x7fELF", False, True), ("other", b"pk\x03\x04", False, False)):
         (tmp_path / name).write_bytes(data)
         assert inputs._is_zip(str(tmp_path / name)) is zip_, name
         assert inputs.is_elf_strict(str(tmp_path / name)) is elf, name
@@ -749,7 +814,10 @@ def test_a_members_file_name_is_its_base_name_whatever_separator_its_wheel_write
     """Streamed or copied to a temp file, a member is named by the last part of its member
     name, backslashes being separators (as for its safety and its uniqueness); a file given
     or found in a folder by its own base name."""
-    wheel = make_wheel(tmp_path / "w.whl", [("pkg/liba.so", libs["small"]), ("pkg\\sub\\libb.so", libs["other"]), ("libc.so", libs["big"])])
+    wheel = make_wheel(
+        tmp_path / "w.whl",
+        [("pkg/liba.so", libs["small"]), ("pkg\\sub\\libb.so", libs["other"]), ("libc.so", libs["big"])],
+    )
     with Workspace() as ws:
         arts = collect([str(wheel)], ws)
         assert [a.image is not None for a in arts] == [True] * 3  # streamed
@@ -761,8 +829,12 @@ def test_a_members_file_name_is_its_base_name_whatever_separator_its_wheel_write
 
 
 def test_a_library_a_model_needs_is_found_in_a_wheel_written_with_backslashes(tmp_path) -> None:
-    (tmp_path / "shim.c").write_text('__attribute__((visibility("default"))) int myrt_aoti_torch_get_dim(void) { return 1; }\n')
-    (tmp_path / "model.c").write_text("int myrt_aoti_torch_get_dim(void);\nint run(void) { return myrt_aoti_torch_get_dim(); }\n")
+    (tmp_path / "shim.c").write_text(
+        '__attribute__((visibility("default"))) int myrt_aoti_torch_get_dim(void) { return 1; }\n'
+    )
+    (tmp_path / "model.c").write_text(
+        "int myrt_aoti_torch_get_dim(void);\nint run(void) { return myrt_aoti_torch_get_dim(); }\n"
+    )
     compile_shared(tmp_path / "shim.c", tmp_path / "libshim.so")  # no SONAME: found by its file name
     compile_shared(tmp_path / "model.c", tmp_path / "model.so", ("-Wl,--no-as-needed", f"-L{tmp_path}", "-lshim"))
     found = {}
@@ -914,9 +986,9 @@ def test_a_folder_gives_its_libraries_and_exporting_programs_and_says_what_it_le
             (str(folder / "bin" / "runner2"),) * 2 + ("executable", None, None),
             (str(folder / "lib" / "libsmall.so"),) * 2 + ("shared", None, None),
             (str(folder / "zlast.so"),) * 2 + ("shared", None, None),
-        ]  # fmt: skip
+        ]
         assert ws.ignored == [(str(folder / "bin" / "tool"), "executable"), (str(folder / "lib" / "main.o"), "object"),
-                              (str(folder / "lib" / "stub"), "other"), (str(folder / "up"), _READ_ALREADY)]  # fmt: skip
+                              (str(folder / "lib" / "stub"), "other"), (str(folder / "up"), _READ_ALREADY)]
         assert [a.file_name for a in arts] == ["runner", "runner2", "libsmall.so", "zlast.so"]
         with arts[2].open() as image:
             assert image.display == str(folder / "lib" / "libsmall.so") and "myrt_aoti_torch_small" in image.exports()
@@ -937,13 +1009,17 @@ def test_collect_keeps_the_first_of_each_file_or_member_in_the_order_given(libs,
     as_zip = tmp_path / "w.zip"  # a wheel by its first bytes, whatever its name
     shutil.copy(wheel, as_zip)
     given = [str(other), str(tmp_path / "d"), str(wheel), str(lib), str(tmp_path / "link.so"), str(wheel), str(as_zip),
-             str(runner), str(tool), str(other)]  # fmt: skip
+             str(runner), str(tool), str(other)]
     with Workspace() as ws:
         arts = collect(given, ws)
         assert [(a.display, a.kind, a.wheel) for a in arts] == [
-            (str(other), "shared", None), (str(lib), "shared", None), (f"{wheel}!pkg/libbig.so", "shared", str(wheel)),
-            (f"{as_zip}!pkg/libbig.so", "shared", str(as_zip)), (str(runner), "executable", None), (str(tool), "executable", None),
-        ]  # fmt: skip
+            (str(other), "shared", None),
+            (str(lib), "shared", None),
+            (f"{wheel}!pkg/libbig.so", "shared", str(wheel)),
+            (f"{as_zip}!pkg/libbig.so", "shared", str(as_zip)),
+            (str(runner), "executable", None),
+            (str(tool), "executable", None),
+        ]
         assert ws.ignored == []  # a program named is checked, exporting or not
 
 
@@ -1011,7 +1087,11 @@ def _with_tag(data: bytes, tag: int, value: int) -> bytes:
     return bytes(out)
 
 
-_MODES = {"whole": {}, "to PT_DYNAMIC": {"SMALL_MEMBER": 1024}, "skipped to PT_DYNAMIC": {"SMALL_MEMBER": 1024, "STREAM_HEAD": 16384}}
+_MODES = {
+    "whole": {},
+    "to PT_DYNAMIC": {"SMALL_MEMBER": 1024},
+    "skipped to PT_DYNAMIC": {"SMALL_MEMBER": 1024, "STREAM_HEAD": 16384},
+}
 
 
 @pytest.mark.parametrize("mode", sorted(_MODES))
@@ -1065,7 +1145,11 @@ def test_a_table_past_the_member_is_refused_kept_whole_or_streamed(libs, tmp_pat
 
 
 def test_a_member_whose_deflated_data_is_corrupt_is_named(libs, tmp_path) -> None:
-    wheel = make_wheel(tmp_path / "w.whl", [("a/libok.so", libs["small"]), ("b/librot.so", libs["big"])], compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        tmp_path / "w.whl",
+        [("a/libok.so", libs["small"]), ("b/librot.so", libs["big"])],
+        compression=zipfile.ZIP_DEFLATED,
+    )
     data = bytearray(wheel.read_bytes())
     with zipfile.ZipFile(wheel) as zf:
         rot = zf.getinfo("b/librot.so")
@@ -1176,7 +1260,9 @@ def test_the_end_record_is_searched_for_in_the_last_22_plus_65535_bytes(tmp_path
 
 
 @pytest.mark.parametrize(("where", "read"), [(56, True), (55, False), ("past any file", False)])
-def test_the_zip64_record_is_read_where_the_locator_points_up_to_the_last_56_bytes(tmp_path, monkeypatch, where, read) -> None:
+def test_the_zip64_record_is_read_where_the_locator_points_up_to_the_last_56_bytes(
+    tmp_path, monkeypatch, where, read
+) -> None:
     """The locator may point anywhere; a record there is read when its 56 bytes fit in the
     file (here in the zip comment, at 56 bytes from the end), not one byte later, nor at an
     offset past any file (2^56 more than the real one: only 8 bytes of offset say so)."""

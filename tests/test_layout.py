@@ -44,6 +44,8 @@ def test_fixture_data_has_one_home() -> None:
     # Projects, sources and recorded packages the tests build from live under fixtures/;
     # tests/ holds tests and their helper modules only.
     assert not (REPO / "tests" / "packages").exists()
-    tracked = subprocess.run(["git", "ls-files", "tests"], cwd=REPO, capture_output=True, text=True, check=False).stdout.split()
+    tracked = subprocess.run(
+        ["git", "ls-files", "tests"], cwd=REPO, capture_output=True, text=True, check=False
+    ).stdout.split()
     strays = [name for name in tracked if not name.endswith(".py")]
     assert strays == [], "fixture data belongs under fixtures/"

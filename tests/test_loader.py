@@ -12,12 +12,12 @@ import threading
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
-from shims_support import reference_library
-from smoke_support import build_fake_libs, compiled_mlp
 
 from aoti_shim.errors import InputError
 from aoti_shim.smoke.loader import LoadSettings, load_private_copy, memfd_available
+from compile_support import compile_shared
+from shims_support import reference_library
+from smoke_support import build_fake_libs, compiled_mlp
 
 MODES = [pytest.param(False, id="private-file")]
 if memfd_available():
@@ -88,7 +88,9 @@ def test_missing_blob_is_an_input_error(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("use_memfd", MODES)
-def test_short_writes_still_copy_the_whole_blob(fake, tmp_path: Path, use_memfd: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_short_writes_still_copy_the_whole_blob(
+    fake, tmp_path: Path, use_memfd: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_write = os.write
 
     def short_write(fd: int, data) -> int:  # as a write interrupted by a signal
@@ -118,9 +120,19 @@ except InputError as e:
 def test_write_error_is_reported_as_a_write(fake, tmp_path: Path, use_memfd: bool) -> None:
     assert fake.counter.stat().st_size > 4096
     proc = subprocess.run(
-        [sys.executable, "-P", "-c", _LOAD_UNDER_A_SIZE_LIMIT, str(fake.counter), "1" if use_memfd else "0", str(tmp_path)],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-P",
+            "-c",
+            _LOAD_UNDER_A_SIZE_LIMIT,
+            str(fake.counter),
+            "1" if use_memfd else "0",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stdout.startswith(f"cannot write the private copy of blob {fake.counter}: File too large")
     assert list(tmp_path.iterdir()) == []
@@ -228,7 +240,7 @@ def test_threads_run_one_real_blob_concurrently(
         [sys.executable, "-c", _REAL_BLOB_SCRIPT, str(blob), str(artefact.io_file), shim_lib, prefix,
          "1" if use_memfd else "0", str(scratch)],
         capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     answers = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(answers) == 4

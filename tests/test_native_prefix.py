@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cmake_support import REPO, clean_env
 from compile_support import compile_shared
 
@@ -31,8 +32,13 @@ def test_both_prefix_headers_together_define_no_macro_twice(tmp_path: Path, orde
     headers = [TORCH_HEADER, HEADER] if order == "torch-first" else [HEADER, TORCH_HEADER]
     includes = tuple(arg for h in headers for arg in ("-include", str(h)))
     library = tmp_path / "libboth.so"
-    done = compile_shared(STAND_IN / "shims.c", library, ("-Werror", "-Wall", "-DAOTI_SHIM_SYMBOL_PREFIX=myrt_", *includes),
-                          check=False, env=clean_env())  # fmt: skip
+    done = compile_shared(
+        STAND_IN / "shims.c",
+        library,
+        ("-Werror", "-Wall", "-DAOTI_SHIM_SYMBOL_PREFIX=myrt_", *includes),
+        check=False,
+        env=clean_env(),
+    )
     assert done.returncode == 0, done.stderr
     # torch's name through whichever header came first, ours through ours: both prefixed.
     assert _exports(library) >= {"myrt_aoti_torch_dtype_float32", "myrt_aoti_torch_dtype_int64"}
@@ -47,9 +53,13 @@ def test_the_stand_in_redefines_without_the_guards(tmp_path: Path) -> None:
         "#define AOTI_SHIM_P_(a, b) a##b\n#define AOTI_SHIM_P(a, b) AOTI_SHIM_P_(a, b)\n"
         "#define aoti_torch_dtype_float32 AOTI_SHIM_P(AOTI_SHIM_SYMBOL_PREFIX, aoti_torch_dtype_float32)\n"
     )
-    done = compile_shared(STAND_IN / "shims.c", tmp_path / "lib.so",
-                          ("-Werror", "-DAOTI_SHIM_SYMBOL_PREFIX=myrt_", "-include", str(TORCH_HEADER), "-include", str(unguarded)),
-                          check=False, env=clean_env())  # fmt: skip
+    done = compile_shared(
+        STAND_IN / "shims.c",
+        tmp_path / "lib.so",
+        ("-Werror", "-DAOTI_SHIM_SYMBOL_PREFIX=myrt_", "-include", str(TORCH_HEADER), "-include", str(unguarded)),
+        check=False,
+        env=clean_env(),
+    )
     assert done.returncode != 0 and "redefined" in done.stderr, done.stderr
 
 
@@ -68,7 +78,9 @@ print(json.dumps(inductor_options("cpu", sys.argv[2], prefix="myrt_")))
 
 
 def _options(torch_kind: str, route: str) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", _CHILD, torch_kind, route], capture_output=True, text=True, check=False, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, torch_kind, route], capture_output=True, text=True, check=False, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -97,11 +109,15 @@ def _natively_prefixed_package(tmp: Path, prefix: str) -> Path:
 
 
 @pytest.mark.parametrize(("made_with", "ok"), [("myrt_", True), ("other_", False)])
-def test_a_natively_prefixed_package_builds_with_its_own_prefix_only(cmake_project, tmp_path: Path, made_with: str, ok: bool) -> None:
+def test_a_natively_prefixed_package_builds_with_its_own_prefix_only(
+    cmake_project, tmp_path: Path, made_with: str, ok: bool
+) -> None:
     from cmake_support import PACKAGES, log, one_line
 
     package = _natively_prefixed_package(tmp_path, made_with)
-    project = cmake_project(PACKAGES / "cmake_model", {"AOTI_SHIM_SYMBOL_PREFIX": "myrt_", "FIXTURE_PACKAGE": str(package)})
+    project = cmake_project(
+        PACKAGES / "cmake_model", {"AOTI_SHIM_SYMBOL_PREFIX": "myrt_", "FIXTURE_PACKAGE": str(package)}
+    )
     configured = project.configure()
     if ok:
         assert configured.returncode == 0, log(configured)
@@ -110,7 +126,11 @@ def test_a_natively_prefixed_package_builds_with_its_own_prefix_only(cmake_proje
         assert flags.count("-DAOTI_SHIM_SYMBOL_PREFIX=myrt_") == flags.count("wrapper.cpp.o: CXX_COMPILER")
     else:
         assert configured.returncode != 0
-        assert "aoti_shim_add_model: 'mlp_blob': the package was made with aot_inductor.shim_symbol_prefix 'other_', not PREFIX 'myrt_'" in one_line(configured.stderr)
+        assert (
+            "aoti_shim_add_model: 'mlp_blob': the package was made with aot_inductor.shim_symbol_prefix 'other_', not "
+            "PREFIX 'myrt_'"
+            in one_line(configured.stderr)
+        )
 
 
 def test_the_smoke_asks_for_the_native_route_only_where_torch_declares_it(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from cli_support import cli, one_line_error
 from shims_support import imported_shim_names
 from smoke_support import PREFIX, build_fake_libs
@@ -116,7 +117,9 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
-def test_a_killed_rewrite_leaves_no_child_and_after_sigterm_no_temp_file(fake, tmp_path: Path, sig: signal.Signals) -> None:
+def test_a_killed_rewrite_leaves_no_child_and_after_sigterm_no_temp_file(
+    fake, tmp_path: Path, sig: signal.Signals
+) -> None:
     work = tmp_path / "work"
     work.mkdir()
     blob = _copy_blob(fake, work)
@@ -124,7 +127,7 @@ def test_a_killed_rewrite_leaves_no_child_and_after_sigterm_no_temp_file(fake, t
     hook = _slow_lief(tmp_path, marker)
     env = {**os.environ, "PYTHONPATH": str(hook)}
     parent = subprocess.Popen([CLI, "rewrite-imports", str(blob), "--prefix", PREFIX], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not (marker.is_file() and marker.read_text()) and time.monotonic() < deadline:
@@ -161,7 +164,9 @@ def test_rewrite_worker_ignores_modules_in_the_current_folder(fake, tmp_path: Pa
     marker = tmp_path / "ran"
     _hostile(work, marker)
     blob = _copy_blob(fake, work)
-    proc = subprocess.run([CLI, "rewrite-imports", "model.so", "--prefix", PREFIX], cwd=work, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [CLI, "rewrite-imports", "model.so", "--prefix", PREFIX], cwd=work, capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert not marker.exists(), marker.read_text()
     assert imported_shim_names(blob) == {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
@@ -175,7 +180,9 @@ def test_every_python_child_starts_isolated(tmp_path: Path) -> None:
     _hostile(tmp_path, marker)
     probe = tmp_path / "probe.json"
     probe.write_text('{"a": 1}')
-    proc = subprocess.run(python_argv("json.tool", str(probe)), cwd=tmp_path, capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        python_argv("json.tool", str(probe)), cwd=tmp_path, capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout) == {"a": 1} and not marker.exists()
     assert python_argv("json.tool")[1] == "-I"

@@ -11,7 +11,9 @@ from pathlib import Path
 from cli_support import one_line_error
 
 
-def test_the_wheel_holds_what_pip_installed_and_nothing_of_the_installation(own_wheelhouse: Path, tmp_path: Path) -> None:
+def test_the_wheel_holds_what_pip_installed_and_nothing_of_the_installation(
+    own_wheelhouse: Path, tmp_path: Path
+) -> None:
     (wheel,) = own_wheelhouse.glob("aoti_shim-*.whl")
     dist = metadata.distribution("aoti-shim")
     assert wheel.name.startswith(f"aoti_shim-{dist.version}-py3-none-")
@@ -24,12 +26,22 @@ def test_the_wheel_holds_what_pip_installed_and_nothing_of_the_installation(own_
     assert names == expected
     assert "aoti_shim/lib/libaoti_shim.so" in names and "aoti_shim/cmake/AotiShimConfig.cmake" in names
     # The same installation gives the same bytes (fixed member times).
-    again = subprocess.run([sys.executable, "-m", "aoti_shim", "wheelhouse", str(tmp_path)], capture_output=True, text=True, check=False)
+    again = subprocess.run(
+        [sys.executable, "-m", "aoti_shim", "wheelhouse", str(tmp_path)], capture_output=True, text=True, check=False
+    )
     assert again.returncode == 0 and again.stdout.strip() == str(tmp_path / wheel.name)
     assert (tmp_path / wheel.name).read_bytes() == wheel.read_bytes()
 
 
 def test_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("")
-    done = subprocess.run([sys.executable, "-m", "aoti_shim", "wheelhouse", str(tmp_path / "file" / "sub")], capture_output=True, text=True, check=False)
-    assert one_line_error(done, 1) == f"aoti-shim: error: {tmp_path / 'file' / 'sub'}: cannot create the folder: Not a directory"
+    done = subprocess.run(
+        [sys.executable, "-m", "aoti_shim", "wheelhouse", str(tmp_path / "file" / "sub")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (
+        one_line_error(done, 1)
+        == f"aoti-shim: error: {tmp_path / 'file' / 'sub'}: cannot create the folder: Not a directory"
+    )

@@ -20,7 +20,14 @@ from aoti_shim.plugin import config_settings, prefix, settings, target_env
 from plugin_support import DECLARED_PREFIX, pyproject_tables
 from shims_support import exported_shim_names
 
-ENV_FREE = ("AOTI_SHIM_PREFIX", "AOTI_SHIM_TORCH", "PDECL_PREFIX", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE", "SKBUILD_CMAKE_ARGS")
+ENV_FREE = (
+    "AOTI_SHIM_PREFIX",
+    "AOTI_SHIM_TORCH",
+    "PDECL_PREFIX",
+    "CMAKE_ARGS",
+    "SKBUILD_CMAKE_DEFINE",
+    "SKBUILD_CMAKE_ARGS",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +41,9 @@ def _clean_build_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_prepare_takes_out_own_keys_and_injects_the_defines() -> None:
     prepared = config_settings.prepare(
-        pyproject_tables({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_", "aoti-shim.fail-on": "any", "cmake.build-type": "Debug"}, {}
+        pyproject_tables({"prefix": "tbl_"}),
+        {"aoti-shim.prefix": "cs_", "aoti-shim.fail-on": "any", "cmake.build-type": "Debug"},
+        {},
     )
     out = prepared.skbuild_settings
     assert out["cmake.define.AOTI_SHIM_SYMBOL_PREFIX"] == "cs_"
@@ -46,20 +55,28 @@ def test_prepare_takes_out_own_keys_and_injects_the_defines() -> None:
 
 def test_prepare_keeps_declared_settings_and_respects_raw_defines() -> None:
     pyproject = pyproject_tables(skb={**DECLARED_PREFIX, "cmake": {"define": {"AotiShim_DIR": "/opt/aotishim"}}})
-    prepared = config_settings.prepare(pyproject, {"aoti-shim.prefix": "cs_", "cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "raw_"}, {})
+    prepared = config_settings.prepare(
+        pyproject, {"aoti-shim.prefix": "cs_", "cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "raw_"}, {}
+    )
     out = prepared.skbuild_settings
     assert out["aoti-shim.prefix"] == "cs_"  # declared: scikit-build-core resolves it too
     assert out["cmake.define.AOTI_SHIM_SYMBOL_PREFIX"] == "raw_"  # the raw define is left alone
     assert "cmake.define.AotiShim_DIR" not in out  # the project points at its own
     assert prepared.raw_define_source == "-C cmake.define.AOTI_SHIM_SYMBOL_PREFIX"
-    env_raw = config_settings.prepare(pyproject_tables(), {}, {"SKBUILD_CMAKE_DEFINE": "X=1;AOTI_SHIM_SYMBOL_PREFIX=e_"})
+    env_raw = config_settings.prepare(
+        pyproject_tables(), {}, {"SKBUILD_CMAKE_DEFINE": "X=1;AOTI_SHIM_SYMBOL_PREFIX=e_"}
+    )
     assert env_raw.raw_define_source == "SKBUILD_CMAKE_DEFINE"
 
 
 def test_unknown_own_config_setting_and_table_key_are_usage_errors() -> None:
-    with pytest.raises(UsageError, match="^config-setting: unknown 'aoti-shim.prefx' .*did you mean 'aoti-shim.prefix'"):
+    with pytest.raises(
+        UsageError, match="^config-setting: unknown 'aoti-shim.prefx' .*did you mean 'aoti-shim.prefix'"
+    ):
         config_settings.prepare(pyproject_tables(), {"aoti-shim.prefx": "a_"}, {})
-    with pytest.raises(UsageError, match=r"^\[tool.aoti-shim\] key: unknown 'prefx' \('prefx': did you mean 'prefix'\?\)"):
+    with pytest.raises(
+        UsageError, match=r"^\[tool.aoti-shim\] key: unknown 'prefx' \('prefx': did you mean 'prefix'\?\)"
+    ):
         config_settings.prepare({"tool": {"aoti-shim": {"prefx": "a_"}}}, {}, {})
     with pytest.raises(UsageError, match="fail-on must be one of"):
         settings.gate_settings(pyproject_tables({"fail-on": "sometimes"}), {})
@@ -85,7 +102,9 @@ def _effective(project: Path, given: dict[str, Any], monkeypatch: pytest.MonkeyP
     return plan.prefix, plan.editable_mode
 
 
-def test_declared_setting_env_reaches_cmake_define(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_declared_setting_env_reaches_cmake_define(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     project = plugin_project("plugin_declared")
     effective, mode = _effective(project, {}, monkeypatch)
     assert (effective.choice.value, mode) == ("pdecl_", "redirect")
@@ -98,7 +117,10 @@ def test_declared_setting_env_reaches_cmake_define(plugin_project, tmp_path: Pat
 def test_overrides_are_warned_about(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     project = plugin_project("plugin_clean")
     effective, _ = _effective(project, {"cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "raw_"}, monkeypatch)
-    assert (effective.choice.value, effective.choice.source) == ("raw_", "a raw -C cmake.define.AOTI_SHIM_SYMBOL_PREFIX")
+    assert (effective.choice.value, effective.choice.source) == (
+        "raw_",
+        "a raw -C cmake.define.AOTI_SHIM_SYMBOL_PREFIX",
+    )
     assert effective.warnings == (
         "a raw -C cmake.define.AOTI_SHIM_SYMBOL_PREFIX sets AOTI_SHIM_SYMBOL_PREFIX=raw_, overriding "
         "aoti-shim.prefix=pclean_ (from [tool.aoti-shim] prefix); the library gets 'raw_'",
@@ -162,7 +184,9 @@ def test_gate_leaves_a_stable_abi_extension_next_to_the_shims_alone(tmp_path: Pa
     assert "UNPREFIXED_IMPORT" not in printed
 
 
-@pytest.mark.parametrize("member", ["../escape.so", "/tmp/aoti-shim-gate-escape.so", "pkg\\..\\..\\escape.so", "C:/escape.so"])
+@pytest.mark.parametrize(
+    "member", ["../escape.so", "/tmp/aoti-shim-gate-escape.so", "pkg\\..\\..\\escape.so", "C:/escape.so"]
+)
 def test_gate_refuses_a_wheel_with_an_unsafe_member_name(tmp_path: Path, checker_libs, member: str) -> None:
     # The unsafe member is an unprefixed shim: skipped, it would be installed unchecked.
     from aoti_shim.errors import InputError
@@ -182,8 +206,9 @@ def test_gate_refuses_a_wheel_with_an_unsafe_member_name(tmp_path: Path, checker
 def test_backend_deletes_a_built_wheel_with_an_unsafe_member_name(
     plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, checker_libs
 ) -> None:
-    import aoti_shim.build as backend
     from scikit_build_core import build as skbuild
+
+    import aoti_shim.build as backend
 
     def hostile_build(wheel_directory: str, *args: object) -> str:
         # What a CMake install() to a path outside the package would hand the gate.
@@ -200,7 +225,10 @@ def test_backend_deletes_a_built_wheel_with_an_unsafe_member_name(
         backend.build_wheel(str(out_dir), {"aoti-shim.against": "torch-2.13.0+cpu"})
     assert done.value.code == 1 and list(out_dir.iterdir()) == []
     errors = [line for line in capsys.readouterr().err.splitlines() if "aoti-shim: error:" in line]
-    assert errors == ["aoti-shim: error: plugin_clean-0.1.0-py3-none-any.whl: unsafe member name '../libescape.so' in wheel; it is not installed"]
+    assert errors == [
+        "aoti-shim: error: plugin_clean-0.1.0-py3-none-any.whl: unsafe member name '../libescape.so' in wheel; it is "
+        "not installed"
+    ]
 
 
 def test_torch_found_through_the_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -217,7 +245,9 @@ def _members(wheel: Path) -> list[str]:
         return zf.namelist()
 
 
-def test_build_wheel_in_process_with_declared_env_prefix(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_build_wheel_in_process_with_declared_env_prefix(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import aoti_shim.build as backend
 
     project = plugin_project("plugin_declared")
@@ -235,10 +265,14 @@ def test_build_wheel_in_process_with_declared_env_prefix(plugin_project, tmp_pat
     wheel = out_dir / name
     with zipfile.ZipFile(wheel) as zf:
         zf.extract("plugin_declared/libpdecl_shims.so", tmp_path / "x")
-    assert exported_shim_names(tmp_path / "x" / "plugin_declared" / "libpdecl_shims.so") == {"pdenv_aoti_torch_dtype_float32"}
+    assert exported_shim_names(tmp_path / "x" / "plugin_declared" / "libpdecl_shims.so") == {
+        "pdenv_aoti_torch_dtype_float32"
+    }
 
 
-def test_blocking_build_deletes_the_wheel_and_exits_cleanly(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_blocking_build_deletes_the_wheel_and_exits_cleanly(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import aoti_shim.build as backend
 
     project = plugin_project("plugin_forgot")
@@ -259,7 +293,9 @@ def test_blocking_build_deletes_the_wheel_and_exits_cleanly(plugin_project, tmp_
     assert "COLLISION" in capsys.readouterr().out
 
 
-def test_config_error_is_one_line_not_a_traceback(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_config_error_is_one_line_not_a_traceback(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import aoti_shim.build as backend
 
     monkeypatch.chdir(plugin_project("plugin_clean"))
@@ -267,11 +303,16 @@ def test_config_error_is_one_line_not_a_traceback(plugin_project, tmp_path: Path
         backend.get_requires_for_build_wheel({"aoti-shim.prefix": "1bad"})
     assert done.value.code == EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["aoti-shim: error: prefix '1bad' from -C aoti-shim.prefix is not a C identifier prefix (letters, digits, '_'; not empty)"]
+    assert err == [
+        "aoti-shim: error: prefix '1bad' from -C aoti-shim.prefix is not a C identifier prefix (letters, digits, '_'; "
+        "not empty)"
+    ]
 
 
 @pytest.mark.parametrize("broken", ["not-utf8", "folder"])
-def test_unreadable_pyproject_is_one_line_not_a_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, broken: str) -> None:
+def test_unreadable_pyproject_is_one_line_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys, broken: str
+) -> None:
     import aoti_shim.build as backend
 
     if broken == "folder":
@@ -287,12 +328,16 @@ def test_unreadable_pyproject_is_one_line_not_a_traceback(tmp_path: Path, monkey
     assert capsys.readouterr().err.strip().splitlines() == [message]
 
 
-def test_role_globs_replace_classification(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_role_globs_replace_classification(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import aoti_shim.build as backend
 
     project = plugin_project("plugin_clean")
     pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text() + 'shims = ["*/libpclean_shims.so"]\nmodels = ["*/libpclean_backend.so"]\n')
+    pyproject.write_text(
+        pyproject.read_text() + 'shims = ["*/libpclean_shims.so"]\nmodels = ["*/libpclean_backend.so"]\n'
+    )
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     monkeypatch.chdir(project)
@@ -303,7 +348,9 @@ def test_role_globs_replace_classification(plugin_project, tmp_path: Path, monke
     assert "checked: 1 shim library, 1 model(s)" in printed
 
 
-def test_shims_glob_matching_nothing_rejects_the_build(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_shims_glob_matching_nothing_rejects_the_build(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import aoti_shim.build as backend
 
     project = plugin_project("plugin_clean")
@@ -320,15 +367,18 @@ def test_shims_glob_matching_nothing_rejects_the_build(plugin_project, tmp_path:
 
 
 def test_backend_offers_every_scikit_build_core_hook() -> None:
-    import aoti_shim.build as backend
     from scikit_build_core import build as skbuild
+
+    import aoti_shim.build as backend
 
     assert set(skbuild.__all__) <= set(backend.__all__)
     for hook in skbuild.__all__:
         assert callable(getattr(backend, hook))
 
 
-def test_editable_plans_that_bypass_the_gate_are_named(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_editable_plans_that_bypass_the_gate_are_named(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from aoti_shim.plugin import wheel
 
     project = plugin_project("plugin_clean")
@@ -340,7 +390,9 @@ def test_editable_plans_that_bypass_the_gate_are_named(plugin_project, tmp_path:
     assert (plan.rebuild_on_import, plan.rebuild_dir) == (False, "")
 
 
-def test_shipped_snapshot_reference_needs_no_torch(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_shipped_snapshot_reference_needs_no_torch(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import aoti_shim.build as backend
 
     # The wheel ships this snapshot (test_snapshot asserts it): its absence fails, it does not skip.
@@ -356,7 +408,9 @@ def test_shipped_snapshot_reference_needs_no_torch(plugin_project, tmp_path: Pat
     assert "COLLISION" in printed and "aoti_torch_empty_strided" in printed and "libtorch_cpu.so" in printed
 
 
-def test_inplace_build_without_cmake_check_is_warned_about(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_inplace_build_without_cmake_check_is_warned_about(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     from aoti_shim.plugin import wheel
 
     (tmp_path / "build.ninja").write_text("build libx.so: C_SHARED_LIBRARY_LINKER x.o\n")
@@ -364,13 +418,17 @@ def test_inplace_build_without_cmake_check_is_warned_about(tmp_path: Path, monke
     out = capsys.readouterr().out
     assert "this inplace build does not run aoti_shim_check(): nothing checks it" in out
     # What CMake writes for aoti_shim_check(): the POST_BUILD command line.
-    (tmp_path / "build.ninja").write_text("  COMMAND = cd /p && /venv/bin/python -m aoti_shim check --shim /p/libx.so --against torch\n")
+    (tmp_path / "build.ninja").write_text(
+        "  COMMAND = cd /p && /venv/bin/python -m aoti_shim check --shim /p/libx.so --against torch\n"
+    )
     wheel.note_inplace(tmp_path)
     out = capsys.readouterr().out
     assert "this build runs aoti_shim_check() in CMake" in out and "warning" not in out
     # A check with no reference finds no collision: the build is not said to be gated
     # (at f562a93 any check command was "that gates it").
-    (tmp_path / "build.ninja").write_text("  COMMAND = cd /p && /venv/bin/python -m aoti_shim check --shim /p/libx.so --format text\n")
+    (tmp_path / "build.ninja").write_text(
+        "  COMMAND = cd /p && /venv/bin/python -m aoti_shim check --shim /p/libx.so --format text\n"
+    )
     wheel.note_inplace(tmp_path)
     out = capsys.readouterr().out
     assert "gates it" not in out

@@ -46,7 +46,9 @@ def _call_shim(library: Path, name: str) -> int:
     return int(func())
 
 
-def test_clean_project_installs_isolated_and_exports_only_prefixed_names(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+def test_clean_project_installs_isolated_and_exports_only_prefixed_names(
+    plugin_project, target: TargetEnv, tmp_path: Path
+) -> None:
     project = plugin_project("plugin_clean")
     result = target.pip("install", "-v", str(project))
     out = _output(result)
@@ -75,7 +77,9 @@ def test_clean_project_installs_isolated_and_exports_only_prefixed_names(plugin_
     assert _call_shim(backend, "pclean_backend_float32_code") == 6
 
 
-def test_forgotten_prefix_fails_names_the_symbol_and_installs_nothing(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+def test_forgotten_prefix_fails_names_the_symbol_and_installs_nothing(
+    plugin_project, target: TargetEnv, tmp_path: Path
+) -> None:
     project = plugin_project("plugin_forgot")
     result = target.pip("install", str(project))
     out = _output(result)
@@ -106,7 +110,13 @@ def test_prefix_from_config_setting_reaches_the_library(plugin_project, target: 
 def test_prefix_from_environment_beats_config_setting(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
     project = plugin_project("plugin_clean")
     result = target.pip(
-        "install", "-v", "--no-build-isolation", "-C", "aoti-shim.prefix=viacs_", str(project), AOTI_SHIM_PREFIX="viaenv_"
+        "install",
+        "-v",
+        "--no-build-isolation",
+        "-C",
+        "aoti-shim.prefix=viacs_",
+        str(project),
+        AOTI_SHIM_PREFIX="viaenv_",
     )
     out = _output(result)
     assert result.returncode == 0, out
@@ -155,7 +165,15 @@ def test_editable_redirect_checks_the_editable_wheel(plugin_project, target: Tar
 def test_editable_inplace_is_left_to_cmake_and_says_so(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
     project = plugin_project("plugin_clean")
     result = target.pip(
-        "install", "-v", "--no-build-isolation", "-C", "editable.mode=inplace", "-C", "cmake.define.PCLEAN_CMAKE_CHECK=ON", "-e", str(project)
+        "install",
+        "-v",
+        "--no-build-isolation",
+        "-C",
+        "editable.mode=inplace",
+        "-C",
+        "cmake.define.PCLEAN_CMAKE_CHECK=ON",
+        "-e",
+        str(project),
     )
     out = _output(result)
     assert result.returncode == 0, out
@@ -167,7 +185,14 @@ def test_editable_inplace_is_left_to_cmake_and_says_so(plugin_project, target: T
     # With aoti_shim_check() on, CMake's build fails on the forgotten prefix: nothing installs.
     forgot = plugin_project("plugin_forgot")
     result = target.pip(
-        "install", "--no-build-isolation", "-C", "editable.mode=inplace", "-C", "cmake.define.PFORGOT_CMAKE_CHECK=ON", "-e", str(forgot)
+        "install",
+        "--no-build-isolation",
+        "-C",
+        "editable.mode=inplace",
+        "-C",
+        "cmake.define.PFORGOT_CMAKE_CHECK=ON",
+        "-e",
+        str(forgot),
     )
     out = _output(result)
     assert result.returncode != 0
@@ -176,7 +201,9 @@ def test_editable_inplace_is_left_to_cmake_and_says_so(plugin_project, target: T
     assert not target.installed("plugin-forgot")
 
 
-def test_suppressed_export_installs_and_reports_the_suppression(plugin_project, target: TargetEnv, tmp_path: Path) -> None:
+def test_suppressed_export_installs_and_reports_the_suppression(
+    plugin_project, target: TargetEnv, tmp_path: Path
+) -> None:
     project = plugin_project("plugin_suppressed")
     result = target.pip("install", "-v", "--no-build-isolation", str(project))
     out = _output(result)

@@ -8,11 +8,17 @@ effective-prefix logic, which a prefix given as ``-D`` in ``CMAKE_ARGS`` once la
 from __future__ import annotations
 
 import pytest
-from plugin_support import DECLARED_PREFIX, pyproject_tables
 
 from aoti_shim.errors import UsageError
 from aoti_shim.plugin import prefix, settings
-from aoti_shim.plugin.prefix import EffectivePrefix, PrefixChoice, effective_prefix, last_cmake_arg_define, raw_define_source
+from aoti_shim.plugin.prefix import (
+    EffectivePrefix,
+    PrefixChoice,
+    effective_prefix,
+    last_cmake_arg_define,
+    raw_define_source,
+)
+from plugin_support import DECLARED_PREFIX, pyproject_tables
 
 ASKED = PrefixChoice("myrt_", "-C aoti-shim.prefix")
 NOT_SET = PrefixChoice(None, "not set")
@@ -52,7 +58,10 @@ def _warning(by: str, value: str, requested: PrefixChoice = ASKED) -> str:
         (["-G", "Ninja", "-D", "AOTI_SHIM_SYMBOL_PREFIX=c_"], "c_"),  # the value after this -D
         (["Ninja", "-DAOTI_SHIM_SYMBOL_PREFIX=x_"], "x_"),  # one plain argument skips one
         (["-DAOTI_SHIM_SYMBOL_PREFIX=a=b"], "a=b"),  # the first '=' ends the name
-        (["-DOTHER=1", "-DAOTI_SHIM_SYMBOL_PREFIXX=z_", "-DAOTI_SHIM_SYMBOL_PREFIX"], None),  # no '=': not a define of it
+        (
+            ["-DOTHER=1", "-DAOTI_SHIM_SYMBOL_PREFIXX=z_", "-DAOTI_SHIM_SYMBOL_PREFIX"],
+            None,
+        ),  # no '=': not a define of it
         (["AOTI_SHIM_SYMBOL_PREFIX=x_", "-G", "Ninja"], None),
         (["-D"], None),  # a trailing -D defines nothing
         ([], None),
@@ -96,7 +105,9 @@ def test_cmake_args_environment_without_a_request_is_not_warned_about() -> None:
 
 
 def test_cmake_args_setting_beats_the_defines() -> None:
-    got = _effective(define_value="myrt_", cmake_args=("-DAOTI_SHIM_SYMBOL_PREFIX=args_",), raw_source="-C cmake.define.X")
+    got = _effective(
+        define_value="myrt_", cmake_args=("-DAOTI_SHIM_SYMBOL_PREFIX=args_",), raw_source="-C cmake.define.X"
+    )
     assert got == EffectivePrefix(PrefixChoice("args_", "cmake.args"), (_warning("cmake.args", "args_"),))
 
 
@@ -125,16 +136,28 @@ def test_pyprojects_own_define_without_a_request() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"environ": {"CMAKE_ARGS": "-DAOTI_SHIM_SYMBOL_PREFIX=9x"}}, "prefix '9x' from CMAKE_ARGS is not a C identifier prefix"),
-        ({"cmake_args": ("-DAOTI_SHIM_SYMBOL_PREFIX=a-b",)}, "prefix 'a-b' from cmake.args is not a C identifier prefix"),
-        ({"define_value": "aoti_torch_x", "raw_source": "SKBUILD_CMAKE_DEFINE"}, "prefix 'aoti_torch_x' from a raw SKBUILD_CMAKE_DEFINE starts with"),
-        ({"define_value": "", "raw_source": None}, "prefix '' from [tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX is not"),
+        (
+            {"environ": {"CMAKE_ARGS": "-DAOTI_SHIM_SYMBOL_PREFIX=9x"}},
+            "prefix '9x' from CMAKE_ARGS is not a C identifier prefix",
+        ),
+        (
+            {"cmake_args": ("-DAOTI_SHIM_SYMBOL_PREFIX=a-b",)},
+            "prefix 'a-b' from cmake.args is not a C identifier prefix",
+        ),
+        (
+            {"define_value": "aoti_torch_x", "raw_source": "SKBUILD_CMAKE_DEFINE"},
+            "prefix 'aoti_torch_x' from a raw SKBUILD_CMAKE_DEFINE starts with",
+        ),
+        (
+            {"define_value": "", "raw_source": None},
+            "prefix '' from [tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX is not",
+        ),
         ({"environ": {"CMAKE_ARGS": "-DA='b"}}, "CMAKE_ARGS: No closing quotation"),
     ],
 )
 def test_a_bad_effective_prefix_is_a_usage_error_naming_its_source(kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(UsageError) as err:
-        _effective(**kwargs)  # type: ignore[arg-type]
+        _effective(**kwargs)
     assert str(err.value).startswith(message), str(err.value)
 
 
@@ -145,12 +168,20 @@ def test_a_bad_effective_prefix_is_a_usage_error_naming_its_source(kwargs: dict[
         ({}, {"SKBUILD_CMAKE_DEFINE": "A=1; AOTI_SHIM_SYMBOL_PREFIX:STRING = x_"}, "SKBUILD_CMAKE_DEFINE"),
         ({}, {"SKBUILD_CMAKE_DEFINE": "AOTI_SHIM_SYMBOL_PREFIX"}, None),  # no '=': not a define
         ({}, {"SKBUILD_CMAKE_DEFINE": "OTHER=AOTI_SHIM_SYMBOL_PREFIX"}, None),
-        ({}, {"SKBUILD_CMAKE_DEFINE": "AOTI_SHIM_SYMBOL_PREFIX=a=b"}, "SKBUILD_CMAKE_DEFINE"),  # the first '=' ends the name
+        (
+            {},
+            {"SKBUILD_CMAKE_DEFINE": "AOTI_SHIM_SYMBOL_PREFIX=a=b"},
+            "SKBUILD_CMAKE_DEFINE",
+        ),  # the first '=' ends the name
         ({"cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "x_"}, {}, "-C cmake.define.AOTI_SHIM_SYMBOL_PREFIX"),
         ({"skbuild.cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "x_"}, {}, "-C skbuild.cmake.define.AOTI_SHIM_SYMBOL_PREFIX"),
         ({"cmake.define.OTHER": "x_"}, {}, None),
         # The environment is scikit-build-core's last word, so it is named first.
-        ({"cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "x_"}, {"SKBUILD_CMAKE_DEFINE": "AOTI_SHIM_SYMBOL_PREFIX=y_"}, "SKBUILD_CMAKE_DEFINE"),
+        (
+            {"cmake.define.AOTI_SHIM_SYMBOL_PREFIX": "x_"},
+            {"SKBUILD_CMAKE_DEFINE": "AOTI_SHIM_SYMBOL_PREFIX=y_"},
+            "SKBUILD_CMAKE_DEFINE",
+        ),
     ],
 )
 def test_raw_define_source(config_settings: dict[str, str], environ: dict[str, str], source: str | None) -> None:
@@ -158,25 +189,39 @@ def test_raw_define_source(config_settings: dict[str, str], environ: dict[str, s
 
 
 def test_requested_prefix_from_the_declarations_own_env_and_default() -> None:
-    declared = {"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": {"env": "MY_PREFIX", "default": "dflt_"}}}}}
-    assert prefix.requested_prefix(declared, {}, {"MY_PREFIX": "env_"}) == PrefixChoice("env_", "environment variable MY_PREFIX")
+    declared = {
+        "tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": {"env": "MY_PREFIX", "default": "dflt_"}}}}
+    }
+    assert prefix.requested_prefix(declared, {}, {"MY_PREFIX": "env_"}) == PrefixChoice(
+        "env_", "environment variable MY_PREFIX"
+    )
     assert prefix.requested_prefix(declared, {"aoti-shim.prefix": "cs_"}, {}).value == "cs_"
     assert prefix.requested_prefix(declared, {}, {}) == PrefixChoice(
         "dflt_", 'the default of [tool.scikit-build.config-setting."aoti-shim.prefix"]'
     )
     literal = {"tool": {"scikit-build": {"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "lit_"}}}}}
-    assert prefix.requested_prefix(literal, {}, {}) == PrefixChoice("lit_", "[tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX")
+    assert prefix.requested_prefix(literal, {}, {}) == PrefixChoice(
+        "lit_", "[tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX"
+    )
     assert prefix.requested_prefix({}, {}, {}) == PrefixChoice(None, "not set")
     with pytest.raises(UsageError, match="prefix '9' from environment variable MY_PREFIX is not"):
         prefix.requested_prefix(declared, {}, {"MY_PREFIX": "9"})
     bad_default = {"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": {"default": "9"}}}}}
-    with pytest.raises(UsageError, match=r"^prefix '9' from the default of \[tool.scikit-build.config-setting.\"aoti-shim.prefix\"\] is not"):
+    with pytest.raises(
+        UsageError,
+        match=r"^prefix '9' from the default of \[tool.scikit-build.config-setting.\"aoti-shim.prefix\"\] is not",
+    ):
         prefix.requested_prefix(bad_default, {}, {})
     bad_literal = {"tool": {"scikit-build": {"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "9"}}}}}
-    with pytest.raises(UsageError, match=r"^prefix '9' from \[tool.scikit-build\] cmake.define.AOTI_SHIM_SYMBOL_PREFIX is not"):
+    with pytest.raises(
+        UsageError, match=r"^prefix '9' from \[tool.scikit-build\] cmake.define.AOTI_SHIM_SYMBOL_PREFIX is not"
+    ):
         prefix.requested_prefix(bad_literal, {}, {})
     assert settings.declared_settings(declared) == frozenset({"aoti-shim.prefix"})
-    assert settings.declaration({"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": "not a table"}}}}) is None
+    assert (
+        settings.declaration({"tool": {"scikit-build": {"config-setting": {"aoti-shim.prefix": "not a table"}}}})
+        is None
+    )
 
 
 # --- which prefix is requested --------------------------------------------------------
@@ -188,11 +233,35 @@ def test_requested_prefix_from_the_declarations_own_env_and_default() -> None:
         (pyproject_tables(), {}, {}, None, "not set"),
         (pyproject_tables({"prefix": "tbl_"}), {}, {}, "tbl_", "[tool.aoti-shim] prefix"),
         (pyproject_tables({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_"}, {}, "cs_", "-C aoti-shim.prefix"),
-        (pyproject_tables({"prefix": "tbl_"}), {"aoti-shim.prefix": "cs_"}, {"AOTI_SHIM_PREFIX": "env_"}, "env_", "environment variable AOTI_SHIM_PREFIX"),
-        (pyproject_tables(skb=DECLARED_PREFIX), {}, {}, "decl_", 'the default of [tool.scikit-build.config-setting."aoti-shim.prefix"]'),
+        (
+            pyproject_tables({"prefix": "tbl_"}),
+            {"aoti-shim.prefix": "cs_"},
+            {"AOTI_SHIM_PREFIX": "env_"},
+            "env_",
+            "environment variable AOTI_SHIM_PREFIX",
+        ),
+        (
+            pyproject_tables(skb=DECLARED_PREFIX),
+            {},
+            {},
+            "decl_",
+            'the default of [tool.scikit-build.config-setting."aoti-shim.prefix"]',
+        ),
         (pyproject_tables({"prefix": "tbl_"}, DECLARED_PREFIX), {}, {}, "tbl_", "[tool.aoti-shim] prefix"),
-        (pyproject_tables(skb=DECLARED_PREFIX), {}, {"MYRT_PREFIX": "mine_", "AOTI_SHIM_PREFIX": "env_"}, "mine_", "environment variable MYRT_PREFIX"),
-        (pyproject_tables(skb={"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "lit_"}}}), {}, {}, "lit_", "[tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX"),
+        (
+            pyproject_tables(skb=DECLARED_PREFIX),
+            {},
+            {"MYRT_PREFIX": "mine_", "AOTI_SHIM_PREFIX": "env_"},
+            "mine_",
+            "environment variable MYRT_PREFIX",
+        ),
+        (
+            pyproject_tables(skb={"cmake": {"define": {"AOTI_SHIM_SYMBOL_PREFIX": "lit_"}}}),
+            {},
+            {},
+            "lit_",
+            "[tool.scikit-build] cmake.define.AOTI_SHIM_SYMBOL_PREFIX",
+        ),
     ],
 )
 def test_requested_prefix_precedence(pyproject, given, environ, value, source) -> None:

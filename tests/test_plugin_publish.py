@@ -45,7 +45,9 @@ def test_cmake_given_another_prefix_fails_the_build(
         monkeypatch.setenv("CMAKE_ARGS", f"-C {init}")
     else:
         lists = project / "CMakeLists.txt"
-        lists.write_text(lists.read_text().replace("aoti_shim_prefix(pclean_shims)", "aoti_shim_prefix(pclean_shims PREFIX other_)"))
+        lists.write_text(
+            lists.read_text().replace("aoti_shim_prefix(pclean_shims)", "aoti_shim_prefix(pclean_shims PREFIX other_)")
+        )
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     monkeypatch.chdir(project)
@@ -60,14 +62,18 @@ def test_cmake_given_another_prefix_fails_the_build(
     assert list(out_dir.iterdir()) == []
 
 
-def test_prefix_left_to_cmake_is_read_from_the_shims(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+def test_prefix_left_to_cmake_is_read_from_the_shims(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
     import aoti_shim.build as backend
 
     project = plugin_project("plugin_clean")
     pyproject = project / "pyproject.toml"
     pyproject.write_text(pyproject.read_text().replace('prefix = "pclean_"', ""))
     lists = project / "CMakeLists.txt"
-    lists.write_text(lists.read_text().replace("aoti_shim_prefix(pclean_shims)", "aoti_shim_prefix(pclean_shims PREFIX mine_)"))
+    lists.write_text(
+        lists.read_text().replace("aoti_shim_prefix(pclean_shims)", "aoti_shim_prefix(pclean_shims PREFIX mine_)")
+    )
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
     monkeypatch.chdir(project)
@@ -78,7 +84,8 @@ def test_prefix_left_to_cmake_is_read_from_the_shims(plugin_project, tmp_path: P
 
 # --- killed at each stage -------------------------------------------------------------------
 
-_BACKEND = "import sys, aoti_shim.build as b; print('PUBLISHED:', b.build_wheel(sys.argv[1], {'aoti-shim.against': 'torch-2.13.0+cpu'}), flush=True)"
+_BACKEND = ("import sys, aoti_shim.build as b; print('PUBLISHED:', b.build_wheel(sys.argv[1], {'aoti-shim.against': "
+    "'torch-2.13.0+cpu'}), flush=True)")
 
 
 def _session_processes(sid: int) -> list[str]:
@@ -101,7 +108,9 @@ def _session_processes(sid: int) -> list[str]:
     ("stage", "marker"),
     [("cmake", "-- Configuring done"), ("check", "aoti-shim: checking ")],
 )
-def test_killed_backend_leaves_no_unchecked_wheel(plugin_project, tmp_path: Path, sig: signal.Signals, stage: str, marker: str) -> None:
+def test_killed_backend_leaves_no_unchecked_wheel(
+    plugin_project, tmp_path: Path, sig: signal.Signals, stage: str, marker: str
+) -> None:
     project = plugin_project("plugin_clean")
     out_dir = tmp_path / "dist"
     out_dir.mkdir()
@@ -148,7 +157,9 @@ def test_killed_backend_leaves_no_unchecked_wheel(plugin_project, tmp_path: Path
         assert _session_processes(proc.pid) == [], log
 
 
-def test_no_prefix_under_pip_names_the_pyproject_setting(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd) -> None:
+def test_no_prefix_under_pip_names_the_pyproject_setting(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd
+) -> None:
     # Under pip the fix is a [tool.aoti-shim] key; CMake's message named -DAOTI_SHIM_SYMBOL_PREFIX,
     # which a pip user does not pass.
     import aoti_shim.build as backend

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from aoti_shim.errors import EXIT_USAGE, AotiShimError
 from aoti_shim.plugin import config_settings, settings
@@ -50,7 +52,7 @@ def test_every_field_is_a_documented_setting() -> None:
     assert settings.CONFIG_KEYS == {
         "aoti-shim.prefix", "aoti-shim.against", "aoti-shim.fail-on", "aoti-shim.report", "aoti-shim.cuda",
         "aoti-shim.force-include", "aoti-shim.exports",
-    }  # fmt: skip
+    }
 
 
 def test_a_new_field_is_known_everywhere() -> None:
@@ -72,7 +74,14 @@ def test_a_new_field_is_known_everywhere() -> None:
         ({}, {}, {}, "fail_on", "blocking", "default"),
         ({"fail-on": "any"}, {}, {}, "fail_on", "any", "[tool.aoti-shim] fail-on"),
         ({"fail-on": "any"}, {"aoti-shim.fail-on": "never"}, {}, "fail_on", "never", "-C aoti-shim.fail-on"),
-        ({"prefix": "t_"}, {"aoti-shim.prefix": "c_"}, {"AOTI_SHIM_PREFIX": "e_"}, "prefix", "e_", "environment variable AOTI_SHIM_PREFIX"),
+        (
+            {"prefix": "t_"},
+            {"aoti-shim.prefix": "c_"},
+            {"AOTI_SHIM_PREFIX": "e_"},
+            "prefix",
+            "e_",
+            "environment variable AOTI_SHIM_PREFIX",
+        ),
         ({"against": []}, {}, {}, "against", (), "[tool.aoti-shim] against"),
         ({"against": "torch"}, {"aoti-shim.against": "a;b"}, {}, "against", ("a", "b"), "-C aoti-shim.against"),
         ({"shims": "*/libx.so"}, {}, {}, "shims", ("*/libx.so",), "[tool.aoti-shim] shims"),
@@ -86,23 +95,51 @@ def test_one_precedence_for_every_setting(table, given, environ, name, value, so
 @pytest.mark.parametrize(
     ("pyproject", "given", "message"),
     [
-        ({"tool": {"aoti-shim": {"failon": "any"}}}, {}, "[tool.aoti-shim] key: unknown 'failon' ('failon': did you mean 'fail-on'?)"),
-        ({"tool": {"aoti-shim": {"zzz": 1}}}, {}, "[tool.aoti-shim] key: unknown 'zzz'; known: against, cuda, cuda-libraries, export-names"),
-        ({}, {"aoti-shim.agaimst": "torch"}, "config-setting: unknown 'aoti-shim.agaimst' ('aoti-shim.agaimst': did you mean 'aoti-shim.against'?)"),
+        (
+            {"tool": {"aoti-shim": {"failon": "any"}}},
+            {},
+            "[tool.aoti-shim] key: unknown 'failon' ('failon': did you mean 'fail-on'?)",
+        ),
+        (
+            {"tool": {"aoti-shim": {"zzz": 1}}},
+            {},
+            "[tool.aoti-shim] key: unknown 'zzz'; known: against, cuda, cuda-libraries, export-names",
+        ),
+        (
+            {},
+            {"aoti-shim.agaimst": "torch"},
+            "config-setting: unknown 'aoti-shim.agaimst' ('aoti-shim.agaimst': did you mean 'aoti-shim.against'?)",
+        ),
         ({"tool": {"aoti-shim": "x"}}, {}, "[tool.aoti-shim] must be a table"),
-        ({"tool": {"aoti-shim": {"shims": []}}}, {}, "[tool.aoti-shim] shims must be a non-empty string or a list of non-empty strings"),
+        (
+            {"tool": {"aoti-shim": {"shims": []}}},
+            {},
+            "[tool.aoti-shim] shims must be a non-empty string or a list of non-empty strings",
+        ),
         ({"tool": {"aoti-shim": {"prefix": 3}}}, {}, "[tool.aoti-shim] prefix must be a string"),
-        ({"tool": {"aoti-shim": {"suppress": {"rule": "X"}}}}, {}, "[tool.aoti-shim] suppress must be an array of tables"),
+        (
+            {"tool": {"aoti-shim": {"suppress": {"rule": "X"}}}},
+            {},
+            "[tool.aoti-shim] suppress must be an array of tables",
+        ),
         ({"tool": {"aoti-shim": {"fail-on": True}}}, {}, "[tool.aoti-shim] fail-on must be one of"),
         ({}, {"aoti-shim.prefix": ["a_", "b_"]}, "-C aoti-shim.prefix was given 2 times; give it once"),
         ({}, {"aoti-shim.fail-on": "a\0"}, "-C aoti-shim.fail-on must not contain a NUL character"),
-        ({"tool": {"scikit-build": "x", "aoti-shim": {"prefix": "ok_"}}}, {3: "x"}, "config-setting name 3 is not a string"),
+        (
+            {"tool": {"scikit-build": "x", "aoti-shim": {"prefix": "ok_"}}},
+            {3: "x"},
+            "config-setting name 3 is not a string",
+        ),
         # An empty reference is refused in every channel (at f562a93 the empty -C turned
         # COLLISION off and the wheel was published); against = [] stays the explicit opt-out.
         ({}, {"aoti-shim.against": ""}, '-C aoti-shim.against is empty: name a reference ("torch", a shipped snapshot'),
         ({}, {"aoti-shim.against": " ; "}, "-C aoti-shim.against is empty: name a reference"),
         ({"tool": {"aoti-shim": {"against": ""}}}, {}, "[tool.aoti-shim] against is empty: name a reference"),
-        ({"tool": {"aoti-shim": {"against": ["torch", ""]}}}, {}, "[tool.aoti-shim] against is empty: name a reference"),
+        (
+            {"tool": {"aoti-shim": {"against": ["torch", ""]}}},
+            {},
+            "[tool.aoti-shim] against is empty: name a reference",
+        ),
     ],
 )
 def test_bad_settings_are_one_line_usage_errors(pyproject, given, message) -> None:
@@ -130,7 +167,9 @@ _TOML = st.recursive(
 )
 _CS_KEYS = st.one_of(
     st.sampled_from(sorted(settings.CONFIG_KEYS)),
-    st.sampled_from(["aoti-shim.prefx", "aoti-shim.", "cmake.define.AOTI_SHIM_SYMBOL_PREFIX", "cmake.define.AotiShim_DIR"]),
+    st.sampled_from(
+        ["aoti-shim.prefx", "aoti-shim.", "cmake.define.AOTI_SHIM_SYMBOL_PREFIX", "cmake.define.AotiShim_DIR"]
+    ),
     st.text(max_size=16).map(lambda t: "aoti-shim." + t),
 )
 _CS_VALUES = st.one_of(st.text(max_size=20), st.lists(st.text(max_size=8), max_size=3), st.integers(), st.none())
@@ -142,7 +181,9 @@ _CS_VALUES = st.one_of(st.text(max_size=20), st.lists(st.text(max_size=8), max_s
     given_settings=st.dictionaries(_CS_KEYS, _CS_VALUES, max_size=4),
     skbuild=st.one_of(
         _TOML,
-        st.fixed_dictionaries({}, optional={"config-setting": _TOML, "cmake": st.one_of(_TOML, st.fixed_dictionaries({"define": _TOML}))}),
+        st.fixed_dictionaries(
+            {}, optional={"config-setting": _TOML, "cmake": st.one_of(_TOML, st.fixed_dictionaries({"define": _TOML}))}
+        ),
     ),
     env_prefix=st.one_of(st.none(), st.text(max_size=10)),
 )
@@ -151,7 +192,9 @@ def test_any_settings_give_settings_or_one_line(
 ) -> None:
     environ = {} if env_prefix is None or "\0" in env_prefix else {"AOTI_SHIM_PREFIX": env_prefix}
     try:
-        prepared = config_settings.prepare({"tool": {"aoti-shim": table, "scikit-build": skbuild}}, given_settings, environ)
+        prepared = config_settings.prepare(
+            {"tool": {"aoti-shim": table, "scikit-build": skbuild}}, given_settings, environ
+        )
     except AotiShimError as e:
         assert e.exit_code in (1, 2)
         assert str(e) and "\n" not in str(e), repr(str(e))
@@ -178,15 +221,36 @@ def test_any_pyproject_bytes_give_a_table_or_one_line(tmp_path_factory: pytest.T
 @pytest.mark.parametrize(
     ("toml", "given", "code", "line"),
     [
-        ('[tool.aoti-shim]\nprefx = "a_"\n', {}, 2, "aoti-shim: error: [tool.aoti-shim] key: unknown 'prefx' ('prefx': did you mean 'prefix'?)"),
-        ("[tool.aoti-shim]\nagainst = 3\n", {}, 2, "aoti-shim: error: [tool.aoti-shim] against must be a non-empty string or a list"),
-        ("[tool.aoti-shim]\n", {"aoti-shim.fail_on": "any"}, 2, "aoti-shim: error: config-setting: unknown 'aoti-shim.fail_on'"),
+        (
+            '[tool.aoti-shim]\nprefx = "a_"\n',
+            {},
+            2,
+            "aoti-shim: error: [tool.aoti-shim] key: unknown 'prefx' ('prefx': did you mean 'prefix'?)",
+        ),
+        (
+            "[tool.aoti-shim]\nagainst = 3\n",
+            {},
+            2,
+            "aoti-shim: error: [tool.aoti-shim] against must be a non-empty string or a list",
+        ),
+        (
+            "[tool.aoti-shim]\n",
+            {"aoti-shim.fail_on": "any"},
+            2,
+            "aoti-shim: error: config-setting: unknown 'aoti-shim.fail_on'",
+        ),
         ('[tool]\naoti-shim = "on"\n', {}, 2, "aoti-shim: error: [tool.aoti-shim] must be a table"),
         ("[tool.aoti-shim\n", {}, 1, "aoti-shim: error: pyproject.toml: invalid TOML"),
     ],
 )
 def test_hooks_answer_bad_settings_with_one_line(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], toml: str, given: dict[str, str], code: int, line: str
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    toml: str,
+    given: dict[str, str],
+    code: int,
+    line: str,
 ) -> None:
     import aoti_shim.build as backend
 

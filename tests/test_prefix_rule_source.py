@@ -53,7 +53,8 @@ def test_cmake_reads_the_default_prefix_from_the_rule_file(layout: str, tmp_path
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_cmake_and_the_checker_judge_prefixes_alike(layout: str, tmp_path: Path) -> None:
     for candidate in CANDIDATES:
-        call = f'_aoti_shim_resolve_prefix(probe t "PREFIX;{candidate}" "" "{candidate}" out)\nmessage(NOTICE "took=[${{out}}]")'
+        call = (f'_aoti_shim_resolve_prefix(probe t "PREFIX;{candidate}" "" "{candidate}" out)\nmessage(NOTICE '
+            f'"took=[${{out}}]")')
         done = _cmake(LAYOUTS[layout], call, tmp_path)
         cmake_accepts = done.returncode == 0 and f"took=[{candidate}]" in done.stderr
         assert cmake_accepts == _python_accepts(candidate), (candidate, done.stderr)

@@ -22,10 +22,18 @@ def test_validate_returns_a_good_prefix(good: str) -> None:
     [
         ("9bad", None, "--prefix '9bad' is not a C identifier prefix (letters, digits, '_'; not empty)"),
         ("", None, "--prefix '' is not a C identifier prefix (letters, digits, '_'; not empty)"),
-        ("my-rt_", "CMAKE_ARGS", "prefix 'my-rt_' from CMAKE_ARGS is not a C identifier prefix (letters, digits, '_'; not empty)"),
+        (
+            "my-rt_",
+            "CMAKE_ARGS",
+            "prefix 'my-rt_' from CMAKE_ARGS is not a C identifier prefix (letters, digits, '_'; not empty)",
+        ),
         ("myrt_\n", None, "--prefix 'myrt_\\n' is not a C identifier prefix (letters, digits, '_'; not empty)"),
         ("aoti_torch_x_", None, "--prefix 'aoti_torch_x_' starts with 'aoti_torch_', which libtorch uses itself"),
-        ("aoti_torch_", "-C aoti-shim.prefix", "prefix 'aoti_torch_' from -C aoti-shim.prefix starts with 'aoti_torch_', which libtorch uses itself"),
+        (
+            "aoti_torch_",
+            "-C aoti-shim.prefix",
+            "prefix 'aoti_torch_' from -C aoti-shim.prefix starts with 'aoti_torch_', which libtorch uses itself",
+        ),
     ],
 )
 def test_validate_refuses_with_one_line_naming_the_source(bad: str, source: str | None, message: str) -> None:
@@ -37,7 +45,7 @@ def test_validate_refuses_with_one_line_naming_the_source(bad: str, source: str 
 
 def test_validate_refuses_what_is_not_a_string() -> None:
     with pytest.raises(UsageError, match="is not a C identifier prefix"):
-        prefix.validate(None)  # type: ignore[arg-type]
+        prefix.validate(None)
 
 
 @pytest.mark.parametrize(

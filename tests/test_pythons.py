@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from plugin_support import copy_fixture, repack_installed
 
 pytestmark = pytest.mark.slow
@@ -50,7 +51,11 @@ class Outcome:
 
 
 def _env(venv: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AOTI_SHIM_", "SKBUILD_", "PYTHON")) and k != "CMAKE_ARGS"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("AOTI_SHIM_", "SKBUILD_", "PYTHON")) and k != "CMAKE_ARGS"
+    }
     # The venv's scripts first, then this suite's (cmake and ninja: nothing to download for them).
     env["PATH"] = os.pathsep.join([str(venv / "bin"), str(Path(sys.executable).parent), env.get("PATH", "")])
     env["VIRTUAL_ENV"] = str(venv)
@@ -80,11 +85,21 @@ def _exercise(version: str, wheel: Path, libs: dict[str, Path], work: Path) -> O
     run("version", aoti_shim, "--version")
     snapshot = "torch-2.13.0+cpu"
     run("check clean", aoti_shim, "check", "--shim", str(libs["clean_shim"]), "--against", snapshot)
-    run("check collision", aoti_shim, "check", "--shim", str(libs["unprefixed_shim"]), "--prefix", "myrt_", "--against", snapshot)
+    run(
+        "check collision",
+        aoti_shim,
+        "check",
+        "--shim",
+        str(libs["unprefixed_shim"]),
+        "--prefix",
+        "myrt_",
+        "--against",
+        snapshot,
+    )
     project = copy_fixture("plugin_clean", work / f"project-{version}")
     dist = work / f"dist-{version}"
     run("backend build", py, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "-w", str(dist),
-        "--config-settings", f"aoti-shim.against={snapshot}", str(project))  # fmt: skip
+        "--config-settings", f"aoti-shim.against={snapshot}", str(project))
     built = sorted(dist.glob("plugin_clean-*.whl"))
     if built:
         run("check built wheel", aoti_shim, "check", "--shim", str(built[0]), "--against", snapshot)
@@ -104,7 +119,9 @@ def outcomes(checker_libs: dict[str, Path], tmp_path_factory: pytest.TempPathFac
 
 
 def _show(outcome: Outcome) -> str:
-    return "\n".join(f"--- {name} (exit {p.returncode})\n{p.stdout[-2000:]}{p.stderr[-3000:]}" for name, p in outcome.steps)
+    return "\n".join(
+        f"--- {name} (exit {p.returncode})\n{p.stdout[-2000:]}{p.stderr[-3000:]}" for name, p in outcome.steps
+    )
 
 
 def test_the_package_declares_python_3_10_to_3_13() -> None:
@@ -122,7 +139,9 @@ def test_checker_and_backend_under_each_python(outcomes: dict[str, Outcome], ver
     if outcome.interpreter is None:
         pytest.skip(f"no Python {version} on this machine (python{version} or pyenv)")
     log = _show(outcome)
-    assert [name for name, p in outcome.steps if p.returncode != 0 and name not in ("check collision", "torch")] == [], log
+    assert [
+        name for name, p in outcome.steps if p.returncode != 0 and name not in ("check collision", "torch")
+    ] == [], log
     assert outcome.step("install").returncode == 0, log
     assert outcome.step("version").returncode == 0, log
     assert outcome.step("check clean").returncode == 0, log

@@ -46,7 +46,9 @@ README = REPO / "README.md"
 REFERENCE = REPO / "docs" / "reference.md"
 DOCS = (README, REFERENCE)
 
-_BLOCK = re.compile(r"(?:<!-- readme-test: (?P<tag>[^\n]*?) -->\n)?^```(?P<lang>[^\n]*)\n(?P<body>.*?)^```$", re.S | re.M)
+_BLOCK = re.compile(
+    r"(?:<!-- readme-test: (?P<tag>[^\n]*?) -->\n)?^```(?P<lang>[^\n]*)\n(?P<body>.*?)^```$", re.S | re.M
+)
 
 
 @dataclass(frozen=True)
@@ -91,9 +93,15 @@ class Workspace:
                     (self.clone / name).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(source, self.clone / name)
         else:  # not a git checkout: the tree, without build outputs
-            shutil.copytree(REPO, self.clone, ignore=shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__"))
+            shutil.copytree(
+                REPO, self.clone, ignore=shutil.ignore_patterns(".venv", "build", "dist", ".git", "__pycache__")
+            )
         bin_dir = str(Path(sys.executable).parent)
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AOTI_SHIM_", "SKBUILD_", "PIP_")) and k != "CMAKE_ARGS"}
+        self.env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("AOTI_SHIM_", "SKBUILD_", "PIP_")) and k != "CMAKE_ARGS"
+        }
         self.env.update(
             PATH=os.pathsep.join([bin_dir, self.env.get("PATH", "")]),
             VIRTUAL_ENV=str(Path(sys.executable).parent.parent),
@@ -111,7 +119,7 @@ class Workspace:
 
     def bash(self, script: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=cwd, env=self.env,
-                              capture_output=True, text=True, timeout=timeout, check=False)  # fmt: skip
+                              capture_output=True, text=True, timeout=timeout, check=False)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +145,10 @@ def test_every_block_says_what_it_is() -> None:
         '.venv/bin/pytest -m "not slow"',
         "bash docs/mutation.sh                    # or name modules: bash docs/mutation.sh checks/rules/table.py",
     ]
-    assert skipped[0].body.splitlines()[1] == 'python3 -m venv .venv && .venv/bin/pip install ".[test]" && .venv/bin/pytest'
+    assert (
+        skipped[0].body.splitlines()[1]
+        == 'python3 -m venv .venv && .venv/bin/pip install ".[test]" && .venv/bin/pytest'
+    )
 
 
 def _anchors(text: str) -> set[str]:
@@ -186,8 +197,14 @@ def test_every_relative_link_resolves(path: Path) -> None:
 
 
 def test_the_slugs_are_githubs() -> None:
-    text = "# The pip backend `aoti_shim.build`\n## Speed against libtorch's own shims, and the GPU run\n### Options\n### Options\n"
-    assert _anchors(text) == {"the-pip-backend-aoti_shimbuild", "speed-against-libtorchs-own-shims-and-the-gpu-run", "options", "options-1"}
+    text = ("# The pip backend `aoti_shim.build`\n## Speed against libtorch's own shims, and the GPU run\n### "
+        "Options\n### Options\n")
+    assert _anchors(text) == {
+        "the-pip-backend-aoti_shimbuild",
+        "speed-against-libtorchs-own-shims-and-the-gpu-run",
+        "options",
+        "options-1",
+    }
 
 
 def test_the_readme_lists_every_command() -> None:
@@ -268,7 +285,9 @@ def _run_workflow(block: Block, workspace: Workspace, runner) -> None:
     assert last is not None and last.returncode == 0, runner.shown()
     assert "PIP_FIND_LINKS" in runner.env, runner.shown()
     assert list((project / "dist").glob("myrt-0.1.0-*.whl")), runner.shown()
-    uploaded = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))["with"]["sarif_file"]
+    uploaded = next(s for s in steps if s.get("uses", "").startswith("github/codeql-action/upload-sarif@"))["with"][
+        "sarif_file"
+    ]
     sarif = json.loads((project / uploaded).read_text())
     assert sarif["version"] == "2.1.0" and sarif["runs"][0]["results"] == []
 
@@ -304,7 +323,10 @@ def test_the_cmake_quickstart_fails_a_model_built_with_another_prefix(workspace:
     for block in blocks:
         if block.tag.startswith("file "):
             name = block.tag.split()[1]
-            body = block.body.replace("aoti_shim_add_model(mlp PACKAGE mlp.pt2 PREFIX myrt_)", f'aoti_shim_add_model(mlp PACKAGE "{package}" PREFIX other_)')
+            body = block.body.replace(
+                "aoti_shim_add_model(mlp PACKAGE mlp.pt2 PREFIX myrt_)",
+                f'aoti_shim_add_model(mlp PACKAGE "{package}" PREFIX other_)',
+            )
             if name == "CMakeLists.txt":
                 assert body != block.body, "the quickstart's aoti_shim_add_model line changed"
             (project / name).write_text(body)

@@ -7,13 +7,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
+from aoti_shim.cli import main
+from aoti_shim.rename_header import header_names, manifest_names, own_header_names
 from cli_support import CLI
 from cmake_support import REPO, clean_env
 from compile_support import compile_object
 from torch_support import fake_torch_include
-
-from aoti_shim.cli import main
-from aoti_shim.rename_header import header_names, manifest_names, own_header_names
 
 HEADER = REPO / "cmake" / "include" / "aoti_shim_rename.h"
 MANIFEST = REPO / "shims" / "manifest.txt"
@@ -43,7 +43,12 @@ def test_the_header_renames_the_union_over_every_supported_torch() -> None:
     assert shipped.names <= renamed
     # Shim ABI is what the headers declare, not the aoti_torch_ spelling: c/shim.h's profiler
     # marks (profiled blobs import them, libtorch exports them) and torch 2.15's two additions.
-    for name in ("aoti_record_function_start", "aoti_record_function_end", "aoti_torch_mps__int_mm_out", "aoti_torch_xpu_geqrf"):
+    for name in (
+        "aoti_record_function_start",
+        "aoti_record_function_end",
+        "aoti_torch_mps__int_mm_out",
+        "aoti_torch_xpu_geqrf",
+    ):
         assert name in shipped.names and name in renamed, name
     # Every device's shims: CUDA, MPS and XPU fallbacks as well as the CPU ones.
     for device in ("cpu", "cuda", "mps", "xpu"):
@@ -54,13 +59,15 @@ def test_check_against_the_installed_torch_lists_what_the_shipped_header_lacks(t
     """Outside the source tree, --check reads the header installed with aoti-shim and names,
     one a line, every name that the torch's headers declare and it lacks."""
     torch = fake_torch_include(tmp_path / "include", "AOTITorchError aoti_torch_from_a_newer_torch(int);\n"
-                               "AOTITorchError aoti_torch_empty_strided(int);\n")  # fmt: skip
+                               "AOTITorchError aoti_torch_empty_strided(int);\n")
     proc = subprocess.run([*CLI, "rename-header", "--check", "--torch-include", str(torch)],
-                          capture_output=True, text=True, cwd=tmp_path, check=False)  # fmt: skip
+                          capture_output=True, text=True, cwd=tmp_path, check=False)
     assert proc.returncode == 8, proc.stderr
     assert proc.stdout.splitlines() == ["aoti_torch_from_a_newer_torch"]
     assert "misses 1 name(s)" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
-    installed = subprocess.run([*CLI, "rename-header", "--check"], capture_output=True, text=True, cwd=tmp_path, check=False)
+    installed = subprocess.run(
+        [*CLI, "rename-header", "--check"], capture_output=True, text=True, cwd=tmp_path, check=False
+    )
     if "torch is not installed" not in installed.stderr:
         assert installed.returncode == 0, installed.stdout + installed.stderr
 
@@ -71,21 +78,48 @@ def test_a_users_header_from_their_own_names(tmp_path: Path) -> None:
     (tmp_path / "include" / "myrt" / "shim.h").write_text("int32_t aoti_torch_myrt_extra(void);\n")
     (tmp_path / "names.txt").write_text("aoti_torch_myrt_listed\n")
     proc = subprocess.run(
-        [*CLI, "rename-header", "--shim-include", "include", "--manifest", "names.txt", "--output", "gen/aoti_shim_rename.h"],
-        capture_output=True, text=True, cwd=tmp_path, check=False,
-    )  # fmt: skip
+        [
+            *CLI,
+            "rename-header",
+            "--shim-include",
+            "include",
+            "--manifest",
+            "names.txt",
+            "--output",
+            "gen/aoti_shim_rename.h",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     names = header_names((tmp_path / "gen" / "aoti_shim_rename.h").read_text())
     assert {"aoti_torch_myrt_extra", "aoti_torch_myrt_listed", "aoti_torch_cuda_mm_out"} <= names
     again = subprocess.run(
-        [*CLI, "rename-header", "--shim-include", "include", "--manifest", "names.txt", "--output", "gen/aoti_shim_rename.h", "--check"],
-        capture_output=True, text=True, cwd=tmp_path, check=False,
-    )  # fmt: skip
+        [
+            *CLI,
+            "rename-header",
+            "--shim-include",
+            "include",
+            "--manifest",
+            "names.txt",
+            "--output",
+            "gen/aoti_shim_rename.h",
+            "--check",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
     assert again.returncode == 0, again.stderr
 
 
 @pytest.mark.parametrize("option", ["--manifest", "--shim-include", "--torch-include"])
-def test_a_named_input_that_is_missing_is_an_error(tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_named_input_that_is_missing_is_an_error(
+    tmp_path: Path, option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert _run(option, str(tmp_path / "nope"), "--output", str(tmp_path / "h.h")) == 1
     assert f"{option} {tmp_path / 'nope'}: no such file or folder" in capsys.readouterr().err
     assert not (tmp_path / "h.h").exists()
@@ -129,7 +163,9 @@ def test_manifest_and_own_header_names_join_torchs(tmp_path: Path) -> None:
     manifest.write_text("# ours\naoti_torch_fixture_only_name  # a shim torch does not have\n\n")
     include = tmp_path / "include" / "ours"
     include.mkdir(parents=True)
-    (include / "shim.h").write_text("int32_t aoti_torch_only_in_our_header(void);\n// aoti_torch_commented_out(void);\n")
+    (include / "shim.h").write_text(
+        "int32_t aoti_torch_only_in_our_header(void);\n// aoti_torch_commented_out(void);\n"
+    )
     out = tmp_path / "rename.h"
     assert _run("--output", str(out), "--manifest", str(manifest), "--shim-include", str(tmp_path / "include")) == 0
     names = header_names(out.read_text())
@@ -148,7 +184,9 @@ def test_bad_manifest_line_is_a_one_line_error(tmp_path: Path, capsys: pytest.Ca
     assert not out.exists()
 
 
-def test_outside_the_source_tree_without_output_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_outside_the_source_tree_without_output_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert _run("--root", str(tmp_path)) == 2
     assert "not the aoti-shim source tree" in capsys.readouterr().err
 
@@ -225,7 +263,9 @@ def _latin1_header(tmp_path: Path) -> Path:
     ],
     ids=["folder-named-h", "dangling-link", "not-utf8"],
 )
-def test_bad_shim_headers_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str], make, needle: str) -> None:
+def test_bad_shim_headers_are_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make, needle: str
+) -> None:
     include = make(tmp_path)
     out = tmp_path / "rename.h"
     assert _run("--output", str(out), "--shim-include", str(include)) == 1
@@ -238,11 +278,16 @@ def test_bad_shim_headers_are_one_line_errors(tmp_path: Path, capsys: pytest.Cap
     ("content", "needle"),
     [
         (b"aoti_torch_ok\nint\n", "manifest.txt:2: 'int' is not a shim name (aoti_torch_*)"),
-        (b"aoti_torch_ok\nmyrt_aoti_torch_x\n", "manifest.txt:2: 'myrt_aoti_torch_x' is not a shim name (aoti_torch_*)"),
+        (
+            b"aoti_torch_ok\nmyrt_aoti_torch_x\n",
+            "manifest.txt:2: 'myrt_aoti_torch_x' is not a shim name (aoti_torch_*)",
+        ),
         (b"aoti_torch_\xff\n", "manifest.txt: not UTF-8 text (byte 11)"),
     ],
 )
-def test_manifest_names_must_be_shim_names(tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, needle: str) -> None:
+def test_manifest_names_must_be_shim_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, needle: str
+) -> None:
     manifest = tmp_path / "manifest.txt"
     manifest.write_bytes(content)
     out = tmp_path / "rename.h"
@@ -275,7 +320,20 @@ def test_every_shim_include_folder_counts_and_hpp_and_cuh_are_read(tmp_path: Pat
     (third / "d.txt").write_text("int32_t aoti_torch_rt_not_a_header(void);\n")
     out = tmp_path / "rename.h"
     # --root outside the source tree: no default manifest or shim folder of ours joins in.
-    assert _run("--root", str(tmp_path), "--output", str(out), "--shim-include", str(first), "--shim-include", str(second), str(third)) == 0
+    assert (
+        _run(
+            "--root",
+            str(tmp_path),
+            "--output",
+            str(out),
+            "--shim-include",
+            str(first),
+            "--shim-include",
+            str(second),
+            str(third),
+        )
+        == 0
+    )
     names = header_names(out.read_text())
     assert {"aoti_torch_rt_from_first", "aoti_torch_rt_from_hpp", "aoti_torch_rt_from_cuh"} <= names
     assert "aoti_torch_rt_not_a_header" not in names
@@ -287,7 +345,9 @@ def test_check_gives_one_answer_from_any_folder(tmp_path: Path) -> None:
     # names), and from anywhere else the installed header (734): two answers to one question.
     answers = []
     for folder in (REPO, tmp_path):
-        proc = subprocess.run([*CLI, "rename-header", "--check"], capture_output=True, text=True, cwd=folder, check=False)
+        proc = subprocess.run(
+            [*CLI, "rename-header", "--check"], capture_output=True, text=True, cwd=folder, check=False
+        )
         answers.append((proc.returncode, proc.stdout, proc.stderr))
     assert answers[0] == answers[1]
     assert "aoti_shim/cmake/include/aoti_shim_rename.h renames every name" in answers[0][2]

@@ -28,12 +28,16 @@ _TABLE = {
 }
 
 
-@pytest.mark.parametrize(("found", "fail_on"), [(found, fail_on) for found in _TABLE for fail_on in ("blocking", "any", "never")])
+@pytest.mark.parametrize(
+    ("found", "fail_on"), [(found, fail_on) for found in _TABLE for fail_on in ("blocking", "any", "never")]
+)
 def test_exit_bits_for_every_mix_of_findings(found: tuple[bool, bool], fail_on: str) -> None:
     blocking, warnings = found
     code = _TABLE[found][fail_on]
     assert exit_bits(blocking, warnings, fail_on) == code
-    findings = (Finding("COLLISION", BLOCKING, "a.so", "x", "m"),) * blocking + (Finding("NOT_A_SHIM", WARNING, "b.so", "", "m"),) * warnings
+    findings = (Finding("COLLISION", BLOCKING, "a.so", "x", "m"),) * blocking + (
+        Finding("NOT_A_SHIM", WARNING, "b.so", "", "m"),
+    ) * warnings
     report = Report(findings=findings, prefix=None, prefix_source="none", artifacts=(), references=())
     assert report.exit_code(fail_on) == code
     assert report.exit_code() == _TABLE[found]["blocking"]  # the default counts blocking findings
@@ -77,7 +81,7 @@ def test_a_report_assembled_from_a_stream_carries_every_header_field_and_the_tal
         prefix="myrt_", prefix_source="inferred", artifacts=(CheckedArtifact("a.so", "shim"),), references=("r.so",),
         skipped_rules=(("LOAD_FAILURE", "why"),), prefix_inferred_from="models",
         against=(AgainstSource("torch", "/t", "argument", "2.13.0", 3),), ignored=(("tool", "executable"),),
-    )  # fmt: skip
+    )
     tally = Tally()
     tally.suppressed = [Suppressed(found._replace(symbol="y"), "known")]
     tally.unused_suppressions = ("NOT_A_SHIM in *.so",)
@@ -86,6 +90,6 @@ def test_a_report_assembled_from_a_stream_carries_every_header_field_and_the_tal
         findings=(found,), prefix="myrt_", prefix_source="inferred", artifacts=header.artifacts, references=("r.so",),
         suppressed=(Suppressed(found._replace(symbol="y"), "known"),), unused_suppressions=("NOT_A_SHIM in *.so",),
         skipped_rules=(("LOAD_FAILURE", "why"),), prefix_inferred_from="models", against=header.against,
-    )  # fmt: skip
+    )
     # And back: the header a report says before its findings (what a file listed as not checked is, it does not keep).
     assert header_of(report) == Header(**{**header.__dict__, "ignored": ()})

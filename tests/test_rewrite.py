@@ -10,11 +10,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
+from aoti_shim.checks.elf.image import ElfImage
 from cli_support import cli, one_line_error
 from shims_support import imported_shim_names
 from smoke_support import PREFIX, build_fake_libs, compiled_mlp
-
-from aoti_shim.checks.elf.image import ElfImage
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +38,9 @@ def _load_and_call(blob: Path, *globals_: Path) -> int:
         print(blob.smoke_model_run())
         """
     )
-    proc = subprocess.run([sys.executable, "-c", script, str(blob), *map(str, globals_)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(blob), *map(str, globals_)], capture_output=True, text=True, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     return int(proc.stdout.strip())
 
@@ -70,7 +72,11 @@ def test_rewrite_renames_only_the_shim_imports(tmp_path: Path) -> None:
         assert set(after.imports()) == set(renamed) and any(n.startswith("puts") for n in after.imports())
         assert f"{PREFIX}aoti_torch_get_dim" in after.imports() and "aoti_torch_get_dim" not in after.imports()
     # The name as data (a string the blob prints) is left as it was.
-    assert out.read_bytes().count(b"calls aoti_torch_get_dim\0") == blob.read_bytes().count(b"calls aoti_torch_get_dim\0") == 1
+    assert (
+        out.read_bytes().count(b"calls aoti_torch_get_dim\0")
+        == blob.read_bytes().count(b"calls aoti_torch_get_dim\0")
+        == 1
+    )
 
 
 @pytest.mark.parametrize("mode", [0o755, 0o640])
@@ -217,11 +223,18 @@ extern int _ZN3foo14aoti_torch_barEv(void);
 __attribute__((visibility("default"))) int AOTInductorModelContainerRun(void) {
   long d;
   return aoti_torch_get_dim(0, &d) + aoti_record_function_start() + (aoti_torch_weak_one ? aoti_torch_weak_one() : 0)
-         + my_aoti_torch_helper() + aoti_torchx_other() + aoti_torc_h() + myrt_aoti_torch_clone() + _ZN3foo14aoti_torch_barEv();
+         + my_aoti_torch_helper() + aoti_torchx_other() + aoti_torc_h() + myrt_aoti_torch_clone()
+         + _ZN3foo14aoti_torch_barEv();
 }
 """.replace("myrt_", PREFIX)
 _RENAMED = ("aoti_record_function_start", "aoti_torch_get_dim", "aoti_torch_weak_one")
-_KEPT = ("my_aoti_torch_helper", "aoti_torchx_other", "aoti_torc_h", f"{PREFIX}aoti_torch_clone", "_ZN3foo14aoti_torch_barEv")
+_KEPT = (
+    "my_aoti_torch_helper",
+    "aoti_torchx_other",
+    "aoti_torc_h",
+    f"{PREFIX}aoti_torch_clone",
+    "_ZN3foo14aoti_torch_barEv",
+)
 
 
 @pytest.fixture(scope="module")
@@ -258,14 +271,17 @@ def test_rewrite_renames_versioned_and_weak_imports_and_leaves_look_alikes(shape
     with ElfImage(shapes_blob) as b, ElfImage(out) as a:
         assert dict(a.exports().items()) == dict(b.exports().items())
         weak, was = a.imports()[f"{PREFIX}aoti_torch_weak_one"], b.imports()["aoti_torch_weak_one"]
-        assert (weak.bind_name, weak.type, weak.versioned) == (was.bind_name, was.type, was.versioned) == ("WEAK", was.type, False)
+        assert (
+            (weak.bind_name, weak.type, weak.versioned)
+            == (was.bind_name, was.type, was.versioned)
+            == ("WEAK", was.type, False)
+        )
         assert a.needed == b.needed
 
 
 def test_the_worker_renames_no_definition_and_writes_nothing_without_a_rename(tmp_path: Path) -> None:
-    from compile_support import compile_shared
-
     from aoti_shim.smoke.rewrite_worker import rename_imports
+    from compile_support import compile_shared
 
     (tmp_path / "m.c").write_text(
         "extern int aoti_torch_b(void); extern int aoti_torch_a(void);\n"
@@ -289,7 +305,9 @@ def test_the_worker_renames_no_definition_and_writes_nothing_without_a_rename(tm
 def test_a_blob_that_defines_a_shim_name_is_refused_after_the_rename(tmp_path: Path) -> None:
     from compile_support import compile_shared
 
-    (tmp_path / "m.c").write_text("extern int aoti_torch_b(void);\nint aoti_torch_defined(void) { return aoti_torch_b(); }\n")
+    (tmp_path / "m.c").write_text(
+        "extern int aoti_torch_b(void);\nint aoti_torch_defined(void) { return aoti_torch_b(); }\n"
+    )
     blob = tmp_path / "libm.so"
     compile_shared(tmp_path / "m.c", blob)
     out = tmp_path / "out.so"
@@ -321,7 +339,7 @@ def test_a_pt2_package_hint_names_up_to_three_blobs(tmp_path: Path, count: int) 
             zf.writestr(f"m/b{i}.so", b"x")
     hint = _package_hint(package)
     inside = {0: "", 1: " (it holds m/b0.so)", 3: " (it holds m/b0.so, m/b1.so, m/b2.so)",
-              4: " (it holds m/b0.so, m/b1.so, m/b2.so, ...)"}[count]  # fmt: skip
+              4: " (it holds m/b0.so, m/b1.so, m/b2.so, ...)"}[count]
     assert hint == (
         f"{package}: a zip archive (an AOTInductor .pt2 package?), not a blob{inside}: rewrite the blob inside it, "
         f"extracted with python -m zipfile -e {package} DIR, or build the package's sources with the prefix "
@@ -341,9 +359,8 @@ def _rewrite(blob: Path, out: Path, prefix: str = PREFIX):
 def test_each_refusal_in_its_words(fake, tmp_path: Path) -> None:
     import zipfile
 
-    from compile_support import compile_object
-
     from aoti_shim.errors import AotiShimError, InputError
+    from compile_support import compile_object
 
     out = tmp_path / "out.so"
     cases: list[tuple[Path, str]] = []
@@ -363,7 +380,9 @@ def test_each_refusal_in_its_words(fake, tmp_path: Path) -> None:
         with pytest.raises(InputError) as raised:
             _rewrite(blob, out)
         assert str(raised.value).startswith(words), (str(raised.value), words)
-    (tmp_path / "d.c").write_text("extern int aoti_torch_b(void);\nint aoti_torch_defined(void) { return aoti_torch_b(); }\n")
+    (tmp_path / "d.c").write_text(
+        "extern int aoti_torch_b(void);\nint aoti_torch_defined(void) { return aoti_torch_b(); }\n"
+    )
     from compile_support import compile_shared
 
     compile_shared(tmp_path / "d.c", tmp_path / "libd.so")
@@ -378,11 +397,16 @@ def test_each_refusal_in_its_words(fake, tmp_path: Path) -> None:
     [
         ("import os\nos._exit(0)\n", "the LIEF worker reported no result (exit status 0)"),
         ("import os\nos._exit(3)\n", "LIEF could not rewrite it: exit status 3"),
-        ("import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n", "LIEF could not rewrite it: LIEF crashed (signal 9)"),
+        (
+            "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+            "LIEF could not rewrite it: LIEF crashed (signal 9)",
+        ),
         ("raise RuntimeError('no LIEF today')\n", "LIEF could not rewrite it: RuntimeError: no LIEF today"),
     ],
 )
-def test_a_worker_that_fails_is_said_in_words(fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lief: str, words: str) -> None:
+def test_a_worker_that_fails_is_said_in_words(
+    fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lief: str, words: str
+) -> None:
     from aoti_shim.errors import InputError
 
     hook = tmp_path / "hook"
@@ -411,7 +435,9 @@ def test_the_output_may_be_the_blob_but_not_a_link_to_it(fake, tmp_path: Path) -
     assert stat.S_IMODE(blob.stat().st_mode) == 0o640
 
 
-def test_the_command_says_what_it_renamed_on_stdout_or_stderr(fake, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_says_what_it_renamed_on_stdout_or_stderr(
+    fake, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import argparse
 
     from aoti_shim.smoke import rewrite
@@ -428,7 +454,9 @@ def test_the_command_says_what_it_renamed_on_stdout_or_stderr(fake, tmp_path: Pa
     blob.write_bytes(fake.blob.read_bytes())
     args = parser.parse_args(["rewrite-imports", str(blob), "--prefix", PREFIX])
     assert args.output is None and args.run(args) == 0
-    assert capsys.readouterr().out.endswith(f"; wrote {blob}\n") and imported_shim_names(blob) == imported_shim_names(out)
+    assert capsys.readouterr().out.endswith(f"; wrote {blob}\n") and imported_shim_names(blob) == imported_shim_names(
+        out
+    )
     with pytest.raises(SystemExit):
         parser.parse_args(["rewrite-imports", str(blob)])  # --prefix is required
     assert "--prefix" in capsys.readouterr().err
@@ -445,7 +473,10 @@ def test_the_command_says_what_it_renamed_on_stdout_or_stderr(fake, tmp_path: Pa
     assert options["blob"] == ([], "BLOB", "the AOTInductor model .so")
     assert options["prefix"] == (["--prefix"], None, "the shim prefix, e.g. myrt_")
     assert options["output"] == (["-o", "--output"], None, "where to write (default: replace BLOB)")
-    assert commands._choices_actions[0].help == "rename a compiled blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*"
+    assert (
+        commands._choices_actions[0].help
+        == "rename a compiled blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*"
+    )
 
 
 def test_the_worker_answers_in_one_line_of_json(fake, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -462,7 +493,9 @@ def test_the_worker_answers_in_one_line_of_json(fake, tmp_path: Path, capsys: py
     assert json.loads(capsys.readouterr().out) == {"error": f"ValueError: LIEF cannot parse {tmp_path / 'junk'}"}
 
 
-def test_with_the_blob_on_standard_output_the_note_goes_to_standard_error(fake, capfd: pytest.CaptureFixture[str]) -> None:
+def test_with_the_blob_on_standard_output_the_note_goes_to_standard_error(
+    fake, capfd: pytest.CaptureFixture[str]
+) -> None:
     import argparse
 
     from aoti_shim.smoke import rewrite
@@ -472,4 +505,8 @@ def test_with_the_blob_on_standard_output_the_note_goes_to_standard_error(fake, 
     args = parser.parse_args(["rewrite-imports", str(fake.blob), "--prefix", PREFIX, "-o", "/dev/stdout"])
     assert isinstance(args.output, Path) and args.run(args) == 0
     out, err = capfd.readouterr()
-    assert out.startswith("\x7fELF") and err.startswith("rewrite-imports: renamed ") and err.endswith("; wrote /dev/stdout\n")
+    assert (
+        out.startswith("\x7fELF")
+        and err.startswith("rewrite-imports: renamed ")
+        and err.endswith("; wrote /dev/stdout\n")
+    )

@@ -10,12 +10,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from cli_support import cli, one_line_error
-from elf_fixtures import SYNTH_SYMBOLS, SynthSymbol, compile_fixtures, regions, synth_elf
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.errors import InputError
+from cli_support import cli, one_line_error
+from elf_fixtures import SYNTH_SYMBOLS, SynthSymbol, compile_fixtures, regions, synth_elf
 
 SHT_DYNSYM, SHT_GNU_HASH = 11, 0x6FFFFFF6
 
@@ -106,7 +106,7 @@ CASES = [
     "dynsym_offset_past_end", "dynsym_size_huge", "dynsym_size_ragged", "dynsym_entsize_zero",
     "dynsym_link_missing", "dynsym_link_self", "dynsym_link_not_strtab", "name_offset_past_strtab",
     "strtab_unterminated", "strtab_past_end", "gnu_hash_buckets_huge", "gnu_hash_symoffset_huge",
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -225,7 +225,14 @@ def test_wheel_member_names_cannot_escape(tiny: bytes, tmp_path: Path, member: s
     assert not Path("/tmp/aoti-shim-absolute-escape.so").exists()
 
 
-UNSAFE_MEMBERS = ["../escape.so", "/tmp/aoti-shim-absolute-escape.so", "pkg/../../escape.so", "C:/escape.so", "pkg\\..\\..\\escape.so", ""]
+UNSAFE_MEMBERS = [
+    "../escape.so",
+    "/tmp/aoti-shim-absolute-escape.so",
+    "pkg/../../escape.so",
+    "C:/escape.so",
+    "pkg\\..\\..\\escape.so",
+    "",
+]
 
 
 @pytest.mark.parametrize("name", UNSAFE_MEMBERS)

@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_TLS
 from aoti_shim.checks.rules.table import RULES
+from compile_support import compile_shared
 
 PREFIX = "myrt_"
 # The probe names each kind's library defines with that kind.
@@ -169,7 +169,9 @@ UNDEFINED = Why("undefined references are not definitions: the library exports n
 EXPORTS_NO_PROBE = Why("the library only defines the probes; it imports no shim name")
 
 
-def _cells(value: object, roles: tuple[str, ...] = ROLES, libs: tuple[str, ...] = LIBRARIES) -> dict[tuple[str, str], object]:
+def _cells(
+    value: object, roles: tuple[str, ...] = ROLES, libs: tuple[str, ...] = LIBRARIES
+) -> dict[tuple[str, str], object]:
     return {(role, lib): value for role in roles for lib in libs}
 
 
@@ -202,7 +204,9 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
         **_per_kind({kind: RUNTIME_SKIPPED for kind in DEFINED_KINDS}, ("shim", "both")),
         **_per_kind(_twice({kind: RUNTIME_SKIPPED for kind in DEFINED_KINDS}), ("twice",)),
         **_per_kind({"UNDEF_WEAK": UNDEFINED, "BARE": Why("plain_func is not in the reference")}, SHIM_ROLES),
-        **_cells(Why("models are not checked against references (MODEL_DEFINES_SHIM covers their shim names)"), ("model",)),
+        **_cells(
+            Why("models are not checked against references (MODEL_DEFINES_SHIM covers their shim names)"), ("model",)
+        ),
     },
     "UNPREFIXED_EXPORT": {
         **_per_kind({kind: (U,) for kind in DEFINED_KINDS}, ("shim", "both")),
@@ -226,8 +230,19 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
             },
             ("shim", "both"),
         ),
-        **_per_kind(_twice({"GLOBAL": (IU,), "WEAK": EXPORTS_NO_PROBE, "GNU_UNIQUE": EXPORTS_NO_PROBE,
-                            "TLS": EXPORTS_NO_PROBE, "UNDEF_WEAK": (IU, U), "BARE": (IU,)}), ("twice",)),  # fmt: skip
+        **_per_kind(
+            _twice(
+                {
+                    "GLOBAL": (IU,),
+                    "WEAK": EXPORTS_NO_PROBE,
+                    "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                    "TLS": EXPORTS_NO_PROBE,
+                    "UNDEF_WEAK": (IU, U),
+                    "BARE": (IU,),
+                }
+            ),
+            ("twice",),
+        ),
         **_per_kind(
             {
                 "GLOBAL": (IU,),
@@ -235,7 +250,10 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
                 "GNU_UNIQUE": EXPORTS_NO_PROBE,
                 "TLS": EXPORTS_NO_PROBE,
                 "UNDEF_WEAK": (IU, U),
-                "BARE": Why("not an AOTInductor model: its unprefixed imports are meant for libtorch (NOT_AN_AOTI_MODEL says so)"),
+                "BARE": Why(
+                    "not an AOTInductor model: its unprefixed imports are meant for libtorch (NOT_AN_AOTI_MODEL says "
+                    "so)"
+                ),
             },
             ("model",),
         ),
@@ -271,11 +289,19 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
             ("shim", "both"),
         ),
         **_per_kind(
-            _twice({"GLOBAL": (IM,), "WEAK": EXPORTS_NO_PROBE, "GNU_UNIQUE": EXPORTS_NO_PROBE, "TLS": EXPORTS_NO_PROBE,
-                    "UNDEF_WEAK": (IM, IP), "BARE": Why("it imports no prefixed name"),
-                    "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)")}),
+            _twice(
+                {
+                    "GLOBAL": (IM,),
+                    "WEAK": EXPORTS_NO_PROBE,
+                    "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                    "TLS": EXPORTS_NO_PROBE,
+                    "UNDEF_WEAK": (IM, IP),
+                    "BARE": Why("it imports no prefixed name"),
+                    "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)"),
+                }
+            ),
             ("twice",),
-        ),  # fmt: skip
+        ),
     },
     "PREFIX_MISMATCH": {
         **_per_kind(
@@ -292,11 +318,19 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
             ("shim", "model", "both"),
         ),
         **_per_kind(
-            _twice({"GLOBAL": (IF,), "WEAK": EXPORTS_NO_PROBE, "GNU_UNIQUE": EXPORTS_NO_PROBE, "TLS": EXPORTS_NO_PROBE,
-                    "UNDEF_WEAK": (IF,), "BARE": Why("it imports no shim name with another prefix"),
-                    "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)")}),
+            _twice(
+                {
+                    "GLOBAL": (IF,),
+                    "WEAK": EXPORTS_NO_PROBE,
+                    "GNU_UNIQUE": EXPORTS_NO_PROBE,
+                    "TLS": EXPORTS_NO_PROBE,
+                    "UNDEF_WEAK": (IF,),
+                    "BARE": Why("it imports no shim name with another prefix"),
+                    "FOREIGN": Why("it cannot load at all (LOAD_FAILURE says so)"),
+                }
+            ),
             ("twice",),
-        ),  # fmt: skip
+        ),
     },
     "BINDS_OUTSIDE_SHIMS": {
         # The reference exports every probe, the prefixed P too: a weak import of P binds to it.
@@ -304,7 +338,10 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
         **_per_kind({"UNDEF_WEAK": (P, P)}, ("twice",)),
         **_per_kind(
             {
-                **{kind: Why("its prefixed imports bind to the provider shim or to nothing") for kind in (*DEFINED_KINDS, "FOREIGN")},
+                **{
+                    kind: Why("its prefixed imports bind to the provider shim or to nothing")
+                    for kind in (*DEFINED_KINDS, "FOREIGN")
+                },
                 "BARE": Why("it imports no prefixed name"),
             },
             ROLES,
@@ -386,11 +423,21 @@ EXPECT: dict[str, dict[tuple[str, str], tuple[str, ...] | Why]] = {
     "REEXPORTED_CUDA_RUNTIME": {
         # Any binding: a WEAK cudaMalloc interposes libcudart as well.
         **_per_kind(
-            {**{kind: (C,) for kind in DEFINED_KINDS}, "UNDEF_WEAK": UNDEFINED, "BARE": Why("it exports no CUDA runtime name")},
+            {
+                **{kind: (C,) for kind in DEFINED_KINDS},
+                "UNDEF_WEAK": UNDEFINED,
+                "BARE": Why("it exports no CUDA runtime name"),
+            },
             ("shim", "model", "both"),
         ),
         **_per_kind(
-            _twice({**{kind: (C,) for kind in DEFINED_KINDS}, "UNDEF_WEAK": UNDEFINED, "BARE": Why("it exports no CUDA runtime name")}),
+            _twice(
+                {
+                    **{kind: (C,) for kind in DEFINED_KINDS},
+                    "UNDEF_WEAK": UNDEFINED,
+                    "BARE": Why("it exports no CUDA runtime name"),
+                }
+            ),
             ("twice",),
         ),
     },
@@ -467,8 +514,14 @@ SUPPRESSION_CASES = {
     "rule": ({"rule": "COLLISION"}, {("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("COLLISION", K)}),
     "any-rule-one-symbol": ({"rule": "*", "symbol": U}, {("COLLISION", U), ("UNPREFIXED_EXPORT", U)}),
     "rule-and-symbol": ({"rule": "COLLISION", "symbol": "aoti_torch_*"}, {("COLLISION", U)}),
-    "rule-and-artifact-by-name": ({"rule": "UNPREFIXED_EXPORT", "artifact": "libglobal.so"}, {("UNPREFIXED_EXPORT", U)}),
-    "rule-and-artifact-by-path": ({"rule": "REEXPORTED_RUNTIME", "artifact": "*/libglobal.*"}, {("REEXPORTED_RUNTIME", R2)}),
+    "rule-and-artifact-by-name": (
+        {"rule": "UNPREFIXED_EXPORT", "artifact": "libglobal.so"},
+        {("UNPREFIXED_EXPORT", U)},
+    ),
+    "rule-and-artifact-by-path": (
+        {"rule": "REEXPORTED_RUNTIME", "artifact": "*/libglobal.*"},
+        {("REEXPORTED_RUNTIME", R2)},
+    ),
     "all-three": ({"rule": "COLLISION", "symbol": "plain_*", "artifact": "lib*.so"}, {("COLLISION", S)}),
     "symbol-not-matching": ({"rule": "COLLISION", "symbol": "nothing_*"}, set()),
     "artifact-not-matching": ({"rule": "COLLISION", "artifact": "libprovider.so"}, set()),
@@ -486,7 +539,7 @@ def test_suppression_scope(matrix: Built, case: str) -> None:
         ("COLLISION", P), ("COLLISION", U), ("COLLISION", S), ("COLLISION", K), ("UNPREFIXED_EXPORT", U),
         ("REEXPORTED_RUNTIME", R2), ("REEXPORTED_CUDA_RUNTIME", C), ("UNPREFIXED_IMPORT", IU),
         ("UNSATISFIED_IMPORT", IM), ("PREFIX_MISMATCH", IF), ("MANGLED_SHIM", M),
-    }  # fmt: skip
+    }
     report = run_check(_settings(matrix, "shim", "GLOBAL", inline_suppressions=({**entry, "reason": case},)))
     assert {(s.finding.rule, s.finding.symbol) for s in report.suppressed} == suppressed
     assert {(f.rule, f.symbol) for f in report.findings} == everything - suppressed
@@ -502,7 +555,12 @@ def test_suppression_scope(matrix: Built, case: str) -> None:
 MESSAGES: list[tuple[str, str, str, str]] = [
     ("shim-GLOBAL", "COLLISION", U, "GLOBAL FUNC 'aoti_torch_u' is also exported by {ref}"),
     ("shim-TLS", "COLLISION", S, "GLOBAL TLS 'plain_state' is also exported by {ref}"),
-    ("shim-GLOBAL-two-references", "COLLISION", P, "GLOBAL FUNC 'myrt_aoti_torch_p' is also exported by {ref} (and 1 more)"),
+    (
+        "shim-GLOBAL-two-references",
+        "COLLISION",
+        P,
+        "GLOBAL FUNC 'myrt_aoti_torch_p' is also exported by {ref} (and 1 more)",
+    ),
     # aoti_torch_u is in no torch header: a runtime's own name that no rename list held.
     (
         "shim-GLOBAL",
@@ -551,7 +609,8 @@ MESSAGES: list[tuple[str, str, str, str]] = [
         "shim-GLOBAL",
         "REEXPORTED_RUNTIME",
         R2,
-        "re-exports 2 C++ runtime symbol(s), e.g. '_ZNSt5probeEv'; loaded RTLD_GLOBAL they interpose the process's C++ runtime",
+        "re-exports 2 C++ runtime symbol(s), e.g. '_ZNSt5probeEv'; loaded RTLD_GLOBAL they interpose the process's "
+        "C++ runtime",
     ),
     (
         "shim-GLOBAL",
@@ -615,7 +674,9 @@ MESSAGES: list[tuple[str, str, str, str]] = [
 def _message_settings(built: Built, checker_libs: dict[str, Path], case: str) -> CheckSettings:
     name = case
     if name == "shim-GLOBAL-two-references":
-        return CheckSettings(shims=(str(built.libs["GLOBAL"]),), against=(str(built.reference), str(built.libs["TLS"])), prefix=PREFIX)
+        return CheckSettings(
+            shims=(str(built.libs["GLOBAL"]),), against=(str(built.reference), str(built.libs["TLS"])), prefix=PREFIX
+        )
     if name == "unprefixed-shim-no-prefix":
         return CheckSettings(shims=(str(checker_libs["unprefixed_shim"]),))
     if name == "bare-shim-given-prefix":
@@ -627,7 +688,9 @@ def _message_settings(built: Built, checker_libs: dict[str, Path], case: str) ->
 
 
 @pytest.mark.parametrize(("case", "rule", "symbol", "template"), MESSAGES, ids=[f"{m[1]}:{m[0]}" for m in MESSAGES])
-def test_message(matrix: Built, checker_libs: dict[str, Path], case: str, rule: str, symbol: str, template: str) -> None:
+def test_message(
+    matrix: Built, checker_libs: dict[str, Path], case: str, rule: str, symbol: str, template: str
+) -> None:
     parts = case.split("-")
     lib = parts[1] if len(parts) > 1 and parts[1] in LIBRARIES else "GLOBAL"
     expected = template.format(lib=matrix.libs[lib], copy=matrix.copies[lib], ref=matrix.reference)
@@ -642,7 +705,9 @@ def test_every_rule_has_a_message_case() -> None:
 
 def test_a_consumer_of_the_prefixed_abi_alone_is_not_called_a_non_model(matrix: Built) -> None:
     # No entry point and no unprefixed import (a runtime's backend): nothing needs saying.
-    report = run_check(CheckSettings(shims=(str(matrix.libs["GLOBAL"]),), models=(str(matrix.provider),), prefix=PREFIX))
+    report = run_check(
+        CheckSettings(shims=(str(matrix.libs["GLOBAL"]),), models=(str(matrix.provider),), prefix=PREFIX)
+    )
     assert [f for f in report.findings if f.rule == "NOT_AN_AOTI_MODEL"] == []
 
 
@@ -661,14 +726,18 @@ def test_each_model_is_judged_whatever_comes_before_it(matrix: Built, order: str
 
 
 def test_gnu_unique_definers_count_once_next_to_other_definers(matrix: Built) -> None:
-    unique, copy, plain = (str(p) for p in (matrix.libs["GNU_UNIQUE"], matrix.copies["GNU_UNIQUE"], matrix.libs["GLOBAL"]))
+    unique, copy, plain = (
+        str(p) for p in (matrix.libs["GNU_UNIQUE"], matrix.copies["GNU_UNIQUE"], matrix.libs["GLOBAL"])
+    )
     # One unique instance and one GLOBAL copy: two copies of the state.
     report = run_check(CheckSettings(shims=(unique, plain), prefix=PREFIX))
     assert _found(report, "DUPLICATE_DEFINER") == {("libglobal.so", BASE), ("libglobal.so", P), ("libglobal.so", U)}
     # Two unique definers are one instance; the GLOBAL one after them is still a second copy.
     report = run_check(CheckSettings(shims=(unique, copy, plain), prefix=PREFIX))
     dups = Counter((Path(f.artifact).name, f.symbol) for f in report.findings if f.rule == "DUPLICATE_DEFINER")
-    assert dups == Counter({("libgnu_unique.so", BASE): 1, ("libglobal.so", BASE): 1, ("libglobal.so", P): 1, ("libglobal.so", U): 1})
+    assert dups == Counter(
+        {("libgnu_unique.so", BASE): 1, ("libglobal.so", BASE): 1, ("libglobal.so", P): 1, ("libglobal.so", U): 1}
+    )
 
 
 def test_one_file_in_both_roles_is_one_definer_but_a_copy_after_it_is_another(matrix: Built) -> None:

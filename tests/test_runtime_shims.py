@@ -16,10 +16,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from cmake_support import PACKAGES, CMakeProject, log
 
 from aoti_shim.errors import UsageError
 from aoti_shim.plugin import config_settings
+from cmake_support import PACKAGES, CMakeProject, log
 
 SOURCE = PACKAGES / "runtime_shims"
 PREFIX = "rt_"
@@ -50,7 +50,7 @@ def runtime_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         # Limited twice, as a pip build with exports = "shims" and an explicit call in CMakeLists.txt
         # do it: aoti_shim_prefix first (AOTI_SHIM_EXPORTS, AOTI_SHIM_EXPORT_NAMES), then the explicit NAMES.
         "limited": _build(tmp_path_factory.mktemp("rt-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON",
-                          AOTI_SHIM_EXPORTS="shims", AOTI_SHIM_EXPORT_NAMES=HELPER),  # fmt: skip
+                          AOTI_SHIM_EXPORTS="shims", AOTI_SHIM_EXPORT_NAMES=HELPER),
         "plain": _build(tmp_path_factory.mktemp("rt-plain"), RT_CALL="plain"),
     }
 
@@ -93,7 +93,13 @@ def test_the_generated_rename_header_holds_the_own_names(runtime_build: dict[str
 def test_pip_keys_pass_the_cmake_variables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "include").mkdir()
     monkeypatch.chdir(tmp_path)
-    tool = {"prefix": "rt_", "force-include": True, "names-from": ["include/"], "exports": "shims", "export-names": "rt_v*"}
+    tool = {
+        "prefix": "rt_",
+        "force-include": True,
+        "names-from": ["include/"],
+        "exports": "shims",
+        "export-names": "rt_v*",
+    }
     out = config_settings.prepare({"tool": {"aoti-shim": tool}}, {}, {}).skbuild_settings
     assert out["cmake.define.AOTI_SHIM_FORCE_INCLUDE"] == "ON"
     assert out["cmake.define.AOTI_SHIM_NAMES_FROM"] == str(tmp_path / "include")
@@ -101,7 +107,9 @@ def test_pip_keys_pass_the_cmake_variables(tmp_path: Path, monkeypatch: pytest.M
     assert out["cmake.define.AOTI_SHIM_EXPORT_NAMES"] == "rt_v*"
     # Unset keys pass nothing: a project without them configures as before.
     bare = config_settings.prepare({"tool": {"aoti-shim": {"prefix": "rt_"}}}, {}, {}).skbuild_settings
-    assert not any(k.startswith("cmake.define.AOTI_SHIM_") and k != "cmake.define.AOTI_SHIM_SYMBOL_PREFIX" for k in bare)
+    assert not any(
+        k.startswith("cmake.define.AOTI_SHIM_") and k != "cmake.define.AOTI_SHIM_SYMBOL_PREFIX" for k in bare
+    )
     with pytest.raises(UsageError, match=r"names-from 'nowhere/': .* is not a folder"):
         config_settings.prepare({"tool": {"aoti-shim": {"names-from": "nowhere/"}}}, {}, {})
     with pytest.raises(UsageError, match=r"exports must be one of 'all', 'shims', not 'some'"):
@@ -121,7 +129,9 @@ def _pip_build(project: Path, out_dir: Path, monkeypatch: pytest.MonkeyPatch) ->
     return out_dir / "x" / "rt_shims" / "librt_shims.so"
 
 
-def test_pip_force_include_names_from_and_exports(plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_pip_force_include_names_from_and_exports(
+    plugin_project, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     for name in ("AOTI_SHIM_PREFIX", "AOTI_SHIM_TORCH", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE"):
         monkeypatch.delenv(name, raising=False)
     project = plugin_project("runtime_shims")
@@ -146,9 +156,8 @@ _TOOLKIT_VARIABLES = ("CUDACXX", "CUDA_PATH", "CUDA_HOME", "CUDA_ROOT", "CUDAToo
 
 
 def _cuda_build(tmp: Path, **defines: str) -> Path:
-    from cuda_support import path_without_nvcc
-
     from aoti_shim.paths import cmake_dir
+    from cuda_support import path_without_nvcc
 
     with pytest.MonkeyPatch.context() as patch:
         for name in _TOOLKIT_VARIABLES:
@@ -165,7 +174,11 @@ def _cuda_build(tmp: Path, **defines: str) -> Path:
 
 def toolkit_paths(build: Path) -> list[str]:
     """Cache entries that lead into a CUDA toolkit rather than NVIDIA's wheels."""
-    return [line for line in (build / "CMakeCache.txt").read_text().splitlines() if "/usr/local/cuda" in line or "/opt/cuda" in line]
+    return [
+        line
+        for line in (build / "CMakeCache.txt").read_text().splitlines()
+        if "/usr/local/cuda" in line or "/opt/cuda" in line
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -174,7 +187,9 @@ def cuda_runtime_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pa
     return {
         "all": _cuda_build(tmp_path_factory.mktemp("rt-cuda-all"), RT_CALL="cmake"),
         # With the cuRAND fill too: curand_kernel.h from the nvidia-curand wheel (the test extra has it).
-        "limited": _cuda_build(tmp_path_factory.mktemp("rt-cuda-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON", RT_WITH_CURAND="ON"),
+        "limited": _cuda_build(
+            tmp_path_factory.mktemp("rt-cuda-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON", RT_WITH_CURAND="ON"
+        ),
     }
 
 
@@ -191,11 +206,18 @@ def test_cub_sort_collides_with_libtorch_cuda_unless_exports_are_limited(cuda_ru
     for library in cuda_runtime_build.values():
         assert toolkit_paths(library.parent) == []
         cache = (library.parent / "CMakeCache.txt").read_text()
-        assert re.search(rf"^CMAKE_CUDA_COMPILER:[A-Z]+={re.escape(str(wheels_root() / 'bin' / 'nvcc'))}$", cache, re.M), cache
+        assert re.search(
+            rf"^CMAKE_CUDA_COMPILER:[A-Z]+={re.escape(str(wheels_root() / 'bin' / 'nvcc'))}$", cache, re.M
+        ), cache
     collisions = _collisions(cuda_runtime_build["all"])
     # CCCL/libcu++ inline templates (cuda::__4::cuda_error, ...) that libtorch_cuda.so exports too.
-    assert len(collisions) >= 10 and all(s.startswith(("_ZN4cuda", "_ZTIN4cuda", "_ZTSN4cuda", "_ZTVN4cuda", "_ZN3cub", "_ZNSt", "_ZSt", "_ZN6thrust")) for s in collisions), collisions
+    assert len(collisions) >= 10 and all(
+        s.startswith(("_ZN4cuda", "_ZTIN4cuda", "_ZTSN4cuda", "_ZTVN4cuda", "_ZN3cub", "_ZNSt", "_ZSt", "_ZN6thrust"))
+        for s in collisions
+    ), collisions
     assert any(s.startswith("_ZN4cuda3__410cuda_error") for s in collisions), collisions
     assert _collisions(cuda_runtime_build["limited"]) == []
     cuda_names = {"aoti_torch_rt_sort_u32", "aoti_torch_rt_rand_fill"}
-    assert nm_exports(cuda_runtime_build["limited"]) == {PREFIX + n for n in TORCH_NAMES | OWN_NAMES | cuda_names} | {"rt_runtime_version"}
+    assert nm_exports(cuda_runtime_build["limited"]) == {PREFIX + n for n in TORCH_NAMES | OWN_NAMES | cuda_names} | {
+        "rt_runtime_version"
+    }

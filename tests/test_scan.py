@@ -16,14 +16,14 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+
+from aoti_shim.checks.abi.prefix import is_shim_name
+from aoti_shim.checks.formats.scan import render_scan
+from aoti_shim.checks.scan.judge import Scanned, captures
+from aoti_shim.checks.scan.run import ScanReport, ScanSettings, run_scan
 from cli_support import cli, one_line_error
 from scan_support import ScanEnvs, tree_state
 from torch_support import torch_package
-
-from aoti_shim.checks.abi.prefix import is_shim_name
-from aoti_shim.checks.scan.judge import Scanned, captures
-from aoti_shim.checks.formats.scan import render_scan
-from aoti_shim.checks.scan.run import ScanReport, ScanSettings, run_scan
 
 
 def _scan(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -65,7 +65,13 @@ def _by_rule(report: ScanReport) -> dict[str, list]:
 def test_distributions_libraries_and_roles(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
     s = dirty.scanned
     dists = {d.name: d for d in s.distributions}
-    assert {n: d.version for n, d in dists.items()} == {"edit-z": "0.3", "ext-y": "1.2", "rt-a": "1.0", "rt-b": "2.1", "vendor-x": "0.9"}
+    assert {n: d.version for n, d in dists.items()} == {
+        "edit-z": "0.3",
+        "ext-y": "1.2",
+        "rt-a": "1.0",
+        "rt-b": "2.1",
+        "vendor-x": "0.9",
+    }
     assert [d.name for d in s.distributions if d.editable] == ["edit-z"]
     # The editable install's library lives in its source tree, found through the .pth pip wrote.
     (edit_lib,) = dists["edit-z"].libraries
@@ -79,7 +85,7 @@ def test_distributions_libraries_and_roles(dirty: ScanReport, scan_envs: ScanEnv
     assert roles["model.so"] == "AOTInductor blob"
     assert roles["libstray.so"] == roles["_ops.cpython-311-x86_64-linux-gnu.so"] == "stable-ABI consumer"
     assert [(r.distribution, r.prefix, r.names) for r in dirty.providers] == [
-        ("rt-a 1.0", "rta_", 2), ("rt-b 2.1", "rta_", 3), ("vendor-x 0.9", "", 3)]  # fmt: skip
+        ("rt-a 1.0", "rta_", 2), ("rt-b 2.1", "rta_", 3), ("vendor-x 0.9", "", 3)]
 
 
 def test_findings_hijack_collision_prefix_clash(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
@@ -94,10 +100,17 @@ def test_findings_hijack_collision_prefix_clash(dirty: ScanReport, scan_envs: Sc
     }
     assert {f.artifact for f in rules["HIJACK"]} == {"vendor_x/libvendor_shims.so"}
     assert all("captures 2 shim import(s)" in f.message for f in rules["HIJACK"])
-    assert sorted(f.symbol for f in rules["COLLISION"]) == ["rta_aoti_torch_empty_strided", "rta_aoti_torch_get_data_ptr"]
+    assert sorted(f.symbol for f in rules["COLLISION"]) == [
+        "rta_aoti_torch_empty_strided",
+        "rta_aoti_torch_get_data_ptr",
+    ]
     assert {(f.artifact, f.related) for f in rules["COLLISION"]} == {("rt_b/librtb_shims.so", "rt_a/librta_shims.so")}
     (clash,) = rules["PREFIX_CLASH"]
-    assert (clash.artifact, clash.symbol, clash.related) == ("rt_b/librtb_shims.so", "rta_aoti_torch_*", "rt_a/librta_shims.so")
+    assert (clash.artifact, clash.symbol, clash.related) == (
+        "rt_b/librtb_shims.so",
+        "rta_aoti_torch_*",
+        "rt_a/librta_shims.so",
+    )
     assert [f.severity for f in rules["UNPREFIXED_PROVIDER"]] == ["warning"]
     assert (dirty.blocking, dirty.warnings, dirty.exit_code(), dirty.exit_code("any")) == (6, 1, 8, 12)
 
@@ -149,7 +162,9 @@ def _bindings(order: list[tuple[str, bool]]) -> dict[tuple[str, str], str]:
     )
     args = [a for path, glob in order for a in (path, "1" if glob else "0")]
     env = {**os.environ, "LD_DEBUG": "bindings", "LD_BIND_NOW": "1"}
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=120, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     out = {}
     for user, definer, name in _BINDING.findall(done.stderr):
@@ -166,7 +181,9 @@ def test_a_hijack_is_what_the_loader_does(dirty: ScanReport, scan_envs: ScanEnvs
     said = {c.display: names for p, c, names in captures(dirty.scanned) if p.display == "vendor_x/libvendor_shims.so"}
     bound = _bindings([(str(vendor), True), (str(torch_lib / "libtorch_cpu.so"), True), (str(ext), False)])
     mine = {name: definer for (user, name), definer in bound.items() if user == ext.name}
-    assert sorted(n for n, d in mine.items() if d == vendor.name) == sorted(said["ext_y/_ops.cpython-311-x86_64-linux-gnu.so"])
+    assert sorted(n for n, d in mine.items() if d == vendor.name) == sorted(
+        said["ext_y/_ops.cpython-311-x86_64-linux-gnu.so"]
+    )
     assert {d for d in mine.values()} == {vendor.name, "libtorch_cpu.so"} and len(mine) == 3
 
 
@@ -179,7 +196,10 @@ def test_a_prefix_clash_is_what_the_loader_does(dirty: ScanReport, scan_envs: Sc
     to_rtb = [n for (u, n), d in bound.items() if u == "model.so" and d == "librtb_shims.so"]
     assert {d for (u, n), d in bound.items() if u == "model.so"} == {"librtb_shims.so"}
     (clash,) = [f for f in dirty.findings if f.rule == "PREFIX_CLASH"]
-    assert f"with rt-b 2.1's shims global first, {len(to_rtb)} shim import(s) of rt-a 1.0's blobs bind to them" in clash.message
+    assert (
+        f"with rt-b 2.1's shims global first, {len(to_rtb)} shim import(s) of rt-a 1.0's blobs bind to them"
+        in clash.message
+    )
 
 
 def test_the_clean_environment_loads_right(scan_envs: ScanEnvs, torch_lib: Path) -> None:
@@ -188,7 +208,9 @@ def test_the_clean_environment_loads_right(scan_envs: ScanEnvs, torch_lib: Path)
     site = scan_envs.clean.site
     rta, model = site / "rt_a" / "librta_shims.so", site / "rt_a" / "model.so"
     ext = site / "ext_y" / "_ops.cpython-311-x86_64-linux-gnu.so"
-    bound = _bindings([(str(rta), True), (str(torch_lib / "libtorch_cpu.so"), True), (str(ext), False), (str(model), False)])
+    bound = _bindings(
+        [(str(rta), True), (str(torch_lib / "libtorch_cpu.so"), True), (str(ext), False), (str(model), False)]
+    )
     assert {d for (u, n), d in bound.items() if u == ext.name} == {"libtorch_cpu.so"}
     assert {d for (u, n), d in bound.items() if u == "model.so"} == {"librta_shims.so"}
 
@@ -213,7 +235,12 @@ def test_interpreter_venv_and_site_folder_agree(scan_envs: ScanEnvs) -> None:
 def test_wheels_stand_for_their_distributions(scan_envs: ScanEnvs) -> None:
     wheels = scan_envs.wheels
     doc = _json(*(str(wheels[n]) for n in ("rt-a", "rt-b", "vendor-x", "ext-y")))
-    assert {d["name"]: d["source"] for d in doc["distributions"]} == {"rt-a": "wheel", "rt-b": "wheel", "vendor-x": "wheel", "ext-y": "wheel"}
+    assert {d["name"]: d["source"] for d in doc["distributions"]} == {
+        "rt-a": "wheel",
+        "rt-b": "wheel",
+        "vendor-x": "wheel",
+        "ext-y": "wheel",
+    }
     installed = _json(str(scan_envs.dirty.root))
     # The same findings as installed, less those about the editable and the stray library.
     extra = {k for k in _keys(installed) if k[0] == "HIJACK" and k[2] not in ("libvendor_shims.so",)}
@@ -268,11 +295,11 @@ def _dirty_findings(envs: ScanEnvs) -> list[tuple[str, str, str, str, str | None
         return ("HIJACK", "blocking", vendor, "aoti_torch_get_data_ptr", consumer,
                 "exports 2 of libtorch's shim names unprefixed; loaded RTLD_GLOBAL before libtorch it captures 2 shim "
                 f"import(s) of {consumer}, a stable-ABI consumer {whose} (e.g. 'aoti_torch_get_data_ptr'), which then "
-                "runs against its tensors, not libtorch's")  # fmt: skip
+                "runs against its tensors, not libtorch's")
 
     def collision(name: str) -> tuple[str, str, str, str, str | None, str]:
         return ("COLLISION", "blocking", rt_b, name, rt_a,
-                f"exports shim name '{name}', which {rt_a} (rt-a 1.0) also exports: one process binds one of them")  # fmt: skip
+                f"exports shim name '{name}', which {rt_a} (rt-a 1.0) also exports: one process binds one of them")
 
     return [
         hijack(str(envs.editable_source / "edit_z" / "_core.cpython-311-x86_64-linux-gnu.so"), "of edit-z 0.3"),
@@ -288,13 +315,15 @@ def _dirty_findings(envs: ScanEnvs) -> list[tuple[str, str, str, str, str | None
          "a shim provider other than torch exporting 3 unprefixed shim name(s) (2 of them libtorch's), e.g. "
          "'aoti_torch_get_data_ptr': every stable-ABI extension and unprefixed blob installed beside it binds to "
          "whichever definer is global first; build it with a private prefix"),
-    ]  # fmt: skip
+    ]
 
 
-def _library_facts(path: str, roles: list[str], prefixes: list[str], exports: int, imports: int, unprefixed: int, symbols: int) -> dict:
+def _library_facts(
+    path: str, roles: list[str], prefixes: list[str], exports: int, imports: int, unprefixed: int, symbols: int
+) -> dict:
     return {"path": path, "kind": "shared", "roles": roles, "export_prefixes": prefixes, "shim_exports": exports,
             "shim_imports": imports, "unprefixed_shim_imports": unprefixed, "runtime_exports": 0,
-            "cuda_runtime_exports": 0, "symbols": symbols}  # fmt: skip
+            "cuda_runtime_exports": 0, "symbols": symbols}
 
 
 def test_scan_json_says_every_field(dirty: ScanReport, scan_envs: ScanEnvs) -> None:
@@ -303,25 +332,71 @@ def test_scan_json_says_every_field(dirty: ScanReport, scan_envs: ScanEnvs) -> N
 
     doc = json.loads(render_scan(dirty, "json"))
     site = str(scan_envs.dirty.site)
-    assert doc["schema_version"] == 1 and doc["tool"] == {"name": "aoti-shim", "version": __version__, "command": "scan"}
+    assert doc["schema_version"] == 1 and doc["tool"] == {
+        "name": "aoti-shim",
+        "version": __version__,
+        "command": "scan",
+    }
     assert doc["environment"] == {
         "description": f"virtual environment {scan_envs.dirty.root}",
         "site_folders": [site, str(scan_envs.editable_source), str(scan_envs.stray_folder)],
     }
     consumer = ["stable-ABI consumer"]
     assert doc["distributions"] == [
-        {"name": "edit-z", "version": "0.3", "location": site, "editable": True, "source": "RECORD", "libraries": [
-            _library_facts(str(scan_envs.editable_source / "edit_z" / "_core.cpython-311-x86_64-linux-gnu.so"), consumer, [], 0, 3, 3, 9)]},
-        {"name": "ext-y", "version": "1.2", "location": site, "editable": False, "source": "RECORD", "libraries": [
-            _library_facts("ext_y/_ops.cpython-311-x86_64-linux-gnu.so", consumer, [], 0, 3, 3, 9)]},
-        {"name": "rt-a", "version": "1.0", "location": site, "editable": False, "source": "RECORD", "libraries": [
-            _library_facts("rt_a/librta_shims.so", ["shim provider"], ["rta_"], 2, 0, 0, 7),
-            _library_facts("rt_a/model.so", ["AOTInductor blob"], [], 0, 2, 0, 8)]},
-        {"name": "rt-b", "version": "2.1", "location": site, "editable": False, "source": "RECORD", "libraries": [
-            _library_facts("rt_b/librtb_shims.so", ["shim provider"], ["rta_"], 3, 0, 0, 8)]},
-        {"name": "vendor-x", "version": "0.9", "location": site, "editable": False, "source": "RECORD", "libraries": [
-            _library_facts("vendor_x/libvendor_shims.so", ["shim provider"], [""], 3, 0, 0, 8)]},
-    ]  # fmt: skip
+        {
+            "name": "edit-z",
+            "version": "0.3",
+            "location": site,
+            "editable": True,
+            "source": "RECORD",
+            "libraries": [
+                _library_facts(
+                    str(scan_envs.editable_source / "edit_z" / "_core.cpython-311-x86_64-linux-gnu.so"),
+                    consumer,
+                    [],
+                    0,
+                    3,
+                    3,
+                    9,
+                )
+            ],
+        },
+        {
+            "name": "ext-y",
+            "version": "1.2",
+            "location": site,
+            "editable": False,
+            "source": "RECORD",
+            "libraries": [_library_facts("ext_y/_ops.cpython-311-x86_64-linux-gnu.so", consumer, [], 0, 3, 3, 9)],
+        },
+        {
+            "name": "rt-a",
+            "version": "1.0",
+            "location": site,
+            "editable": False,
+            "source": "RECORD",
+            "libraries": [
+                _library_facts("rt_a/librta_shims.so", ["shim provider"], ["rta_"], 2, 0, 0, 7),
+                _library_facts("rt_a/model.so", ["AOTInductor blob"], [], 0, 2, 0, 8),
+            ],
+        },
+        {
+            "name": "rt-b",
+            "version": "2.1",
+            "location": site,
+            "editable": False,
+            "source": "RECORD",
+            "libraries": [_library_facts("rt_b/librtb_shims.so", ["shim provider"], ["rta_"], 3, 0, 0, 8)],
+        },
+        {
+            "name": "vendor-x",
+            "version": "0.9",
+            "location": site,
+            "editable": False,
+            "source": "RECORD",
+            "libraries": [_library_facts("vendor_x/libvendor_shims.so", ["shim provider"], [""], 3, 0, 0, 8)],
+        },
+    ]
     assert doc["unowned"] == [_library_facts(str(scan_envs.stray_folder / "libstray.so"), consumer, [], 0, 3, 3, 9)]
     assert doc["ignored"] == []
     assert doc["providers"] == [
@@ -333,7 +408,7 @@ def test_scan_json_says_every_field(dirty: ScanReport, scan_envs: ScanEnvs) -> N
         {"rule": rule, "severity": severity, "artifact": lib, "symbol": symbol, "message": message, "related": related,
          "fingerprint": fingerprint(rule, lib, symbol, related)}
         for rule, severity, lib, symbol, related, message in _dirty_findings(scan_envs)
-    ]  # fmt: skip
+    ]
     # One id a finding: the three HIJACKs of one provider, one per consumer, share their
     # rule, library and first captured name (code scanning would merge them into one alert).
     assert len({f["fingerprint"] for f in doc["findings"]}) == len(doc["findings"])
@@ -348,7 +423,7 @@ def test_scan_sarif_says_each_result(dirty: ScanReport, scan_envs: ScanEnvs) -> 
     rules = run["tool"]["driver"]["rules"]
     assert [(r["id"], r["name"], r["defaultConfiguration"]["level"]) for r in rules] == [
         ("HIJACK", "Hijack", "error"), ("COLLISION", "Collision", "error"), ("PREFIX_CLASH", "PrefixClash", "error"),
-        ("UNPREFIXED_PROVIDER", "UnprefixedProvider", "warning"), ("RUNTIME_COLLISION", "RuntimeCollision", "warning")]  # fmt: skip
+        ("UNPREFIXED_PROVIDER", "UnprefixedProvider", "warning"), ("RUNTIME_COLLISION", "RuntimeCollision", "warning")]
     assert [r["shortDescription"]["text"] for r in rules] == [rule.doc for rule in SCAN_RULES]
     assert run["properties"] == {"environment": f"virtual environment {scan_envs.dirty.root}"}
     index = {"HIJACK": 0, "COLLISION": 1, "PREFIX_CLASH": 2, "UNPREFIXED_PROVIDER": 3}
@@ -359,7 +434,7 @@ def test_scan_sarif_says_each_result(dirty: ScanReport, scan_envs: ScanEnvs) -> 
                         "logicalLocations": [{"name": symbol, "kind": "function"}]}],
          "partialFingerprints": {"aotiShimFinding/v1": fingerprint(rule, lib, symbol, related)}}
         for rule, severity, lib, symbol, related, message in _dirty_findings(scan_envs)
-    ]  # fmt: skip
+    ]
     assert len({r["partialFingerprints"]["aotiShimFinding/v1"] for r in run["results"]}) == len(run["results"])
 
 
@@ -389,7 +464,10 @@ def test_scan_github_annotations_and_summary_say_each_finding(dirty: ScanReport,
         "",
         "| severity | rule | library | symbol | detail |",
         "| --- | --- | --- | --- | --- |",
-        *(f"| {severity} | {rule} | {md(lib)} | `{symbol}` | {md(message)} |" for rule, severity, lib, symbol, _, message in found),
+        *(
+            f"| {severity} | {rule} | {md(lib)} | `{symbol}` | {md(message)} |"
+            for rule, severity, lib, symbol, _, message in found
+        ),
         "",  # the summary's own newline, then the annotations' last one
     ]
 
@@ -398,17 +476,26 @@ def test_scan_junit_has_a_case_per_rule_and_library(dirty: ScanReport, scan_envs
     from aoti_shim.checks.scan.judge import SCAN_RULES
 
     suite = ET.fromstring(render_scan(dirty, "junit")).find("testsuite")
-    assert suite is not None and suite.attrib == {"name": "aoti-shim scan", "tests": str(5 * 7), "failures": "3", "errors": "0"}
+    assert suite is not None and suite.attrib == {
+        "name": "aoti-shim scan",
+        "tests": str(5 * 7),
+        "failures": "3",
+        "errors": "0",
+    }
     assert [(p.get("name"), p.get("value")) for p in suite.iter("property")] == [
-        ("environment", f"virtual environment {scan_envs.dirty.root}")]  # fmt: skip
+        ("environment", f"virtual environment {scan_envs.dirty.root}")]
     libraries = [lib.display for lib in dirty.scanned.libraries]
     assert [(c.get("classname"), c.get("name")) for c in suite.iter("testcase")] == [
-        (f"aoti-shim.scan.{rule.id}", lib) for rule in SCAN_RULES for lib in libraries]  # fmt: skip
+        (f"aoti-shim.scan.{rule.id}", lib) for rule in SCAN_RULES for lib in libraries]
     said = {}
     for case in suite.iter("testcase"):
         failure, out = case.find("failure"), case.find("system-out")
         if failure is not None:
-            said[(case.get("classname"), case.get("name"))] = (failure.get("type"), failure.get("message"), failure.text)
+            said[(case.get("classname"), case.get("name"))] = (
+                failure.get("type"),
+                failure.get("message"),
+                failure.text,
+            )
         elif out is not None:
             said[(case.get("classname"), case.get("name"))] = ("warning", None, out.text)
     found = _dirty_findings(scan_envs)
@@ -419,9 +506,17 @@ def test_scan_junit_has_a_case_per_rule_and_library(dirty: ScanReport, scan_envs
     assert said == {
         ("aoti-shim.scan.HIJACK", "vendor_x/libvendor_shims.so"): ("HIJACK", "3 finding(s)", lines("HIJACK")),
         ("aoti-shim.scan.COLLISION", "rt_b/librtb_shims.so"): ("COLLISION", "2 finding(s)", lines("COLLISION")),
-        ("aoti-shim.scan.PREFIX_CLASH", "rt_b/librtb_shims.so"): ("PREFIX_CLASH", "1 finding(s)", lines("PREFIX_CLASH")),
-        ("aoti-shim.scan.UNPREFIXED_PROVIDER", "vendor_x/libvendor_shims.so"): ("warning", None, lines("UNPREFIXED_PROVIDER", "warning: ")),
-    }  # fmt: skip
+        ("aoti-shim.scan.PREFIX_CLASH", "rt_b/librtb_shims.so"): (
+            "PREFIX_CLASH",
+            "1 finding(s)",
+            lines("PREFIX_CLASH"),
+        ),
+        ("aoti-shim.scan.UNPREFIXED_PROVIDER", "vendor_x/libvendor_shims.so"): (
+            "warning",
+            None,
+            lines("UNPREFIXED_PROVIDER", "warning: "),
+        ),
+    }
 
 
 def test_suppressions_and_fail_on(scan_envs: ScanEnvs, tmp_path: Path) -> None:
@@ -431,7 +526,7 @@ def test_suppressions_and_fail_on(scan_envs: ScanEnvs, tmp_path: Path) -> None:
         '[[suppress]]\nrule = "HIJACK"\nartifact = "libvendor_shims.so"\nreason = "vendor-x is loaded RTLD_LOCAL"\n'
         '[[suppress]]\nrule = "COLLISION"\nartifact = "rt_b/*"\nreason = "rt-b is never loaded with rt-a"\n'
         '[[suppress]]\nrule = "PREFIX_CLASH"\nreason = "same"\n'
-    )  # fmt: skip
+    )
     done = _scan(root, "--suppressions", str(sups))
     assert done.returncode == 0, done.stdout
     assert "WARNINGS: 0 blocking, 1 warning(s), 6 suppressed" in done.stdout
@@ -451,7 +546,9 @@ def test_nothing_is_written_into_the_environment(scan_envs: ScanEnvs, tmp_path: 
     line = one_line_error(_scan(str(root), "-o", str(target)), 1)
     assert "lies in the scanned environment" in line and not target.exists()
     out = tmp_path / "report.json"
-    assert _scan(str(root), "--format", "json", "-o", str(out)).returncode == 8 and json.loads(out.read_text())["findings"]
+    assert (
+        _scan(str(root), "--format", "json", "-o", str(out)).returncode == 8 and json.loads(out.read_text())["findings"]
+    )
     assert tree_state(root) == before
 
 

@@ -15,9 +15,9 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
-from cli_support import one_line_error
+
+from cli_support import cli, one_line_error
 from compile_support import compile_shared
-from cli_support import cli
 from scan_support import SOURCES, WHEEL_TAG, tree_state
 from wheel_support import make_wheel
 
@@ -29,7 +29,9 @@ def consumer(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def _site(root: Path, files: dict[str, bytes], *, record: str | None = None, name: str = "bad-pkg", version: str = "1.0") -> Path:
+def _site(
+    root: Path, files: dict[str, bytes], *, record: str | None = None, name: str = "bad-pkg", version: str = "1.0"
+) -> Path:
     """A site folder holding one installed distribution: ``files`` and its dist-info (RECORD
     lists the files unless ``record`` is given)."""
     site = root / "site-packages"
@@ -90,7 +92,12 @@ def test_each_bad_input_is_one_line(tmp_path: Path, consumer: Path) -> None:
     site = _site(tmp_path / "g", {"bad_pkg/__init__.py": b""})
     (site / "bad_pkg" / "stray.so.1").write_text("text")
     _fails(site, "stray.so.1: named like a shared library but not an ELF file")
-    wheel = make_wheel(tmp_path / "w" / f"bad_pkg-1.0-{WHEEL_TAG}.whl", {"bad_pkg/_ops.so": b"not ELF at all"}, name="bad-pkg", compression=zipfile.ZIP_DEFLATED)
+    wheel = make_wheel(
+        tmp_path / "w" / f"bad_pkg-1.0-{WHEEL_TAG}.whl",
+        {"bad_pkg/_ops.so": b"not ELF at all"},
+        name="bad-pkg",
+        compression=zipfile.ZIP_DEFLATED,
+    )
     line = one_line_error(_scan(str(wheel)), 1)
     assert "!bad_pkg/_ops.so: named like a shared library but not an ELF file" in line
     # A folder that cannot be listed (file modes bind: as root, without CAP_DAC_*).
@@ -119,13 +126,15 @@ def _without_dac_override() -> tuple[str, ...]:
 def test_what_is_no_library_is_no_error(tmp_path: Path, consumer: Path) -> None:
     """A linker script named libX.so, a program that exports nothing, text files: not errors."""
     program = tmp_path / "prog"
-    subprocess.run(["gcc", "-x", "c", "-", "-o", str(program)], input="int main(void){return 0;}\n", text=True, check=True)
+    subprocess.run(
+        ["gcc", "-x", "c", "-", "-o", str(program)], input="int main(void){return 0;}\n", text=True, check=True
+    )
     site = _site(tmp_path, {
         "pkg/libfoo.so": b"/* GNU ld script */\nINPUT(libfoo.so.1)\n",
         "pkg/bin/tool": program.read_bytes(),
         "pkg/LICENSE": b"text",
         "pkg/data.bin": b"\x7fELF but named .bin: never loaded",
-    })  # fmt: skip
+    })
     done = _scan(str(site), "-v")
     assert done.returncode == 0, done.stderr
     assert "not a library (a program with no shim-ABI symbol): pkg/bin/tool" in done.stdout
@@ -137,7 +146,9 @@ def test_bad_arguments(tmp_path: Path) -> None:
     assert "not a site folder, a virtual environment or a wheel" in one_line_error(_scan(str(text)), 2)
     assert "cannot read: No such file or directory" in one_line_error(_scan(str(tmp_path / "nope")), 1)
     assert "empty path" in one_line_error(_scan(""), 2)
-    assert "exited 1 when asked for its paths" in one_line_error(_scan("--python", shutil.which("false") or "/bin/false"), 1)
+    assert "exited 1 when asked for its paths" in one_line_error(
+        _scan("--python", shutil.which("false") or "/bin/false"), 1
+    )
     assert "cannot run" in one_line_error(_scan("--python", str(text)), 1)
     fake = tmp_path / "fakepython"
     fake.write_text("#!/bin/sh\necho not json\n")
@@ -163,14 +174,17 @@ def test_tables_holding_are_the_tables_filtered(tmp_path: Path, torch_lib: Path)
         "int rta_aoti_torch_get_data_ptr(void) { return 1; }\nint aoti_torch_get_data_ptr(void) { return 2; }\n"
         "int torch_get_data_ptr(void) { return 3; }\nextern int aoti_torch_get_numel(void);\n"
         "int cudaMalloc(void) { return aoti_torch_get_numel(); }\nint cudamalloc_not_cuda_api(void) { return 0; }\n"
-    )  # fmt: skip
+    )
     merged = tmp_path / "libmerged.so"
     compile_shared(source, merged)
     cases = [merged, torch_lib / "libtorch_cpu.so", torch_lib / "libc10.so", torch_lib / "libtorch_python.so"]
     for path in cases:
         with ElfImage(path) as image:
             exports, imports = image.exports(), image.imports()
-            want_e, want_i = _holding(exports, _ASKED_CONTAINS, _ASKED_STARTS), _holding(imports, _ASKED_CONTAINS, _ASKED_STARTS)
+            want_e, want_i = (
+                _holding(exports, _ASKED_CONTAINS, _ASKED_STARTS),
+                _holding(imports, _ASKED_CONTAINS, _ASKED_STARTS),
+            )
         with ElfImage(path) as image:
             got_e, got_i = image.tables_holding(_ASKED_CONTAINS, _ASKED_STARTS)
             assert _holding(got_e, _ASKED_CONTAINS, _ASKED_STARTS) == want_e, path
@@ -178,7 +192,9 @@ def test_tables_holding_are_the_tables_filtered(tmp_path: Path, torch_lib: Path)
             assert all(got_e[n] == exports[n] for n in got_e) and all(got_i[n] == imports[n] for n in got_i), path
     with ElfImage(merged) as image:
         got_e, got_i = image.tables_holding(("aoti_",), ("cuda",))
-    assert {"rta_aoti_torch_get_data_ptr", "aoti_torch_get_data_ptr", "cudaMalloc", "cudamalloc_not_cuda_api"} <= set(got_e)
+    assert {"rta_aoti_torch_get_data_ptr", "aoti_torch_get_data_ptr", "cudaMalloc", "cudamalloc_not_cuda_api"} <= set(
+        got_e
+    )
     assert "torch_get_data_ptr" not in got_e and set(got_i) == {"aoti_torch_get_numel"}
 
 
@@ -190,8 +206,12 @@ def test_an_editable_finder_points_at_its_source_tree(tmp_path: Path, consumer: 
     source.mkdir(parents=True)
     (source / "_fancy.so").write_bytes(consumer.read_bytes())
     finder = "__editable___fancy_1_0_finder.py"
-    site = _site(tmp_path / "env", {finder: f"MAPPING = {{'fancy': {str(source)!r}}}\nraise SystemExit('never imported')\n".encode()},
-                 name="fancy", version="1.0")  # fmt: skip
+    site = _site(
+        tmp_path / "env",
+        {finder: f"MAPPING = {{'fancy': {str(source)!r}}}\nraise SystemExit('never imported')\n".encode()},
+        name="fancy",
+        version="1.0",
+    )
     (site / "fancy-1.0.dist-info" / "direct_url.json").write_text(
         '{"url": "file:///src", "dir_info": {"editable": true}}'
     )
@@ -219,10 +239,16 @@ def test_hostile_names_are_printed_safely(tmp_path: Path, consumer: Path) -> Non
     doc = json.loads(_scan(str(site), "--format", "json").stdout)
     schema = json.loads(resources.files("aoti_shim.checks").joinpath("schemas/scan-v1.schema.json").read_text())
     jsonschema.validate(doc, schema)
-    assert doc["distributions"][0]["name"] == name and doc["distributions"][0]["libraries"][0]["path"] == "pkg/new\nline.so"
+    assert (
+        doc["distributions"][0]["name"] == name
+        and doc["distributions"][0]["libraries"][0]["path"] == "pkg/new\nline.so"
+    )
 
 
-_DEFINER = "int aoti_torch_get_data_ptr(void *t, void **o) { return 1; }\nint aoti_torch_get_numel(void *t, long *o) { return 1; }\n"
+_DEFINER = (
+    "int aoti_torch_get_data_ptr(void *t, void **o) { return 1; }\nint aoti_torch_get_numel(void *t, long *o) { "
+    "return 1; }\n"
+)
 _USER = (
     "extern int aoti_torch_get_data_ptr(void *, void **);\nextern int aoti_torch_get_numel(void *, long *);\n"
     "int user_op(void) { void *p; long n; return aoti_torch_get_data_ptr(0, &p) + aoti_torch_get_numel(0, &n); }\n"
@@ -230,7 +256,8 @@ _USER = (
 
 
 def _loader_bindings(*order: tuple[Path, bool]) -> dict[str, str]:
-    """(library, global?) loaded in order in a child, RTLD_NOW: the last one's shim imports -> the file each bound to."""
+    """(library, global?) loaded in order in a child, RTLD_NOW: the last one's shim imports ->
+    the file each bound to."""
     code = (
         "import ctypes, os, sys\n"
         "for path, glob in zip(sys.argv[1::2], sys.argv[2::2]):\n"
@@ -238,7 +265,9 @@ def _loader_bindings(*order: tuple[Path, bool]) -> dict[str, str]:
     )
     args = [a for path, glob in order for a in (str(path), "1" if glob else "0")]
     env = {**os.environ, "LD_DEBUG": "bindings", "LD_BIND_NOW": "1"}
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=60, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     user = order[-1][0].name
     found = re.findall(r"binding file (\S+) \[\d+\] to (\S+) \[\d+\]: normal symbol `(aoti_[^']+)'", done.stderr)
@@ -260,7 +289,11 @@ def test_a_hijack_is_the_binding_models_answer(tmp_path: Path, versioned: bool) 
     (src / "torch.map").write_text("TORCH_1 { global: aoti_torch_*; local: *; };\n")
     site = _site(tmp_path / "env", {"vendor_v/__init__.py": b""}, name="vendor-v")
     (site / "ext_v").mkdir()
-    vendor, own, user = site / "vendor_v" / "libvendorv.so", site / "ext_v" / "libownshims.so", site / "ext_v" / "libuser.so"
+    vendor, own, user = (
+        site / "vendor_v" / "libvendorv.so",
+        site / "ext_v" / "libownshims.so",
+        site / "ext_v" / "libuser.so",
+    )
     compile_shared(src / "definer.c", vendor, (f"-Wl,--version-script={src / 'vendor.map'}",))
     own_flags = (f"-Wl,--version-script={src / 'torch.map'}",) if versioned else ()
     compile_shared(src / "definer.c", own, (*own_flags, "-Wl,-soname,libownshims.so"))
@@ -273,11 +306,15 @@ def test_a_hijack_is_the_binding_models_answer(tmp_path: Path, versioned: bool) 
 
     bound = _loader_bindings((vendor, True), (user, False))
     doc = json.loads(_scan(str(site), "--format", "json").stdout)
-    hijacked = sorted(f["symbol"] for f in doc["findings"] if f["rule"] == "HIJACK" and f["related"] == "ext_v/libuser.so")
+    hijacked = sorted(
+        f["symbol"] for f in doc["findings"] if f["rule"] == "HIJACK" and f["related"] == "ext_v/libuser.so"
+    )
     if versioned:
         assert set(bound.values()) == {own.name} and hijacked == []
     else:
-        assert set(bound.values()) == {vendor.name} and hijacked == ["aoti_torch_get_data_ptr"]  # one finding, the first name
+        assert set(bound.values()) == {vendor.name} and hijacked == [
+            "aoti_torch_get_data_ptr"
+        ]  # one finding, the first name
         (finding,) = [f for f in doc["findings"] if f["rule"] == "HIJACK" and f["related"] == "ext_v/libuser.so"]
         assert f"captures {len(bound)} shim import(s)" in finding["message"]
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from cmake_support import clean_env, tool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,7 +121,9 @@ def test_a_gpu_the_library_does_not_see_fails_the_cuda_group(shim_test_binary: P
     # Told that a GPU is there when the library finds none (or the reverse), every CUDA test fails
     # rather than skips: a broken device count cannot hide the CUDA tests on a GPU machine.
     result = run_group(shim_test_binary, "cuda", expect_gpu=not gpu_visible())
-    assert result.returncode != 0 and (result.passed, result.failed, result.skipped) == (0, CUDA_TESTS, 0), result.output
+    assert result.returncode != 0 and (result.passed, result.failed, result.skipped) == (0, CUDA_TESTS, 0), (
+        result.output
+    )
     assert "aoti_shim_cuda_device_count says" in result.output
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from cmake_support import PACKAGES, RECORDED_PACKAGE, CMakeProject, log
 
 REPO = Path(__file__).resolve().parents[1]
@@ -185,7 +186,7 @@ def test_shim_profile_counts_the_blobs_calls(prefixed_blob: tuple[Path, Path, st
     done = subprocess.run(
         [sys.executable, "-c", RUN_PROFILED, str(blob), str(library), prefix, "api"],
         capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     tables = {line.split(" ", 1)[0]: ast.literal_eval(line.split(" ", 1)[1]) for line in done.stdout.splitlines()}
     assert tables["off"] == {}, "calls were counted with the profile off"
@@ -210,7 +211,7 @@ def test_shim_profile_from_the_environment_writes_a_table_at_exit(
     done = subprocess.run(
         [sys.executable, "-c", RUN_PROFILED, str(blob), str(library), prefix, "env"],
         capture_output=True, text=True, timeout=120, check=False, env=env,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     text = out.read_text()
     assert text.startswith("# aoti_shim profile"), text

@@ -27,7 +27,7 @@ def last_error(shims: Shims) -> str:
 
 
 def conv(shims: Shims, x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), transposed=False,
-         output_padding=(0, 0), groups=1, ret=True) -> int:  # fmt: skip
+         output_padding=(0, 0), groups=1, ret=True) -> int:
     f = shims.fn("aoti_torch_cuda_convolution", P, P, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
     hx, hw = handle(shims, x), handle(shims, w)
     hb = handle(shims, b) if b is not None else None
@@ -37,7 +37,7 @@ def conv(shims: Shims, x, w, b=None, stride=(1, 1), padding=(0, 0), dilation=(1,
         return (I64 * len(v))(*v), len(v)
 
     code = f(hx, hw, ctypes.byref(hb) if hb is not None else None, *arr(stride), *arr(padding), *arr(dilation),
-             int(transposed), *arr(output_padding), groups, ctypes.byref(out) if ret else None)  # fmt: skip
+             int(transposed), *arr(output_padding), groups, ctypes.byref(out) if ret else None)
     assert not out, "a failing call creates nothing"
     for h in (hx, hw, hb):
         if h is not None:
@@ -106,10 +106,14 @@ def attention(shims: Shims, kind: str, q, k, v, mask=None, dropout=0.0) -> int:
     r = [ctypes.byref(x) for x in rets]
     ints = [ctypes.byref(I64()), ctypes.byref(I64())]
     if kind == "efficient":
-        f = shims.fn("aoti_torch_cuda__scaled_dot_product_efficient_attention", P, P, P, P, I32, F64, I32, P, P, P, P, P)
+        f = shims.fn(
+            "aoti_torch_cuda__scaled_dot_product_efficient_attention", P, P, P, P, I32, F64, I32, P, P, P, P, P
+        )
         code = f(hq, hk, hv, ctypes.byref(hm) if hm else None, 1, dropout, 0, None, *r[:4])
     elif kind == "cudnn":
-        f = shims.fn("aoti_torch_cuda__scaled_dot_product_cudnn_attention", P, P, P, P, I32, F64, I32, I32, P, *([P] * 9))
+        f = shims.fn(
+            "aoti_torch_cuda__scaled_dot_product_cudnn_attention", P, P, P, P, I32, F64, I32, I32, P, *([P] * 9)
+        )
         code = f(hq, hk, hv, ctypes.byref(hm) if hm else None, 1, dropout, 0, 0, None, *r[:4], *ints, *r[6:])
     else:
         f = shims.fn("aoti_torch_cuda__scaled_dot_product_flash_attention", P, P, P, F64, I32, I32, P, *([P] * 9))
@@ -157,9 +161,11 @@ _CHILD = textwrap.dedent(
 
 def test_a_missing_library_is_one_line_naming_the_fix(tmp_path) -> None:
     tests = os.path.dirname(os.path.abspath(__file__))
-    env = dict(os.environ, AOTI_SHIM_CUDNN=str(tmp_path / "libcudnn.so.9"), AOTI_SHIM_CUBLAS=str(tmp_path / "libcublas.so.13"))
+    env = dict(
+        os.environ, AOTI_SHIM_CUDNN=str(tmp_path / "libcudnn.so.9"), AOTI_SHIM_CUBLAS=str(tmp_path / "libcublas.so.13")
+    )
     proc = subprocess.run([sys.executable, "-c", _CHILD.format(tests=tests)], capture_output=True, text=True, env=env,
-                          timeout=120, check=False)  # fmt: skip
+                          timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     conv_line, attention_line = proc.stdout.splitlines()
     assert conv_line.startswith(f"{E_CUDA_UNAVAILABLE} ")

@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from cmake_support import REPO
 
 PREFIX = "dogfood_"
@@ -31,7 +32,7 @@ def test_the_reference_shims_build_as_a_runtimes_through_the_pip_backend(
     from cuda_support import path_without_nvcc
 
     for name in ("AOTI_SHIM_PREFIX", "AOTI_SHIM_TORCH", "CMAKE_ARGS", "SKBUILD_CMAKE_DEFINE", "CUDACXX", "CUDA_PATH",
-                 "CUDA_HOME", "CUDA_ROOT", "CUDAToolkit_ROOT", "CUDAARCHS"):  # fmt: skip
+                 "CUDA_HOME", "CUDA_ROOT", "CUDAToolkit_ROOT", "CUDAARCHS"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PATH", path_without_nvcc())  # this machine's /usr/local/cuda nvcc stays out
     project = plugin_project("shims_dogfood")
@@ -63,7 +64,11 @@ def test_the_reference_shims_build_as_a_runtimes_through_the_pip_backend(
     assert "aoti_torch_cuda_radix_sort_u32" in header_names(header.read_text())
     # Every source was compiled with the force-include and without shim.h's own include.
     commands = (project / "build" / "build.ninja").read_text()
-    assert f"-include{header}" in commands and "--pre-include=" in commands and "-DAOTI_SHIM_RENAME_FORCE_INCLUDED" in commands
+    assert (
+        f"-include{header}" in commands
+        and "--pre-include=" in commands
+        and "-DAOTI_SHIM_RENAME_FORCE_INCLUDED" in commands
+    )
     cache = (project / "build" / "CMakeCache.txt").read_text()
     assert re.search(r"^CMAKE_CUDA_COMPILER:\w+=.*/nvidia/cu13/bin/nvcc$", cache, re.M)
     assert "/usr/local/cuda" not in cache

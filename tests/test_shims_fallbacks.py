@@ -7,6 +7,7 @@ import ctypes
 
 import pytest
 import torch  # in the test extra: its absence fails, it does not skip
+
 from shims_support import manifest_names
 from test_shims_ops_torch import DTYPES, I64, P, Shims, as_torch, delete, handle, shims  # noqa: F401 (fixture)
 
@@ -24,10 +25,14 @@ from test_shims_ops_torch import DTYPES, I64, P, Shims, as_torch, delete, handle
         (torch.float32, None, 0, "scalar"),
     ],
 )
-def test_cumsum_matches_torch(shims: Shims, dtype: torch.dtype, out_dtype: torch.dtype | None, dim: int, layout: str) -> None:
+def test_cumsum_matches_torch(
+    shims: Shims, dtype: torch.dtype, out_dtype: torch.dtype | None, dim: int, layout: str
+) -> None:
     torch.manual_seed(3)
     base = (torch.randn(4, 5, 6) * 10).to(dtype) if dtype != torch.bool else torch.randn(4, 5, 6) > 0
-    x = {"contiguous": base, "transposed": base.transpose(0, 2), "sliced": base[:, ::2, 1:], "scalar": base[0, 0, 0]}[layout]
+    x = {"contiguous": base, "transposed": base.transpose(0, 2), "sliced": base[:, ::2, 1:], "scalar": base[0, 0, 0]}[
+        layout
+    ]
     cumsum = shims.fn("aoti_torch_cpu_cumsum", P, I64, ctypes.POINTER(ctypes.c_int32), P)
     code = ctypes.c_int32(DTYPES[out_dtype]) if out_dtype is not None else None
     h, out = handle(shims, x), P()
@@ -56,9 +61,11 @@ def test_unsupported_fallbacks_are_not_in_the_manifest_and_name_a_workaround() -
                  "aoti_torch_cuda_bmm_out", "aoti_torch_cuda_baddbmm_out", "aoti_torch_cuda_convolution",
                  "aoti_torch_cuda__scaled_dot_product_efficient_attention",
                  "aoti_torch_cuda__scaled_dot_product_cudnn_attention",
-                 "aoti_torch_cuda__scaled_dot_product_flash_attention"):  # fmt: skip
+                 "aoti_torch_cuda__scaled_dot_product_flash_attention"):
         assert name in manifest
     assert WORKAROUNDS and not set(WORKAROUNDS) & manifest
-    assert "sdpa_kernel" in (workaround("aotishim_aoti_torch_cuda__scaled_dot_product_attention_math_for_mps", "aotishim_") or "")
+    assert "sdpa_kernel" in (
+        workaround("aotishim_aoti_torch_cuda__scaled_dot_product_attention_math_for_mps", "aotishim_") or ""
+    )
     assert workaround("aoti_torch_cuda_convolution", "aotishim_") is None
     assert workaround("aotishim_aoti_torch_cuda_mm_out", "aotishim_") is None

@@ -72,7 +72,7 @@ def handle(shims: Shims, tensor: torch.Tensor) -> P:
 
 def as_torch(shims: Shims, h: P, dtype: torch.dtype) -> torch.Tensor:
     """A torch copy of a shim tensor, taken through its sizes, strides and data pointer."""
-    dim, numel, span = I64(), I64(), I64()
+    dim, span = I64(), I64()
     data = P()
     sizes_ptr = ctypes.POINTER(I64)()
     strides_ptr = ctypes.POINTER(I64)()

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from shims_support import manifest_names, reference_library, reference_prefix
 from torch_support import torch_lib, torch_package
 
@@ -82,7 +81,9 @@ def test_signatures_match_torch(tmp_path: Path) -> None:
     # manifest name is torch's and must have torch's signature.
     from aoti_shim.torch_names import declared_functions
 
-    own = declared_functions((Path(__file__).resolve().parents[1] / "shims" / "src" / "ops_sort.h").read_text(encoding="utf-8"))
+    own = declared_functions(
+        (Path(__file__).resolve().parents[1] / "shims" / "src" / "ops_sort.h").read_text(encoding="utf-8")
+    )
     assert own == {"aoti_torch_cuda_radix_sort_u32"} and own <= set(manifest_names())
     names = [name for name in manifest_names() if name not in own]
     shim_dir = torch_package() / "include" / "torch" / "csrc" / "inductor" / "aoti_torch"

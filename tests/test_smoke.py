@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from aoti_shim.smoke import bindings
 from cli_support import cli, one_line_error
 from shims_support import reference_library
 from smoke_support import (
@@ -22,8 +24,6 @@ from smoke_support import (
     build_fake_libs,
     compiled_mlp,
 )
-
-from aoti_shim.smoke import bindings
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def _bound(blob: Path, shims: Path, *globals_: Path, tmp_path: Path) -> tuple[bi
     debug.mkdir(parents=True)
     env = dict(os.environ, LD_DEBUG="bindings", LD_BIND_NOW="1", LD_DEBUG_OUTPUT=str(debug / "ld"))
     proc = subprocess.run([sys.executable, "-c", _LOAD_SCRIPT, str(blob), *map(str, globals_)],
-                          capture_output=True, text=True, env=env, check=False)  # fmt: skip
+                          capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     path, answer = proc.stdout.split()
     report = bindings.classify(bindings.parse_bindings(bindings.read_debug_output(debug)), path, str(shims))
@@ -74,15 +74,18 @@ def test_linker_record_shows_the_collision_and_the_fix(fake, tmp_path: Path) -> 
 
 def test_parse_bindings_reads_versioned_and_plain_lines() -> None:
     lines = [
-        "     11706:\tbinding file /proc/self/fd/4 [0] to /x/libtorch_cpu.so [0]: normal symbol `aoti_torch_empty_strided'\n",
-        "     11706:\tbinding file /proc/self/fd/4 [0] to /lib/libstdc++.so.6 [0]: normal symbol `_ZTVN10__cxxabiv117__class_type_infoE' [CXXABI_1.3]\n",
+        "     11706:\tbinding file /proc/self/fd/4 [0] to /x/libtorch_cpu.so [0]: normal symbol "
+        "`aoti_torch_empty_strided'\n",
+        "     11706:\tbinding file /proc/self/fd/4 [0] to /lib/libstdc++.so.6 [0]: normal symbol "
+        "`_ZTVN10__cxxabiv117__class_type_infoE' [CXXABI_1.3]\n",
         "     11706:\tsymbol=aoti_torch_clone;  lookup in file=/x/libtorch_cpu.so [0]\n",
-        "     11706:\tbinding file /proc/self/fd/4 [0] to /s/libaoti_shim.so [0]: normal symbol `aotishim_aoti_torch_clone'\n",
+        "     11706:\tbinding file /proc/self/fd/4 [0] to /s/libaoti_shim.so [0]: normal symbol "
+        "`aotishim_aoti_torch_clone'\n",
     ]
     found = list(bindings.parse_bindings(lines))
     assert [b.symbol for b in found] == [
         "aoti_torch_empty_strided", "_ZTVN10__cxxabiv117__class_type_infoE", "aotishim_aoti_torch_clone",
-    ]  # fmt: skip
+    ]
     report = bindings.classify(found, "/proc/self/fd/4", "/s/libaoti_shim.so")
     assert report.summary == "mixed: 1 libtorch, 1 shims"
 
@@ -120,11 +123,13 @@ def test_cache_key_separates_device_route_and_model() -> None:
     keys = {
         cache_key(CompileRequest(m, d, r))
         for m in ("mlp", "block") for d in ("cpu", "cuda") for r in ("binary", "source")
-    }  # fmt: skip
+    }
     assert len(keys) == 8
 
 
-def test_a_source_route_compile_keeps_out_of_the_shared_inductor_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_source_route_compile_keeps_out_of_the_shared_inductor_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """torch writes a package_cpp_only package's kernels to <Inductor cache>/<hash of the
     graph's code>/<kernel name>.cubin and keeps a file already there: on the H200 a bfloat16
     package got the float32 compile's kernels (same graph code). Each source compile gets an
@@ -166,7 +171,7 @@ def test_reference_sample_table_is_what_render_table_prints() -> None:
                         control_bitwise=None if control == "-" else control == "bitwise",
                         eager_max_abs=float(eager_abs), eager_bound=float(eager_bound),
                         median_us=float(latency),
-                        checker=checker, ok=status.startswith("ok"), status=status))  # fmt: skip
+                        checker=checker, ok=status.startswith("ok"), status=status))
     report = SmokeReport(device="cpu", torch_version="-", prefix=PREFIX, shim_library="-", rows=tuple(rows))
     assert len(rows) == 3 and render_table(report).splitlines() == shown
 
@@ -179,7 +184,7 @@ def test_smoke_runs_the_chain_and_shows_the_collision(smoke_cache: Path, tmp_pat
     compiled_mlp(cache)
     out = tmp_path / "smoke.json"
     proc = cli("smoke", "--device", "cpu", "--model", "mlp", "--cache-dir", str(cache),
-                     "--iterations", "3", "--json", str(out))  # fmt: skip
+                     "--iterations", "3", "--json", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     report = json.loads(out.read_text())
@@ -202,18 +207,20 @@ def test_smoke_runs_the_chain_and_shows_the_collision(smoke_cache: Path, tmp_pat
     assert "2 prefixed blobs of 1 model bound every aoti_torch import" in table[-1]
     # Again: the compile and the aoti_shim_add_model build are both reused, and say so.
     again = cli("smoke", "--device", "cpu", "--model", "mlp", "--route", "source", "--no-control",
-                      "--cache-dir", str(cache), "--iterations", "1")  # fmt: skip
+                      "--cache-dir", str(cache), "--iterations", "1")
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     steps = [line.split("] ", 1)[1] for line in again.stderr.splitlines() if line.startswith("smoke [")]
     assert steps == ["compile mlp (cpu, source route) (cached)", "build mlp with aoti_shim_add_model (cached)",
-                     "run mlp (source (aotishim_))"], again.stderr  # fmt: skip
+                     "run mlp (source (aotishim_))"], again.stderr
     assert again.stdout.splitlines()[-1].endswith("no control was run (--no-control)")
 
 
 def test_the_latency_column_has_one_unit() -> None:
     from aoti_shim.smoke.report import Row, SmokeReport, render_table
 
-    rows = tuple(Row(model="m", route="binary", prefix=PREFIX, expected_binding="shims", median_us=us) for us in (12.34, 4567.8))
+    rows = tuple(
+        Row(model="m", route="binary", prefix=PREFIX, expected_binding="shims", median_us=us) for us in (12.34, 4567.8)
+    )
     table = render_table(SmokeReport(device="cpu", torch_version="-", prefix=PREFIX, shim_library="-", rows=rows))
     header, _, *lines = table.splitlines()
     assert "median us" in header
@@ -230,11 +237,13 @@ def test_missing_shims_are_listed_before_anything_runs(
     with ElfImage(artefact.blob) as image:
         wanted = {PREFIX + n for n in image.imports() if n.startswith("aoti_torch_")}
     proc = cli("smoke", "--device", "cpu", "--model", "mlp", "--route", "binary", "--cache-dir", str(cache),
-                     "--shims", str(fake.shims), "--prefix", PREFIX, "--json", str(tmp_path / "r.json"))  # fmt: skip
+                     "--shims", str(fake.shims), "--prefix", PREFIX, "--json", str(tmp_path / "r.json"))
     assert proc.returncode == 8, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stderr
     # The fake shim library defines two of them; every other one is listed, one a line.
-    assert proc.stdout.splitlines() == sorted(wanted - {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"})
+    assert proc.stdout.splitlines() == sorted(
+        wanted - {f"{PREFIX}aoti_torch_get_dim", f"{PREFIX}aoti_torch_dtype_float32"}
+    )
     assert "nothing was run" in proc.stderr and "run mlp" not in proc.stderr
     assert not (tmp_path / "r.json").exists()
 
@@ -251,13 +260,13 @@ def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: P
          "--route", "binary", "--iterations", "3", "--cache-dir", str(smoke_cache),
          "--json", str(out), "--stream", "default"],
         capture_output=True, text=True, cwd=tmp_path, env=env, timeout=900, check=False,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     # Progress: a numbered, timed line as each step starts; the last stdout line says what was proven.
     steps = [line for line in proc.stderr.splitlines() if line.startswith("smoke [")]
     assert [re.match(r"smoke \[(\d+)/3 \d+:\d\d\] (\w+)", line).groups() for line in steps] == [
         ("1", "compile"), ("2", "run"), ("3", "run"),
-    ], proc.stderr  # fmt: skip
+    ], proc.stderr
     assert proc.stdout.splitlines()[-1] == (
         "smoke ok: 1 prefixed blob of 1 model bound every aoti_torch import to the shims (aotishim_) next to a "
         "global libtorch and matched eager torch; 1 unprefixed control bound to libtorch, reproducing the collision"
@@ -265,7 +274,7 @@ def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: P
     rows = json.loads(out.read_text())["rows"]
     assert [(r["model"], r["route"], r["binding"]) for r in rows] == [
         ("user_model:make", "binary", "shims"), ("user_model:make", "control", "libtorch"),
-    ]  # fmt: skip
+    ]
     # A CPU run passes no stream, whatever --stream says (the CPU rehearsal of the CUDA choice), and says so.
     assert json.loads(out.read_text())["stream"] == "none"
     assert proc.stdout.splitlines()[0].endswith(", stream none (cpu)"), proc.stdout
@@ -273,11 +282,25 @@ def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: P
     assert ", OMP_NUM_THREADS=1 (the default; --threads N for more), stream" in proc.stdout.splitlines()[0], proc.stdout
 
 
-def test_users_callable_returning_the_wrong_thing_is_a_usage_error(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+def test_users_callable_returning_the_wrong_thing_is_a_usage_error(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
+) -> None:
     # A usage error, said once (it was a failed row per route, exit 8).
     shutil.copy(FIXTURES / "user_model.py", tmp_path / "user_model.py")
-    proc = cli("smoke", "-q", "--device", "cpu", "--model", "user_model:wrong_shape", "--route", "binary", "--no-control",
-                     "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)  # fmt: skip
+    proc = cli(
+        "smoke",
+        "-q",
+        "--device",
+        "cpu",
+        "--model",
+        "user_model:wrong_shape",
+        "--route",
+        "binary",
+        "--no-control",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        cwd=tmp_path,
+    )
     line = one_line_error(proc, 2)
     assert "--model user_model:wrong_shape: the callable must return (module, example_inputs)" in line
     # No half-made cache entry: only the kept log of the failure.
@@ -361,7 +384,9 @@ def test_users_module_that_fails_at_import_is_one_line(tmp_path: Path) -> None:
 
 def test_shims_without_a_prefix_need_an_explicit_prefix(checker_libs, tmp_path: Path) -> None:
     lib = checker_libs["unprefixed_shim"]
-    proc = cli("smoke", "--device", "cpu", "--model", "mlp", "--shims", str(lib), "--cache-dir", str(tmp_path / "cache"))
+    proc = cli(
+        "smoke", "--device", "cpu", "--model", "mlp", "--shims", str(lib), "--cache-dir", str(tmp_path / "cache")
+    )
     line = one_line_error(proc, 2)
     assert f"--shims {lib} exports no prefixed aoti_torch names; pass --prefix" in line
 
@@ -376,7 +401,7 @@ def _cuda() -> bool:
 def test_smoke_on_cuda(smoke_cache: Path, tmp_path: Path) -> None:
     out = tmp_path / "r.json"
     proc = cli("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5",
-                     "--cache-dir", str(smoke_cache), "--json", str(out))  # fmt: skip
+                     "--cache-dir", str(smoke_cache), "--json", str(out))
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = {r["route"]: r for r in json.loads(out.read_text())["rows"]}
     assert rows["binary"]["binding"] == rows["source"]["binding"] == "shims"
@@ -385,7 +410,7 @@ def test_smoke_on_cuda(smoke_cache: Path, tmp_path: Path) -> None:
     assert json.loads(out.read_text())["stream"] == "new"
     assert proc.stdout.splitlines()[0].endswith(", stream new (a stream of its own, made current)"), proc.stdout
     legacy = cli("smoke", "--device", "cuda", "--model", "mlp", "--iterations", "5", "--stream", "default",
-                       "--no-control", "--route", "binary", "--cache-dir", str(smoke_cache), "--json", str(out))  # fmt: skip
+                       "--no-control", "--route", "binary", "--cache-dir", str(smoke_cache), "--json", str(out))
     # The reference shims take the legacy default stream (a null pointer) too.
     assert legacy.returncode == 0, legacy.stdout + legacy.stderr[-3000:]
     assert json.loads(out.read_text())["stream"] == "default"
@@ -440,7 +465,17 @@ def unexportable(device):
 def test_a_users_model_that_fails_is_one_line_once_with_the_log(tmp_path: Path, callable_: str, message: str) -> None:
     # At f562a93 each such model was a FAIL row per route and again for the control, exit 8.
     (tmp_path / "bad_models.py").write_text(BAD_MODELS)
-    done = cli("smoke", "-q", "--device", "cpu", "--model", f"bad_models:{callable_}", "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path)
+    done = cli(
+        "smoke",
+        "-q",
+        "--device",
+        "cpu",
+        "--model",
+        f"bad_models:{callable_}",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        cwd=tmp_path,
+    )
     line = one_line_error(done, 2)
     assert line.startswith(f"aoti-shim: error: {message}"), line
     logged = re.fullmatch(r".* \(the full error: (\S+\.log)\)", line)
@@ -472,7 +507,7 @@ def test_a_killed_runs_staging_folder_is_removed_by_a_later_run(tmp_path: Path) 
          "import sys; from pathlib import Path; from aoti_shim.smoke.compile import CompileRequest, compile_cached; "
          "compile_cached(CompileRequest('mlp', 'cpu', 'binary'), Path(sys.argv[1]))", str(cache)],
         start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     try:
         deadline = time.monotonic() + 60
         while not [p for p in cache.iterdir() if p.name.startswith(".")] and time.monotonic() < deadline:

@@ -9,13 +9,12 @@ import sys
 import textwrap
 from pathlib import Path
 
-from compile_support import compile_shared
-
 from aoti_shim.smoke import bindings
 from aoti_shim.smoke.command import _resolve_stream
 from aoti_shim.smoke.evidence import first_error_line, runtime_copies
 from aoti_shim.smoke.report import Row, SmokeReport
 from aoti_shim.smoke.runner import RunSettings, run_container
+from compile_support import compile_shared
 
 # What a runtime's failed run prints (the shape of ExecuTorch's CUDA backend with a null
 # stream): its own error line first, then the container's, then Python's traceback.
@@ -34,7 +33,8 @@ def test_the_first_error_line_is_the_runtimes_not_the_tracebacks(tmp_path: Path)
     log = tmp_path / "child.log"
     log.write_text(_FAILED_RUN)
     assert first_error_line(log) == (
-        "E 00:00:01.123456 executorch:cuda_guard.cpp:52] Error: the stream must not be null (got the legacy default stream)"
+        "E 00:00:01.123456 executorch:cuda_guard.cpp:52] Error: the stream must not be null (got the legacy default "
+        "stream)"
     )
     log.write_text("all fine\n")
     assert first_error_line(log) is None
@@ -72,7 +72,7 @@ class _NoShims:
 def test_a_cpu_run_passes_no_stream_whatever_the_choice() -> None:
     for choice in ("new", "default", "none"):
         container = _Recorder()
-        run_container(_NoShims(), container, [], RunSettings(device="cpu", iterations=1, warmup=0, stream=choice))  # type: ignore[arg-type]
+        run_container(_NoShims(), container, [], RunSettings(device="cpu", iterations=1, warmup=0, stream=choice))
         assert set(container.streams) == {None}
 
 
@@ -91,7 +91,9 @@ def _bindings_of(tmp: Path, *libraries: Path) -> list[bindings.Binding]:
     debug = tmp / "ld"
     debug.mkdir(parents=True)
     env = dict(os.environ, LD_DEBUG="bindings", LD_BIND_NOW="1", LD_DEBUG_OUTPUT=str(debug / "ld"))
-    done = subprocess.run([sys.executable, "-c", _LOAD, *map(str, libraries)], env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", _LOAD, *map(str, libraries)], env=env, capture_output=True, text=True, check=False
+    )
     assert done.returncode == 0, done.stderr
     return list(bindings.parse_bindings(bindings.read_debug_output(debug)))
 
@@ -105,7 +107,10 @@ def test_a_shim_library_bound_to_another_copy_of_libcudart_is_named(tmp_path: Pa
     for copy in (own, torchs):
         compile_shared(runtime, copy, ("-Wl,-soname,libcudart.so.13",))
     shim_source = tmp_path / "shim.c"
-    shim_source.write_text("int cudaGetDeviceCount(int*);\nint myrt_aoti_torch_devices(void) { int n; cudaGetDeviceCount(&n); return n; }\n")
+    shim_source.write_text(
+        "int cudaGetDeviceCount(int*);\nint myrt_aoti_torch_devices(void) { int n; cudaGetDeviceCount(&n); return n; "
+        "}\n"
+    )
     shims = tmp_path / "shims" / "libmyrt_shims.so"
     compile_shared(shim_source, shims, (str(own), "-Wl,--enable-new-dtags,-rpath,$ORIGIN"))
     alone = runtime_copies(_bindings_of(tmp_path / "alone", shims), shims)
@@ -128,11 +133,17 @@ def _refusing_shims(tmp: Path, reference: Path, prefix: str) -> Path:
     from aoti_shim.checks.elf.image import ElfImage
 
     with ElfImage(reference) as image:
-        names = sorted(n[len(prefix) :] for n in image.exports() if n.startswith(f"{prefix}aoti_torch_") and n[len(prefix) :] != _REFUSED)
+        names = sorted(
+            n[len(prefix) :]
+            for n in image.exports()
+            if n.startswith(f"{prefix}aoti_torch_") and n[len(prefix) :] != _REFUSED
+        )
     lines = ["#include <dlfcn.h>", "#include <stdint.h>", "#include <stdio.h>"]
     for i, name in enumerate(names):
         lines.append(f'__attribute__((visibility("hidden"))) void* slot_{i};')
-        lines.append(f'__asm__(".globl myrt_{name}\\n.type myrt_{name}, @function\\nmyrt_{name}:\\n  jmp *slot_{i}(%rip)\\n");')
+        lines.append(
+            f'__asm__(".globl myrt_{name}\\n.type myrt_{name}, @function\\nmyrt_{name}:\\n  jmp *slot_{i}(%rip)\\n");'
+        )
     lines.append(f'int32_t myrt_{_REFUSED}(void) {{ fprintf(stderr, "{_REFUSAL}\\n"); return 1; }}')
     lines.append("__attribute__((constructor)) static void bind_slots(void) {")
     lines.append(f'  void* h = dlopen("{reference}", RTLD_NOW | RTLD_LOCAL);')
@@ -155,10 +166,34 @@ def test_a_failed_row_keeps_the_bindings_and_the_first_error_line(smoke_cache: P
     out = tmp_path / "r.json"
     # The run child's traceback is part of the evidence shown (its last lines), so no traceback-free runner here.
     proc = subprocess.run(
-        [sys.executable, "-m", "aoti_shim", "smoke", "--device", "cpu", "--model", "mlp", "--route", "binary", "--no-control",
-         "--iterations", "1", "--shims", str(shims), "--prefix", "myrt_", "--cache-dir", str(smoke_cache), "--json", str(out)],
-        capture_output=True, text=True, timeout=900, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "aoti_shim",
+            "smoke",
+            "--device",
+            "cpu",
+            "--model",
+            "mlp",
+            "--route",
+            "binary",
+            "--no-control",
+            "--iterations",
+            "1",
+            "--shims",
+            str(shims),
+            "--prefix",
+            "myrt_",
+            "--cache-dir",
+            str(smoke_cache),
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 8, proc.stdout + proc.stderr[-3000:]
     (row,) = json.loads(out.read_text())["rows"]
     # The runtime's own line, not the traceback's last one; the loader's bindings are kept.

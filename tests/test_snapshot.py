@@ -15,15 +15,15 @@ import zlib
 from pathlib import Path
 
 import pytest
+
+from aoti_shim.checks import CheckSettings, run_check
+from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import STB_GLOBAL, STT_FUNC
+from aoti_shim.checks.snapshot import record as snapshot_mod
+from aoti_shim.errors import InputError
 from cli_support import CLI, cli, one_line_error
 from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, synth_elf
 from test_robustness import UNSAFE_MEMBERS
-
-from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.checks.snapshot import record as snapshot_mod
-from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.elf.layout import STB_GLOBAL, STT_FUNC
-from aoti_shim.errors import InputError
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def content(path: Path) -> tuple[object, ...]:
 # What torch only dlopens when an op needs it (RTLD_LOCAL: never in the global scope), and its
 # test libraries: no shipped snapshot holds them, as `import torch` does not load them.
 NOT_LOADED_BY_IMPORT = {"libcaffe2_nvrtc.so", "libtorch_cuda_linalg.so", "libaoti_custom_ops.so",
-                        "libbackend_with_compiler.so", "libjitbackend_test.so", "libtorchbind_test.so"}  # fmt: skip
+                        "libbackend_with_compiler.so", "libjitbackend_test.so", "libtorchbind_test.so"}
 
 
 def by_name(path: Path) -> dict[str, snapshot_mod.SnapshotLibrary]:
@@ -76,7 +76,7 @@ def test_shipped_snapshots_describe_real_torch_builds() -> None:
 
     cuda = by_name(shipped("2.14.1+cu130"))
     assert set(cuda) == {"libc10.so", "libc10_cuda.so", "libgomp.so.1", "libshm.so", "libtorch.so", "libtorch_cpu.so",
-                         "libtorch_cuda.so", "libtorch_global_deps.so", "libtorch_nvshmem.so", "libtorch_python.so"}  # fmt: skip
+                         "libtorch_cuda.so", "libtorch_global_deps.so", "libtorch_nvshmem.so", "libtorch_python.so"}
     cpu_shims = {n for n in cuda["libtorch_cpu.so"].export_names() if n.startswith("aoti_torch_")}
     cuda_shims = {n for n in cuda["libtorch_cuda.so"].export_names() if n.startswith("aoti_torch_")}
     # Pinned to that wheel's libraries (the snapshot records their sha256): 329 and 175 were read
@@ -88,7 +88,9 @@ def test_shipped_snapshots_describe_real_torch_builds() -> None:
     assert cuda["libtorch_cuda.so"].find_export("myrt_aoti_torch_create_cuda_stream_guard") is None
 
 
-def test_shipped_cpu_snapshot_is_what_the_command_makes_from_the_installed_torch(tmp_path: Path, torch_lib: Path) -> None:
+def test_shipped_cpu_snapshot_is_what_the_command_makes_from_the_installed_torch(
+    tmp_path: Path, torch_lib: Path
+) -> None:
     lib = torch_lib
     if "'2.13.0+cpu'" not in (lib.parent / "version.py").read_text():
         pytest.skip("the installed torch is not 2.13.0+cpu")
@@ -109,7 +111,9 @@ def test_a_torch_package_folder_means_its_lib_folder(tmp_path: Path, torch_lib: 
     made = {}
     for name, source in (("lib", torch_lib), ("package", torch_lib.parent)):
         made[name] = tmp_path / f"{name}.json.gz"
-        done = subprocess.run([*CLI, "snapshot", str(source), "-o", str(made[name])], capture_output=True, text=True, timeout=120)
+        done = subprocess.run(
+            [*CLI, "snapshot", str(source), "-o", str(made[name])], capture_output=True, text=True, timeout=120
+        )
         assert done.returncode == 0, done.stderr
     assert content(made["package"]) == content(made["lib"])
     assert not any(name.startswith("_C") for name in by_name(made["package"]))
@@ -136,7 +140,9 @@ def test_a_shipped_snapshot_of_the_installed_torch_agrees_with_nm(torch_lib: Pat
         assert real.is_file(), f"{lib.name} is in the snapshot of torch {version} but not in {torch_lib}"
         nm = nm_exports(real)
         assert set(lib.export_names()) == set(nm), lib.name
-        assert {n for n in nm if n.startswith("aoti_torch_")} == {n for n in lib.export_names() if n.startswith("aoti_torch_")}
+        assert {n for n in nm if n.startswith("aoti_torch_")} == {
+            n for n in lib.export_names() if n.startswith("aoti_torch_")
+        }
         compared += 1
     assert compared >= 3
 
@@ -310,10 +316,18 @@ def test_a_snapshot_inflating_past_its_total_is_refused(tmp_path, monkeypatch):
     names = [f"n{i:06d}" for i in range(1000)]
     members, libraries = [], []
     for i in range(4):
-        members.append(b"".join(snapshot_mod.name_crc(n).to_bytes(4, "little") for n in sorted(names, key=snapshot_mod.name_crc)))
+        members.append(
+            b"".join(snapshot_mod.name_crc(n).to_bytes(4, "little") for n in sorted(names, key=snapshot_mod.name_crc))
+        )
         members.append(("\n".join(sorted(names)) + "\0" + "0" * len(names)).encode())
         libraries.append(
-            {"name": f"lib{i}.so", "count": len(names), "kinds": [[1, 2, 0, False]], "index_member": 2 * i + 1, "names_member": 2 * i + 2}
+            {
+                "name": f"lib{i}.so",
+                "count": len(names),
+                "kinds": [[1, 2, 0, False]],
+                "index_member": 2 * i + 1,
+                "names_member": 2 * i + 2,
+            }
         )
     path = tmp_path / "big.json.gz"
     path.write_bytes(_snapshot_bytes(libraries, members))
@@ -357,9 +371,13 @@ def test_a_snapshot_keeps_the_version_facts_the_loader_matches_on(tmp_path: Path
     (tmp_path / "v2.map").write_text("TORCH_2 { global: aoti_torch_x; };\n")
     (tmp_path / "x.c").write_text('__attribute__((visibility("default"))) int aoti_torch_x(void) { return 1; }\n')
     ref = lib / "libtorch_cpu.so"
-    compile_shared(tmp_path / "x.c", ref, ("-Wl,-soname,libtorch_cpu.so", f"-Wl,--version-script={tmp_path / 'none.map'}"))
+    compile_shared(
+        tmp_path / "x.c", ref, ("-Wl,-soname,libtorch_cpu.so", f"-Wl,--version-script={tmp_path / 'none.map'}")
+    )
     stub = tmp_path / "stub" / "libtorch_cpu.so"
-    compile_shared(tmp_path / "x.c", stub, ("-Wl,-soname,libtorch_cpu.so", f"-Wl,--version-script={tmp_path / 'v2.map'}"))
+    compile_shared(
+        tmp_path / "x.c", stub, ("-Wl,-soname,libtorch_cpu.so", f"-Wl,--version-script={tmp_path / 'v2.map'}")
+    )
     (tmp_path / "b.c").write_text(
         "extern int aoti_torch_x(void);\n"
         '__attribute__((visibility("default"))) int use(void) { return aoti_torch_x(); }\n'
@@ -369,14 +387,21 @@ def test_a_snapshot_keeps_the_version_facts_the_loader_matches_on(tmp_path: Path
     compile_shared(tmp_path / "b.c", blob, ("-Wl,--no-as-needed", str(stub)))
     with ElfImage(ref) as image:
         assert image.has_versym and list(image.versions().defined.values()) == ["libtorch_cpu.so", "TORCH_NONE"]
-    code = "import ctypes, os, sys\nctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\nctypes.CDLL(sys.argv[2], mode=os.RTLD_NOW)\n"
-    loaded = subprocess.run([sys.executable, "-c", code, str(ref), str(blob)], capture_output=True, text=True, check=False)
+    code = ("import ctypes, os, sys\nctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)\nctypes.CDLL(sys.argv[2], "
+        "mode=os.RTLD_NOW)\n")
+    loaded = subprocess.run(
+        [sys.executable, "-c", code, str(ref), str(blob)], capture_output=True, text=True, check=False
+    )
     assert loaded.returncode != 0 and "version `TORCH_2' not found" in loaded.stderr, loaded.stderr
     snap = tmp_path / "ref.json.gz"
     doc = snapshot_mod.capture(lib, "2.13.0+cpu", with_tests=True)
     snapshot_mod.write(doc, snap)
     (kept,) = snapshot_mod.load(snap)
-    assert kept.versions is not None and kept.versions.versym and kept.versions.defined == {1: "libtorch_cpu.so", 2: "TORCH_NONE"}
+    assert (
+        kept.versions is not None
+        and kept.versions.versym
+        and kept.versions.defined == {1: "libtorch_cpu.so", 2: "TORCH_NONE"}
+    )
 
     def verdict(against: Path) -> set[tuple[str, str]]:
         report = run_check(CheckSettings(models=(str(blob),), against=(str(against),)))

@@ -9,10 +9,10 @@ import os
 import subprocess
 
 import pytest
-from cli_support import cli, one_line_error
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.errors import AotiShimError
+from cli_support import cli, one_line_error
 
 # -- applied and reported --------------------------------------------------------------------
 
@@ -83,9 +83,15 @@ def test_a_huge_suppressions_file_is_refused(checker_libs, tmp_path):
         ('[[supress]]\nrule = "COLLISION"\nreason = "x"\n', "unknown table 'supress' (did you mean 'suppress'?)"),
         ('[[suppress]]\nrul = "COLLISION"\nreason = "x"\n', "unknown key 'rul' (did you mean 'rule'?)"),
         ('[[suppress]]\nrule = "*"\nreason = "silence everything"\n', "needs a 'symbol' or an 'artifact' pattern"),
-        ('[[suppress]]\nrule = "*"\nsymbol = "**"\nreason = "still everything"\n', "needs a 'symbol' or an 'artifact' pattern"),
+        (
+            '[[suppress]]\nrule = "*"\nsymbol = "**"\nreason = "still everything"\n',
+            "needs a 'symbol' or an 'artifact' pattern",
+        ),
         # Globs other than stars that still match every name (issue 23 §4).
-        ('[[suppress]]\nrule = "*"\nsymbol = "?*"\nartifact = "*?*"\nreason = "x"\n', "needs a 'symbol' or an 'artifact' pattern"),
+        (
+            '[[suppress]]\nrule = "*"\nsymbol = "?*"\nartifact = "*?*"\nreason = "x"\n',
+            "needs a 'symbol' or an 'artifact' pattern",
+        ),
         ('[[suppress]]\nrule = "*"\nsymbol = "*[!]]*"\nreason = "x"\n', "needs a 'symbol' or an 'artifact' pattern"),
         ("a = " + "[" * 5000 + "]" * 5000 + "\n", "invalid TOML"),
     ],

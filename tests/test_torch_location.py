@@ -12,12 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_support import cli
-from cmake_support import REPO, log
-from torch_support import torch_lib
 
 from aoti_shim.errors import InputError, UsageError
 from aoti_shim.torch_location import SHIM_HEADER, TORCH_ENV_VAR, TorchLocation, locate
+from cli_support import cli
+from cmake_support import REPO, log
+from torch_support import torch_lib
 
 FAKE_VERSION = "9.9.9+fake"
 FAKE_NAME = "aoti_torch_only_the_fake_torch_declares"
@@ -57,7 +57,11 @@ def _rename_header_sees(tmp_path: Path, **extra: str) -> str:
 def _source_route_include() -> str:
     from aoti_shim.smoke.source_route import configure_command
 
-    defines = [a for a in configure_command("cmake", Path("src"), Path("build")) if a.startswith("-DAOTI_SHIM_TORCH_INCLUDE_DIR=")]
+    defines = [
+        a
+        for a in configure_command("cmake", Path("src"), Path("build"))
+        if a.startswith("-DAOTI_SHIM_TORCH_INCLUDE_DIR=")
+    ]
     assert len(defines) == 1, defines
     return defines[0].split("=", 1)[1]
 
@@ -83,7 +87,9 @@ def test_every_caller_finds_the_installed_torch(tmp_path: Path, monkeypatch: pyt
 
 
 @pytest.mark.parametrize("form", ["site", "package", "lib"])
-def test_every_caller_follows_aoti_shim_torch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checker_libs, form: str) -> None:
+def test_every_caller_follows_aoti_shim_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, checker_libs, form: str
+) -> None:
     from aoti_shim.checks.check.run import CheckSettings, run_check
     from aoti_shim.checks.references.reference import find_torch
     from aoti_shim.plugin import target_env
@@ -116,8 +122,12 @@ def test_a_search_path_comes_after_aoti_shim_torch_and_before_the_installed_torc
     expected = TorchLocation(site, "search path")
     assert locate([tmp_path / "nothing", site]) == expected
     assert find_torch([str(tmp_path / "nothing"), str(site)]) == expected
-    report = run_check(CheckSettings(shims=(str(checker_libs["clean_shim"]),), against=("torch",), torch_search_paths=(str(site),)))
-    assert [(s.path, s.found_by, s.torch_version) for s in report.against] == [(str(expected.lib), "search path", FAKE_VERSION)]
+    report = run_check(
+        CheckSettings(shims=(str(checker_libs["clean_shim"]),), against=("torch",), torch_search_paths=(str(site),))
+    )
+    assert [(s.path, s.found_by, s.torch_version) for s in report.against] == [
+        (str(expected.lib), "search path", FAKE_VERSION)
+    ]
     # $AOTI_SHIM_TORCH names one torch: a search path does not override it.
     other = _fake_site(tmp_path / "b")
     monkeypatch.setenv(TORCH_ENV_VAR, str(other))
@@ -131,12 +141,17 @@ def _bad_values(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     return {
         "a folder with no torch": (tmp_path / "empty", "no torch/lib there;"),
         "a file": (tmp_path / "file", "no torch/lib there (a file, not a folder)"),
-        "a dangling link": (tmp_path / "dangling", f"no torch/lib there (a dangling symbolic link to {tmp_path / 'gone'})"),
+        "a dangling link": (
+            tmp_path / "dangling",
+            f"no torch/lib there (a dangling symbolic link to {tmp_path / 'gone'})",
+        ),
         "nothing": (tmp_path / "gone", "no torch/lib there (no such folder)"),
     }
 
 
-def test_a_bad_aoti_shim_torch_is_one_line_and_exit_1_everywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_aoti_shim_torch_is_one_line_and_exit_1_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from aoti_shim.checks.references.reference import find_torch
     from aoti_shim.plugin import target_env
 
@@ -145,7 +160,9 @@ def test_a_bad_aoti_shim_torch_is_one_line_and_exit_1_everywhere(tmp_path: Path,
         assert asked.returncode == 1, what
         assert asked.stdout == "" and asked.stderr.count("\n") == 1, (what, asked.stderr)
         assert asked.stderr.startswith(f"aoti-shim: error: $AOTI_SHIM_TORCH={value}: {says}"), (what, asked.stderr)
-        header = _cli("rename-header", "--output", str(tmp_path / "h" / "x.h"), cwd=tmp_path, **{TORCH_ENV_VAR: str(value)})
+        header = _cli(
+            "rename-header", "--output", str(tmp_path / "h" / "x.h"), cwd=tmp_path, **{TORCH_ENV_VAR: str(value)}
+        )
         assert header.returncode == 1 and says in header.stderr and "Traceback" not in header.stderr, what
         assert not (tmp_path / "h").exists()  # nothing half-written
         monkeypatch.setenv(TORCH_ENV_VAR, str(value))
@@ -160,7 +177,10 @@ def test_torch_include_is_refused_when_torch_has_no_include_folder(tmp_path: Pat
     shutil.rmtree(site / "torch" / "include")
     asked = _cli("--torch-include-dir", cwd=tmp_path, **{TORCH_ENV_VAR: str(site)})
     assert asked.returncode == 1 and asked.stdout == ""
-    assert asked.stderr == f"aoti-shim: error: torch at {site / 'torch'} (found by $AOTI_SHIM_TORCH) has no include/ folder\n"
+    assert (
+        asked.stderr
+        == f"aoti-shim: error: torch at {site / 'torch'} (found by $AOTI_SHIM_TORCH) has no include/ folder\n"
+    )
 
 
 def test_top_level_help_names_torch_include_dir(tmp_path: Path) -> None:
@@ -218,7 +238,9 @@ def test_cmake_says_which_function_found_no_torch_and_the_override_wins(cmake_pr
     # AOTI_SHIM_TORCH_INCLUDE_DIR (the environment variable, as the cache entry) is taken as given: nothing is asked.
     fake = _fake_site(tmp_path / "fake")
     include = str(fake / "torch" / "include")
-    project = _model_project(cmake_project, tmp_path, **{TORCH_ENV_VAR: str(bad), "AOTI_SHIM_TORCH_INCLUDE_DIR": include})
+    project = _model_project(
+        cmake_project, tmp_path, **{TORCH_ENV_VAR: str(bad), "AOTI_SHIM_TORCH_INCLUDE_DIR": include}
+    )
     configured = project.configure()
     assert configured.returncode == 0, log(configured)
     assert _cached_include(project.build) == include

@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cli_support import cli
-
 from aoti_shim.torch_location import SHIM_HEADER, TORCH_ENV_VAR
+from cli_support import cli
 
 
 def _site(root: Path, version: bytes | None = b"__version__ = '9.9.9'\n") -> Path:
@@ -39,7 +38,9 @@ def test_a_fifo_for_version_py_does_not_hang_the_lookup(tmp_path: Path) -> None:
     os.mkfifo(site / "torch" / "version.py")
     # In a child with a timeout: before the fix, open() waited for a writer forever.
     probe = "import sys; from aoti_shim.torch_location import version_in; print(version_in(sys.argv[1]))"
-    done = subprocess.run([sys.executable, "-c", probe, str(site / "torch")], capture_output=True, text=True, timeout=30, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(site / "torch")], capture_output=True, text=True, timeout=30, check=False
+    )
     assert done.returncode == 0 and done.stdout == "None\n", done.stderr
 
 
@@ -54,7 +55,15 @@ def test_the_override_note_on_stderr_is_one_safe_line(tmp_path: Path, checker_li
     # torch/version.py is anyone's bytes: an escape sequence, a bell, a NUL, a bidi override.
     site = _site(tmp_path, version=b"__version__ = '2.0\x1b[31mRED\x07\x00\xe2\x80\xaeevil'\n")
     (site / "torch" / "lib" / "libtorch_python.so").write_bytes(Path(checker_libs["unprefixed_shim"]).read_bytes())
-    done = _cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", "torch", cwd=tmp_path, **{TORCH_ENV_VAR: str(site)})
+    done = _cli(
+        "check",
+        "--shim",
+        str(checker_libs["clean_shim"]),
+        "--against",
+        "torch",
+        cwd=tmp_path,
+        **{TORCH_ENV_VAR: str(site)},
+    )
     assert done.returncode in (0, 4, 8), done.stderr
     note = done.stderr.decode()
     assert "overrides the installed torch" in note and note.count("\n") == 1, note
@@ -65,9 +74,18 @@ def test_a_top_level_flag_with_a_command_or_another_flag_is_a_usage_error(tmp_pa
     # Before: `aoti-shim --torch-include-dir check --shim x` printed a folder and exited 0,
     # the check never ran (a CI gate that passes).
     for args, says in (
-        (("--torch-include-dir", "check", "--shim", "x.so"), "--torch-include-dir takes no command or other flag (got the command 'check')"),
-        (("--cmake-dir", "check", "--shim", "x.so"), "--cmake-dir takes no command or other flag (got the command 'check')"),
-        (("--cmake-dir", "--torch-include-dir"), "--cmake-dir takes no command or other flag (got --torch-include-dir)"),
+        (
+            ("--torch-include-dir", "check", "--shim", "x.so"),
+            "--torch-include-dir takes no command or other flag (got the command 'check')",
+        ),
+        (
+            ("--cmake-dir", "check", "--shim", "x.so"),
+            "--cmake-dir takes no command or other flag (got the command 'check')",
+        ),
+        (
+            ("--cmake-dir", "--torch-include-dir"),
+            "--cmake-dir takes no command or other flag (got --torch-include-dir)",
+        ),
     ):
         done = _cli(*args, cwd=tmp_path)
         assert (done.returncode, done.stdout) == (2, b""), (args, done)
@@ -104,7 +122,7 @@ def test_a_folder_that_cannot_be_searched_is_one_line_everywhere(tmp_path: Path)
     out = tmp_path / "out"
     prefix = _without_dac_override()
     commands = (("--torch-include-dir",), ("check", "--shim", sys.executable, "--against", "torch"),
-                ("rename-header", "--output", str(out / "h.h")))  # fmt: skip
+                ("rename-header", "--output", str(out / "h.h")))
     for locked, says in (
         (site, f"$AOTI_SHIM_TORCH={site}: cannot read {site / 'torch' / 'lib'}: Permission denied"),
         (site / "torch", f"$AOTI_SHIM_TORCH={site}: cannot read {site / 'torch' / 'lib'}: Permission denied"),
@@ -144,7 +162,9 @@ def _model_project(source: Path) -> Path:
     return source
 
 
-def test_a_reconfigure_follows_a_changed_aoti_shim_torch_but_keeps_a_given_folder(cmake_project, tmp_path: Path) -> None:
+def test_a_reconfigure_follows_a_changed_aoti_shim_torch_but_keeps_a_given_folder(
+    cmake_project, tmp_path: Path
+) -> None:
     from cmake_support import log
 
     source = _model_project(tmp_path / "src")
@@ -154,7 +174,11 @@ def test_a_reconfigure_follows_a_changed_aoti_shim_torch_but_keeps_a_given_folde
     def configured(site: Path, **defines: str) -> str:
         done = cmake_project(source, defines, build=build, env={TORCH_ENV_VAR: str(site)}).configure()
         assert done.returncode == 0, log(done)
-        cached = [line for line in (build / "CMakeCache.txt").read_text().splitlines() if line.startswith("AOTI_SHIM_TORCH_INCLUDE_DIR:")]
+        cached = [
+            line
+            for line in (build / "CMakeCache.txt").read_text().splitlines()
+            if line.startswith("AOTI_SHIM_TORCH_INCLUDE_DIR:")
+        ]
         return cached[0].split("=", 1)[1]
 
     assert configured(a) == str(a / "torch" / "include")
@@ -167,8 +191,19 @@ def test_a_reconfigure_follows_a_changed_aoti_shim_torch_but_keeps_a_given_folde
 
 def test_smoke_refuses_a_bad_aoti_shim_torch_before_compiling(tmp_path: Path) -> None:
     bad = tmp_path / "gone"
-    done = _cli("smoke", "--route", "source", "--model", "mlp", "--no-control", "-q", "--cache-dir", str(tmp_path / "cache"),
-                cwd=tmp_path, **{TORCH_ENV_VAR: str(bad)})  # fmt: skip
+    done = _cli(
+        "smoke",
+        "--route",
+        "source",
+        "--model",
+        "mlp",
+        "--no-control",
+        "-q",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        cwd=tmp_path,
+        **{TORCH_ENV_VAR: str(bad)},
+    )
     # Before: the model compiled, then a FAIL row in the table and exit 8 (as if the shims failed).
     assert (done.returncode, done.stdout) == (1, b""), done.stdout.decode()[-500:]
     assert done.stderr.decode() == f"aoti-shim: error: $AOTI_SHIM_TORCH={bad}: no torch/lib there (no such folder); " \

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from torch_support import fake_torch_include
-
 from aoti_shim.torch_names import declared_functions
+from torch_support import fake_torch_include
 
 
 def test_declared_functions_reads_the_profiler_marks_of_shim_h() -> None:
@@ -42,7 +41,8 @@ def test_the_name_list_is_generated_from_wheels_and_include_folders(tmp_path: Pa
     stand-in wheel: the tests download nothing) and include folders, and records each release."""
     import zipfile
 
-    from aoti_shim.torch_names import main as generate, shipped_names
+    from aoti_shim.torch_names import main as generate
+    from aoti_shim.torch_names import shipped_names
 
     wheel = tmp_path / "torch-9.1.0-cp312-none-macosx_14_0_arm64.whl"
     with zipfile.ZipFile(wheel, "w") as archive:

@@ -18,13 +18,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
-from wheel_support import make_wheel
 
-from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import SHT_GNU_HASH
+from aoti_shim.checks.inputs import collect as inputs
 from aoti_shim.errors import InputError
+from compile_support import compile_shared
+from wheel_support import make_wheel
 
 PT_LOAD, PT_DYNAMIC, PT_GNU_STACK, PT_GNU_RELRO = 1, 2, 0x6474E551, 0x6474E552
 DT_STRTAB, DT_GNU_HASH = 5, 0x6FFFFEF5
@@ -66,12 +66,37 @@ def move_tables_to_end(path: Path, out: Path, *, apart: bool = False) -> None:
     if apart:
         second = next(i for i, p in enumerate(phdrs) if p[0] == PT_GNU_RELRO)
         assert second > slot
-        struct.pack_into("<IIQQQQQQ", data, phoff + slot * phentsize, PT_LOAD, 4, offset, vaddr, vaddr, len(gh_bytes), len(gh_bytes), 0x1000)
-        struct.pack_into("<IIQQQQQQ", data, phoff + second * phentsize, PT_LOAD, 4, offset + ds_at, vaddr + ds_at, vaddr + ds_at,
-                         len(ds_bytes), len(ds_bytes), 0x1000)  # fmt: skip
+        struct.pack_into(
+            "<IIQQQQQQ",
+            data,
+            phoff + slot * phentsize,
+            PT_LOAD,
+            4,
+            offset,
+            vaddr,
+            vaddr,
+            len(gh_bytes),
+            len(gh_bytes),
+            0x1000,
+        )
+        struct.pack_into(
+            "<IIQQQQQQ",
+            data,
+            phoff + second * phentsize,
+            PT_LOAD,
+            4,
+            offset + ds_at,
+            vaddr + ds_at,
+            vaddr + ds_at,
+            len(ds_bytes),
+            len(ds_bytes),
+            0x1000,
+        )
     else:
         size = ds_at + len(ds_bytes)
-        struct.pack_into("<IIQQQQQQ", data, phoff + slot * phentsize, PT_LOAD, 4, offset, vaddr, vaddr, size, size, 0x1000)
+        struct.pack_into(
+            "<IIQQQQQQ", data, phoff + slot * phentsize, PT_LOAD, 4, offset, vaddr, vaddr, size, size, 0x1000
+        )
     dyn = next(p for p in phdrs if p[0] == PT_DYNAMIC)
     for at in range(dyn[2], dyn[2] + dyn[5], 16):
         tag = struct.unpack_from("<q", data, at)[0]
@@ -92,7 +117,11 @@ def moved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     src = out / "lib.c"
     # Over inputs.SMALL_MEMBER, so the stream keeps only a head of it.
     body = [f"int {n}(void) {{ return {i}; }}" for i, n in enumerate(NAMES)]
-    src.write_text("static const char pad[6 << 20] = {1};\nconst char *pad_at(int i) { return &pad[i]; }\n" + "\n".join(body) + "\n")
+    src.write_text(
+        "static const char pad[6 << 20] = {1};\nconst char *pad_at(int i) { return &pad[i]; }\n"
+        + "\n".join(body)
+        + "\n"
+    )
     plain = out / "libplain.so"
     compile_shared(src, plain)
     moved = out / "libmoved.so"
@@ -139,7 +168,11 @@ def _segments(path: Path) -> list[tuple[int, int, int]]:
     data = path.read_bytes()
     phoff = struct.unpack_from("<Q", data, 0x20)[0]
     phentsize, phnum = struct.unpack_from("<HH", data, 0x36)
-    return [struct.unpack_from("<IIQ", data, phoff + i * phentsize)[:1] + struct.unpack_from("<QQ", data, phoff + i * phentsize + 8) for i in range(phnum)]
+    return [
+        struct.unpack_from("<IIQ", data, phoff + i * phentsize)[:1]
+        + struct.unpack_from("<QQ", data, phoff + i * phentsize + 8)
+        for i in range(phnum)
+    ]
 
 
 @pytest.mark.parametrize("member", ["pkg/libmoved.so", "pkg/libplain.so"])
@@ -173,7 +206,7 @@ def test_check_of_the_wheel_equals_check_of_its_files(moved: dict[str, Path], tm
 
 
 _WHERE = ["skipped to PT_DYNAMIC", "kept to PT_DYNAMIC", "PT_DYNAMIC in the first read",
-          "a head ending where .dynsym's segment ends", "a first read ending inside the moved tables"]  # fmt: skip
+          "a head ending where .dynsym's segment ends", "a first read ending inside the moved tables"]
 
 
 def _stand(moved: dict[str, Path], monkeypatch: pytest.MonkeyPatch, where: str) -> None:
@@ -193,7 +226,9 @@ def _stand(moved: dict[str, Path], monkeypatch: pytest.MonkeyPatch, where: str) 
         assert inputs._FIRST_BYTES < first < end
         monkeypatch.setattr(inputs, "STREAM_HEAD", first)
     else:
-        monkeypatch.setattr(inputs, "_FIRST_BYTES", max(off for kind, off, _ in _segments(moved["moved"]) if kind == PT_LOAD) + 1)
+        monkeypatch.setattr(
+            inputs, "_FIRST_BYTES", max(off for kind, off, _ in _segments(moved["moved"]) if kind == PT_LOAD) + 1
+        )
 
 
 def _load_ends(path: Path) -> list[int]:

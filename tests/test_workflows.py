@@ -11,6 +11,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from actions_support import ACTION, REPO, load_yaml
 from compile_support import compile_shared
 from wheel_support import make_wheel
@@ -78,7 +79,11 @@ ACTION_SCHEMA = {
             "additionalProperties": {
                 "type": "object",
                 "required": ["description"],
-                "properties": {"description": {"type": "string"}, "required": {"type": "boolean"}, "default": {"type": "string"}},
+                "properties": {
+                    "description": {"type": "string"},
+                    "required": {"type": "boolean"},
+                    "default": {"type": "string"},
+                },
                 "additionalProperties": False,
             },
         },
@@ -89,7 +94,10 @@ ACTION_SCHEMA = {
             "properties": {
                 "using": {"const": "composite"},
                 # A composite action's run steps must name their shell.
-                "steps": {"type": "array", "items": {**_STEP, "if": {"required": ["run"]}, "then": {"required": ["shell"]}}},
+                "steps": {
+                    "type": "array",
+                    "items": {**_STEP, "if": {"required": ["run"]}, "then": {"required": ["shell"]}},
+                },
             },
         },
     },
@@ -146,7 +154,8 @@ def _blob_wheel(tmp_path: Path, checker_libs: dict[str, Path]) -> Path:
     source = tmp_path / "blob.c"
     source.write_text(
         "extern int aoti_torch_get_data_ptr(void);\n"
-        '__attribute__((visibility("default"))) int AOTInductorModelContainerRun(void) { return aoti_torch_get_data_ptr(); }\n'
+        '__attribute__((visibility("default"))) int AOTInductorModelContainerRun(void) { return '
+        'aoti_torch_get_data_ptr(); }\n'
     )
     blob = tmp_path / "libblob.so"
     compile_shared(source, blob, ())
@@ -154,7 +163,9 @@ def _blob_wheel(tmp_path: Path, checker_libs: dict[str, Path]) -> Path:
     return make_wheel(wheel, {"myrt/libmyrt_shims.so": checker_libs["clean_shim"], "myrt/libblob.so": blob})
 
 
-def test_the_actions_check_fails_a_wheel_whose_blob_imports_unprefixed_names(ci_runner, tmp_path: Path, checker_libs) -> None:
+def test_the_actions_check_fails_a_wheel_whose_blob_imports_unprefixed_names(
+    ci_runner, tmp_path: Path, checker_libs
+) -> None:
     _blob_wheel(tmp_path, checker_libs)
     done = ci_runner.action({"wheels": "dist/*.whl", "against": "torch-2.14.1+cu130", "sarif": "out.sarif"}, tmp_path)
     assert done is not None and done.returncode == 8, ci_runner.shown()
@@ -173,5 +184,10 @@ def test_the_action_without_wheels_only_installs(ci_runner, tmp_path: Path) -> N
     assert done is not None and done.returncode == 0, ci_runner.shown()
     assert re.fullmatch(r"aoti-shim \S+", done.stdout.strip().splitlines()[-1])
     assert not list(tmp_path.glob("*.sarif"))
-    version = subprocess.run([str(Path(ci_runner.base_env["VIRTUAL_ENV"]) / "bin" / "aoti-shim"), "--version"], capture_output=True, text=True, check=False)
+    version = subprocess.run(
+        [str(Path(ci_runner.base_env["VIRTUAL_ENV"]) / "bin" / "aoti-shim"), "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert version.returncode == 0

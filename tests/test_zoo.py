@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch  # in the test extra: its absence fails, it does not skip
+
 from cli_support import cli
 from smoke_support import PREFIX
-
 
 # --- the two checks ------------------------------------------------------------------
 
@@ -108,8 +108,12 @@ def test_the_default_compile_is_inductors_plain_one(monkeypatch: pytest.MonkeyPa
     for device in ("cuda", "cpu"):
         options = inductor_options(device, "binary", policy="default")
         assert options["max_autotune"] is False and options["max_autotune_gemm"] is False
-        assert not {"max_autotune_gemm_backends", "max_autotune_conv_backends", "test_configs.max_mm_configs"} & set(options)
-        assert options["aot_inductor.link_libtorch"] is False and options["aot_inductor.package_constants_in_so"] is True
+        assert not {"max_autotune_gemm_backends", "max_autotune_conv_backends", "test_configs.max_mm_configs"} & set(
+            options
+        )
+        assert (
+            options["aot_inductor.link_libtorch"] is False and options["aot_inductor.package_constants_in_so"] is True
+        )
     assert inductor_options("cuda", "binary", policy="default")["aot_inductor.embed_kernel_binary"] is True
     plain, tuned = CompileRequest("mlp", "cuda", "binary", compile="default"), CompileRequest("mlp", "cuda", "binary")
     assert cache_key(plain) != cache_key(tuned) and "-binary-default-" in cache_key(plain)
@@ -149,6 +153,7 @@ def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Pat
     compile (attention lowered to math), the prefixed blob bitwise equal to the control,
     and within the float64 eager bound."""
     import transformers  # noqa: F401 - in the test extra: its absence fails, it does not skip
+
     from aoti_shim.checks.elf.image import ElfImage
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
     from aoti_shim.smoke.zoo import spec
@@ -159,7 +164,19 @@ def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Pat
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         list(pool.map(lambda m: compile_cached(CompileRequest(m, "cpu", "binary"), cache), models))
     out = tmp_path / "zoo.json"
-    args = ["smoke", "--device", "cpu", "--route", "binary", "--iterations", "2", "--cache-dir", str(cache), "--json", str(out)]
+    args = [
+        "smoke",
+        "--device",
+        "cpu",
+        "--route",
+        "binary",
+        "--iterations",
+        "2",
+        "--cache-dir",
+        str(cache),
+        "--json",
+        str(out),
+    ]
     for model in models:
         args += ["--model", model]
     proc = cli(*args, timeout=900)
@@ -189,11 +206,13 @@ def test_the_default_compile_runs_through_the_shims_fallbacks(smoke_cache: Path,
 
     out = tmp_path / "default.json"
     proc = cli("smoke", "--device", "cpu", "--compile", "default", "--model", "block", "--route", "binary",
-                     "--iterations", "2", "--cache-dir", str(smoke_cache), "--json", str(out), timeout=900)  # fmt: skip
+                     "--iterations", "2", "--cache-dir", str(smoke_cache), "--json", str(out), timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     rows = {r["route"]: r for r in json.loads(out.read_text())["rows"]}
     assert rows["binary"]["ok"] and rows["binary"]["control_ok"] and rows["control"]["ok"]
-    with ElfImage(compile_cached(CompileRequest("block", "cpu", "binary", compile="default"), smoke_cache).blob) as image:
+    with ElfImage(
+        compile_cached(CompileRequest("block", "cpu", "binary", compile="default"), smoke_cache).blob
+    ) as image:
         fallbacks = {n for n in image.imports() if n.startswith("aoti_torch_cpu_")}
     assert {"aoti_torch_cpu_addmm_out", "aoti_torch_cpu_bmm_out"} <= fallbacks, fallbacks
     # The zero-fallback compile of the same model (the smoke's default) imports none.
@@ -208,7 +227,10 @@ def test_a_missing_zoo_library_is_named_with_a_pin_that_loads_next_to_torch() ->
         "pip install 'torchvision==0.28.*' --index-url https://download.pytorch.org/whl/cpu "
         "(the release that loads next to torch 2.13.0+cpu)"
     )
-    assert install_hint("torchvision", "2.11.0+cu130") == "pip install 'torchvision==0.26.*' (the release that loads next to torch 2.11.0+cu130)"
+    assert (
+        install_hint("torchvision", "2.11.0+cu130")
+        == "pip install 'torchvision==0.26.*' (the release that loads next to torch 2.11.0+cu130)"
+    )
     # The others take the [zoo] extra's pins (it was a bare `pip install transformers`).
     assert install_hint("transformers", "2.13.0") == "pip install 'transformers<6,>=5'"
     assert install_hint("timm", None) == "pip install 'timm>=1'"

@@ -13,10 +13,10 @@ import base64
 import hashlib
 import warnings
 import zipfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping, Union
 
-Content = Union[Path, bytes, str]
+Content = Path | bytes | str
 
 
 def record_hash(data: bytes) -> str:
@@ -29,7 +29,8 @@ def _dist_info(wheel: Path, name: str) -> tuple[str, dict[str, bytes]]:
     info = f"{dist}-{version}.dist-info"
     return info, {
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: aoti-shim tests\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(),
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: aoti-shim tests\nRoot-Is-Purelib: false\nTag: "
+            f"{tag}\n".encode(),
     }
 
 

@@ -7,14 +7,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-from shims_support import reference_library
 
 from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX
+from shims_support import reference_library
 
 PREFIX = DEFAULT_PREFIX  # what the installed reference shims carry
 # Tests reuse the smoke run's compiled models when this names its cache (the H200 script
@@ -30,7 +31,7 @@ def gpu_missing(devices: int = 1) -> str | None:
     if torch.cuda.device_count() < devices:
         return "needs a CUDA GPU" if devices == 1 else f"needs {devices} CUDA GPUs"
     try:
-        import cuda.bindings.runtime  # noqa: F401
+        import cuda.bindings.runtime  # noqa: F401 - imported to learn it is there
     except ImportError:
         return "needs cuda-python (cuda.bindings)"
     return None

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from gpu_support import PREFIX, compile_cache, needs_gpu, prefixed_model
 from shims_support import reference_library
 
@@ -29,7 +30,7 @@ def test_two_private_copies_run_concurrently(tmp_path_factory: pytest.TempPathFa
         [sys.executable, str(CHILD), str(built.blob), str(built.io_file), built.kernel_dir or "",
          str(reference_library()), PREFIX, "cuda", str(ROUNDS), str(ITERATIONS)],
         capture_output=True, text=True, timeout=480, env=env, check=False,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, f"the child died ({proc.returncode}):\n{proc.stderr[-4000:]}"
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not [e for e in report if "error" in e], report

@@ -7,13 +7,14 @@ import ctypes
 import os
 
 import pytest
+
 from gpu_support import needs_gpu
 
 pytestmark = needs_gpu()
 
-import torch  # noqa: E402
+import torch  # noqa: E402 - after the module's GPU skip
 
-from shims_support import reference_library, reference_prefix  # noqa: E402
+from shims_support import reference_library, reference_prefix  # noqa: E402 - after the module's GPU skip
 
 P, I64, I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
 CODES = {torch.float32: 6, torch.float64: 7, torch.float16: 5, torch.bfloat16: 15}
@@ -45,7 +46,10 @@ def handle(lib: tuple[ctypes.CDLL, str], t: torch.Tensor) -> P:
     sizes, strides = (I64 * t.dim())(*t.shape), (I64 * t.dim())(*t.stride())
     base = t.data_ptr() - t.storage_offset() * t.element_size()
     f = fn(lib, "aoti_torch_create_tensor_from_blob", P, I64, P, P, I64, I32, I32, I32, P)
-    check(lib, f(base, t.dim(), sizes, strides, t.storage_offset(), CODES[t.dtype], 1, t.device.index or 0, ctypes.byref(out)))
+    check(
+        lib,
+        f(base, t.dim(), sizes, strides, t.storage_offset(), CODES[t.dtype], 1, t.device.index or 0, ctypes.byref(out)),
+    )
     return out
 
 

@@ -32,14 +32,14 @@ DEVICE = os.environ.get("AOTI_SHIM_GPU_DEVICE", "cuda")
 # Skipped, not left out: CI still imports the module and collects its tests.
 pytestmark = pytest.mark.skipif(DEVICE == "cuda" and not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
-from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX  # noqa: E402
-from aoti_shim.paths import shim_library  # noqa: E402
-from aoti_shim.smoke.runner import ShimApi  # noqa: E402
+from aoti_shim.checks.abi.prefix import DEFAULT_PREFIX  # noqa: E402 - after the module's GPU skip
+from aoti_shim.paths import shim_library  # noqa: E402 - after the module's GPU skip
+from aoti_shim.smoke.runner import ShimApi  # noqa: E402 - after the module's GPU skip
 
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = DEFAULT_PREFIX  # what the installed reference shims carry
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int32, torch.int64, torch.int8,
-          torch.uint8, torch.bool]  # fmt: skip
+          torch.uint8, torch.bool]
 
 
 def _sync() -> None:
@@ -181,7 +181,10 @@ def test_large_transposed_converting_copy_and_its_time(shims: Shims) -> None:
 
     ours = median_us(lambda: shims.copy_(dst, src))
     theirs = median_us(lambda: dst.copy_(src))
-    print(f"{side}x{side} float32 (transposed) -> bfloat16 copy_ on {DEVICE}: shims {ours:.0f} us, torch {theirs:.0f} us (median of 20, host-timed)")
+    print(
+        f"{side}x{side} float32 (transposed) -> bfloat16 copy_ on {DEVICE}: shims {ours:.0f} us, torch {theirs:.0f} us "
+        "(median of 20, host-timed)"
+    )
 
 
 # --- the cuda = true fixture project ----------------------------------------------------------
@@ -191,7 +194,9 @@ def _fixture_library(tmp_path: Path) -> tuple[Path, str]:
     try:
         import plugin_cuda  # the CPU-built wheel, installed from .whl/ by docs/gpu/run_h200.sh
 
-        return Path(plugin_cuda.__file__).parent / "libpcuda_shims.so", "the wheel built on the CPU machine (nvcc wheels, no toolkit)"
+        return Path(
+            plugin_cuda.__file__
+        ).parent / "libpcuda_shims.so", "the wheel built on the CPU machine (nvcc wheels, no toolkit)"
     except ImportError:
         pass
     wheels = sorted((REPO / ".whl").glob("plugin_cuda-*.whl"))
@@ -203,7 +208,7 @@ def _fixture_library(tmp_path: Path) -> tuple[Path, str]:
         [sys.executable, "-m", "pip", "wheel", "--no-build-isolation", "--no-deps", "--no-index", "-w", str(tmp_path),
          str(REPO / "fixtures" / "packages" / "plugin_cuda")],
         capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    )
     assert built.returncode == 0, built.stdout + built.stderr
     (wheel,) = tmp_path.glob("plugin_cuda-*.whl")
     with zipfile.ZipFile(wheel) as zf:

@@ -13,20 +13,21 @@ import os
 import time
 
 import pytest
+
 from gpu_support import needs_gpu
 
 pytestmark = needs_gpu()
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+import torch  # noqa: E402 - after the module's GPU skip
+import torch.nn.functional as F  # noqa: E402 - after the module's GPU skip
+from hypothesis import HealthCheck, given, settings  # noqa: E402 - after the module's GPU skip
+from hypothesis import strategies as st  # noqa: E402 - after the module's GPU skip
 
-from shims_support import reference_library, reference_prefix  # noqa: E402
+from shims_support import reference_library, reference_prefix  # noqa: E402 - after the module's GPU skip
 
 P, I64, I32, F64 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32, ctypes.c_double
 CODES = {torch.float32: 6, torch.float64: 7, torch.float16: 5, torch.bfloat16: 15, torch.bool: 11, torch.int64: 4,
-         torch.uint64: 29, torch.uint8: 0}  # fmt: skip
+         torch.uint64: 29, torch.uint8: 0}
 DTYPES = {v: k for k, v in CODES.items()}
 # |ours - torch| <= factor * max|torch|: another algorithm (cuDNN) or summation order (attention).
 CONV_TOL = {torch.float32: 2e-5, torch.float64: 1e-12, torch.float16: 4e-3, torch.bfloat16: 3e-2}
@@ -117,7 +118,7 @@ def conv_shim(shims: Shims, x, w, b, stride, padding, dilation, transposed, outp
     hb = shims.handle(b) if b is not None else None
     out = P()
     code = f(hx, hw, ctypes.byref(hb) if hb is not None else None, *ints(stride), *ints(padding), *ints(dilation),
-             int(transposed), *ints(output_padding), groups, ctypes.byref(out))  # fmt: skip
+             int(transposed), *ints(output_padding), groups, ctypes.byref(out))
     shims.delete(hx, hw, hb)
     return code, out
 
@@ -177,26 +178,26 @@ def test_conv_every_argument(shims: Shims) -> None:
     d = "cuda"
     # 1-D (also from a transposed [N, L, C] input: the output stays contiguous), dilation, bias.
     run_conv(shims, torch.randn(2, 6, 19, device=d), torch.randn(4, 6, 3, device=d), torch.randn(4, device=d),
-             [2], [1], [2], False, [0], 1, "1d")  # fmt: skip
+             [2], [1], [2], False, [0], 1, "1d")
     run_conv(shims, torch.randn(2, 19, 6, device=d).transpose(1, 2), torch.randn(4, 6, 3, device=d), None,
-             [1], [0], [1], False, [0], 1, "1d transposed input")  # fmt: skip
+             [1], [0], [1], False, [0], 1, "1d transposed input")
     # 3-D, contiguous and channels-last-3d, groups.
     x3, w3 = torch.randn(1, 4, 6, 7, 8, device=d), torch.randn(8, 2, 3, 3, 3, device=d)
     run_conv(shims, x3, w3, torch.randn(8, device=d), [1, 2, 1], [1, 0, 1], [1, 1, 2], False, [0, 0, 0], 2, "3d")
     run_conv(shims, x3.to(memory_format=torch.channels_last_3d), w3, None, [1, 1, 1], [1, 1, 1], [1, 1, 1], False,
-             [0, 0, 0], 2, "3d cl")  # fmt: skip
+             [0, 0, 0], 2, "3d cl")
     # Transposed, with output padding and groups, 1-D to 3-D; channels-last weight only.
     run_conv(shims, torch.randn(2, 4, 9, device=d), torch.randn(4, 3, 4, device=d), torch.randn(3, device=d),
-             [3], [1], [1], True, [2], 1, "convT 1d")  # fmt: skip
+             [3], [1], [1], True, [2], 1, "convT 1d")
     x2 = torch.randn(2, 8, 7, 5, device=d)
     run_conv(shims, x2, torch.randn(8, 3, 3, 3, device=d).to(memory_format=torch.channels_last),
-             torch.randn(6, device=d), [2, 2], [1, 0], [1, 2], True, [1, 1], 2, "convT 2d")  # fmt: skip
+             torch.randn(6, device=d), [2, 2], [1, 0], [1, 2], True, [1, 1], 2, "convT 2d")
     run_conv(shims, torch.randn(1, 4, 3, 4, 5, device=d), torch.randn(4, 2, 2, 3, 2, device=d), None,
-             [2, 1, 2], [0, 1, 0], [1, 1, 1], True, [1, 0, 1], 1, "convT 3d")  # fmt: skip
+             [2, 1, 2], [0, 1, 0], [1, 1, 1], True, [1, 0, 1], 1, "convT 3d")
     # float64 stays contiguous even from channels-last operands.
     x64 = torch.randn(2, 4, 9, 9, device=d, dtype=torch.float64).to(memory_format=torch.channels_last)
     run_conv(shims, x64, torch.randn(4, 4, 3, 3, device=d, dtype=torch.float64), None, [1, 1], [1, 1], [1, 1], False,
-             [0, 0], 1, "f64")  # fmt: skip
+             [0, 0], 1, "f64")
     # A strided (sliced) input is copied to a packed layout first.
     xs = torch.randn(2, 4, 20, 20, device=d)[:, :, ::2, 1::2]
     run_conv(shims, xs, torch.randn(5, 4, 3, 3, device=d), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, "strided")
@@ -219,7 +220,7 @@ def test_conv_every_argument(shims: Shims) -> None:
     batch=st.integers(1, 3),
 )
 def test_conv_random(shims: Shims, spatial, transposed, groups, cin_per, cout_per, kernel, stride, padding, dilation,
-                     bias, channels_last, dtype, batch) -> None:  # fmt: skip
+                     bias, channels_last, dtype, batch) -> None:
     cin, cout = cin_per * groups, cout_per * groups
     size = [5 + 2 * i for i in range(spatial)]
     x = torch.randn(batch, cin, *size, device="cuda", dtype=dtype)
@@ -236,12 +237,14 @@ def test_conv_random(shims: Shims, spatial, transposed, groups, cin_per, cout_pe
     out_pad = [min(stride, dilation) - 1 if transposed else 0] * spatial
     b = torch.randn(cout, device="cuda", dtype=dtype) if bias else None
     run_conv(shims, x, w, b, [stride] * spatial, [padding] * spatial, [dilation] * spatial, transposed, out_pad, groups,
-             "random")  # fmt: skip
+             "random")
 
 
 def test_conv_errors(shims: Shims) -> None:
     x, w = torch.randn(2, 4, 8, 8, device="cuda"), torch.randn(4, 4, 3, 3, device="cuda")
-    code, _ = conv_shim(shims, x, torch.randn(4, 3, 3, 3, device="cuda"), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    code, _ = conv_shim(
+        shims, x, torch.randn(4, 3, 3, 3, device="cuda"), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1
+    )
     assert code == 9 and "does not fit 4 input channels" in shims.error()
     code, _ = conv_shim(shims, x, w.double(), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
     assert code == 11
@@ -256,7 +259,9 @@ def sdpa_shim(shims: Shims, kind: str, q, k, v, mask, causal: bool, scale, want_
     hm = shims.handle(mask) if mask is not None else None
     s = ctypes.byref(F64(scale)) if scale is not None else None
     if kind == "efficient":
-        f = shims.fn("aoti_torch_cuda__scaled_dot_product_efficient_attention", P, P, P, P, I32, F64, I32, P, P, P, P, P)
+        f = shims.fn(
+            "aoti_torch_cuda__scaled_dot_product_efficient_attention", P, P, P, P, I32, F64, I32, P, P, P, P, P
+        )
         rets = [P() for _ in range(4)]
         refs = [None if i in skip else ctypes.byref(r) for i, r in enumerate(rets)]
         code = f(hq, hk, hv, ctypes.byref(hm) if hm else None, int(want_lse), dropout, int(causal), s, *refs)
@@ -264,11 +269,15 @@ def sdpa_shim(shims: Shims, kind: str, q, k, v, mask, causal: bool, scale, want_
     else:
         rets = [P() for _ in range(9)]
         i4, i5 = I64(), I64()
-        refs = [ctypes.byref(r) for r in rets[:4]] + [ctypes.byref(i4), ctypes.byref(i5)] + [ctypes.byref(r) for r in rets[6:]]
+        refs = (
+            [ctypes.byref(r) for r in rets[:4]]
+            + [ctypes.byref(i4), ctypes.byref(i5)]
+            + [ctypes.byref(r) for r in rets[6:]]
+        )
         refs = [None if i in skip else r for i, r in enumerate(refs)]
         if kind == "cudnn":
             f = shims.fn("aoti_torch_cuda__scaled_dot_product_cudnn_attention", P, P, P, P, I32, F64, I32, I32, P,
-                         *([P] * 9))  # fmt: skip
+                         *([P] * 9))
             code = f(hq, hk, hv, ctypes.byref(hm) if hm else None, int(want_lse), dropout, int(causal), 0, s, *refs)
         else:
             f = shims.fn("aoti_torch_cuda__scaled_dot_product_flash_attention", P, P, P, F64, I32, I32, P, *([P] * 9))
@@ -330,9 +339,11 @@ def run_sdpa(shims: Shims, kind: str, q, k, v, mask=None, causal=False, scale=No
         scores = (q.double() @ k64.transpose(-1, -2)) * scale64
         if mask is not None:
             scores = scores + (torch.zeros_like(scores).masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool
-                               else mask.double())  # fmt: skip
+                               else mask.double())
         if causal:
-            scores = scores.masked_fill(torch.ones(lq, k.shape[2], dtype=torch.bool, device="cuda").triu(1), float("-inf"))
+            scores = scores.masked_fill(
+                torch.ones(lq, k.shape[2], dtype=torch.bool, device="cuda").triu(1), float("-inf")
+            )
         ref_lse = torch.logsumexp(scores, -1).float()
         ours_lse = got[1].reshape(got[1].shape[0], got[1].shape[1], -1)[..., :lq]
         close(f"lse {kind} {q.dtype}", ours_lse, ref_lse, {torch.float32: 1e-5})
@@ -349,7 +360,7 @@ def qkv(b, hq, hk, lq, lk, e, ev, dtype, layout):
 
 @pytest.mark.parametrize("kind,dtype", [("efficient", torch.float32), ("efficient", torch.bfloat16),
                                         ("cudnn", torch.bfloat16), ("cudnn", torch.float16), ("cudnn", torch.float32),
-                                        ("flash", torch.bfloat16), ("flash", torch.float16)])  # fmt: skip
+                                        ("flash", torch.bfloat16), ("flash", torch.float16)])
 @pytest.mark.parametrize("layout", ["bhle", "blhe"])
 def test_sdpa_against_torch(shims: Shims, kind: str, dtype: torch.dtype, layout: str) -> None:
     torch.manual_seed(2)
@@ -400,7 +411,7 @@ def test_sdpa_outputs_a_blob_does_not_read(shims: Shims, kind: str) -> None:
 # head dim of 32 under 64 query dims, and the scalar-strided ones, go down the GEMM route).
 FUSED_KINDS = [("efficient", torch.float32), ("efficient", torch.bfloat16), ("cudnn", torch.bfloat16),
                ("cudnn", torch.float16), ("cudnn", torch.float32), ("flash", torch.bfloat16),
-               ("flash", torch.float16)]  # fmt: skip
+               ("flash", torch.float16)]
 
 
 @pytest.mark.parametrize("kind,dtype", FUSED_KINDS)
@@ -410,7 +421,7 @@ def test_sdpa_fused_shapes(shims: Shims, kind: str, dtype: torch.dtype) -> None:
     torch.manual_seed(5)
     for b, h, lq, lk, e, layout in [(1, 2, 1, 1, 32, "bhle"), (2, 3, 65, 65, 64, "blhe"), (1, 2, 100, 37, 96, "bhle"),
                                     (2, 2, 37, 130, 128, "blhe"), (1, 4, 191, 191, 128, "bhle"),
-                                    (2, 2, 64, 128, 32, "blhe"), (1, 1, 257, 300, 64, "bhle")]:  # fmt: skip
+                                    (2, 2, 64, 128, 32, "blhe"), (1, 1, 257, 300, 64, "bhle")]:
         q, k, v = qkv(b, h, h, lq, lk, e, e, dtype, layout)
         for causal in (False, True):
             run_sdpa(shims, kind, q, k, v, causal=causal, tag=f"fused {b, h, lq, lk, e, layout} causal={causal}")
@@ -440,8 +451,12 @@ def test_sdpa_fused_masks(shims: Shims, kind: str, dtype: torch.dtype) -> None:
 @pytest.mark.parametrize("kind,dtype", FUSED_KINDS)
 def test_sdpa_fused_grouped_query_heads(shims: Shims, kind: str, dtype: torch.dtype) -> None:
     torch.manual_seed(7)
-    for hq, hk, lq, lk, e, layout in [(8, 2, 20, 24, 64, "bhle"), (6, 3, 77, 77, 32, "blhe"), (4, 1, 130, 70, 128, "bhle"),
-                                      (32, 8, 65, 65, 96, "blhe")]:  # fmt: skip
+    for hq, hk, lq, lk, e, layout in [
+        (8, 2, 20, 24, 64, "bhle"),
+        (6, 3, 77, 77, 32, "blhe"),
+        (4, 1, 130, 70, 128, "bhle"),
+        (32, 8, 65, 65, 96, "blhe"),
+    ]:
         q, k, v = qkv(2, hq, hk, lq, lk, e, e, dtype, layout)
         run_sdpa(shims, kind, q, k, v, causal=True, tag=f"fused gqa {hq}/{hk}")
         run_sdpa(shims, kind, q, k, v, causal=False, tag=f"fused gqa {hq}/{hk}")
@@ -495,17 +510,23 @@ def blob_call(shims: Shims, kind: str, q, k, v):
     hq, hk, hv = shims.handle(q), shims.handle(k), shims.handle(v)
     delete = shims.fn("aoti_torch_delete_tensor_object", P)
     if kind == "efficient":
-        f = shims.fn("aoti_torch_cuda__scaled_dot_product_efficient_attention", P, P, P, P, I32, F64, I32, P, P, P, P, P)
+        f = shims.fn(
+            "aoti_torch_cuda__scaled_dot_product_efficient_attention", P, P, P, P, I32, F64, I32, P, P, P, P, P
+        )
         rets = [P() for _ in range(4)]
         refs = [ctypes.byref(r) for r in rets]
         args = (hq, hk, hv, None, 0, 0.0, 1, None, *refs)
     else:
         rets = [P() for _ in range(9)]
         i4, i5 = I64(), I64()
-        refs = [ctypes.byref(r) for r in rets[:4]] + [ctypes.byref(i4), ctypes.byref(i5)] + [ctypes.byref(r) for r in rets[6:]]
+        refs = (
+            [ctypes.byref(r) for r in rets[:4]]
+            + [ctypes.byref(i4), ctypes.byref(i5)]
+            + [ctypes.byref(r) for r in rets[6:]]
+        )
         if kind == "cudnn":
             f = shims.fn("aoti_torch_cuda__scaled_dot_product_cudnn_attention", P, P, P, P, I32, F64, I32, I32, P,
-                         *([P] * 9))  # fmt: skip
+                         *([P] * 9))
             args = (hq, hk, hv, None, 0, 0.0, 1, 0, None, *refs)
         else:
             f = shims.fn("aoti_torch_cuda__scaled_dot_product_flash_attention", P, P, P, F64, I32, I32, P, *([P] * 9))
@@ -529,14 +550,14 @@ def test_speed_against_torch(shims: Shims, monkeypatch: pytest.MonkeyPatch) -> N
     attention = []
     for shape in [(2, 4, 16, 32), (4, 16, 512, 64), (1, 32, 2048, 128)]:  # the zoo's, then two larger
         for kind, dtype in [("efficient", torch.float32), ("cudnn", torch.bfloat16), ("cudnn", torch.float16),
-                            ("flash", torch.bfloat16), ("flash", torch.float16)]:  # fmt: skip
+                            ("flash", torch.bfloat16), ("flash", torch.float16)]:
             b, h, n, e = shape
             q, k, v = qkv(b, h, h, n, n, e, e, dtype, "blhe")
 
             ours, handles = blob_call(shims, kind, q, k, v)
 
             def theirs() -> None:
-                torch_op(kind, q, k, v, None, True, None, False)
+                torch_op(kind, q, k, v, None, True, None, False)  # noqa: B023 - timed within this iteration
 
             times = {}
             for label, gemm in [("fused", False), ("gemm", True)]:
@@ -550,21 +571,26 @@ def test_speed_against_torch(shims: Shims, monkeypatch: pytest.MonkeyPatch) -> N
     print("\n# attention speed, ms per call (ours through ctypes, called as a blob calls it)")
     for name, t, theirs in attention:
         print(f"{name:52s} fused {t['fused']:7.3f}  gemm {t['gemm']:7.3f}  "
-              f"torch {theirs:7.3f}  fused/torch {t['fused'] / theirs:5.2f}  gemm/torch {t['gemm'] / theirs:5.2f}")  # fmt: skip
+              f"torch {theirs:7.3f}  fused/torch {t['fused'] / theirs:5.2f}  gemm/torch {t['gemm'] / theirs:5.2f}")
     for dtype in (torch.float32, torch.bfloat16):
         x = torch.randn(32, 64, 56, 56, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
         w = torch.randn(64, 64, 3, 3, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
 
         def conv_ours() -> None:
-            code, out = conv_shim(shims, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+            code, out = conv_shim(shims, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)  # noqa: B023 - timed within this iteration
             assert code == 0
             shims.delete(out)
 
         def conv_theirs() -> None:
-            F.conv2d(x, w, None, 1, 1)
+            F.conv2d(x, w, None, 1, 1)  # noqa: B023 - timed within this iteration
 
-        rows.append((f"conv2d {str(dtype)[6:]} 32x64x56x56 3x3 channels-last", sorted(bench_ms(conv_ours) for _ in range(3))[1],
-                     sorted(bench_ms(conv_theirs) for _ in range(3))[1]))  # fmt: skip
+        rows.append(
+            (
+                f"conv2d {str(dtype)[6:]} 32x64x56x56 3x3 channels-last",
+                sorted(bench_ms(conv_ours) for _ in range(3))[1],
+                sorted(bench_ms(conv_theirs) for _ in range(3))[1],
+            )
+        )
     print("\n# speed: ours (shim call through ctypes) against torch's own op, ms per call")
     for name, a, b in rows:
         print(f"{name:60s} ours {a:8.3f}  torch {b:8.3f}  ours/torch {a / b:6.2f}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from gpu_support import (
     LEGACY_STREAM,
     Hold,
@@ -33,12 +34,12 @@ from gpu_support import (
 
 pytestmark = needs_gpu()
 
-import torch  # noqa: E402
+import torch  # noqa: E402 - after the module's GPU skip
 
-from aoti_shim.smoke.compare import compare  # noqa: E402
-from aoti_shim.smoke.loader import load_private_copy  # noqa: E402
-from aoti_shim.smoke.models import bundled  # noqa: E402
-from aoti_shim.smoke.runner import Container  # noqa: E402
+from aoti_shim.smoke.compare import compare  # noqa: E402 - after the module's GPU skip
+from aoti_shim.smoke.loader import load_private_copy  # noqa: E402 - after the module's GPU skip
+from aoti_shim.smoke.models import bundled  # noqa: E402 - after the module's GPU skip
+from aoti_shim.smoke.runner import Container  # noqa: E402 - after the module's GPU skip
 
 
 class Model:
@@ -106,7 +107,9 @@ def _held_run(model: Model, container: Container, held: int, expect_stream: int)
         hold.close()
     got = read_outputs(model.host, outs)
     swapped, original = compare(got, [model.y1]), compare(got, [model.y0])
-    assert swapped.within_tolerance, f"outputs are not those of the swapped input ({swapped.detail}): the run did not wait on the held stream"
+    assert swapped.within_tolerance, (
+        f"outputs are not those of the swapped input ({swapped.detail}): the run did not wait on the held stream"
+    )
     assert not original.within_tolerance
 
 

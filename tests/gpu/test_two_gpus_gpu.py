@@ -16,21 +16,23 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
+
 from gpu_support import PREFIX, coalesced_host, compile_cache, needs_gpu, prefixed_model, spin_cycles
 from shims_support import reference_library
 
 pytestmark = needs_gpu(2)
 
-import torch  # noqa: E402
+import torch  # noqa: E402 - after the module's GPU skip
 
-from aoti_shim.smoke.compare import compare  # noqa: E402
-from aoti_shim.smoke.loader import load_private_copy  # noqa: E402
-from aoti_shim.smoke.models import bundled  # noqa: E402
-from aoti_shim.smoke.runner import Container  # noqa: E402
+from aoti_shim.smoke.compare import compare  # noqa: E402 - after the module's GPU skip
+from aoti_shim.smoke.loader import load_private_copy  # noqa: E402 - after the module's GPU skip
+from aoti_shim.smoke.models import bundled  # noqa: E402 - after the module's GPU skip
+from aoti_shim.smoke.runner import Container  # noqa: E402 - after the module's GPU skip
 
 HOLD_S = 1.5
 CHILD = Path(__file__).resolve().parent / "two_gpus_child.py"
@@ -55,7 +57,7 @@ class Shims:
         self.empty_pinned = fn(
             "aoti_torch_empty_strided_pinned", ctypes.c_int64, ctypes.POINTER(ctypes.c_int64),
             ctypes.POINTER(ctypes.c_int64), i32, i32, i32, ctypes.POINTER(vp),
-        )  # fmt: skip
+        )
         self.data_ptr = fn("aoti_torch_get_data_ptr", vp, ctypes.POINTER(vp))
         self.is_pinned = fn("aoti_shim_is_pinned", vp, ctypes.POINTER(ctypes.c_bool))
         self.last_error = getattr(library, PREFIX + "aoti_shim_last_error")
@@ -173,7 +175,9 @@ def test_blob_runs_on_cuda1_with_its_guards_and_stream(
             sync_all()
             container.close()
     result = compare(got, [y1])
-    assert result.within_tolerance, f"not the model of the swapped input ({result.detail}): the run was not on cuda:1's held stream"
+    assert result.within_tolerance, (
+        f"not the model of the swapped input ({result.detail}): the run was not on cuda:1's held stream"
+    )
 
 
 # ---- copy_ between devices against a busy source stream
@@ -291,7 +295,9 @@ def test_pinned_host_memory_serves_both_gpus(shims: Shims, pair: tuple[torch.cud
                     waited = time.perf_counter() - began
             finally:
                 host.api.delete(handle)
-            assert not done.query(), f"cuda:{device}: the host waited for the held stream ({waited:.2f} s): not pinned for it"
+            assert not done.query(), (
+                f"cuda:{device}: the host waited for the held stream ({waited:.2f} s): not pinned for it"
+            )
             assert waited < HOLD_S / 3
             stream.synchronize()
         sync_all()
@@ -310,7 +316,7 @@ def test_two_blobs_on_two_gpus_from_two_threads(tmp_path_factory: pytest.TempPat
         [sys.executable, str(CHILD), str(built.blob), str(built.io_file), built.kernel_dir or "",
          str(reference_library()), PREFIX, "3", "40"],
         capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+    )
     assert proc.returncode == 0, f"the child died ({proc.returncode}):\n{proc.stderr[-4000:]}"
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert not [e for e in report if "error" in e], report
