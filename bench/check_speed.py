@@ -283,18 +283,15 @@ def unpack_wheel_lib(wheel: Path, cache: Path) -> Path:
 
 
 def default_shim(work: str) -> str:
+    """The installed reference shims (every aoti-shim wheel has them); the bench imports the
+    package, never tests/."""
+    from aoti_shim.errors import AotiShimError
+    from aoti_shim.paths import shim_library
+
     try:
-        from aoti_shim.paths import shim_library
-
         return str(shim_library())
-    except Exception:  # noqa: BLE001 - fall back to a fixture shim when the package has none
-        # The tests' one compile helper, so the fixture is built as the tests build it.
-        sys.path.insert(0, str(REPO / "tests"))
-        from compile_support import compile_shared
-
-        target = os.path.join(work, "libfixture_shim.so")
-        compile_shared(REPO / "fixtures" / "elf" / "shim.c", Path(target))
-        return target
+    except AotiShimError as e:
+        sys.exit(f"check_speed: {e}; or give --shim")
 
 
 def main() -> int:

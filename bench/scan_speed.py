@@ -1,9 +1,9 @@
 """How fast is ``aoti-shim scan`` next to ``nm -D`` over the same library files?
 
-Builds (or takes, ``--venv``) a virtual environment holding torch 2.13 and a few small
-extension wheels compiled here from the tests' fixture sources (a prefixed runtime and its
-blob, a second runtime, an unprefixed one, a stable-ABI extension), then, in one run and
-alternately so that both meet the same machine load:
+Builds (or takes, ``--venv``) a virtual environment holding torch 2.13 and aoti-shim itself
+(this installation written back as a wheel by ``aoti-shim wheelhouse``: its prefixed reference
+shims are a runtime the scan judges), then, in one run and alternately so that both meet the
+same machine load:
 
 - scan: the whole ``aoti-shim scan VENV`` process (reading every distribution's RECORD,
   walking the site folder, reading every library and judging them);
@@ -33,32 +33,33 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "bench"))
-sys.path.insert(0, str(REPO / "tests"))
+# The check's bench's process timer, beside this file.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from check_speed import Run, run_process, summary  # noqa: E402  (the same process timer as the check's bench)
+from check_speed import Run, run_process, summary
 
 GOAL_RATIO = 1.5
 CLI = [sys.executable, "-m", "aoti_shim", "scan"]
 
 
 def build_venv(work: Path, torch_wheel: str | None) -> Path:
-    from scan_support import compile_libraries, make_venv, make_wheels, pip_install
-
-    venv = make_venv(work / "venv")
-    wheels = make_wheels(compile_libraries(work / "libs"), work / "wheels")
-    pip_install(venv, *map(str, wheels.values()))
+    """A venv of torch and aoti-shim's own wheel; the bench needs the package, not tests/."""
+    venv = work / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, capture_output=True)
+    wheels = work / "wheels"
+    _run([sys.executable, "-m", "aoti_shim", "wheelhouse", str(wheels)], "aoti-shim wheelhouse")
     # torch from pip's own configuration (an index or find-links), unless a wheel is named.
-    env = {k: v for k, v in os.environ.items()}
     target = torch_wheel or "torch==2.13.0"
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(venv.python), "install", "--no-deps", "-q", target],
-        env=env, capture_output=True, text=True, check=False,
-    )
+    own = sorted(wheels.glob("aoti_shim-*.whl"))
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--no-deps", "-q"]
+    _run([*pip, target, *map(str, own)], f"pip install {target}")
+    return venv
+
+
+def _run(argv: list[str], what: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        sys.exit(f"scan_speed: pip install {target} failed:\n{done.stderr[-2000:]}")
-    return venv.root
+        sys.exit(f"scan_speed: {what} failed:\n{done.stderr[-2000:]}")
 
 
 def library_files(venv: Path, work: Path) -> tuple[list[str], dict]:

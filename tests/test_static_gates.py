@@ -174,6 +174,21 @@ def test_no_lazy_import_goes_up_or_back() -> None:
     assert not back, "a lazy import that closes a cycle:\n" + "\n".join(back)
 
 
+def test_bench_imports_the_package_never_the_tests_helpers() -> None:
+    # Issue 34 §5: bench/ reached tests/ through sys.path; a helper it needs belongs in the package.
+    helpers = {p.stem for p in (REPO / "tests").rglob("*.py")}
+    found = []
+    for path in sorted((REPO / "bench").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(text)):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{path.name}: imports {n}" for n in names if n.split(".")[0] in helpers]
+        if '"tests"' in text:
+            found.append(f"{path.name}: names the tests folder")
+    assert not found, found
+
+
 # --- suppressions -------------------------------------------------------------------------
 
 # Spelled in two pieces so this file holds no such directive itself.
