@@ -7,6 +7,7 @@ import pytest
 import torch_support
 from checker_fixtures import build_fixtures
 from cmake_support import CMakeProject
+from smoke_support import FakeLibs, build_fake_libs
 from summary_support import SUMMARY_LINES
 
 # The markers a fixture brings to every test that uses it, directly or through another
@@ -58,6 +59,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def checker_libs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return build_fixtures(tmp_path_factory.mktemp("checker-fixtures"))
+
+
+@pytest.fixture(scope="session")
+def fake(tmp_path_factory: pytest.TempPathFactory) -> FakeLibs:
+    """The smoke's stand-in libraries (blob, prefixed shims, a libtorch stand-in), built once:
+    four modules compiled the same four C files each. Tests copy them before changing one."""
+    return build_fake_libs(tmp_path_factory.mktemp("fake-libs"))
 
 
 @pytest.fixture(scope="session")

@@ -17,16 +17,11 @@ from aoti_shim.errors import InputError
 from aoti_shim.smoke.loader import LoadSettings, load_private_copy, memfd_available
 from compile_support import compile_shared
 from shims_support import reference_library
-from smoke_support import build_fake_libs, compiled_mlp
+from smoke_support import compiled_mlp
 
 MODES = [pytest.param(False, id="private-file")]
 if memfd_available():
     MODES.insert(0, pytest.param(True, id="memfd"))
-
-
-@pytest.fixture(scope="module")
-def fake(tmp_path_factory: pytest.TempPathFactory):
-    return build_fake_libs(tmp_path_factory.mktemp("loader-libs"))
 
 
 def _bump(blob) -> int:

@@ -20,15 +20,10 @@ import pytest
 
 from cli_support import cli, one_line_error
 from shims_support import imported_shim_names
-from smoke_support import PREFIX, build_fake_libs
+from smoke_support import PREFIX
 
 # The console script, as users run it: no current folder on its sys.path.
 CLI = str(Path(sys.executable).parent / "aoti-shim")
-
-
-@pytest.fixture(scope="module")
-def fake(tmp_path_factory: pytest.TempPathFactory):
-    return build_fake_libs(tmp_path_factory.mktemp("outputs-libs"))
 
 
 def _copy_blob(fake, folder: Path, name: str = "model.so") -> Path:

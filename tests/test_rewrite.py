@@ -14,12 +14,7 @@ import pytest
 from aoti_shim.checks.elf.image import ElfImage
 from cli_support import cli, one_line_error
 from shims_support import imported_shim_names
-from smoke_support import PREFIX, build_fake_libs, compiled_mlp
-
-
-@pytest.fixture(scope="module")
-def fake(tmp_path_factory: pytest.TempPathFactory):
-    return build_fake_libs(tmp_path_factory.mktemp("rewrite-libs"))
+from smoke_support import PREFIX, compiled_mlp
 
 
 def _leftovers(folder: Path) -> list[str]:

@@ -21,15 +21,8 @@ from shims_support import reference_library
 from smoke_support import (
     FIXTURES,
     PREFIX,
-    build_fake_libs,
     compiled_mlp,
 )
-
-
-@pytest.fixture(scope="module")
-def fake(tmp_path_factory: pytest.TempPathFactory):
-    return build_fake_libs(tmp_path_factory.mktemp("smoke-libs"))
-
 
 # --- the binding proof, from the real dynamic linker -------------------------------
 
