@@ -138,10 +138,12 @@ def test_every_block_says_what_it_is() -> None:
     untagged = [f"{b.file}:{b.line}" for b in BLOCKS if not b.tag.startswith(kinds)]
     assert untagged == [], f"blocks without a readme-test line: {untagged}"
     skipped = [b for b in BLOCKS if b.tag.startswith("skip")]
-    # Only the set-up commands (CI runs them) and the contributing section's runs of this suite
-    # and of the mutation tool (which would run this test inside itself) are not run here.
+    # Only the set-up commands (CI runs them), the static gates (tests/test_static_gates.py runs
+    # each) and the contributing section's runs of this suite and of the mutation tool (which
+    # would run this test inside itself) are not run here.
     assert [b.body.splitlines()[0] for b in skipped] == [
         'python3 -m venv .venv && .venv/bin/pip install ".[torch]" && .venv/bin/aoti-shim smoke',
+        ".venv/bin/ruff check checks plugin smoke src bench tests     # lint; --fix sorts imports",
         '.venv/bin/pytest -m "not slow"',
         "bash docs/mutation.sh                    # or name modules: bash docs/mutation.sh checks/rules/table.py",
     ]
