@@ -30,7 +30,7 @@ from aoti_shim.torch_location import TORCH_ENV_VAR
 __all__ = ["COLOR_HELP", "FAIL_ON_HELP", "FORMAT_HELP", "register", "run"]
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "check",
         help="check shim libraries and model blobs for symbol collisions",
