@@ -6,7 +6,8 @@ The binding model asks both of its libraries' ``DT_NEEDED`` graph: the chain a f
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from aoti_shim.checks.loader.bindings import Linked
