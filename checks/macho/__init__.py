@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
-from aoti_shim.checks.macho.facts import Dependency, Export, Import, MachOFacts, read
+from aoti_shim.checks.macho.exports import Export
+from aoti_shim.checks.macho.facts import Dependency, Import, MachOFacts, read
 
 __all__ = ["Dependency", "Export", "Import", "MachOFacts", "read"]

@@ -94,12 +94,14 @@ def read_chained_imports(fixups: View) -> list[RawBind]:
     version = fixups.u32(0, "the chained fixups header")
     imports_offset, symbols_offset = fixups.u32(8, "imports_offset"), fixups.u32(12, "symbols_offset")
     count, imports_format, symbols_format = (fixups.u32(16, "imports_count"), fixups.u32(20, "imports_format"),
-                                             fixups.u32(24, "symbols_format"))  # fmt: skip
+                                             fixups.u32(24, "symbols_format"))
     if version != 0:
         raise fixups.fail(f"chained fixups version {version} (only 0 is known)")
     if symbols_format != 0:
         raise fixups.fail("compressed chained-fixups symbol names are not supported")
-    entry = {c.DYLD_CHAINED_IMPORT: 4, c.DYLD_CHAINED_IMPORT_ADDEND: 8, c.DYLD_CHAINED_IMPORT_ADDEND64: 16}.get(imports_format)
+    entry = {c.DYLD_CHAINED_IMPORT: 4, c.DYLD_CHAINED_IMPORT_ADDEND: 8, c.DYLD_CHAINED_IMPORT_ADDEND64: 16}.get(
+        imports_format
+    )
     if entry is None:
         raise fixups.fail(f"unknown chained imports format {imports_format}")
     if count > fixups.size // _MIN_IMPORT_SIZE:

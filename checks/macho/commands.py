@@ -75,7 +75,7 @@ def parse(view: View) -> LoadCommands:
         bind=state.extents.get("bind"), weak_bind=state.extents.get("weak_bind"),
         lazy_bind=state.extents.get("lazy_bind"), exports_trie=state.extents.get("exports"),
         chained_fixups=state.extents.get("chained_fixups"),
-    )  # fmt: skip
+    )
 
 
 class _Collected:

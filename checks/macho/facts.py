@@ -19,7 +19,7 @@ from aoti_shim.checks.macho.fat import slices
 # MAIN_EXECUTABLE (-1): in this image or in the program.
 TWO_LEVEL, FLAT, WEAK, SELF, MAIN_EXECUTABLE = "two_level", "flat", "weak", "self", "main_executable"
 _SPECIAL = {c.BIND_SPECIAL_DYLIB_SELF: SELF, c.BIND_SPECIAL_DYLIB_MAIN_EXECUTABLE: MAIN_EXECUTABLE,
-            c.BIND_SPECIAL_DYLIB_FLAT_LOOKUP: FLAT, c.BIND_SPECIAL_DYLIB_WEAK_LOOKUP: WEAK}  # fmt: skip
+            c.BIND_SPECIAL_DYLIB_FLAT_LOOKUP: FLAT, c.BIND_SPECIAL_DYLIB_WEAK_LOOKUP: WEAK}
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def read_view(view: View) -> tuple[MachOFacts, ...]:
 def _slice_facts(view: View) -> MachOFacts:
     commands = parse(view)
     exports = read_trie(view.sub(commands.exports_trie.offset, commands.exports_trie.size, "the export trie")) \
-        if commands.exports_trie else ()  # fmt: skip
+        if commands.exports_trie else ()
     raw, fixups = _binds(view, commands)
     return MachOFacts(
         path=view.display, format="macho", architecture=architecture(commands.cputype, commands.cpusubtype),
@@ -94,7 +94,7 @@ def _slice_facts(view: View) -> MachOFacts:
         install_name=commands.install_name,
         dependencies=tuple(Dependency(d.name, d.kind) for d in commands.dylibs),
         rpaths=commands.rpaths, exports=exports, imports=_classify(view, commands, raw), fixups=fixups,
-    )  # fmt: skip
+    )
 
 
 def _binds(view: View, commands: LoadCommands) -> tuple[list[RawBind], str]:
