@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
-from aoti_shim.checks.pe.facts import Dependency, Export, Import, PEFacts, read
+from aoti_shim.checks.pe.exports import Export
+from aoti_shim.checks.pe.facts import Dependency, Import, PEFacts, read
 
 __all__ = ["Dependency", "Export", "Import", "PEFacts", "read"]

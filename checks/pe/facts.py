@@ -59,4 +59,4 @@ def read_view(view: View) -> PEFacts:
         dependencies=tuple(Dependency(t.dll, "delay" if t.delay else "normal") for t in tables),
         exports=exports,
         imports=tuple(Import(name, t.dll, t.delay) for t in tables for name in t.names),
-    )  # fmt: skip
+    )

@@ -14,7 +14,7 @@ PE32, PE32_PLUS = 0x10B, 0x20B
 DIRECTORY_EXPORT, DIRECTORY_IMPORT, DIRECTORY_DELAY_IMPORT = 0, 1, 13
 IMAGE_FILE_DLL = 0x2000
 MACHINES = {0x14C: "i386", 0x8664: "x86_64", 0x1C0: "arm", 0x1C4: "armnt", 0xAA64: "arm64", 0xA641: "arm64ec",
-            0x5064: "riscv64"}  # fmt: skip
+            0x5064: "riscv64"}
 # The COFF header's NumberOfSections is 16 bits; the loader itself caps it at 96.
 _MAX_SECTIONS = 96
 _MAX_DIRECTORIES = 16
@@ -64,7 +64,7 @@ def parse(view: View) -> Headers:
     rva_count_at = 108 if plus else 92
     rva_count = min(optional.u32(rva_count_at, "NumberOfRvaAndSizes"), _MAX_DIRECTORIES)
     directories = tuple((optional.u32(rva_count_at + 4 + 8 * i, "a data directory"),
-                         optional.u32(rva_count_at + 8 + 8 * i, "a data directory")) for i in range(rva_count))  # fmt: skip
+                         optional.u32(rva_count_at + 8 + 8 * i, "a data directory")) for i in range(rva_count))
     table = coff + 20 + optional_size
     sections = tuple(_section(view, table + 40 * i) for i in range(count))
     return Headers(machine, characteristics, plus, image_base, directories, sections)

@@ -38,11 +38,11 @@ def read_imports(view: View, headers: Headers) -> list[DllImports]:
             if entry == bytes(20):
                 break
             lookup, name, first_thunk = view.u32(at + 20 * index, "OriginalFirstThunk"), \
-                view.u32(at + 20 * index + 12, "an import's Name"), view.u32(at + 20 * index + 16, "FirstThunk")  # fmt: skip
+                view.u32(at + 20 * index + 12, "an import's Name"), view.u32(at + 20 * index + 16, "FirstThunk")
             # Without an import lookup table (old linkers), the IAT holds the same thunks on disk.
             thunks = lookup or first_thunk
             found.append(DllImports(rva_string(view, headers, name, "an imported DLL's name"), False,
-                                    _thunk_names(view, headers, thunks, 0)))  # fmt: skip
+                                    _thunk_names(view, headers, thunks, 0)))
         else:
             raise view.fail(f"more than {_MAX_DESCRIPTORS} import descriptors")
     delayed = headers.directory(DIRECTORY_DELAY_IMPORT)
@@ -59,11 +59,11 @@ def _delay_imports(view: View, headers: Headers, rva: int) -> list[DllImports]:
         if view.raw(entry, 32, "a delay-load descriptor") == bytes(32):
             return found
         attributes, name, names_table = view.u32(entry, "a delay-load descriptor's Attributes"), \
-            view.u32(entry + 4, "a delay-load DLL name"), view.u32(entry + 16, "ImportNameTableRVA")  # fmt: skip
+            view.u32(entry + 4, "a delay-load DLL name"), view.u32(entry + 16, "ImportNameTableRVA")
         # Attributes bit 0 clear: the old Visual C++ 6 form, whose fields are VAs, not RVAs.
         base = 0 if attributes & 1 else headers.image_base
         found.append(DllImports(rva_string(view, headers, _rva(view, name, base), "a delay-loaded DLL's name"), True,
-                                _thunk_names(view, headers, _rva(view, names_table, base), base)))  # fmt: skip
+                                _thunk_names(view, headers, _rva(view, names_table, base), base)))
     raise view.fail(f"more than {_MAX_DESCRIPTORS} delay-load descriptors")
 
 
