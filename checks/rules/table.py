@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
-from typing import Generic, NamedTuple, TypeVar, Union
+from typing import Generic, NamedTuple, TypeVar
 
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
@@ -98,7 +98,7 @@ class Library:
         """'GLOBAL FUNC' and the like for exports, without making Symbols."""
         kinds = getattr(self.exports, "kinds", None)
         if kinds is not None:
-            return kinds(names)  # type: ignore[no-any-return]
+            return kinds(names)  # type: ignore[no-any-return]  # the reader's fast path, found by duck typing
         return [f"{self.exports[n].bind_name} {self.exports[n].type_name}" for n in names]
 
     @cached_property
@@ -192,9 +192,13 @@ class Context:
         def linked(lib: Library, role: str) -> Linked:
             if lib.linked is not None:
                 return lib.linked if lib.linked.role == role else dataclasses.replace(lib.linked, role=role)
-            return Linked(lib.display, role, frozenset(), lookup=lambda name, e=lib.exports: _entries(e, name))
+            exports = lib.exports
+            return Linked(lib.display, role, frozenset(), lookup=lambda name: _entries(exports, name))
 
-        programs, shims, models, found = [], [], [], []
+        programs: list[Linked] = []
+        shims: list[Linked] = []
+        models: list[Linked] = []
+        found: list[Linked] = []
         for lib in self.distinct_libraries:
             role = PROGRAM if lib.executable else (SHIM if lib.role == "shim" else MODEL)
             one = linked(lib, role)
@@ -326,7 +330,9 @@ class Context:
 
     def is_prefixed_shim(self, name: str) -> bool:
         prefix = self.prefix
-        return bool(prefix) and name.startswith(prefix) and prefixes.is_unprefixed(name[len(prefix) :])
+        if not prefix:
+            return False
+        return name.startswith(prefix) and prefixes.is_unprefixed(name[len(prefix) :])
 
 
 def _once(failures: Iterable[LoadFailure]) -> list[LoadFailure]:
@@ -361,7 +367,7 @@ class Columns(NamedTuple):
 
 
 # What a rule body yields: (artifact, symbol, message) or (artifact, symbol, message, related), or Columns.
-Found = Union[tuple[str, str, str], tuple[str, str, str, "str | None"], Columns]
+Found = tuple[str, str, str] | tuple[str, str, str, "str | None"] | Columns
 
 
 def _entries(exports: Mapping[str, Symbol], name: str) -> list[DynamicEntry]:
@@ -400,7 +406,7 @@ def _more(n: int) -> str:
     return f" (and {n - 1}{'+' if n == 255 else ''} more)" if n > 1 else ""
 
 
-def _collision(ctx: Context) -> Iterator[FindingBatch]:
+def _collision(ctx: Context) -> Iterator[Found]:
     refs = ctx.references
     if not refs:
         return
@@ -879,7 +885,7 @@ def _duplicate_definer(ctx: Context) -> Iterator[Found]:
 def _packed_items(exports: Mapping[str, Symbol]) -> Iterator[tuple[str, int]]:
     packed_items = getattr(exports, "packed_items", None)
     if packed_items is not None:
-        return packed_items()  # type: ignore[no-any-return]
+        return packed_items()  # type: ignore[no-any-return]  # the reader's fast path, found by duck typing
     return ((name, sym.pack()) for name, sym in exports.items())
 
 
@@ -1047,5 +1053,5 @@ def stamped(rules: Sequence[Rule[C]], ctx: C) -> Iterator[FindingBatch]:
             if isinstance(found, Columns):
                 yield FindingBatch(rule_id, severity, *found)
             else:
-                related = found[3] if len(found) > 3 else None  # type: ignore[misc]
+                related = found[3] if len(found) > 3 else None
                 yield FindingBatch(rule_id, severity, found[0], (found[1],), (found[2],), (related,))
