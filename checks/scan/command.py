@@ -16,7 +16,7 @@ from aoti_shim.guard import appendable, input_file_or_folder
 SCAN_FORMAT_HELP = {**FORMAT_HELP, "json": "versioned JSON (schema in aoti_shim/checks/schemas/scan-v1.schema.json)"}
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "scan",
         help="check that a Python environment's libraries can load into one process",
