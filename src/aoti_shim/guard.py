@@ -15,7 +15,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import BinaryIO, Iterable
+from collections.abc import Iterable
+from typing import BinaryIO
 
 from aoti_shim.errors import AotiShimError, InputError
 
@@ -71,7 +72,9 @@ def open_input(path: str | os.PathLike[str], *, what: str = "", error: type[Aoti
         raise
 
 
-def input_file(path: str | os.PathLike[str], *, what: str = "", error: type[AotiShimError] = InputError) -> os.stat_result:
+def input_file(
+    path: str | os.PathLike[str], *, what: str = "", error: type[AotiShimError] = InputError
+) -> os.stat_result:
     """Refuse ``path`` unless it is a regular file this process can read; its stat."""
     with open_input(path, what=what, error=error) as f:
         return os.fstat(f.fileno())
@@ -161,7 +164,9 @@ def _open_append(given: str, shown: str, inputs: Iterable[str | os.PathLike[str]
     except FileNotFoundError:
         if os.path.islink(given):
             # O_CREAT would create the link's target, wherever it points.
-            raise AotiShimError(f"{shown}: a dangling symbolic link (to {os.readlink(given)}); name a file to write") from None
+            raise AotiShimError(
+                f"{shown}: a dangling symbolic link (to {os.readlink(given)}); name a file to write"
+            ) from None
         if not create:
             return None
     except OSError:
@@ -193,7 +198,9 @@ def appendable(path: str | os.PathLike[str], *, what: str, inputs: Iterable[str 
         os.close(fd)
 
 
-def append_text(path: str | os.PathLike[str], text: str, *, what: str, inputs: Iterable[str | os.PathLike[str]] = ()) -> None:
+def append_text(
+    path: str | os.PathLike[str], text: str, *, what: str, inputs: Iterable[str | os.PathLike[str]] = ()
+) -> None:
     """Append ``text`` to a regular file (created if missing) that is none of ``inputs``."""
     given = os.fspath(path)
     shown = f"{what} {given}"

@@ -218,7 +218,7 @@ def _shipped_summary() -> str:
     return f"{shipped.span}'s shim headers declare ({len(shipped.names)} names, shipped with aoti-shim)"
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "rename-header",
         help="generate (or check) the header that renames every aoti_torch_* shim name to <prefix>aoti_torch_*",
@@ -292,15 +292,17 @@ def run(args: argparse.Namespace) -> int:
     in_tree = (
         root is not None and (root / "cmake" / "AotiShimConfig.cmake").is_file() and (root / DEFAULT_MANIFEST).is_file()
     )
-    manifest = _given(args.manifest, "--manifest", folder=False) or (root / DEFAULT_MANIFEST if in_tree else None)
+    manifest = _given(args.manifest, "--manifest", folder=False) or (
+        root / DEFAULT_MANIFEST if in_tree and root is not None else None
+    )
     given_includes = tuple(
         f
         for f in (_given(folder, "--shim-include", folder=True) for folder in args.shim_include or ())
         if f is not None
     )
-    shim_include = given_includes or ((root / DEFAULT_SHIM_INCLUDE,) if in_tree else ())
+    shim_include = given_includes or ((root / DEFAULT_SHIM_INCLUDE,) if in_tree and root is not None else ())
     torch_include = _given(args.torch_include, "--torch-include", folder=True) or _located_include()
-    output: Path | None = args.output or (root / DEFAULT_OUTPUT if in_tree else None)
+    output: Path | None = args.output or (root / DEFAULT_OUTPUT if in_tree and root is not None else None)
     exact = output is not None
     if output is None:
         if not args.check:

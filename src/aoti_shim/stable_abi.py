@@ -14,10 +14,11 @@ from __future__ import annotations
 import os
 import re
 import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable
 
 from aoti_shim.errors import InputError
+from aoti_shim.guard import read_input  # a FIFO named like a header must not block
 
 # Relative to torch's include folder.
 STABLE_HEADER_DIR = PurePosixPath("torch/csrc/stable/c")
@@ -36,8 +37,6 @@ def stable_functions(source: str) -> set[str]:
 
 def stable_names_in_include(torch_include: Path) -> set[str]:
     """The names one torch include folder's stable/c headers declare (none before torch 2.10)."""
-    from aoti_shim.guard import read_input  # the guard: a FIFO named like a header must not block
-
     folder = torch_include / STABLE_HEADER_DIR
     try:
         headers = sorted(p for p in folder.glob("*.h")) if folder.is_dir() else []
