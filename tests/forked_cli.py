@@ -16,9 +16,9 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 # Root reads and writes any file: as root, "unreadable" cases run without the two
 # capabilities that override file modes (the child stays uid 0, so the interpreter under
@@ -63,9 +63,9 @@ def _child(call: Callable[[], int], out: int, err: int, env: Mapping[str, str], 
         os.dup2(devnull, 0)
         os.dup2(out, 1)
         os.dup2(err, 2)
-        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115
-        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stdin = open(0, encoding="utf-8", closefd=False)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
         os.environ.clear()
         os.environ.update(env)
         os.chdir(cwd)
@@ -75,7 +75,7 @@ def _child(call: Callable[[], int], out: int, err: int, env: Mapping[str, str], 
             code = int(call())
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else 1
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - the forked child reports any escape, then exits
         traceback.print_exc()
     finally:
         try:

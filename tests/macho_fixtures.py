@@ -81,22 +81,30 @@ def specs(seed: int, count: int, *, with_lld: bool) -> list[MachOSpec]:
         arch = ("arm64", "x86_64")[index % 2]
         filetype = "bundle" if linker == "lld" and index % 3 == 0 else "dylib"
         # Every link kind the linker offers comes up, in turn.
-        dep_link = (("load", "weak", "reexport") if linker == "lld" else ("load", "weak"))[index % (3 if linker == "lld" else 2)]
+        dep_link = (("load", "weak", "reexport") if linker == "lld" else ("load", "weak"))[
+            index % (3 if linker == "lld" else 2)
+        ]
         tag = f"m{index}"
-        drawn.append(MachOSpec(
-            name=tag, arch=arch, linker=linker, filetype=filetype,
-            install_name=rng.choice(("@rpath/", "@loader_path/", "/opt/aoti/lib/")) + f"lib{tag}.dylib",
-            dep_install_name=rng.choice(("@rpath/", "@executable_path/../lib/", "/usr/local/lib/")) + f"libd{tag}.dylib",
-            dep_link=dep_link,
-            exports=_names(rng, f"aoti_torch_{tag}_exp", 1, 4),
-            weak_exports=_names(rng, f"{tag}_weakdef", 0, 2),
-            dep_functions=_names(rng, f"{tag}_depfn", 1, 3),
-            dep_data=_names(rng, f"{tag}_depvar", 0, 2),
-            dep_weak_imports=_names(rng, f"{tag}_depweak", 0, 2),
-            flat=_names(rng, f"aoti_torch_{tag}_flat", 1, 4),
-            flat_weak=_names(rng, f"{tag}_flatweak", 0, 2),
-            rpaths=tuple(rng.sample(("@loader_path", "@loader_path/../lib", "/opt/torch/lib"), rng.randint(0, 2))),
-        ))  # fmt: skip
+        drawn.append(
+            MachOSpec(
+                name=tag,
+                arch=arch,
+                linker=linker,
+                filetype=filetype,
+                install_name=rng.choice(("@rpath/", "@loader_path/", "/opt/aoti/lib/")) + f"lib{tag}.dylib",
+                dep_install_name=rng.choice(("@rpath/", "@executable_path/../lib/", "/usr/local/lib/"))
+                + f"libd{tag}.dylib",
+                dep_link=dep_link,
+                exports=_names(rng, f"aoti_torch_{tag}_exp", 1, 4),
+                weak_exports=_names(rng, f"{tag}_weakdef", 0, 2),
+                dep_functions=_names(rng, f"{tag}_depfn", 1, 3),
+                dep_data=_names(rng, f"{tag}_depvar", 0, 2),
+                dep_weak_imports=_names(rng, f"{tag}_depweak", 0, 2),
+                flat=_names(rng, f"aoti_torch_{tag}_flat", 1, 4),
+                flat_weak=_names(rng, f"{tag}_flatweak", 0, 2),
+                rpaths=tuple(rng.sample(("@loader_path", "@loader_path/../lib", "/opt/torch/lib"), rng.randint(0, 2))),
+            )
+        )
     return drawn
 
 
@@ -138,14 +146,14 @@ def build(spec: MachOSpec, out: Path) -> Path:
     main_c.write_text(main_source(spec))
     dep = out / f"libd{spec.name}.dylib"
     _run([*ZIG, "cc", "-target", target, "-shared", *CFLAGS, "-o", str(dep), str(dep_c),
-          f"-Wl,-install_name,{spec.dep_install_name}"])  # fmt: skip
+          f"-Wl,-install_name,{spec.dep_install_name}"])
     suffix = "bundle" if spec.filetype == "bundle" else "dylib"
     image = out / f"{spec.name}.{suffix}"
     rpaths = [a for r in spec.rpaths for a in (("-Wl,-rpath," + r,) if spec.linker == "zig" else ("-rpath", r))]
     if spec.linker == "zig":
         link = {"load": [str(dep)], "weak": [f"-L{out}", f"-weak-ld{spec.name}"]}[spec.dep_link]
         _run([*ZIG, "cc", "-target", target, "-shared", *CFLAGS, "-o", str(image), str(main_c), *link,
-              "-Wl,-undefined,dynamic_lookup", f"-Wl,-install_name,{spec.install_name}", *rpaths])  # fmt: skip
+              "-Wl,-undefined,dynamic_lookup", f"-Wl,-install_name,{spec.install_name}", *rpaths])
         return image
     obj = out / f"{spec.name}.o"
     _run([*ZIG, "cc", "-target", target, "-c", *CFLAGS, "-o", str(obj), str(main_c)])
@@ -154,7 +162,7 @@ def build(spec: MachOSpec, out: Path) -> Path:
     options = {"load": [str(dep)], "weak": ["-weak_library", str(dep)], "reexport": ["-reexport_library", str(dep)]}
     kind = ["-bundle"] if spec.filetype == "bundle" else ["-dylib", "-install_name", spec.install_name]
     _run([lld, *kind, "-arch", spec.arch, *LLD_PLATFORM, "-fixup_chains", "-o", str(image), str(obj),
-          *options[spec.dep_link], "-undefined", "dynamic_lookup", *rpaths])  # fmt: skip
+          *options[spec.dep_link], "-undefined", "dynamic_lookup", *rpaths])
     return image
 
 

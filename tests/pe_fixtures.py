@@ -63,7 +63,7 @@ def specs(seed: int, count: int) -> list[PESpec]:
             noname_ordinal=rng.choice((None, 300 + index)),
             forwarder=rng.choice((None, (f"{tag}_forwarded", f"otherdll.{tag}_target"))),
             deps=tuple(deps),
-        ))  # fmt: skip
+        ))
     return drawn
 
 
@@ -128,7 +128,7 @@ def build(spec: PESpec, out: Path) -> Path:
     image = out / spec.dll
     delayed = [f"/delayload:{dep.dll}" for dep in spec.deps if dep.delay]
     _run([*ZIG, "lld-link", "/dll", "/noentry", f"/machine:{machine}", f"/out:{image}", f"/def:{definition}",
-          str(obj), *libs, *delayed])  # fmt: skip
+          str(obj), *libs, *delayed])
     return image
 
 

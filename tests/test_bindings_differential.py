@@ -10,7 +10,8 @@ of its own; a blob needing a dependency that only its RUNPATH finds, importing s
 (issue 33 §1); a shim needing a dependency that only its RUNPATH finds, exporting shim names;
 a shim or blob needing a library that is gone), and a shim of a foreign machine (an
 e_machine patched copy: this machine has no 32-bit toolchain),
-a shim that is a filter (-F, -f) of a dependency, libraries linked -z nodlopen, and patched .dynsym entries: a blob's import the loader
+a shim that is a filter (-F, -f) of a dependency, libraries linked -z nodlopen, and patched .dynsym entries: a blob's
+import the loader
 never looks up or binds to the blob itself (STB_LOCAL, hidden, protected), a definition
 its lookup passes over (value 0, STT_SECTION); a blob or a shim importing a name that is no
 shim ABI (a function or data, weak or not) that its own dependency (found by its RUNPATH
@@ -585,7 +586,8 @@ for case in cases:
     if pid == 0:
         failed = {}
         handles = {}
-        steps = [(p, os.RTLD_GLOBAL | os.RTLD_LAZY) for p in case["global"]] + [(p, os.RTLD_LOCAL | os.RTLD_NOW) for p in case["local"]]
+        steps = [(p, os.RTLD_GLOBAL | os.RTLD_LAZY) for p in case["global"]]
+        steps += [(p, os.RTLD_LOCAL | os.RTLD_NOW) for p in case["local"]]
         for path, mode in steps:
             # Said before it is tried: ld.so may end the process (an inconsistency it asserts on).
             with open(case["result"] + ".trying", "w") as f:
@@ -878,7 +880,7 @@ def _failed_by_need(b: Built, path: str, failures: set[str]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def report_count(request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+def report_count(request: pytest.FixtureRequest):
     yield
     line = (
         f"binding differential: {counted['cases']} cases, {counted['bindings']} shim-ABI bindings compared with ld.so, "

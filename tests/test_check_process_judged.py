@@ -20,10 +20,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from c_library_support import ENTRY, EXPORT, c_library, defining, using
-from compile_support import compile_program, compiler
 
 from aoti_shim.checks import CheckSettings, run_check
+from c_library_support import ENTRY, EXPORT, c_library, defining, using
+from compile_support import compile_program, compiler
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "fixtures" / "checker"
@@ -46,14 +46,16 @@ def _lib(folder: Path, name: str, text: str, flags: tuple[str, ...] = ()) -> Pat
 def _load(*paths: Path) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, LD_DEBUG="bindings")
     env.pop("LD_LIBRARY_PATH", None)
-    return subprocess.run([sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True, env=env, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True, env=env, check=False
+    )
 
 
-def _blocking(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+def _blocking(report) -> set[tuple[str, str, str]]:
     return {(f.rule, Path(f.artifact).name, f.symbol) for f in report.findings if f.severity == "blocking"}
 
 
-def _message(report, rule: str, symbol: str) -> str:  # type: ignore[no-untyped-def]
+def _message(report, rule: str, symbol: str) -> str:
     return next(f.message for f in report.findings if f.rule == rule and f.symbol == symbol)
 
 
@@ -67,7 +69,11 @@ def _kernel_blob(tmp_path: Path, kernel_imports: tuple[str, ...]) -> tuple[Path,
     torch = _lib(tmp_path / "torch", "torch_cpu", defining("aoti_torch_get_numel", "aoti_torch_empty_strided"))
     shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_get_numel", "myrt_aoti_torch_empty_strided"))
     decls = "".join(f"extern int {n}(void);\n" for n in kernel_imports)
-    kern = _lib(tmp_path / "kern", "kern", decls + f"{EXPORT} int kernel(void) {{ return {' + '.join(f'{n}()' for n in kernel_imports)}; }}\n")
+    kern = _lib(
+        tmp_path / "kern",
+        "kern",
+        decls + f"{EXPORT} int kernel(void) {{ return {' + '.join(f'{n}()' for n in kernel_imports)}; }}\n",
+    )
     blob_text = "extern int kernel(void);\n" + using("myrt_aoti_torch_get_numel", "kernel") + ENTRY
     blob = _lib(tmp_path, "blob", blob_text, (str(kern), "-Wl,-rpath,$ORIGIN/kern"))
     return torch, shim, blob
@@ -164,7 +170,9 @@ def test_a_library_an_extension_module_needs_binds_cpythons_api_to_the_interpret
     assert not [f for f in report.findings if f.rule == "LOAD_FAILURE"], [f.message for f in report.findings]
     # The same helper with no extension module above it: nothing says an interpreter hosts it.
     alone = _python_library(tmp_path / "alone", "helper", _HELPER)
-    assert ("LOAD_FAILURE", "libhelper.so", "PyLong_FromLong") in _blocking(run_check(CheckSettings(models=(str(alone),))))
+    assert ("LOAD_FAILURE", "libhelper.so", "PyLong_FromLong") in _blocking(
+        run_check(CheckSettings(models=(str(alone),)))
+    )
 
 
 def test_a_library_needing_libtorch_python_binds_cpythons_api_to_the_interpreter(tmp_path: Path) -> None:
@@ -191,8 +199,12 @@ def test_a_wheels_program_does_not_host_the_wheels_libraries(tmp_path: Path) -> 
     bar = _lib(lib, "bar", using("foo_helper", "myrt_aoti_torch_get_numel") + ENTRY)
     tool = tmp_path / "pkg" / "bin" / "tool"
     tool.parent.mkdir(parents=True)
-    compile_program(SOURCES / "stderr_tool.c", tool, ("-no-pie", "-Wl,--no-as-needed", str(foo), "-Wl,-rpath,$ORIGIN/../lib"))
-    exported = subprocess.run(["readelf", "--dyn-syms", "-W", str(tool)], capture_output=True, text=True, check=True).stdout
+    compile_program(
+        SOURCES / "stderr_tool.c", tool, ("-no-pie", "-Wl,--no-as-needed", str(foo), "-Wl,-rpath,$ORIGIN/../lib")
+    )
+    exported = subprocess.run(
+        ["readelf", "--dyn-syms", "-W", str(tool)], capture_output=True, text=True, check=True
+    ).stdout
     assert any(" stderr" in line and " UND " not in line for line in exported.splitlines()), exported
     assert subprocess.run([str(tool)], capture_output=True, text=True, check=False).returncode == 0
     shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_get_numel"))
@@ -204,7 +216,10 @@ def test_a_wheels_program_does_not_host_the_wheels_libraries(tmp_path: Path) -> 
             zf.write(path, str(path.relative_to(tmp_path)))
     for given in (str(wheel), str(tmp_path / "pkg")):
         report = run_check(CheckSettings(shims=(str(shim),), models=(given,)))
-        assert ("LOAD_FAILURE", "libbar.so", "foo_helper") in _blocking(report), (given, [f.message for f in report.findings])
+        assert ("LOAD_FAILURE", "libbar.so", "foo_helper") in _blocking(report), (
+            given,
+            [f.message for f in report.findings],
+        )
         assert not [f for f in report.findings if Path(f.artifact).name == "tool" and f.severity == "blocking"], given
     # Named as the program that hosts the blobs, the tool is the process's program again.
     report = run_check(CheckSettings(shims=(str(shim),), models=(str(tool), str(bar))))
@@ -220,13 +235,20 @@ def test_a_programs_copies_of_libstdcxx_data_are_no_reexported_runtime(tmp_path:
     compiler("c++")
     program = tmp_path / "hello"
     compile_program(SOURCES / "cout_program.cpp", program, ("-no-pie",))
-    exported = subprocess.run(["readelf", "--dyn-syms", "-W", str(program)], capture_output=True, text=True, check=True).stdout
+    exported = subprocess.run(
+        ["readelf", "--dyn-syms", "-W", str(program)], capture_output=True, text=True, check=True
+    ).stdout
     assert any(" _ZSt4cout" in line and " UND " not in line for line in exported.splitlines()), exported
     report = run_check(CheckSettings(models=(str(program),)))
     assert [f.rule for f in report.findings] == [], [f.message for f in report.findings]
     # A library that links the runtime statically still re-exports it.
-    static = c_library(tmp_path / "static", "static", '#include <stdexcept>\n__attribute__((visibility("default"))) void f() { throw std::runtime_error("x"); }\n',
-                       ("-static-libstdc++", "-static-libgcc"), language="c++")  # fmt: skip
+    static = c_library(
+        tmp_path / "static",
+        "static",
+        '#include <stdexcept>\n__attribute__((visibility("default"))) void f() { throw std::runtime_error("x"); }\n',
+        ("-static-libstdc++", "-static-libgcc"),
+        language="c++",
+    )
     assert "REEXPORTED_RUNTIME" in [f.rule for f in run_check(CheckSettings(models=(str(static),))).findings]
 
 

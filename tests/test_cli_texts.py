@@ -298,7 +298,9 @@ def test_every_install_hint_names_a_route_that_works_before_aoti_shim_is_on_an_i
     assert bad == []
 
 
-_NO_SEPARATOR = "aoti-shim: warning: --prefix 'myrt' does not end in '_': shim names become myrtaoti_torch_x; did you mean 'myrt_'?"
+_NO_SEPARATOR = (
+    "aoti-shim: warning: --prefix 'myrt' does not end in '_': shim names become myrtaoti_torch_x; did you mean 'myrt_'?"
+)
 
 
 def test_check_warns_of_a_prefix_without_its_underscore_and_keeps_its_exit_status(checker_libs) -> None:

@@ -31,8 +31,10 @@ CASES = {
     "add_model_empty_prefix": "aoti_shim_add_model: empty PREFIX for 'blob'",
     "check_unknown_target": "aoti_shim_check: 'no_such_target' is not a target",
     "check_not_shared": "aoti_shim_check: 'static_lib' is a STATIC_LIBRARY",
-    "check_bad_against": "aoti_shim_check: AGAINST '/no/such/libtorch.so' is neither 'torch', an existing path, nor a shipped snapshot",
-    "check_unknown_snapshot": "aoti_shim_check: AGAINST 'torch-2.14.1' is neither 'torch', an existing path, nor a shipped "
+    "check_bad_against": "aoti_shim_check: AGAINST '/no/such/libtorch.so' is neither 'torch', an existing path, nor a "
+        "shipped snapshot",
+    "check_unknown_snapshot": "aoti_shim_check: AGAINST 'torch-2.14.1' is neither 'torch', an existing path, nor a "
+        "shipped "
     "snapshot (shipped: torch-2.11.0+cu130, torch-2.13.0+cpu, torch-2.14.1+cu130)",
     "check_unknown_argument": "aoti_shim_check: unknown arguments: AGAINTS",
     "check_model_not_target": "aoti_shim_check: MODELS 'no_such_blob' is not a target (yet): define it first",

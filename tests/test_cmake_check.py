@@ -51,7 +51,8 @@ def test_every_against_item_is_checked(cmake_project, tmp_path: Path, checker_li
 def test_against_a_shipped_snapshot_by_name_checks_against_it(cmake_project, tmp_path: Path) -> None:
     # AGAINST torch-2.14.1+cu130 reaches the checker as the name, which resolves it (no torch needed).
     project = cmake_project(
-        SOURCE, {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_FORGET": "ON", "FIXTURE_AGAINST": "torch-2.14.1+cu130"}
+        SOURCE,
+        {"AOTI_SHIM_SYMBOL_PREFIX": FIXTURE_PREFIX, "FIXTURE_FORGET": "ON", "FIXTURE_AGAINST": "torch-2.14.1+cu130"},
     )
     built = project.configure_and_build()
     output = log(built)

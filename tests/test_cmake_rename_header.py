@@ -30,9 +30,11 @@ FILES = {
     # The archive calls a name only the shared library's list declares, and the other way round.
     "core.cpp": '#include "core.h"\n#include "ops.h"\n'
     'extern "C" __attribute__((visibility("default"))) int aoti_torch_rt_core_count(void) { return 1; }\n'
-    'extern "C" __attribute__((visibility("default"))) int rt_core_calls_ops(void) { return aoti_torch_rt_ops_count(); }\n',
+    'extern "C" __attribute__((visibility("default"))) int rt_core_calls_ops(void) { return '
+    'aoti_torch_rt_ops_count(); }\n',
     "ops.cpp": '#include "core.h"\n#include "ops.h"\n'
-    'extern "C" __attribute__((visibility("default"))) int aoti_torch_rt_ops_count(void) { return aoti_torch_rt_core_count() + 1; }\n',
+    'extern "C" __attribute__((visibility("default"))) int aoti_torch_rt_ops_count(void) { return '
+    'aoti_torch_rt_core_count() + 1; }\n',
 }
 
 

@@ -72,7 +72,11 @@ def test_every_count_of_names_is_the_code_s() -> None:
     manifest = REPO / "shims" / "manifest.txt"
     own = len([line for line in manifest.read_text().splitlines() if line.strip() and not line.startswith("#")])
     allowed = {len(shipped_names().names), own}
-    for where, text in {"README.md": _flat(README), "docs/reference.md": _flat(REFERENCE), "--help": _all_help()}.items():
+    for where, text in {
+        "README.md": _flat(README),
+        "docs/reference.md": _flat(REFERENCE),
+        "--help": _all_help(),
+    }.items():
         for count in re.findall(r"\b(\d{3,}) names\b", text):
             assert int(count) in allowed, f"{where}: '{count} names' is neither {sorted(allowed)}"
     assert f"the {own} names in [`shims/manifest.txt`]" in _flat(REFERENCE)
@@ -87,7 +91,7 @@ def test_the_zero_fallback_promise_says_where_it_holds() -> None:
     scope = zero_fallback_scope()
     assert ZERO_FALLBACK_LEFT["cpu"] and all(op in scope for op in ZERO_FALLBACK_LEFT["cpu"])
     for where, text in {"smoke --help": _flat(_subparser("smoke").format_help()), "README.md": _flat(README),
-                        "docs/reference.md": _flat(REFERENCE)}.items():  # fmt: skip
+                        "docs/reference.md": _flat(REFERENCE)}.items():
         assert scope in text, f"{where} does not say where the zero-fallback promise holds"
     # No text promises "no fallback op" without saying where.
     for where, text in {"README.md": _flat(README), "docs/reference.md": _flat(REFERENCE)}.items():
@@ -112,7 +116,9 @@ def test_the_readme_names_every_option_help_lists(command: str) -> None:
     section = _readme_sections().get(command)
     assert section is not None, f"README has no '### `aoti-shim {command}`' section"
     named = _options_in(section)
-    actions = [a.option_strings for a in _subparser(command)._actions if a.option_strings and "-h" not in a.option_strings]
+    actions = [
+        a.option_strings for a in _subparser(command)._actions if a.option_strings and "-h" not in a.option_strings
+    ]
     missing = [strings for strings in actions if not set(strings) & named]
     assert missing == [], f"README's {command} section lacks {missing}"
     # Each bullet's lead (before its first ': ') names only options the command has.

@@ -15,17 +15,17 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
-from forked_cli import run_forked
-from smoke_support import PREFIX, build_fake_libs
-from wheel_support import make_wheel
 
 from aoti_shim.cli import build_parser, main
 from aoti_shim.errors import EXIT_TOOL_ERROR, EXIT_USAGE
+from forked_cli import run_forked
+from smoke_support import PREFIX, build_fake_libs
+from wheel_support import make_wheel
 
 TIMEOUT = 10.0  # seconds; every case answers in well under one
 
@@ -94,9 +94,16 @@ ROLES: tuple[Role, ...] = (
     Role("check --model", FILE_OR_FOLDER, lambda w, h: cli("check", "--shim", str(w.shim), "--model", h)),
     Role("check --wheel", INPUT_FILE, lambda w, h: cli("check", "--wheel", h)),
     Role("check --against", FILE_OR_FOLDER, lambda w, h: cli("check", "--shim", str(w.shim), "--against", h)),
-    Role("check --suppressions", INPUT_FILE, lambda w, h: cli("check", "--shim", str(w.shim), "--suppressions", h), EXIT_USAGE),
+    Role(
+        "check --suppressions",
+        INPUT_FILE,
+        lambda w, h: cli("check", "--shim", str(w.shim), "--suppressions", h),
+        EXIT_USAGE,
+    ),
     Role("check --library-path", FOLDER, lambda w, h: cli("check", "--shim", str(w.shim), "--library-path", h)),
-    Role("check --output", OUTPUT, lambda w, h: cli("check", "--shim", str(w.shim), "-o", h), protects=lambda w: w.shim),
+    Role(
+        "check --output", OUTPUT, lambda w, h: cli("check", "--shim", str(w.shim), "-o", h), protects=lambda w: w.shim
+    ),
     Role(
         "check $GITHUB_STEP_SUMMARY",
         OUTPUT,
@@ -120,12 +127,37 @@ ROLES: tuple[Role, ...] = (
         protects=lambda w: w.suppressions,
         env=_summary,
     ),
-    Role("snapshot TORCH_LIB_DIR|WHEEL", FILE_OR_FOLDER, lambda w, h: cli("snapshot", h, "-o", str(w.root / "out.json.gz"))),
-    Role("snapshot --output", OUTPUT, lambda w, h: cli("snapshot", str(w.torch_wheel), "-o", h), protects=lambda w: w.torch_wheel),
-    Role("rename-header --manifest", INPUT_FILE, lambda w, h: cli("rename-header", "--output", str(w.root / "out.h"), "--manifest", h)),
-    Role("rename-header --shim-include", FOLDER, lambda w, h: cli("rename-header", "--output", str(w.root / "out.h"), "--shim-include", h)),
-    Role("rename-header --torch-include", FOLDER, lambda w, h: cli("rename-header", "--output", str(w.root / "out.h"), "--torch-include", h)),
-    Role("rename-header --root", FOLDER, lambda w, h: cli("rename-header", "--output", str(w.root / "out.h"), "--root", h)),
+    Role(
+        "snapshot TORCH_LIB_DIR|WHEEL",
+        FILE_OR_FOLDER,
+        lambda w, h: cli("snapshot", h, "-o", str(w.root / "out.json.gz")),
+    ),
+    Role(
+        "snapshot --output",
+        OUTPUT,
+        lambda w, h: cli("snapshot", str(w.torch_wheel), "-o", h),
+        protects=lambda w: w.torch_wheel,
+    ),
+    Role(
+        "rename-header --manifest",
+        INPUT_FILE,
+        lambda w, h: cli("rename-header", "--output", str(w.root / "out.h"), "--manifest", h),
+    ),
+    Role(
+        "rename-header --shim-include",
+        FOLDER,
+        lambda w, h: cli("rename-header", "--output", str(w.root / "out.h"), "--shim-include", h),
+    ),
+    Role(
+        "rename-header --torch-include",
+        FOLDER,
+        lambda w, h: cli("rename-header", "--output", str(w.root / "out.h"), "--torch-include", h),
+    ),
+    Role(
+        "rename-header --root",
+        FOLDER,
+        lambda w, h: cli("rename-header", "--output", str(w.root / "out.h"), "--root", h),
+    ),
     Role("rename-header --check --output", INPUT_FILE, lambda w, h: cli("rename-header", "--check", "--output", h)),
     Role(
         "rename-header --output (the manifest)",
@@ -139,7 +171,11 @@ ROLES: tuple[Role, ...] = (
         lambda w, h: cli("rename-header", "--output", h, "--shim-include", str(w.include)),
         protects=lambda w: w.header,
     ),
-    Role("rewrite-imports BLOB", INPUT_FILE, lambda w, h: cli("rewrite-imports", h, "--prefix", PREFIX, "-o", str(w.root / "out.so"))),
+    Role(
+        "rewrite-imports BLOB",
+        INPUT_FILE,
+        lambda w, h: cli("rewrite-imports", h, "--prefix", PREFIX, "-o", str(w.root / "out.so")),
+    ),
     Role(
         "rewrite-imports --output",
         OUTPUT,
@@ -148,7 +184,12 @@ ROLES: tuple[Role, ...] = (
         # -o BLOB is BLOB rewritten in place, as without -o: documented, not hostile.
         skip=("same",),
     ),
-    Role("smoke --shims", INPUT_FILE, lambda w, h: cli("smoke", "--shims", h, "--cache-dir", str(w.root / "cache")), EXIT_USAGE),
+    Role(
+        "smoke --shims",
+        INPUT_FILE,
+        lambda w, h: cli("smoke", "--shims", h, "--cache-dir", str(w.root / "cache")),
+        EXIT_USAGE,
+    ),
     Role(
         "smoke --json",
         OUTPUT,
@@ -156,12 +197,19 @@ ROLES: tuple[Role, ...] = (
         EXIT_USAGE,
         protects=lambda w: w.shim,
     ),
-    Role("smoke --cache-dir", OUTPUT_FOLDER, lambda w, h: cli("smoke", "--shims", str(w.shim), "--cache-dir", h), EXIT_USAGE),
+    Role(
+        "smoke --cache-dir",
+        OUTPUT_FOLDER,
+        lambda w, h: cli("smoke", "--shims", str(w.shim), "--cache-dir", h),
+        EXIT_USAGE,
+    ),
     Role("wheelhouse DIR", OUTPUT_FOLDER, lambda w, h: cli("wheelhouse", h)),
     Role("backend report setting", OUTPUT, _backend_report, protects=lambda w: w.pyproject),
 )
 
-CASES = [pytest.param(role, kind, id=f"{role.name}-{kind}") for role in ROLES for kind in role.kinds if kind not in role.skip]
+CASES = [
+    pytest.param(role, kind, id=f"{role.name}-{kind}") for role in ROLES for kind in role.kinds if kind not in role.skip
+]
 
 
 @pytest.fixture(scope="module")
@@ -254,7 +302,12 @@ def _state(path: Path) -> tuple[object, ...]:
     if stat.S_ISREG(st.st_mode):
         return ("file", st.st_ino, st.st_nlink, hashlib.sha256(path.read_bytes()).hexdigest())
     if stat.S_ISDIR(st.st_mode):
-        return ("folder", st.st_ino, stat.S_IMODE(st.st_mode), sorted(os.listdir(path)) if os.access(path, os.R_OK) else None)
+        return (
+            "folder",
+            st.st_ino,
+            stat.S_IMODE(st.st_mode),
+            sorted(os.listdir(path)) if os.access(path, os.R_OK) else None,
+        )
     return ("special", stat.S_IFMT(st.st_mode), st.st_ino)
 
 

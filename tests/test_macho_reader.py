@@ -16,29 +16,30 @@ import signal
 import struct
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import lief
 import pytest
-from macho_fixtures import MachOSpec, build, ld64_lld, llvm_lipo, mutate, specs, write_fat
 
 from aoti_shim.checks.bounded.view import view_of_bytes
 from aoti_shim.checks.macho import read
 from aoti_shim.checks.macho.binds import read_chained_imports, read_opcodes
 from aoti_shim.checks.macho.commands import parse
 from aoti_shim.checks.macho.exports import read_trie
-from aoti_shim.checks.macho.fat import slices
 from aoti_shim.checks.macho.facts import FLAT, MAIN_EXECUTABLE, SELF, TWO_LEVEL, WEAK, MachOFacts
+from aoti_shim.checks.macho.fat import slices
 from aoti_shim.errors import InputError
+from macho_fixtures import MachOSpec, build, ld64_lld, llvm_lipo, mutate, specs, write_fat
 
 SEED = int(os.environ.get("AOTI_SHIM_MACHO_SEED", "3601"))
 COUNT = int(os.environ.get("AOTI_SHIM_MACHO_COUNT", "4"))
 _SPECIAL_COLUMNS = {"flat-namespace": FLAT, "weak": WEAK, "this-image": SELF, "main-executable": MAIN_EXECUTABLE}
 _DYLIB_COMMANDS = {"LC_LOAD_DYLIB": "load", "LC_LOAD_WEAK_DYLIB": "weak", "LC_REEXPORT_DYLIB": "reexport",
-                   "LC_LAZY_LOAD_DYLIB": "lazy", "LC_LOAD_UPWARD_DYLIB": "upward"}  # fmt: skip
+                   "LC_LAZY_LOAD_DYLIB": "lazy", "LC_LOAD_UPWARD_DYLIB": "upward"}
 
 
 @pytest.fixture(scope="module")
@@ -134,13 +135,13 @@ def objdump_exports(path: Path) -> set[tuple[str, bool]]:
 
 def lief_facts(path: Path) -> tuple[set[tuple[str, str]], set[str], set[tuple[str, bool]]]:
     """LIEF's binds (as objdump's columns), weak imports and exports: the judge for chained fixups."""
-    binary: Any = lief.MachO.parse(str(path)).at(0)  # type: ignore[union-attr]
+    binary: Any = lief.MachO.parse(str(path)).at(0)
     binds: set[tuple[str, str]] = set()
     weak_imports: set[str] = set()
     for bind in binary.bindings:
         ordinal = bind.library_ordinal
         column = short_name(bind.library.name) if ordinal > 0 else \
-            {0: "this-image", -1: "main-executable", -2: "flat-namespace", -3: "weak"}[ordinal]  # fmt: skip
+            {0: "this-image", -1: "main-executable", -2: "flat-namespace", -3: "weak"}[ordinal]
         binds.add((bind.symbol.name, column))
         if bind.weak_import:
             weak_imports.add(bind.symbol.name)
@@ -163,7 +164,7 @@ def nm_undefined(path: Path) -> dict[str, str]:
 
 def as_columns(facts: MachOFacts) -> set[tuple[str, str]]:
     return {(i.name, short_name(i.library) if i.binding == TWO_LEVEL and i.library else
-             {v: k for k, v in _SPECIAL_COLUMNS.items()}[i.binding]) for i in facts.imports}  # fmt: skip
+             {v: k for k, v in _SPECIAL_COLUMNS.items()}[i.binding]) for i in facts.imports}
 
 
 def only(path: Path) -> MachOFacts:
@@ -242,7 +243,7 @@ def test_the_generator_covers_what_the_reader_must_tell_apart(macho_built: list[
 
 def _strip_path(facts: MachOFacts) -> tuple[object, ...]:
     return (facts.architecture, facts.filetype, facts.flags, facts.install_name, facts.dependencies,
-            facts.rpaths, facts.exports, facts.imports, facts.fixups)  # fmt: skip
+            facts.rpaths, facts.exports, facts.imports, facts.fixups)
 
 
 @pytest.mark.parametrize("maker", ["lipo", "fat32", "fat64"])
@@ -282,7 +283,7 @@ def _hot_ranges(path: Path) -> list[tuple[int, int]]:
     for part in slices(view):
         commands = parse(part)
         for extent in (commands.bind, commands.lazy_bind, commands.weak_bind, commands.exports_trie,
-                       commands.chained_fixups):  # fmt: skip
+                       commands.chained_fixups):
             if extent is not None:
                 found.append((part.start + extent.offset, extent.size))
     return found
@@ -332,7 +333,9 @@ def test_hostile_shapes_give_one_line(tmp_path: Path) -> None:
         read_trie(loop)
 
 
-def test_an_image_without_mh_twolevel_is_looked_up_flat(macho_built: list[tuple[MachOSpec, Path]], tmp_path: Path) -> None:
+def test_an_image_without_mh_twolevel_is_looked_up_flat(
+    macho_built: list[tuple[MachOSpec, Path]], tmp_path: Path
+) -> None:
     """dyld ignores the library ordinals of a flat-namespace image: every bind is a flat lookup."""
     spec, path = next((s, p) for s, p in macho_built if s.linker == "zig")
     data = bytearray(path.read_bytes())
@@ -344,7 +347,7 @@ def test_an_image_without_mh_twolevel_is_looked_up_flat(macho_built: list[tuple[
     two_level, flattened = only(path), only(flat)
     assert not flattened.two_level
     assert {(i.name, i.weak_import) for i in flattened.imports if i.binding == FLAT} == \
-        {(i.name, i.weak_import) for i in two_level.imports if i.binding != WEAK}  # fmt: skip
+        {(i.name, i.weak_import) for i in two_level.imports if i.binding != WEAK}
     assert any(i.binding == TWO_LEVEL for i in two_level.imports) and all(i.library is None for i in flattened.imports)
 
 
@@ -376,7 +379,7 @@ def test_every_chained_imports_format(imports_format: int) -> None:
     these payloads are written here: each import's ordinal (special ones too) and weak bit."""
     rng = random.Random(imports_format)
     wanted = [(f"_aoti_torch_{i}_{rng.randrange(1 << 16):x}", rng.choice((1, 2, 3, 0, -1, -2, -3)), rng.random() < 0.3)
-              for i in range(rng.randint(5, 20))]  # fmt: skip
+              for i in range(rng.randint(5, 20))]
     found = read_chained_imports(view_of_bytes(_chained_blob(wanted, imports_format), "chained"))
     assert [(b.name, b.ordinal, b.weak_import) for b in found] == wanted
     with pytest.raises(InputError, match="^chained: "):

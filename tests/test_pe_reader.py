@@ -15,18 +15,19 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import lief
 import pytest
-from pe_fixtures import PESpec, build, mutate, specs
 
 from aoti_shim.checks.bounded.view import view_of_bytes
 from aoti_shim.checks.pe import PEFacts, read
 from aoti_shim.checks.pe.headers import parse, rva_offset
 from aoti_shim.errors import InputError
+from pe_fixtures import PESpec, build, mutate, specs
 
 SEED = int(os.environ.get("AOTI_SHIM_PE_SEED", "3602"))
 COUNT = int(os.environ.get("AOTI_SHIM_PE_COUNT", "6"))
@@ -45,7 +46,7 @@ def readobj(path: Path) -> tuple[list[tuple[str, bool, tuple[str, ...]]], set[tu
     """llvm-readobj's imports, [(DLL, delay-loaded, names)] in order (``#N`` for an ordinal),
     and exports {(ordinal, name or None)}."""
     done = subprocess.run(["llvm-readobj", "--coff-imports", "--coff-exports", str(path)],
-                          capture_output=True, text=True, check=True)  # fmt: skip
+                          capture_output=True, text=True, check=True)
     imports: list[tuple[str, bool, tuple[str, ...]]] = []
     exports: set[tuple[int, str | None]] = set()
     block, ordinal = None, None
@@ -73,7 +74,9 @@ def readobj(path: Path) -> tuple[list[tuple[str, bool, tuple[str, ...]]], set[tu
 def grouped(facts: PEFacts) -> list[tuple[str, bool, tuple[str, ...]]]:
     groups: list[tuple[str, bool, tuple[str, ...]]] = []
     for dependency in facts.dependencies:
-        names = tuple(i.name for i in facts.imports if i.dll == dependency.name and i.delay == (dependency.kind == "delay"))
+        names = tuple(
+            i.name for i in facts.imports if i.dll == dependency.name and i.delay == (dependency.kind == "delay")
+        )
         groups.append((dependency.name, dependency.kind == "delay", names))
     return groups
 
@@ -95,10 +98,10 @@ def test_dll_name_machine_and_forwarders_match_lief(pe_built: list[tuple[PESpec,
         table = binary.get_export()
         assert facts.dll_name == table.name == spec.dll
         lief_forwarders = {(e.ordinal, f"{e.forward_information.library}.{e.forward_information.function}")
-                           for e in table.entries if e.is_forwarded}  # fmt: skip
+                           for e in table.entries if e.is_forwarded}
         assert {(e.ordinal, e.forwarder) for e in facts.exports if e.forwarder} == lief_forwarders
         assert [(d.name, [e.name if not e.is_ordinal else f"#{e.ordinal}" for e in d.entries])
-                for d in binary.delay_imports] == [(g[0], list(g[2])) for g in grouped(facts) if g[1]]  # fmt: skip
+                for d in binary.delay_imports] == [(g[0], list(g[2])) for g in grouped(facts) if g[1]]
 
 
 def test_facts_are_what_the_generator_meant(pe_built: list[tuple[PESpec, Path]]) -> None:
@@ -107,7 +110,7 @@ def test_facts_are_what_the_generator_meant(pe_built: list[tuple[PESpec, Path]])
         # The import directory comes first, then the delay-load one; each in link order.
         assert [(d.name, d.kind) for d in facts.dependencies] == \
             [(dep.dll, "normal") for dep in spec.deps if not dep.delay] + \
-            [(dep.dll, "delay") for dep in spec.deps if dep.delay]  # fmt: skip
+            [(dep.dll, "delay") for dep in spec.deps if dep.delay]
         for dep in spec.deps:
             taken = {i.name for i in facts.imports if i.dll == dep.dll}
             assert taken == set(dep.names) | {f"#{n}" for n in dep.ordinals}, dep
@@ -159,7 +162,7 @@ def _hot_ranges(path: Path) -> list[tuple[int, int]]:
             except InputError:
                 continue
             found += [(s.file_offset, s.file_size) for s in headers.sections
-                      if s.file_offset <= at < s.file_offset + s.file_size]  # fmt: skip
+                      if s.file_offset <= at < s.file_offset + s.file_size]
     return found
 
 

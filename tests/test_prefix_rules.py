@@ -94,7 +94,9 @@ def test_infer() -> None:
     assert str(err.value) == "the shims use more than one prefix: 'b_' (2), 'a_' (1); pass --prefix"
 
 
-@pytest.mark.parametrize(("given", "lacks"), [("myrt", True), ("myrt_", False), ("_", False), ("a_b", True), ("", False)])
+@pytest.mark.parametrize(
+    ("given", "lacks"), [("myrt", True), ("myrt_", False), ("_", False), ("a_b", True), ("", False)]
+)
 def test_lacks_separator(given: str, lacks: bool) -> None:
     assert prefix.lacks_separator(given) is lacks
 
@@ -105,5 +107,6 @@ def test_separator_warning_names_the_name_it_gives_and_the_fix() -> None:
         "--prefix 'myrt' does not end in '_': shim names become myrtaoti_torch_x; did you mean 'myrt_'?"
     )
     assert prefix.separator_warning("myrt", "-C aoti-shim.prefix") == (
-        "prefix 'myrt' from -C aoti-shim.prefix does not end in '_': shim names become myrtaoti_torch_x; did you mean 'myrt_'?"
+        "prefix 'myrt' from -C aoti-shim.prefix does not end in '_': shim names become myrtaoti_torch_x; did you mean "
+        "'myrt_'?"
     )

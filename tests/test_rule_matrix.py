@@ -48,7 +48,7 @@ K = "cudastate"  # starts like one, but is not one
 PROBES = (P, U, S, R1, R2, C, K)
 # Holds the marker behind a prefix the check was not given: not a shim name of this
 # check's (only thread-local state makes it one for DUPLICATE_DEFINER). Not in the reference.
-O = "third_aoti_torch_state"
+O = "third_aoti_torch_state"  # noqa: E741 - the matrix names its libraries by one letter
 # What every library but the bare one exports, as GLOBAL functions.
 BASE = "myrt_aoti_torch_base"
 ENTRY = "AOTInductorModelContainerRun"
@@ -456,7 +456,7 @@ def _settings(built: Built, role: str, lib: str, **extra: object) -> CheckSettin
     if role == "twice":
         shims = (subject, str(built.copies[lib]), str(built.provider))
     models = (subject,) if role in MODEL_ROLES else ()
-    return CheckSettings(shims=shims, models=models, against=(str(built.reference),), prefix=PREFIX, **extra)  # type: ignore[arg-type]
+    return CheckSettings(shims=shims, models=models, against=(str(built.reference),), prefix=PREFIX, **extra)
 
 
 def test_every_rule_has_a_row_covering_every_cell() -> None:

@@ -14,13 +14,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import cli
-from cmake_support import REPO, clean_env
-from compile_support import compile_object, compile_shared
 
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.torch_names import shipped_names
+from cli_support import cli
+from cmake_support import REPO, clean_env
+from compile_support import compile_object, compile_shared
 
 HEADER = REPO / "cmake" / "include" / "aoti_shim_rename.h"
 PREFIX = "myrt_"
@@ -42,8 +42,12 @@ def _imports(library: Path) -> set[str]:
 def _torch_exports(torch_lib: Path) -> set[str]:
     nm = shutil.which("nm")
     assert nm, "nm (binutils) is needed"
-    done = subprocess.run([nm, "-D", "--defined-only", str(torch_lib / "libtorch_cpu.so")], capture_output=True, text=True, check=True)
-    return {line.split()[-1] for line in done.stdout.splitlines() if line.split() and line.split()[-1].startswith("torch_")}
+    done = subprocess.run(
+        [nm, "-D", "--defined-only", str(torch_lib / "libtorch_cpu.so")], capture_output=True, text=True, check=True
+    )
+    return {
+        line.split()[-1] for line in done.stdout.splitlines() if line.split() and line.split()[-1].startswith("torch_")
+    }
 
 
 def test_the_list_holds_the_installed_torchs_stable_abi_and_nothing_else(torch_lib: Path) -> None:
@@ -106,7 +110,9 @@ def test_scan_counts_an_importer_of_torch_call_dispatcher_as_a_consumer(tmp_path
     (site / "ext_pkg").mkdir()
     shutil.copy(lib, site / "ext_pkg" / "_ops.so")
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ext-pkg\nVersion: 1.0\n")
-    (info / "RECORD").write_text("ext_pkg/_ops.so,,\next_pkg-1.0.dist-info/METADATA,,\next_pkg-1.0.dist-info/RECORD,,\n")
+    (info / "RECORD").write_text(
+        "ext_pkg/_ops.so,,\next_pkg-1.0.dist-info/METADATA,,\next_pkg-1.0.dist-info/RECORD,,\n"
+    )
     done = cli("scan", str(site), timeout=120)
     assert done.returncode == 0, done.stderr
     assert "ext-pkg 1.0\n  ext_pkg/_ops.so: stable-ABI consumer\n" in done.stdout, done.stdout
