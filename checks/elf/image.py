@@ -30,7 +30,7 @@ from __future__ import annotations
 import mmap
 import os
 from array import array
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from aoti_shim.checks.elf.dynamic import (
     DynamicSegment,
@@ -158,7 +158,7 @@ class ElfImage:
             return []
         tables = ((DT_STRTAB, "DT_STRTAB"), (DT_SYMTAB, "DT_SYMTAB"), (DT_GNU_HASH, "DT_GNU_HASH"),
                   (DT_HASH, "DT_HASH"), (DT_VERSYM, "DT_VERSYM"), (DT_VERDEF, "DT_VERDEF"),
-                  (DT_VERNEED, "DT_VERNEED"))  # fmt: skip
+                  (DT_VERNEED, "DT_VERNEED"))
         return [load_extent(view, segment, what, segment.tags[tag]) for tag, what in tables if tag in segment.tags]
 
     # -- opening and validation -------------------------------------------------
@@ -227,7 +227,9 @@ class ElfImage:
         """About how many names a scan of the exports reads (a Reference's cost hint)."""
         return self.symbol_count()
 
-    def tables_holding(self, contains: tuple[str, ...] = (), starts: tuple[str, ...] = ()) -> tuple[SymbolTable, SymbolTable]:
+    def tables_holding(
+        self, contains: tuple[str, ...] = (), starts: tuple[str, ...] = ()
+    ) -> tuple[SymbolTable, SymbolTable]:
         """:meth:`exports` and :meth:`imports` limited to the names that hold one of
         ``contains`` or start with one of ``starts`` (ASCII, no NUL). The string table is
         searched for each ``contains`` needle and each name's start compared (C loops); only
