@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import shutil
 import textwrap
-from typing import Iterable
+from collections.abc import Iterable
 
 # A report written to a file or a pipe (CI logs, `-o`) wraps here; a terminal's own width
 # wins, and $COLUMNS over both (shutil's order).
@@ -28,7 +28,7 @@ def wrap(text: str, width: int, indent: str = "", hanging: str | None = None) ->
     return textwrap.wrap(
         text, width, initial_indent=indent, subsequent_indent=later,
         break_long_words=False, break_on_hyphens=False,
-    ) or [indent.rstrip()]  # fmt: skip
+    ) or [indent.rstrip()]
 
 
 def wrap_list(head: str, items: Iterable[str], width: int, indent: str, hanging: str, sep: str = ", ") -> list[str]:

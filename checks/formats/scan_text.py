@@ -9,8 +9,8 @@ The other formats keep every full path; this one is for reading at a glance.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from aoti_shim.checks.formats.escape import printable
 from aoti_shim.checks.formats.layout import plural, terminal_width, wrap, wrap_list
@@ -140,12 +140,12 @@ def _hijack(page: _Page, cause: str, found: Sequence[Finding]) -> None:
                 captured.append(owner)
     page.add(
         f"when: {who}'s shims are loaded RTLD_GLOBAL, or with their dependencies promoted to the global scope, "
-        "before libtorch: the imports above then run against its tensors, not libtorch's", "  ", "        ")  # fmt: skip
+        "before libtorch: the imports above then run against its tensors, not libtorch's", "  ", "        ")
     others = ", ".join(_owner_words(o) for o in captured) or "these consumers"
     page.add(
         f"fix: {who} ships unprefixed shims: have its runtime rebuilt with a private prefix (aoti-shim is the "
         f"tool: its rename header, aoti_shim_prefix() or the aoti_shim.build backend), or keep it and {others} "
-        "out of one process", "  ", "       ")  # fmt: skip
+        "out of one process", "  ", "       ")
 
 
 def _owner_words(owner: str) -> str:
@@ -170,7 +170,9 @@ def _collision(page: _Page, found: Sequence[Finding]) -> None:
     for x in found:
         pairs.setdefault((x.artifact, x.related or ""), []).append(x.symbol)
     for (artifact, other), names in pairs.items():
-        shown = [repr(printable(n)) for n in names[:SAMPLE]] + ([f"{len(names) - SAMPLE} more"] if len(names) > SAMPLE else [])
+        shown = [repr(printable(n)) for n in names[:SAMPLE]] + (
+            [f"{len(names) - SAMPLE} more"] if len(names) > SAMPLE else []
+        )
         head = (
             f"{page.name(artifact)} and {page.name(other)} ({_owner_tag(page.owner(other))}) both export "
             f"{plural(len(names), 'shim name')}:"
@@ -205,10 +207,14 @@ def _findings(page: _Page) -> None:
             if rule == HIJACK:
                 _hijack(page, shown_cause, found)
             elif rule == "UNPREFIXED_PROVIDER" and HIJACK in by_rule:
-                names = sum(len(lib.unprefixed_exports) for lib in map(page.by_display.get, {x.artifact for x in found}) if lib)
+                names = sum(
+                    len(lib.unprefixed_exports) for lib in map(page.by_display.get, {x.artifact for x in found}) if lib
+                )
                 _same_cause(page, rule, found, f"the same libraries export {plural(names, 'unprefixed shim name')}")
             elif rule == "COLLISION" and HIJACK in by_rule and all(page.is_torch(x.related) for x in found):
-                _same_cause(page, rule, found, f"the same libraries export {plural(len(found), 'name')} libtorch exports")
+                _same_cause(
+                    page, rule, found, f"the same libraries export {plural(len(found), 'name')} libtorch exports"
+                )
             else:
                 _generic(page, rule, shown_cause, found)
 
@@ -217,7 +223,9 @@ def _suppressions(page: _Page) -> None:
     report = page.report
     for sup in report.suppressed[:20]:
         x = sup.finding
-        page.add(f"suppressed: {x.rule} {printable(x.symbol)} in {page.name(x.artifact)} ({printable(sup.reason)})", "", "  ")
+        page.add(
+            f"suppressed: {x.rule} {printable(x.symbol)} in {page.name(x.artifact)} ({printable(sup.reason)})", "", "  "
+        )
     if len(report.suppressed) > 20:
         page.lines.append(f"suppressed: ... and {len(report.suppressed) - 20} more")
     for desc in report.unused_suppressions:
@@ -237,7 +245,9 @@ def _providers(page: _Page) -> None:
         page.lines.append("shim providers: none")
         return
     page.lines.append("shim providers:")
-    table = [(printable(r.distribution), page.name(r.library), printable(prefix_text(r.prefix)), str(r.names)) for r in rows]
+    table = [
+        (printable(r.distribution), page.name(r.library), printable(prefix_text(r.prefix)), str(r.names)) for r in rows
+    ]
     heads = ("distribution", "library", "prefix", "names")
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(heads)]
     if 2 + sum(widths) + 2 * (len(widths) - 1) <= page.width:
@@ -250,7 +260,9 @@ def _providers(page: _Page) -> None:
         if dist != last:
             page.lines.append(f"  {dist}")
             last = dist
-        page.lines += wrap_list(f"{library}:", [f"{prefix}, {plural(int(names), 'name')}"], page.width, "    ", "      ")
+        page.lines += wrap_list(
+            f"{library}:", [f"{prefix}, {plural(int(names), 'name')}"], page.width, "    ", "      "
+        )
 
 
 def counts(report: ScanReport) -> str:
@@ -266,7 +278,8 @@ def counts(report: ScanReport) -> str:
 def _brief_counts(report: ScanReport) -> str:
     s = report.scanned
     outside = f", {len(s.unowned)} outside any distribution" if s.unowned else ""
-    return f"{plural(len(s.distributions), 'distribution')}, {plural(len(s.libraries), 'ELF library', 'ELF libraries')}{outside}"
+    return (f"{plural(len(s.distributions), 'distribution')}, "
+        f"{plural(len(s.libraries), 'ELF library', 'ELF libraries')}{outside}")
 
 
 def _listing(page: _Page, verbose: bool) -> None:
@@ -274,7 +287,9 @@ def _listing(page: _Page, verbose: bool) -> None:
     s = page.report.scanned
     if not verbose:
         if s.libraries:
-            page.lines.append(f"(-v lists the {plural(len(s.libraries), 'library', 'libraries')} read and what each is)")
+            page.lines.append(
+                f"(-v lists the {plural(len(s.libraries), 'library', 'libraries')} read and what each is)"
+            )
         return
     page.lines.append("every distribution read, and what each library is:")
     for folder in s.site_folders:

@@ -93,7 +93,15 @@ def stream_text(
             if no_header and rule == "COLLISION":
                 # The unprefixed names collide with libtorch's: the one cause UNPREFIXED_EXPORT names.
                 where = group.sample[0].rpartition(" is also exported by ")[2] if group.sample else "a reference"
-                lines.append(_paint(lead + f"{group.count} finding(s): the names the missed rename header left unprefixed are also exported by {where}", code, color))
+                lines.append(
+                    _paint(
+                        lead
+                        + f"{group.count} finding(s): the names the missed rename header left unprefixed are also "
+                            f"exported by {where}",
+                        code,
+                        color,
+                    )
+                )
                 continue
             if group.count == 1:
                 lines.append(_paint(lead + group.sample[0], code, color))
