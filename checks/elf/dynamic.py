@@ -6,8 +6,8 @@ describing another symbol table than the one the loader loads."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from aoti_shim.checks.elf import gnu_hash
 from aoti_shim.checks.elf.gnu_hash import GnuHash
@@ -168,7 +168,9 @@ def _symbol_sections(view: ByteView, lay: Layout, segment: DynamicSegment) -> li
     if gnu is not None:
         sections.append(Section(SHT_GNU_HASH, at, gnu[1], 2, 0))
     if DT_VERSYM in tags:
-        sections.append(Section(SHT_GNU_VERSYM, file_offset(view, segment, "DT_VERSYM", tags[DT_VERSYM]), count * 2, 2, 2))
+        sections.append(
+            Section(SHT_GNU_VERSYM, file_offset(view, segment, "DT_VERSYM", tags[DT_VERSYM]), count * 2, 2, 2)
+        )
     for sh_type, tag, num, what in (
         (SHT_GNU_VERDEF, DT_VERDEF, DT_VERDEFNUM, "DT_VERDEF"),
         (SHT_GNU_VERNEED, DT_VERNEED, DT_VERNEEDNUM, "DT_VERNEED"),
@@ -182,7 +184,11 @@ def _symbol_sections(view: ByteView, lay: Layout, segment: DynamicSegment) -> li
 
 
 def verify_sections(
-    view: ByteView, lay: Layout, segment: DynamicSegment | None, table: SectionTable, gnu_table: Callable[[], GnuHash | None]
+    view: ByteView,
+    lay: Layout,
+    segment: DynamicSegment | None,
+    table: SectionTable,
+    gnu_table: Callable[[], GnuHash | None],
 ) -> None:
     """Refuse a file whose section headers describe another symbol table than the
     one the dynamic linker loads (it reads PT_DYNAMIC, never sections): otherwise a
@@ -224,7 +230,9 @@ def verify_sections(
         raise view.fail(f"its hash tables reach {reachable} symbols but .dynsym holds {held} (hidden symbols)")
 
 
-def dynamic_strings(view: ByteView, lay: Layout, table: SectionTable, tag: int, dynamic_data: bytes | None) -> list[str]:
+def dynamic_strings(
+    view: ByteView, lay: Layout, table: SectionTable, tag: int, dynamic_data: bytes | None
+) -> list[str]:
     """The strings of every ``tag`` entry of .dynamic (DT_NEEDED, DT_RUNPATH...), in order."""
     sec = table.first(SHT_DYNAMIC)
     if sec is None or sec.size == 0:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import sys
 from array import array
+from collections.abc import Iterator
 from itertools import compress, repeat
-from typing import Iterator
 
 from aoti_shim.checks.elf import gnu_hash
 from aoti_shim.checks.elf.gnu_hash import GnuHash
@@ -59,7 +59,7 @@ class DynamicSymbols:
     def versym(self) -> array[int] | None:
         """``.gnu.version`` as native ints, or None without one."""
         if self._versym is not False:
-            return self._versym  # type: ignore[return-value]
+            return self._versym  # type: ignore[return-value]  # False means "not read yet"
         sec = self.table.first(SHT_GNU_VERSYM)
         result = None
         if sec is not None:
@@ -76,7 +76,7 @@ class DynamicSymbols:
     def gnu_table(self) -> GnuHash | None:
         """``.gnu.hash`` when it indexes ``.dynsym``, its header checked; else None."""
         if self._gnu is not False:
-            return self._gnu  # type: ignore[return-value]
+            return self._gnu  # type: ignore[return-value]  # False means "not read yet"
         table = self.table
         sec = table.first(SHT_GNU_HASH)
         result = None
@@ -127,7 +127,13 @@ class DynamicSymbols:
         return self.tables
 
     def _tables_of(
-        self, size: int, strings: bytes | str, names: array[int], infos: array[int], export_idx: list[int], import_idx: list[int]
+        self,
+        size: int,
+        strings: bytes | str,
+        names: array[int],
+        infos: array[int],
+        export_idx: list[int],
+        import_idx: list[int],
     ) -> tuple[SymbolTable, SymbolTable]:
         """The export and import tables of the symbols at ``export_idx`` and ``import_idx``."""
         tables = []
@@ -209,10 +215,10 @@ class DynamicSymbols:
         for i, (st_name, st_info, st_other, st_shndx) in enumerate(keys, 1):
             if st_name >= size:
                 raise self.view.fail(f"symbol name offset {st_name} is past .dynstr (size {size})")
-            end = strings.find("\0" if isinstance(strings, str) else b"\0", st_name, st_name + MAX_NAME_LEN)  # type: ignore[arg-type]
+            end = strings.find("\0" if isinstance(strings, str) else b"\0", st_name, st_name + MAX_NAME_LEN)  # type: ignore[arg-type]  # NUL of strings' type
             if end < 0:
                 raise self.view.fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
-            name = strings[st_name:end] if isinstance(strings, str) else decode(strings[st_name:end])  # type: ignore[arg-type]
+            name = strings[st_name:end] if isinstance(strings, str) else decode(strings[st_name:end])
             names_bytes += len(name)
             if names_bytes > MAX_NAME_BYTES:
                 raise self.view.fail(f"symbol names add up to more than {MAX_NAME_BYTES >> 20} MiB")
@@ -260,7 +266,9 @@ class DynamicSymbols:
         sym, _ = self.table.dynsym()
         fields = self.lay.sym.unpack_from(self.view.map(), sym.offset + index * sym.entsize)
         # ELF64: name, info, other, shndx, value, size; ELF32: name, value, size, info, other, shndx.
-        info, shndx, value = (fields[1], fields[3], fields[4]) if self.lay.sym.size == 24 else (fields[3], fields[5], fields[1])
+        info, shndx, value = (
+            (fields[1], fields[3], fields[4]) if self.lay.sym.size == 24 else (fields[3], fields[5], fields[1])
+        )
         if info & 0xF not in _LOADER_TYPES:
             return False
-        return value != 0 or shndx == SHN_ABS or info & 0xF == STT_TLS
+        return bool(value != 0 or shndx == SHN_ABS or info & 0xF == STT_TLS)

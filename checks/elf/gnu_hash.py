@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import struct
 from array import array
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 from aoti_shim.checks.elf.layout import MAX_SYMBOLS, Layout, Section
 from aoti_shim.checks.elf.view import ByteView

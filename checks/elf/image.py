@@ -175,7 +175,7 @@ class ElfImage:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a finaliser must not raise (at interpreter exit, say)
             pass
 
     def _header(self) -> ElfHeader:
@@ -279,7 +279,7 @@ class ElfImage:
         """The version definitions and needs, by index (NO_VERSIONS without either table)."""
         cached = getattr(self, "_versions_cache", None)
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached  # type: ignore[no-any-return]  # the cache getattr() reads is set below
         if not self.has_dynsym:
             return NO_VERSIONS
         result = read_versions(self._view, self._lay, self._table)
@@ -348,7 +348,7 @@ class ElfImage:
         """PT_DYNAMIC's tags (the first value of each), as the loader reads them."""
         cached = getattr(self, "_tags_cache", None)
         if cached is not None:
-            return cached  # type: ignore[no-any-return]
+            return cached  # type: ignore[no-any-return]  # the cache getattr() reads is set below
         segment = self._segment()
         tags = {} if segment is None else segment.tags
         self._tags_cache = tags

@@ -55,7 +55,7 @@ MAX_NAME_LEN = 64 << 10  # the longest in torch 2.14.1 is 2 KB
 TABLE_NAMES = {
     SHT_STRTAB: ".dynstr", SHT_DYNSYM: ".dynsym", SHT_GNU_HASH: ".gnu.hash", SHT_GNU_VERSYM: ".gnu.version",
     SHT_GNU_VERDEF: ".gnu.version_d", SHT_GNU_VERNEED: ".gnu.version_r", SHT_NOTE: "a note segment",
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True)

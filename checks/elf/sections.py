@@ -29,14 +29,14 @@ class ElfHeader:
     A plain slotted class: it is made each time a header is read (a few times per image)."""
 
     __slots__ = ("lay", "elf_class", "big_endian", "e_type", "machine", "phoff", "shoff", "phentsize", "phnum",
-                 "shentsize", "shnum")  # fmt: skip
+                 "shentsize", "shnum")
 
     def __init__(self, lay: Layout, elf_class: int, big_endian: bool, fields: tuple[int, ...]) -> None:
         self.lay = lay
         self.elf_class = elf_class  # 32 or 64
         self.big_endian = big_endian
         (_, self.e_type, self.machine, _, _, self.phoff, self.shoff, _, _, self.phentsize, self.phnum,
-         self.shentsize, self.shnum, _) = fields  # fmt: skip
+         self.shentsize, self.shnum, _) = fields
 
 
 def elf_header(view: ByteView) -> ElfHeader:
@@ -69,7 +69,8 @@ def section_headers(view: ByteView, hdr: ElfHeader) -> tuple[list[Section], int]
     table = view.bytes(hdr.shoff, shnum * lay.shdr.size, "section header table")
     raw_sections = list(lay.shdr.iter_unpack(table))
     sections = [
-        Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9], info=raw[7]) for raw in raw_sections
+        Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9], info=raw[7])
+        for raw in raw_sections
     ]
     if phnum == PN_XNUM and raw_sections:
         phnum = raw_sections[0][7]  # extended numbering: section 0's sh_info

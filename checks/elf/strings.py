@@ -59,7 +59,7 @@ def cut_names(view: ByteView, strings: bytes | str, offsets: list[int], used: in
     find = strings.find
     for first in range(0, len(offsets), 4096):
         chunk = offsets[first : first + 4096]
-        ends = [find(nul, o, o + MAX_NAME_LEN) for o in chunk]  # type: ignore[arg-type]
+        ends = [find(nul, o, o + MAX_NAME_LEN) for o in chunk]  # type: ignore[arg-type]  # nul matches strings' type
         if -1 in ends:
             raise view.fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
         used += sum(ends) - sum(chunk)

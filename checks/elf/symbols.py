@@ -5,8 +5,8 @@ messages. A table answers membership, iteration and ``len`` without making a Sym
 from __future__ import annotations
 
 from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Iterator, Mapping
 
 from aoti_shim.checks.elf.layout import STB_GLOBAL, STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STV_DEFAULT, STV_PROTECTED
 from aoti_shim.checks.elf.versions import DynamicEntry, Versions, entry_of_word
@@ -161,7 +161,9 @@ def kind_text(packed: int) -> str:
     info = packed & 0xFF
     found = _KIND_TEXT.get(info)
     if found is None:
-        found = _KIND_TEXT[info] = f"{BIND_NAMES.get(info >> 4, str(info >> 4))} {TYPE_NAMES.get(info & 0xF, str(info & 0xF))}"
+        found = _KIND_TEXT[info] = (
+            f"{BIND_NAMES.get(info >> 4, str(info >> 4))} {TYPE_NAMES.get(info & 0xF, str(info & 0xF))}"
+        )
     return found
 
 

@@ -6,8 +6,9 @@ loader matches it."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 from aoti_shim.checks.elf.layout import (
     MAX_VERSIONS,
@@ -47,7 +48,9 @@ NO_VERSIONS = Versions({}, frozenset(), {})
 def entry_of_word(symbol: Symbol, index: int, word: int, versions: Versions) -> DynamicEntry:
     ndx = word & 0x7FFF
     if symbol.defined:
-        return DynamicEntry(symbol, index, word, versions.defined.get(ndx) if ndx >= 2 or ndx in versions.base else None)
+        return DynamicEntry(
+            symbol, index, word, versions.defined.get(ndx) if ndx >= 2 or ndx in versions.base else None
+        )
     need = versions.needed.get(ndx) if ndx >= 2 else None
     return DynamicEntry(symbol, index, word, need[0] if need else None, need[1] if need else None)
 

@@ -57,7 +57,7 @@ class ByteView:
     def map(self) -> mmap.mmap:
         if self.data is None:
             raise self.fail("read after close")
-        return self.data  # type: ignore[return-value]
+        return self.data  # type: ignore[return-value]  # bytes-like either way: mmap or bytes
 
     def check_range(self, offset: int, length: int, what: str) -> None:
         if offset < 0 or length < 0 or offset + length > self.size:
