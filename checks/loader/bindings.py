@@ -210,7 +210,7 @@ class Linked:
         before versions were kept is taken as a library without ``.gnu.version``."""
         if isinstance(ref, ElfImage):
             return Linked.of_image(ref, REFERENCE, display, imports=False)
-        find = ref.find_export
+        find = ref.find_export  # type: ignore[attr-defined]  # a snapshot's library, duck-typed: snapshot/ sits above loader/
         shown = display or str(getattr(ref, "display", ref))
         file_name = str(getattr(ref, "name", os.path.basename(shown.split("!")[-1])))
         kept = getattr(ref, "versions", None)
