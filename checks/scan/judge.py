@@ -185,7 +185,12 @@ def _linked(
 def read_library(file: LibraryFile, owner: str, distribution: str | None) -> LibraryFacts | None:
     """The facts of one library (None for a program that neither exports nor imports shim ABI)."""
     member = file.member
-    image: ElfImage = member.open() if member is not None else ElfImage(file.path, display=file.display)  # type: ignore[attr-defined]
+    # member: a wheel's member, typed object in LibraryFile; its open() gives an ElfImage.
+    image: ElfImage = (
+        member.open()  # type: ignore[attr-defined]  # see above
+        if member is not None
+        else ElfImage(file.path, display=file.display)
+    )
     with image:
         if not image.has_dynsym:
             return (
