@@ -3,7 +3,8 @@
 Each ELF member gets a role: a *shim* exports ``aoti_torch_*``-style names (prefixed or
 not); a *model* (any consumer of the shim ABI: a blob, a backend, an extension) imports
 them without exporting any. ``[tool.aoti-shim] shims/models`` globs over member paths
-pin the members they match; the others keep the classification by symbols. Members are extracted into a private folder and handed
+pin the members they match; the others keep the classification by symbols. Members are extracted into a private folder
+and handed
 to the checker by their member path, so findings and suppressions name
 ``pkg/libfoo.so`` rather than a temp file.
 """
