@@ -24,7 +24,7 @@ from aoti_shim.checks.scan.judge import Hijack, LibraryFacts, ProviderRow, Scann
 from aoti_shim.checks.scan.run import ScanReport, ScanSettings, run_scan
 
 _FACT_FIELDS = ("display", "kind", "owner", "distribution", "shim_exports", "shim_imports", "runtime_exports",
-                "cuda_exports", "is_model", "symbols", "needed")  # fmt: skip
+                "cuda_exports", "is_model", "symbols", "needed")
 
 
 # Name lists longer than this are cut to the names the findings mention (torch's 500 shim
@@ -53,7 +53,7 @@ def record(report: ScanReport, made_by: str, inputs: dict[str, str]) -> dict[str
             {"name": d.name, "version": d.version, "location": d.location, "editable": d.editable, "source": d.source,
              "libraries": [_library(lib, mentioned) for lib in d.libraries]}
             for d in s.distributions
-        ],  # fmt: skip
+        ],
         "unowned": [_library(lib, mentioned) for lib in s.unowned],
         "ignored": [list(x) for x in s.ignored],
         "programs": list(s.programs),
@@ -77,7 +77,7 @@ def load(path: Path) -> ScanReport:
             ScannedDistribution(d["name"], d["version"], d["location"], d["editable"], d["source"],
                                 tuple(map(_facts, d["libraries"])))
             for d in doc["distributions"]
-        ),  # fmt: skip
+        ),
         unowned=tuple(map(_facts, doc["unowned"])),
         ignored=tuple((a, b) for a, b in doc["ignored"]),
         programs=tuple(doc["programs"]),

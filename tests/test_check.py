@@ -298,7 +298,9 @@ def test_cli_exit_codes(checker_libs, tmp_path):
     warn = cli("check", "--shim", str(checker_libs["runtime_reexport"]), "--fail-on", "any")
     assert warn.returncode == 4
     # No --against: the verdict says no collision was judged.
-    assert warn.stdout.splitlines()[-1].startswith("WARNINGS: 0 blocking, 1 warning(s), 0 suppressed; no collision with libtorch judged")
+    assert warn.stdout.splitlines()[-1].startswith(
+        "WARNINGS: 0 blocking, 1 warning(s), 0 suppressed; no collision with libtorch judged"
+    )
     out = tmp_path / "report.json"
     wrote = cli("check", "--shim", str(checker_libs["half_prefixed_shim"]), "--format", "json", "-o", str(out))
     assert wrote.returncode == 8 and wrote.stdout == ""

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.elf.symbols import Symbol
 from aoti_shim.checks.elf.layout import (
     STB_GLOBAL,
     STB_GNU_UNIQUE,
@@ -20,6 +19,7 @@ from aoti_shim.checks.elf.layout import (
     STV_PROTECTED,
     is_elf,
 )
+from aoti_shim.checks.elf.symbols import Symbol
 from aoti_shim.errors import InputError
 from elf_fixtures import SYNTH_SYMBOLS, compile_fixtures, nm_exports, pyelftools_truth, synth_elf
 

@@ -5,12 +5,10 @@ describe another symbol table than the loader's are refused."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
-from compile_support import compile_shared
-from elf_fixtures import SOURCES
 
 from aoti_shim.checks.elf import gnu_hash
 from aoti_shim.checks.elf.dynamic import (
@@ -22,10 +20,21 @@ from aoti_shim.checks.elf.dynamic import (
     verify_sections,
 )
 from aoti_shim.checks.elf.gnu_hash import GnuHash
-from aoti_shim.checks.elf.layout import DT_NEEDED, DT_SONAME, DT_SYMTAB, SHT_DYNSYM, SHT_GNU_HASH, SHT_STRTAB, Layout, Section
+from aoti_shim.checks.elf.layout import (
+    DT_NEEDED,
+    DT_SONAME,
+    DT_SYMTAB,
+    SHT_DYNSYM,
+    SHT_GNU_HASH,
+    SHT_STRTAB,
+    Layout,
+    Section,
+)
 from aoti_shim.checks.elf.sections import SectionTable, elf_header, section_headers
 from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
+from compile_support import compile_shared
+from elf_fixtures import SOURCES
 
 
 @pytest.fixture(scope="module")

@@ -7,12 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
-from elf_fixtures import SOURCES, SYNTH_SYMBOLS, pyelftools_truth, synth_elf
 
 from aoti_shim.checks.elf.dynsym import DynamicSymbols
 from aoti_shim.checks.elf.sections import SectionTable, elf_header, section_headers
 from aoti_shim.checks.elf.view import ByteView
+from compile_support import compile_shared
+from elf_fixtures import SOURCES, SYNTH_SYMBOLS, pyelftools_truth, synth_elf
 
 
 def _symbols(view: ByteView) -> DynamicSymbols:

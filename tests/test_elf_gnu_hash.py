@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
-from elf_fixtures import SOURCES
 
 from aoti_shim.checks.elf import gnu_hash
 from aoti_shim.checks.elf.layout import SHT_GNU_HASH, Section
 from aoti_shim.checks.elf.sections import SectionTable, elf_header, section_headers
 from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
+from compile_support import compile_shared
+from elf_fixtures import SOURCES
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,7 @@ def test_every_export_is_found_on_its_chain(many: Path) -> None:
         for name, index in exports.items():
             # Every index whose hash matches is read; the one named so is on the chain.
             read: list[int] = []
-            assert list(gnu_hash.matches(view, hdr.lay, t, name, count, lambda i: read.append(i))) == []
+            assert list(gnu_hash.matches(view, hdr.lay, t, name, count, lambda i: read.append(i))) == []  # noqa: B023 - called here
             assert index in read, name
         assert list(gnu_hash.matches(view, hdr.lay, t, "elf_not_there", count, lambda i: None)) == []
         # Every symbol from symoffset on is hashed: the chains reach the last one.

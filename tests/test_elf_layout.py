@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aoti_shim.checks.elf.layout import PT_DYNAMIC, file_kind, has_elf_magic, header_facts, is_elf, layout, segments_of
 from compile_support import compile_object, compile_program, compile_shared
 from elf_fixtures import SOURCES, SYNTH_SYMBOLS, synth_elf
-
-from aoti_shim.checks.elf.layout import PT_DYNAMIC, file_kind, has_elf_magic, header_facts, is_elf, layout, segments_of
 
 
 def test_kinds_from_the_first_bytes(tmp_path: Path) -> None:
@@ -34,7 +33,7 @@ def test_program_headers_agree_with_pyelftools(tmp_path: Path) -> None:
     with lib.open("rb") as f:
         elf = ELFFile(f)
         truth = [(s["p_type"], s["p_offset"], s["p_filesz"]) for s in elf.iter_segments()]
-        e_type, phoff, phentsize, phnum, is64 = header_facts(head)  # type: ignore[misc]
+        e_type, phoff, phentsize, phnum, is64 = header_facts(head)
         assert (e_type, phoff, phentsize, phnum, is64) == (3, elf["e_phoff"], elf["e_phentsize"], elf["e_phnum"], True)
     segments = segments_of(head)
     assert segments is not None and [(o, s) for _, o, s in segments] == [(o, s) for _, o, s in truth]

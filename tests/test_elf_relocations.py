@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from compile_support import compile_program, compile_shared
-from elf_fixtures import SOURCES
 
 from aoti_shim.checks.elf.dynamic import read_segment
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.relocations import COPY_RELOCATION, copy_relocated, relocated, relocation_bytes
 from aoti_shim.checks.elf.sections import elf_header
 from aoti_shim.checks.elf.view import ByteView
+from compile_support import compile_program, compile_shared
+from elf_fixtures import SOURCES
 
 
 def _truth(path: Path) -> tuple[set[int], set[int]]:

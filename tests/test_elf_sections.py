@@ -7,13 +7,13 @@ import dataclasses
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
-from elf_fixtures import SOURCES, synth_elf
 
 from aoti_shim.checks.elf.layout import SHT_DYNSYM, SHT_GNU_HASH, SHT_STRTAB
 from aoti_shim.checks.elf.sections import SectionTable, elf_header, section_headers
 from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
+from compile_support import compile_shared
+from elf_fixtures import SOURCES, synth_elf
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,9 @@ def test_header_and_sections_agree_with_pyelftools(kinds: Path) -> None:
             elf = ELFFile(f)
             assert (hdr.elf_class, hdr.big_endian, hdr.e_type) == (64, False, 3)  # ET_DYN
             assert (hdr.phoff, hdr.shoff, phnum) == (elf["e_phoff"], elf["e_shoff"], elf["e_phnum"])
-            assert [(s.offset, s.size) for s in sections] == [(s["sh_offset"], s["sh_size"]) for s in elf.iter_sections()]
+            assert [(s.offset, s.size) for s in sections] == [
+                (s["sh_offset"], s["sh_size"]) for s in elf.iter_sections()
+            ]
             dynsym, dynstr = table.dynsym()
             assert table.dynsym_index == next(i for i, s in enumerate(elf.iter_sections()) if s.name == ".dynsym")
             assert (dynsym.type, dynsym.offset) == (SHT_DYNSYM, elf.get_section_by_name(".dynsym")["sh_offset"])

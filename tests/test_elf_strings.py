@@ -6,14 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
-from elf_fixtures import SOURCES
 
 from aoti_shim.checks.elf import strings
 from aoti_shim.checks.elf.layout import SHT_STRTAB, Section
 from aoti_shim.checks.elf.strings import cut_names, name_at, string_table
 from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
+from compile_support import compile_shared
+from elf_fixtures import SOURCES
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,12 @@ from __future__ import annotations
 from array import array
 from pathlib import Path
 
-from compile_support import compile_shared
-from elf_fixtures import SOURCES
-
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GLOBAL, STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT, STT_TLS
 from aoti_shim.checks.elf.symbols import INDEX_SHIFT, Symbol, SymbolTable, kind_text, pack_symbol, unpack_symbol
 from aoti_shim.checks.elf.versions import NO_VERSIONS
+from compile_support import compile_shared
+from elf_fixtures import SOURCES
 
 
 def test_pack_and_unpack_round_trip() -> None:

@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
-from compile_support import compile_shared
-from elf_fixtures import SOURCES
 
 from aoti_shim.checks.elf.view import RELEASE_AFTER, ByteView
 from aoti_shim.errors import InputError
+from compile_support import compile_shared
+from elf_fixtures import SOURCES
 
 
 @pytest.fixture(scope="module")

@@ -148,9 +148,9 @@ def test_carried_prefix(libs: dict[str, Path], tmp_path: Path) -> None:
 
 
 def _check(
-    wheel: Path, project: Path, prefix: PrefixChoice = PrefixChoice(None, "not set"), **settings: object
+    wheel: Path, project: Path, prefix: PrefixChoice = PrefixChoice(None, "not set"), **settings: object  # noqa: B008 - frozen
 ) -> None:
-    gate.check_wheel(wheel, prefix, GateSettings(**{"against": (), **settings}), project)  # type: ignore[arg-type]
+    gate.check_wheel(wheel, prefix, GateSettings(**{"against": (), **settings}), project)
 
 
 def test_check_wheel_passes_a_clean_wheel_and_says_what_it_checked(

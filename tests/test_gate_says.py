@@ -9,27 +9,30 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from cli_support import cli, one_line_error
-from compile_support import compile_shared
-from wheel_support import make_wheel
 
 from aoti_shim.plugin import gate
 from aoti_shim.plugin.gate import BuildRejected
 from aoti_shim.plugin.prefix import PrefixChoice
 from aoti_shim.plugin.settings import GateSettings
+from cli_support import cli, one_line_error
+from compile_support import compile_shared
+from wheel_support import make_wheel
 
 SNAPSHOT = "torch-2.14.1+cu130"
 
 
 def _gate(wheel: Path, project: Path, prefix: str | None = None, **settings: object) -> None:
     choice = PrefixChoice(prefix, "-C aoti-shim.prefix" if prefix else "not set")
-    gate.check_wheel(wheel, choice, GateSettings(**{"against": (SNAPSHOT,), **settings}), project)  # type: ignore[arg-type]
+    gate.check_wheel(wheel, choice, GateSettings(**{"against": (SNAPSHOT,), **settings}), project)
 
 
 def test_a_passing_build_leaves_its_verdict_in_the_build_folder(checker_libs: dict[str, Path], tmp_path: Path) -> None:
     """pip shows nothing of a passing backend: the report file is written without being asked
     for, and its last line says what was checked and against what."""
-    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libshim.so": checker_libs["clean_shim"], "pkg/model.so": checker_libs["good_model"]})
+    wheel = make_wheel(
+        tmp_path / "pkg-1.0-py3-none-any.whl",
+        {"pkg/libshim.so": checker_libs["clean_shim"], "pkg/model.so": checker_libs["good_model"]},
+    )
     project = tmp_path / "project"
     project.mkdir()
     _gate(wheel, project)
@@ -40,7 +43,9 @@ def test_a_passing_build_leaves_its_verdict_in_the_build_folder(checker_libs: di
     ), text
 
 
-def test_a_shim_library_built_without_the_rename_header_is_told_to_include_it(checker_libs: dict[str, Path], tmp_path: Path) -> None:
+def test_a_shim_library_built_without_the_rename_header_is_told_to_include_it(
+    checker_libs: dict[str, Path], tmp_path: Path
+) -> None:
     """Every export unprefixed, the build's prefix known: one line naming the header, not a
     finding per name, a collision per name and a prefix mismatch that never name it."""
     wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {"pkg/libshim.so": checker_libs["unprefixed_shim"]})
@@ -56,7 +61,9 @@ def test_a_shim_library_built_without_the_rename_header_is_told_to_include_it(ch
     assert collision[0].endswith("!libtorch_cpu.so"), collision
 
 
-def test_a_shim_built_without_extern_c_is_not_told_it_carries_no_prefix(checker_libs: dict[str, Path], tmp_path: Path) -> None:
+def test_a_shim_built_without_extern_c_is_not_told_it_carries_no_prefix(
+    checker_libs: dict[str, Path], tmp_path: Path
+) -> None:
     source = tmp_path / "shims.cpp"
     source.write_text(
         '__attribute__((visibility("default"))) int myrt_aoti_torch_empty_strided() { return 0; }\n'
@@ -75,7 +82,9 @@ def test_check_without_against_says_no_collision_was_judged(checker_libs: dict[s
     done = cli("check", "--shim", str(checker_libs["clean_shim"]), "--model", str(checker_libs["good_model"]))
     assert done.returncode == 0, done.stderr
     verdict = done.stdout.splitlines()[-1]
-    assert verdict.startswith("OK: 0 blocking, 0 warning(s), 0 suppressed; no collision with libtorch judged (no --against")
+    assert verdict.startswith(
+        "OK: 0 blocking, 0 warning(s), 0 suppressed; no collision with libtorch judged (no --against"
+    )
     judged = cli("check", "--shim", str(checker_libs["clean_shim"]), "--against", SNAPSHOT)
     assert judged.stdout.splitlines()[-1] == "OK: 0 blocking, 0 warning(s), 0 suppressed"
 

@@ -59,7 +59,9 @@ def test_clean_project_installs_isolated_and_exports_only_prefixed_names(
     assert "OK: 0 blocking" in out
     # Without pip -v none of that shows: the verdict stays in the project's build folder.
     verdict = (project / "build" / "aoti-shim-report.txt").read_text().splitlines()[-1]
-    assert re.fullmatch(r"plugin_clean-0\.1\.0-\S+\.whl: passed the check of 1 shim library and \d+ models? against torch \S+", verdict), verdict
+    assert re.fullmatch(
+        r"plugin_clean-0\.1\.0-\S+\.whl: passed the check of 1 shim library and \d+ models? against torch \S+", verdict
+    ), verdict
     assert target.installed("plugin-clean")
     lib = _installed_library(target, "plugin_clean", "libpclean_shims.so")
     names = exported_shim_names(lib)

@@ -570,7 +570,9 @@ def test_the_default_is_the_running_interpreter(tmp_path: Path) -> None:
     """No PATH: the interpreter aoti-shim runs under, i.e. the test environment (clean)."""
     done = _scan("--fail-on", "any", cwd=tmp_path)
     assert done.returncode == 0, done.stdout[-3000:]
-    assert done.stdout.startswith(f"OK: 0 blocking, 0 warning(s), 0 suppressed\nscanned interpreter {sys.executable} (Python ")
+    assert done.stdout.startswith(
+        f"OK: 0 blocking, 0 warning(s), 0 suppressed\nscanned interpreter {sys.executable} (Python "
+    )
     assert "torch 2.13" in done.stdout
 
 

@@ -44,13 +44,19 @@ def test_findings_are_grouped_by_the_hijacking_distribution(text: str) -> None:
     cuda = "torch_tensorrt_executorch_runtime/libaoti_cuda_shims.so (47 names):"
     assert block.index(portable) < block.index(cuda)
     under_portable = block[block.index(portable) : block.index(cuda)]
-    assert re.search(r"^    torchao 0\.18\.0: torchao/_C_cutlass_90a\.abi3\.so \(17\),$", under_portable, re.M), under_portable
+    assert re.search(r"^    torchao 0\.18\.0: torchao/_C_cutlass_90a\.abi3\.so \(17\),$", under_portable, re.M), (
+        under_portable
+    )
     assert "torchaudio 2.11.1: torchaudio/lib/libtorchaudio.so (20)," in under_portable
     assert under_portable.count("torchao 0.18.0:") == 1 and under_portable.count("torchaudio 2.11.1:") == 1
     assert "torchao/_C_mxfp8.cpython-310-x86_64-linux-gnu.so (21)" in block[block.index(cuda) :]
     # The findings from the same cause are one line each, not 72 and 2 more.
-    assert re.search(r"^COLLISION \(72 blocking\): the same libraries export 72 names libtorch exports; the same cause", text, re.M)
-    assert re.search(r"^UNPREFIXED_PROVIDER \(2 warnings\): the same libraries export 76 unprefixed shim names", text, re.M)
+    assert re.search(
+        r"^COLLISION \(72 blocking\): the same libraries export 72 names libtorch exports; the same cause", text, re.M
+    )
+    assert re.search(
+        r"^UNPREFIXED_PROVIDER \(2 warnings\): the same libraries export 76 unprefixed shim names", text, re.M
+    )
     assert "exports shim name" not in text
 
 
@@ -58,7 +64,10 @@ def test_the_hijack_says_what_to_do(text: str) -> None:
     advice = " ".join(line.strip() for line in text[text.index("  when:") : text.index("COLLISION")].splitlines())
     assert advice.startswith(f"when: {HIJACKER}'s shims are loaded RTLD_GLOBAL, or with their dependencies promoted")
     assert "before libtorch" in advice
-    assert f"fix: {HIJACKER} ships unprefixed shims: have its runtime rebuilt with a private prefix (aoti-shim is the tool" in advice
+    assert (
+        f"fix: {HIJACKER} ships unprefixed shims: have its runtime rebuilt with a private prefix (aoti-shim is the tool"
+        in advice
+    )
     assert "or keep it and torchao 0.18.0, torchaudio 2.11.1 out of one process" in advice
 
 
@@ -79,7 +88,9 @@ def test_paths_are_short_and_lines_fit_the_width(width: int) -> None:
 def test_the_machine_formats_keep_every_path() -> None:
     report = load(RECORD)
     for fmt in ("json", "sarif", "junit"):
-        assert "torch_tensorrt_executorch_runtime-0.1.0-cp311-cp311-manylinux_2_28_x86_64.whl" in render_scan(report, fmt)
+        assert "torch_tensorrt_executorch_runtime-0.1.0-cp311-cp311-manylinux_2_28_x86_64.whl" in render_scan(
+            report, fmt
+        )
 
 
 def test_a_list_whose_head_is_longer_than_the_width_wraps_its_head_too() -> None:

@@ -195,7 +195,7 @@ def test_snapshot_of_a_wheel_is_streamed_and_matches_the_reader(libs: dict[str, 
             assert ref.export_names() == set(exports)
             assert all(ref.find_export(n) == exports[n] for n in exports)
             assert ref.build_id == image.build_id
-    assert got["libbig_endian.so"].find_export("synth_versioned").versioned  # type: ignore[union-attr]
+    assert got["libbig_endian.so"].find_export("synth_versioned").versioned
 
 
 def test_snapshot_bytes_are_deterministic(libs: dict[str, Path], tmp_path: Path) -> None:
@@ -476,7 +476,7 @@ def crcs(*names: str) -> bytes:
 
 
 def lib_entry(count: int, kinds: object = ([1, 2, 0, False],)) -> dict[str, object]:
-    return {"name": "libx.so", "count": count, "kinds": list(kinds), "index_member": 1, "names_member": 2}  # type: ignore[call-overload]
+    return {"name": "libx.so", "count": count, "kinds": list(kinds), "index_member": 1, "names_member": 2}
 
 
 BROKEN_SNAPSHOTS = {
