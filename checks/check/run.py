@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from aoti_shim.checks.abi import prefix as prefix_rules
 from aoti_shim.checks.elf.image import ElfImage
@@ -131,7 +132,7 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
 def _needer(art: Artifact, image: ElfImage, wheel_roots: tuple[str, ...]) -> search.Needer:
     rpath, runpath = image.search_paths
     header = (image.elf_class, image.big_endian, image.machine)
-    common = dict(rpath=rpath, runpath=runpath, nodeflib=image.nodeflib, header=header)
+    common: dict[str, Any] = dict(rpath=rpath, runpath=runpath, nodeflib=image.nodeflib, header=header)
     if art.wheel is not None:
         member = art.display.rsplit("!", 1)[-1].replace("\\", "/")
         return search.Needer(None, root=art.wheel, member_dir=posixpath.dirname(member) or ".", streamed=True, **common)
@@ -201,7 +202,9 @@ def _dependencies(
     )
     ref_images = tuple(r for r in refs if isinstance(r, ElfImage))
     # The process's machine, as the binding model takes it: the references', else the models'.
-    headers = [(r.elf_class, r.big_endian, r.machine) for r in ref_images if r.has_dynsym]
+    headers: list[tuple[int, bool, int] | None] = [
+        (r.elf_class, r.big_endian, r.machine) for r in ref_images if r.has_dynsym
+    ]
     headers += [lib.linked.header for _, lib, _ in checked if lib.role != "shim" and lib.linked is not None]
     headers += [lib.linked.header for _, lib, _ in checked if lib.linked is not None]
     process = closure.Process(
