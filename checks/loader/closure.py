@@ -21,8 +21,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Sequence
 
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.loader import search
@@ -148,7 +148,8 @@ def searched(needer: search.Needer, fix: str) -> str:
 
 
 def unloadable(found: search.Found) -> str:
-    return f"which the loader cannot load: the first file by that name it finds, {found.path}: {found.why} (the search stops there)"
+    return (f"which the loader cannot load: the first file by that name it finds, {found.path}: {found.why} (the "
+        "search stops there)")
 
 
 class Walk:
@@ -233,7 +234,9 @@ class Walk:
             return
         edges.append(Edge(name, where))
 
-    def _follow(self, name: str, where: search.Found, system: bool, loaders: tuple[search.Needer, ...], from_shim: bool) -> Key | None:
+    def _follow(
+        self, name: str, where: search.Found, system: bool, loaders: tuple[search.Needer, ...], from_shim: bool
+    ) -> Key | None:
         """The library a found name is: a checked one, a reference, the machine's, or one
         read from the deployment's folders (its closure queued)."""
         checked_keys = self._process.checked
@@ -292,8 +295,13 @@ class Walk:
             self._named.setdefault(n, real)
         if image.has_dynsym:
             rpath, runpath = image.search_paths
-            needer = search.Needer(os.path.dirname(search.absolute(path)), rpath=rpath, runpath=runpath, nodeflib=image.nodeflib,
-                                   header=(image.elf_class, image.big_endian, image.machine))  # fmt: skip
+            needer = search.Needer(
+                os.path.dirname(search.absolute(path)),
+                rpath=rpath,
+                runpath=runpath,
+                nodeflib=image.nodeflib,
+                header=(image.elf_class, image.big_endian, image.machine),
+            )
             self._needs[real] = Needs(needer, tuple(image.needed))
             self._queue.append((real, (), False))
         return real
@@ -332,7 +340,7 @@ class Walk:
         bound. One this machine lacks stands in as unknown (it may define anything)."""
         rpath, runpath = ref.search_paths
         needer = search.Needer(os.path.dirname(os.path.realpath(ref.path)), rpath=rpath, runpath=runpath,
-                               nodeflib=ref.nodeflib, header=(ref.elf_class, ref.big_endian, ref.machine))  # fmt: skip
+                               nodeflib=ref.nodeflib, header=(ref.elf_class, ref.big_endian, ref.machine))
         for name in ref.needed:
             if name in self._named:  # a checked library's need too: global with the references
                 if self._named[name] not in self._machine:
@@ -344,7 +352,11 @@ class Walk:
             real = os.path.realpath(where.path) if where.path else None
             if real is not None and real in self._process.references:
                 continue
-            key = self._machine_library(real, name) if real is not None and where.how in (search.SYSTEM, search.FILE) else None
+            key = (
+                self._machine_library(real, name)
+                if real is not None and where.how in (search.SYSTEM, search.FILE)
+                else None
+            )
             if key is not None and self._kind[key] != MACHINE:
                 continue  # a checked library or a dependency: it loads as that
             if key is not None:
@@ -356,9 +368,15 @@ class Walk:
         nodes = {}
         for key, linked in self._linked.items():
             node = Node(
-                key, linked, self._kind[key], tuple(self._edges.get(key, ())), self._from_shim.get(key, False),
-                tuple(self._missing.get(key, ())), tuple(self._unseen_of.get(key, ())), frozenset(self._aliases.get(key, ())),
-            )  # fmt: skip
+                key,
+                linked,
+                self._kind[key],
+                tuple(self._edges.get(key, ())),
+                self._from_shim.get(key, False),
+                tuple(self._missing.get(key, ())),
+                tuple(self._unseen_of.get(key, ())),
+                frozenset(self._aliases.get(key, ())),
+            )
             nodes[key] = dataclasses.replace(node, linked=node.said_of(linked))
         return Closure(
             nodes=nodes,

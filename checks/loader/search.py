@@ -41,6 +41,7 @@ import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Literal
 
 FILE, SYSTEM, UNSEEN, MISSING, FAILED = "file", "system", "unseen", "missing", "failed"
 
@@ -78,7 +79,8 @@ class Found:
 class Needer:
     """A library whose DT_NEEDED entries are looked up: where it is and what it says.
 
-    ``origin`` is its folder ($ORIGIN): that of the path it was opened by, symlinks not resolved. A wheel's member has ``member_dir``, its
+    ``origin`` is its folder ($ORIGIN): that of the path it was opened by, symlinks not resolved. A wheel's member has
+    ``member_dir``, its
     folder inside the wheel, and ``root``: the folder the wheel was extracted to, or for a
     member read as the wheel streamed (``streamed``; no ``origin`` then) the wheel's path."""
 
@@ -223,7 +225,9 @@ def verify(path: str, want: tuple[int, bool, int] | None) -> bool:
         with open(path, "rb") as f:
             head = f.read(64)
     except IsADirectoryError:
-        raise Unloadable(path, "cannot read file data: Is a directory") from None  # (the loader opens it, then cannot read)
+        raise Unloadable(
+            path, "cannot read file data: Is a directory"
+        ) from None  # (the loader opens it, then cannot read)
     except OSError:
         return False  # no file there, or unreadable: the loader goes on too
     # (The length first, as open_verify reads a whole header of the loader's own class.)
@@ -245,7 +249,7 @@ def verify(path: str, want: tuple[int, bool, int] | None) -> bool:
         raise Unloadable(path, "ELF file ABI version invalid")
     if any(head[9:16]):
         raise Unloadable(path, "nonzero padding in e_ident")
-    order = "big" if big else "little"
+    order: Literal["big", "little"] = "big" if big else "little"
     if want is not None and int.from_bytes(head[18:20], order) != want[2]:
         return False
     if int.from_bytes(head[16:18], order) not in (2, 3):  # ET_EXEC, ET_DYN
@@ -352,7 +356,11 @@ def _interpreter() -> str | None:
             head = f.read(64)
             if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
                 return None
-            phoff, phentsize, phnum = int.from_bytes(head[32:40], "little"), int.from_bytes(head[54:56], "little"), int.from_bytes(head[56:58], "little")
+            phoff, phentsize, phnum = (
+                int.from_bytes(head[32:40], "little"),
+                int.from_bytes(head[54:56], "little"),
+                int.from_bytes(head[56:58], "little"),
+            )
             f.seek(phoff)
             table = f.read(phentsize * phnum)
             for i in range(phnum):
