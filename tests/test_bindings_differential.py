@@ -292,7 +292,8 @@ def _search_shapes(draw: st.DrawFn, classes: dict[str, str], libs: list[Lib]) ->
 
 
 def _blobs(draw: st.DrawFn, bases: list[str], spelling: st.SearchStrategy[str], libs: list[Lib], has_dep: bool) -> None:
-    """One or two blobs, each importing some names and maybe needing a shim, a stub of it, dep0 or the libtorch stand-in."""
+    """One or two blobs, each importing some names and maybe needing a shim, a stub of it, dep0 or the libtorch
+    stand-in."""
     for i in range(draw(st.integers(1, 2))):
         imps = [
             Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0)

@@ -47,7 +47,7 @@ def _load(*paths: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _blocking(report) -> set[tuple[str, str, str]]:  # type: ignore[no-untyped-def]
+def _blocking(report) -> set[tuple[str, str, str]]:
     return {(f.rule, Path(f.artifact).name, f.symbol) for f in report.findings if f.severity == "blocking"}
 
 
@@ -207,7 +207,7 @@ def test_a_wheel_members_runpath_into_a_sibling_distribution(tmp_path: Path, rou
     shutil.copy(shim, installed / "libshim.so")
     assert _load(installed / "libshim.so").returncode == 0
 
-    def check(sites: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    def check(sites: tuple[str, ...]):
         if route == "shim":
             return run_check(CheckSettings(shims=(str(wheel),), site_folders=sites))
         args = ["check", "--wheel", str(wheel), "--format", "json"]

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from elftools.elf.elffile import ELFFile
-from c_library_support import ENTRY, EXPORT, c_library, defining, loader_platform, using
-from compile_support import compile_object, compile_program, compile_shared
 
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.loader import search
+from c_library_support import ENTRY, EXPORT, c_library, defining, loader_platform, using
+from compile_support import compile_object, compile_program, compile_shared
 
 LOADER = (
     "import ctypes, os, sys\n"
@@ -39,7 +39,9 @@ def _lib(folder: Path, name: str, text: str, flags: tuple[str, ...] = (), *, son
 
 def _load(*paths: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    return subprocess.run([sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True, env=env, check=False, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-c", LOADER, *map(str, paths)], capture_output=True, text=True, env=env, check=False, cwd=cwd
+    )
 
 
 def _failures(shims: tuple[Path, ...], models: tuple[Path, ...]) -> list[str]:
@@ -146,7 +148,9 @@ def test_a_token_is_a_whole_token(tmp_path: Path, folder: str) -> None:
     where = Path(origin_expanded) if origin_expanded.startswith("/") else literal / folder
     dep = _lib(where, "dep", defining("helper"))
     run_path = origin_expanded if origin_expanded.startswith("/") else f"{literal}/{folder}"
-    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(dep), f"-Wl,-rpath,{folder if '{' in folder else run_path}"))
+    blob = _lib(
+        tmp_path, "blob", using("helper") + ENTRY, (str(dep), f"-Wl,-rpath,{folder if '{' in folder else run_path}")
+    )
     assert _load(blob).returncode == 0, _load(blob).stderr
     assert _failures((), (blob,)) == []
 
@@ -155,7 +159,10 @@ def test_tokens_expand_as_the_loader_expands_them() -> None:
     paths = search.SearchPaths(lib="lib64", platform="haswell")
     assert search.expand("$ORIGIN/a:${ORIGIN}/b", "/o", paths) == "/o/a:/o/b"
     assert search.expand("/x/$LIB/$PLATFORM/${LIB}_${PLATFORM}", "/o", paths) == "/x/lib64/haswell/lib64_haswell"
-    assert search.expand("/x/$ORIGIN_deps/$LIBX/$ORIGIN1/${ORIGIN", "/o", paths) == "/x/$ORIGIN_deps/$LIBX/$ORIGIN1/${ORIGIN"
+    assert (
+        search.expand("/x/$ORIGIN_deps/$LIBX/$ORIGIN1/${ORIGIN", "/o", paths)
+        == "/x/$ORIGIN_deps/$LIBX/$ORIGIN1/${ORIGIN"
+    )
     assert search.expand("/x/$$ORIGIN", "/o", paths) == "/x/$/o"
     # A token whose value is unknown drops the folder, as the loader drops it.
     assert search.expand("$ORIGIN/a", None, paths) is None
@@ -183,9 +190,11 @@ def test_platform_is_the_loaders_not_uname(tmp_path: Path, monkeypatch: pytest.M
 
 def test_the_loader_facts_are_read_from_its_help_and_trace() -> None:
     helped = (
-        "Subdirectories of glibc-hwcaps directories, in priority order:\n  x86-64-v4\n  x86-64-v3 (supported, searched)\n"
+        "Subdirectories of glibc-hwcaps directories, in priority order:\n  x86-64-v4\n  x86-64-v3 (supported, "
+        "searched)\n"
         "  x86-64-v2 (supported, searched)\n\nLegacy HWCAP subdirectories under library search path directories:\n"
-        "  haswell (AT_PLATFORM; supported, searched)\n  tls (supported, searched)\n  avx512_1\n  x86_64 (supported, searched)\n"
+        "  haswell (AT_PLATFORM; supported, searched)\n  tls (supported, searched)\n  avx512_1\n  x86_64 (supported, "
+        "searched)\n"
     )
     assert search.parse_loader_help(helped) == ("haswell", ("x86-64-v3", "x86-64-v2"))
     m = "/nonexistent-aoti-shim-search"
@@ -241,12 +250,20 @@ def _shadow(kind: str, real: Path, where: Path, tmp_path: Path) -> None:
         where.mkdir(parents=True, exist_ok=True)
         compile_object(src, target, ("-fPIC",))
     else:
-        at, value = {"osabi": (7, b"\x61"), "abiversion": (8, b"\x07"), "padding": (12, b"\x01"), "encoding": (5, b"\x02"),
-                     "machine": (18, (183).to_bytes(2, "little")), "class": (4, b"\x01")}[kind]  # fmt: skip
+        at, value = {
+            "osabi": (7, b"\x61"),
+            "abiversion": (8, b"\x07"),
+            "padding": (12, b"\x01"),
+            "encoding": (5, b"\x02"),
+            "machine": (18, (183).to_bytes(2, "little")),
+            "class": (4, b"\x01"),
+        }[kind]
         _patched(real, at, value, target)
 
 
-@pytest.mark.parametrize("kind", ["text", "folder", "relocatable", "osabi", "abiversion", "padding", "encoding", "machine", "class"])
+@pytest.mark.parametrize(
+    "kind", ["text", "folder", "relocatable", "osabi", "abiversion", "padding", "encoding", "machine", "class"]
+)
 def test_the_first_candidate_decides(tmp_path: Path, kind: str) -> None:
     """A file by the needed name earlier in the path that the loader cannot load (not ELF, a
     folder, ET_REL, a foreign OSABI or ABI version, identification padding, another data encoding)
@@ -261,10 +278,12 @@ def test_the_first_candidate_decides(tmp_path: Path, kind: str) -> None:
         assert failures == []
     else:
         assert loaded.returncode != 0, f"ld.so loaded past a {kind} shadow"
-        why = re.search(r"libdep\.so: (.*)$", loaded.stderr.strip().splitlines()[-1]).group(1)  # type: ignore[union-attr]
+        why = re.search(r"libdep\.so: (.*)$", loaded.stderr.strip().splitlines()[-1]).group(1)
         (message,) = failures
         first = str(tmp_path / "first" / "libdep.so")
-        assert f"needs libdep.so, which the loader cannot load: the first file by that name it finds, {first}:" in message
+        assert (
+            f"needs libdep.so, which the loader cannot load: the first file by that name it finds, {first}:" in message
+        )
         # The check names the loader's own error.
         assert message.split(f"{first}: ", 1)[1].split(" (the search")[0] in why, (message, why)
 
@@ -281,7 +300,8 @@ def test_the_programs_rpath_serves_a_library_without_runpath(tmp_path: Path) -> 
     src.write_text(
         "#include <dlfcn.h>\n#include <stdio.h>\n"
         f"{EXPORT} int prog_marker(void) {{ return 1; }}\n"
-        'int main(int argc, char **argv) { if (!dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) { puts(dlerror()); return 1; } return 0; }\n'
+        'int main(int argc, char **argv) { if (!dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) { puts(dlerror()); return 1; '
+        '} return 0; }\n'
     )
     prog = tmp_path / "bin" / "prog"
     prog.parent.mkdir()
@@ -302,7 +322,9 @@ def _first_hwcaps_level() -> str:
     with open(os.path.realpath(sys.executable), "rb") as f:
         interp = next(seg for seg in ELFFile(f).iter_segments() if seg["p_type"] == "PT_INTERP").get_interp_name()
     helped = subprocess.run([interp, "--help"], capture_output=True, text=True, check=False).stdout
-    levels = re.findall(r"^  (\S+) \(supported, searched\)$", helped.split("glibc-hwcaps directories", 1)[-1].split("\n\n", 1)[0], re.M)
+    levels = re.findall(
+        r"^  (\S+) \(supported, searched\)$", helped.split("glibc-hwcaps directories", 1)[-1].split("\n\n", 1)[0], re.M
+    )
     if not levels:
         pytest.skip("this loader searches no glibc-hwcaps level")
     return str(levels[0])
@@ -330,7 +352,12 @@ def test_a_foreign_librarys_needs_are_looked_up_as_the_loaders(tmp_path: Path) -
     reaches no further library. Before, the check looked the need up as the shim's machine,
     took that copy, and said it too failed to load (the differential's 100-batch run found it)."""
     dep = _lib(tmp_path / "second", "dep", defining("helper"))
-    shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_x") + using("helper"), (str(dep), "-Wl,-rpath,$ORIGIN/first:$ORIGIN/second"))
+    shim = _lib(
+        tmp_path,
+        "shim",
+        defining("myrt_aoti_torch_x") + using("helper"),
+        (str(dep), "-Wl,-rpath,$ORIGIN/first:$ORIGIN/second"),
+    )
     aarch64 = (183).to_bytes(2, "little")
     _patched(dep, 18, aarch64, tmp_path / "first" / "libdep.so")
     _patched(shim, 18, aarch64, shim)

@@ -231,8 +231,6 @@ MAX_FUNCTION_LINES = 80
 MAX_CLASS_LINES = 400
 # "path:qualified name" -> why it may be longer.
 LONG_ALLOWED: dict[str, str] = {
-    "checks/check/run.py:_dependencies": "the process's loader closure, breadth first; being split with the loader",
-    "checks/check/run.py:checking": "the check's one context: opens, infers the prefix, closes in one place",
     "checks/loader/bindings.py:Process": "the binding model's process: its scopes and lookups share the caches",
     "checks/loader/bindings.py:Process._open": "the loader's dlopen order in one reading, as ld.so does it",
     "checks/formats/text.py:stream_text": "one streamed table; its columns are sized as rows arrive",
