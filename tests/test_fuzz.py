@@ -242,7 +242,9 @@ def test_mutated_snapshots(corpus: list[tuple[str, Path]], tmp_path: Path) -> No
     lib_dir = tmp_path / "lib"
     lib_dir.mkdir()
     for name in ("shim", "kinds"):
-        (lib_dir / f"libtorch_{name}.so").write_bytes(dict(corpus)[name].read_bytes())  # torch's names: a snapshot is of torch
+        (lib_dir / f"libtorch_{name}.so").write_bytes(
+            dict(corpus)[name].read_bytes()
+        )  # torch's names: a snapshot is of torch
     good = snapshot_mod.encode(snapshot_mod.capture(lib_dir, torch_version="0.0"))
     good_path = tmp_path / "good.json.gz"
     good_path.write_bytes(good)

@@ -345,7 +345,9 @@ def test_one_distribution_from_two_wheels_is_no_environment(tmp_path: Path) -> N
     again = _scan(str(one), str(one), "--format", "json")
     assert again.returncode == 0, again.stderr
     assert len(json.loads(again.stdout)["providers"]) == 1, again.stdout
-    other = make_wheel(tmp_path / "other" / f"vendor_x-1.0-{WHEEL_TAG}.whl", {"vendor_x/libvendor.so": provider}, name="vendor-x")
+    other = make_wheel(
+        tmp_path / "other" / f"vendor_x-1.0-{WHEEL_TAG}.whl", {"vendor_x/libvendor.so": provider}, name="vendor-x"
+    )
     line = one_line_error(_scan(str(one), str(other)), 2)
     assert "vendor-x" in line and "two wheels" in line, line
 

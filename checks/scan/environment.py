@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import ast
 import csv
+import glob
 import importlib.metadata as metadata
 import io
 import json
-import glob
 import os
 import stat
 import subprocess
@@ -610,7 +610,9 @@ def read_environment(paths: tuple[str, ...], python: str | None, workspace: Work
     for wheel, dist in zip(wheels, from_wheels):
         seen = first.setdefault(_normalized(dist.name), wheel)
         if seen != wheel:
-            raise UsageError(f"{dist.name}: two wheels of one distribution ({seen}, {wheel}); an environment holds one: give one")
+            raise UsageError(
+                f"{dist.name}: two wheels of one distribution ({seen}, {wheel}); an environment holds one: give one"
+            )
     replaced = {_normalized(d.name) for d in from_wheels}
     kept = [d for d in env.distributions if _normalized(d.name) not in replaced]
     return Environment(
