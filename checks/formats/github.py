@@ -63,14 +63,15 @@ def findings_table(findings: Sequence[Finding], artifact: str, text: Callable[[s
     return lines
 
 
-def annotations(findings: Sequence[Finding], tool: str, text: Callable[[str], str] = str) -> list[str]:
+def annotation_lines(findings: Sequence[Finding], tool: str, text: Callable[[str], str] = str) -> list[str]:
     """An ``::error`` or ``::warning`` line for each of the first MAX_ANNOTATIONS findings,
     then a notice titled ``tool`` that counts the rest; ``text`` as for :func:`findings_table`."""
     out = []
     for f in findings[:MAX_ANNOTATIONS]:
         kind = "error" if f.severity == BLOCKING else "warning"
         out.append(
-            f"::{kind} file={_escape_property(text(f.artifact))},title={_escape_property(f.rule)}::{_escape(text(f.symbol) + ': ' + text(f.message))}"
+            f"::{kind} file={_escape_property(text(f.artifact))},title={_escape_property(f.rule)}::"
+            f"{_escape(text(f.symbol) + ': ' + text(f.message))}"
         )
     if len(findings) > MAX_ANNOTATIONS:
         out.append(f"::notice title={tool}::{len(findings) - MAX_ANNOTATIONS} more finding(s) in the step summary")
@@ -97,11 +98,11 @@ def markdown_summary(report: Report) -> str:
 
 
 def render_annotations(report: Report, *, with_summary: bool = True) -> str:
-    """The annotations, then the Markdown summary unless the caller writes it to
+    """The annotation_lines, then the Markdown summary unless the caller writes it to
     ``$GITHUB_STEP_SUMMARY`` itself (the command does; rendering writes no file)."""
     summary_report, report = report, for_terminal(report)
     out = [f"::notice title=aoti-shim against::{_escape(f'{s.item}: {s.describe()}')}" for s in report.against]
-    out += annotations(report.findings, "aoti-shim")
+    out += annotation_lines(report.findings, "aoti-shim")
     if with_summary:
         out.append(markdown_summary(summary_report))
     return "\n".join(out) + "\n"

@@ -31,7 +31,10 @@ def artifact_uri(path: str) -> str:
 
 def _results(batch: FindingBatch, index: dict[str, int], encoder: FindingEncoder) -> list[str]:
     q = encoder.quoted
-    head = f'{{"ruleId": {q(batch.rule)}, "ruleIndex": {index[batch.rule]}, "level": "{level(batch.severity)}", "message": {{"text": '
+    head = (
+        f'{{"ruleId": {q(batch.rule)}, "ruleIndex": {index[batch.rule]}, '
+        f'"level": "{level(batch.severity)}", "message": {{"text": '
+    )
     where = f'"locations": [{{"physicalLocation": {{"artifactLocation": {{"uri": {q(artifact_uri(batch.artifact))}}}}}'
     # A finding about a whole library (NOT_A_SHIM) names no symbol.
     logical = [
@@ -39,7 +42,8 @@ def _results(batch: FindingBatch, index: dict[str, int], encoder: FindingEncoder
         for symbol, quoted in zip(batch.symbols, quote_each(batch.symbols))
     ]
     return [
-        f'{head}{message}}}, {where}{logical_location}}}], "partialFingerprints": {{"aotiShimFinding/v1": "{fingerprint}"}}}}'
+        f'{head}{message}}}, {where}{logical_location}}}], '
+        f'"partialFingerprints": {{"aotiShimFinding/v1": "{fingerprint}"}}}}'
         for message, logical_location, fingerprint in zip(
             quote_each(batch.messages), logical, encoder.fingerprints(batch)
         )
@@ -84,7 +88,7 @@ def sarif_document(
     }
 
 
-def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], None]) -> None:
+def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], object]) -> None:
     doc = sarif_document(rule_descriptors(RULES), [], {"against": [a.as_dict() for a in header.against]})
     text = json.dumps(doc, indent=2)
     at = text.index(_RESULTS)

@@ -15,7 +15,7 @@ from typing import Any
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import printable, valid_unicode
-from aoti_shim.checks.formats.github import annotations, findings_table, md_code, md_text, table_row
+from aoti_shim.checks.formats.github import annotation_lines, findings_table, md_code, md_text, table_row
 from aoti_shim.checks.formats.junit import junit_document
 from aoti_shim.checks.formats.sarif import artifact_uri, level, rule_descriptors, sarif_document
 from aoti_shim.checks.formats.scan_text import counts, prefix_text, render_text, verdict
@@ -148,7 +148,7 @@ def markdown_summary(report: ScanReport) -> str:
 
 
 def render_annotations(report: ScanReport, *, with_summary: bool = True) -> str:
-    out = annotations(report.findings, "aoti-shim scan", printable)
+    out = annotation_lines(report.findings, "aoti-shim scan", printable)
     if with_summary:
         out.append(markdown_summary(report))
     return "\n".join(out) + "\n"
