@@ -57,7 +57,10 @@ def test_a_shim_library_built_without_the_rename_header_is_told_to_include_it(
     assert "FORCE_INCLUDE" in told[0] and "force-include = true" in told[0]
     assert "PREFIX_MISMATCH" not in text and "is also exported by" not in text
     collision = [line for line in text.splitlines() if "COLLISION" in line]
-    assert len(collision) == 1 and "2 finding(s): the names the missed rename header left unprefixed are also exported by " in collision[0]
+    assert (
+        len(collision) == 1
+        and "2 finding(s): the names the missed rename header left unprefixed are also exported by " in collision[0]
+    )
     assert collision[0].endswith("!libtorch_cpu.so"), collision
 
 
