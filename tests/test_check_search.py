@@ -98,7 +98,12 @@ def test_a_dependencys_origin_keeps_the_dot_dot_it_was_opened_by(tmp_path: Path)
     nowhere = _lib(tmp_path / "scratch", "nowhere", defining("gone"))
     _lib(top / "deps2", "dep2", defining("helper2"))  # the lexical neighbour: loads
     dep2 = _lib(other / "deps2", "dep2", defining("helper2") + using("gone"), (str(nowhere),))
-    dep = _lib(other / "deps", "dep", defining("helper") + using("helper2"), (str(dep2), "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../deps2"))
+    dep = _lib(
+        other / "deps",
+        "dep",
+        defining("helper") + using("helper2"),
+        (str(dep2), "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../deps2"),
+    )
     _lib(other / "real", "blob", using("helper") + ENTRY, (str(dep), "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../deps"))
     (top / "link").symlink_to(other / "real")
     blob = top / "link" / "libblob.so"
@@ -120,18 +125,31 @@ def test_an_unopenable_file_ends_its_search_list(tmp_path: Path, bad: str) -> No
     else:
         (first / "file").write_text("")
         (first / "libdep.so").symlink_to("file/libdep.so")
-    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(dep), f"-Wl,--enable-new-dtags,-rpath,{first}:{second}"))
+    blob = _lib(
+        tmp_path, "blob", using("helper") + ENTRY, (str(dep), f"-Wl,--enable-new-dtags,-rpath,{first}:{second}")
+    )
     assert _load(blob).returncode != 0
     assert "needs libdep.so, which the loader finds nowhere" in " ".join(_failures((), (blob,)))
     # The next list is still searched: the RUNPATH after LD_LIBRARY_PATH's ended list.
-    other = _lib(tmp_path / "o", "blob2", using("helper") + ENTRY, (str(dep), f"-Wl,--enable-new-dtags,-rpath,{second}"))
+    other = _lib(
+        tmp_path / "o", "blob2", using("helper") + ENTRY, (str(dep), f"-Wl,--enable-new-dtags,-rpath,{second}")
+    )
     env = {**os.environ, "LD_LIBRARY_PATH": str(first)}
     assert subprocess.run([sys.executable, "-c", LOADER, str(other)], env=env, check=False).returncode == 0
     result = subprocess.run(
-        [sys.executable, "-c", "import sys\nfrom aoti_shim.checks import CheckSettings, run_check\n"
-         "r = run_check(CheckSettings(models=(sys.argv[1],)))\nprint([f.rule for f in r.findings if f.severity == 'blocking'])", str(other)],
-        env=env, capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom aoti_shim.checks import CheckSettings, run_check\n"
+            "r = run_check(CheckSettings(models=(sys.argv[1],)))\nprint([f.rule for f in r.findings if f.severity == "
+            "'blocking'])",
+            str(other),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert result.stdout.strip() == "[]", result.stdout
 
 
