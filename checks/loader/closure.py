@@ -87,12 +87,19 @@ class Node:
     unseen: tuple[str, ...] = ()
     # Other names others need it by (a DT_NEEDED path that is its file).
     aliases: frozenset[str] = frozenset()
+    # Its auxiliary filtees that do not load: not searched before it at all.
+    unloaded_filtees: frozenset[str] = frozenset()
 
     def said_of(self, linked: Linked) -> Linked:
         """``linked`` (this library, or another copy of its file) with what the search said of its needs."""
         if self.kind == MACHINE:
             # A machine library that needs one this machine lacks says so (nothing beside it is judged).
             return dataclasses.replace(linked, unseen=self.unseen) if self.unseen else linked
+        if self.unloaded_filtees:
+            # The binding model finds a filtee by name: one that did not load must not be found
+            # in another library of that name (the differential's folder-shadowed dep0).
+            kept = tuple(n for n in linked.filtees if n not in self.unloaded_filtees)
+            linked = dataclasses.replace(linked, filtees=kept)
         if not (self.missing or self.unseen or self.aliases):
             return linked
         return dataclasses.replace(linked, missing=self.missing, names=linked.names | self.aliases, unseen=self.unseen)
@@ -166,6 +173,7 @@ class Walk:
         self._edges: dict[Key, list[Edge]] = {}
         self._from_shim: dict[Key, bool] = {}
         self._missing: dict[Key, list[tuple[str, str]]] = {}
+        self._unloaded_filtees: dict[Key, set[str]] = {}
         self._unseen_of: dict[Key, list[str]] = {}
         self._aliases: dict[Key, set[str]] = {}
         self._unseen: list[tuple[str, str, str]] = []
@@ -223,7 +231,8 @@ class Walk:
         elif where.how in (search.MISSING, search.FAILED) and system:
             pass  # the machine's own: not judged
         elif where.how in (search.MISSING, search.FAILED) and name in needs.optional:
-            pass  # an auxiliary filtee that does not load: glibc uses the filter's own definitions
+            # An auxiliary filtee that does not load: glibc uses the filter's own definitions.
+            self._unloaded_filtees.setdefault(key, set()).add(name)
         elif where.how == search.MISSING:
             self._missing.setdefault(key, []).append((name, searched(needs.needer, self._process.fix)))
         elif where.how == search.FAILED:
@@ -376,6 +385,7 @@ class Walk:
                 tuple(self._missing.get(key, ())),
                 tuple(self._unseen_of.get(key, ())),
                 frozenset(self._aliases.get(key, ())),
+                frozenset(self._unloaded_filtees.get(key, ())),
             )
             nodes[key] = dataclasses.replace(node, linked=node.said_of(linked))
         return Closure(
