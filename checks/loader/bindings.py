@@ -323,6 +323,14 @@ def matches(definer: Linked, d: DynamicEntry, want: DynamicEntry) -> bool:
     return d.version_index < 3
 
 
+def versions_asserted(definer: Linked, want: DynamicEntry) -> bool:
+    """Whether glibc's check_match asserts on ``definer`` for ``want`` (ld.so then ends the
+    process): a versioned import reaching the file its version is needed from, which has no
+    symbol versions at all. The lookup walks the scope before a protected reference's answer
+    (itself), so this holds for those too."""
+    return want.version is not None and not definer.has_versym and want.version_file in definer.names
+
+
 def pick(definer: Linked, defs: list[DynamicEntry], want: DynamicEntry) -> DynamicEntry | None:
     """The definition of ``definer`` an import binds to, or None."""
     for d in defs:
@@ -510,9 +518,7 @@ class Process:
                 if (
                     b.definer is not None
                     and shim_abi.is_shim_name(entry.symbol.name)  # (the others: only whether they bind)
-                    and entry.version is not None
-                    and not b.definer.has_versym
-                    and entry.version_file in b.definer.names
+                    and versions_asserted(b.definer, entry)
                 ):
                     # glibc asserts that the file a version is needed from has versions:
                     # ld.so ends the whole process ("Inconsistency detected by ld.so").
@@ -694,7 +700,7 @@ class Process:
             d = pick(definer, definer.definitions(name), entry)
             if d is None:
                 continue
-            if entry.symbol.visibility == STV_PROTECTED:
+            if entry.symbol.visibility == STV_PROTECTED and not versions_asserted(definer, entry):
                 return Binding(lib, entry, lib, None, "itself")  # glibc's answer: the reference itself
             if d.symbol.bind == STB_GNU_UNIQUE:
                 first = self._unique_owner(name, entry)
