@@ -43,5 +43,5 @@ def test_a_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
     )
     assert (
         one_line_error(done, 1)
-        == f"aoti-shim: error: {tmp_path / 'file' / 'sub'}: cannot create the folder: Not a directory"
+        == f"aoti-shim: error: wheelhouse {tmp_path / 'file' / 'sub'}: cannot write: Not a directory"
     )
