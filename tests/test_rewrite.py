@@ -460,9 +460,9 @@ def test_the_command_says_what_it_renamed_on_stdout_or_stderr(
     assert "an empty path" in capsys.readouterr().err
     command = commands.choices["rewrite-imports"]
     assert command.description == (
-        "Rename a compiled AOTInductor blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*, so that they can "
-        "no longer bind to libtorch. The result is checked, then renamed into place: a failed run writes nothing and "
-        "leaves OUTPUT (or BLOB) untouched."
+        "Rename a compiled AOTInductor blob's imported aoti_torch_* symbols (and the stable C ABI's torch_* ones) to "
+        "<prefix>aoti_torch_* (<prefix>torch_*), so that they can no longer bind to libtorch. The result is checked, "
+        "then renamed into place: a failed run writes nothing and leaves OUTPUT (or BLOB) untouched."
     )
     options = {a.dest: (a.option_strings, a.metavar, a.help) for a in command._actions}
     assert options["blob"] == ([], "BLOB", "the AOTInductor model .so")
@@ -470,7 +470,7 @@ def test_the_command_says_what_it_renamed_on_stdout_or_stderr(
     assert options["output"] == (["-o", "--output"], None, "where to write (default: replace BLOB)")
     assert (
         commands._choices_actions[0].help
-        == "rename a compiled blob's imported aoti_torch_* symbols to <prefix>aoti_torch_*"
+        == "rename a compiled blob's imported aoti_torch_* (and stable C ABI torch_*) symbols to <prefix>..."
     )
 
 
