@@ -835,7 +835,8 @@ def test_a_library_a_model_needs_is_found_in_a_wheel_written_with_backslashes(tm
     (tmp_path / "model.c").write_text(
         "int myrt_aoti_torch_get_dim(void);\nint run(void) { return myrt_aoti_torch_get_dim(); }\n"
     )
-    compile_shared(tmp_path / "shim.c", tmp_path / "libshim.so")  # no SONAME: found by its file name
+    # A SONAME: the loader matches a loaded library by it (issue 33 §2), never by a file name.
+    compile_shared(tmp_path / "shim.c", tmp_path / "libshim.so", ("-Wl,-soname,libshim.so",))
     compile_shared(tmp_path / "model.c", tmp_path / "model.so", ("-Wl,--no-as-needed", f"-L{tmp_path}", "-lshim"))
     found = {}
     for sep in ("/", "\\"):
