@@ -42,6 +42,17 @@ def stream_text(
     color: bool = False,
     verbose: bool = False,
 ) -> None:
+    lines = _header_lines(header, color=color, verbose=verbose)
+    for artifact, by_rule in _grouped(batches).items():
+        lines.append(artifact)
+        lines += _artifact_lines(by_rule, color)
+    lines += _suppression_lines(tally)
+    lines.append(_verdict(header, tally, color))
+    write("\n".join(lines) + "\n")
+
+
+def _header_lines(header: Header, *, color: bool, verbose: bool) -> list[str]:
+    """What was checked against what, and what was not checked or judged."""
     lines: list[str] = []
     lines.append(f"prefix: {header.prefix or '-'} ({header.prefix_origin})")
     roles = {"shim": 0, "model": 0}
@@ -68,8 +79,12 @@ def stream_text(
         )
     for rule, why in header.skipped_rules:
         lines.append(_paint(f"skipped: {rule} ({why})", _DIM, color))
+    return lines
 
-    # Only counts and samples are kept, however many findings stream past.
+
+def _grouped(batches: Iterable[FindingBatch]) -> dict[str, dict[str, _Group]]:
+    """artifact -> rule -> group, in first-seen order. Only counts and samples are kept,
+    however many findings stream past."""
     groups: dict[str, dict[str, _Group]] = {}
     for batch in batches:
         by_rule = groups.get(batch.artifact)
@@ -81,46 +96,52 @@ def stream_text(
         group.count += batch.size
         if len(group.sample) < SAMPLE:
             group.sample.extend(batch.messages[: SAMPLE - len(group.sample)])
+    return groups
 
-    for artifact, by_rule in groups.items():
-        lines.append(artifact)
-        width_sev = max(len(g.severity) for g in by_rule.values())
-        width_rule = max(len(r) for r in by_rule)
-        no_header = any(NO_RENAME_HEADER in m for m in getattr(by_rule.get("UNPREFIXED_EXPORT"), "sample", ()))
-        for rule, group in by_rule.items():
-            code = _RED if group.severity == BLOCKING else _YELLOW
-            lead = f"  {group.severity.ljust(width_sev)}  {rule.ljust(width_rule)}  "
-            if no_header and rule == "COLLISION":
-                # The unprefixed names collide with libtorch's: the one cause UNPREFIXED_EXPORT names.
-                where = group.sample[0].rpartition(" is also exported by ")[2] if group.sample else "a reference"
-                lines.append(
-                    _paint(
-                        lead
-                        + f"{group.count} finding(s): the names the missed rename header left unprefixed are also "
-                            f"exported by {where}",
-                        code,
-                        color,
-                    )
+
+def _artifact_lines(by_rule: dict[str, _Group], color: bool) -> list[str]:
+    """One library's groups, severity and rule in aligned columns."""
+    lines: list[str] = []
+    width_sev = max(len(g.severity) for g in by_rule.values())
+    width_rule = max(len(r) for r in by_rule)
+    no_header = any(NO_RENAME_HEADER in m for m in getattr(by_rule.get("UNPREFIXED_EXPORT"), "sample", ()))
+    for rule, group in by_rule.items():
+        code = _RED if group.severity == BLOCKING else _YELLOW
+        lead = f"  {group.severity.ljust(width_sev)}  {rule.ljust(width_rule)}  "
+        if no_header and rule == "COLLISION":
+            # The unprefixed names collide with libtorch's: the one cause UNPREFIXED_EXPORT names.
+            where = group.sample[0].rpartition(" is also exported by ")[2] if group.sample else "a reference"
+            lines.append(
+                _paint(
+                    lead
+                    + f"{group.count} finding(s): the names the missed rename header left unprefixed are also "
+                        f"exported by {where}",
+                    code,
+                    color,
                 )
-                continue
-            if group.count == 1:
-                lines.append(_paint(lead + group.sample[0], code, color))
-                continue
-            lines.append(_paint(lead + f"{group.count} findings, e.g.:", code, color))
-            for message in group.sample:
-                lines.append(_paint(f"      {message}", code, color))
-            rest = group.count - len(group.sample)
-            if rest:
-                lines.append(f"      ... and {rest} more (--format json, sarif or junit lists them all)")
+            )
+            continue
+        if group.count == 1:
+            lines.append(_paint(lead + group.sample[0], code, color))
+            continue
+        lines.append(_paint(lead + f"{group.count} findings, e.g.:", code, color))
+        for message in group.sample:
+            lines.append(_paint(f"      {message}", code, color))
+        rest = group.count - len(group.sample)
+        if rest:
+            lines.append(f"      ... and {rest} more (--format json, sarif or junit lists them all)")
+    return lines
 
+
+def _suppression_lines(tally: Tally) -> list[str]:
+    lines: list[str] = []
     for s in tally.suppressed[:SUPPRESSED_SHOWN]:
         lines.append(f"suppressed: {s.finding.rule} {s.finding.symbol} in {s.finding.artifact} ({s.reason})")
     if len(tally.suppressed) > SUPPRESSED_SHOWN:
         lines.append(f"suppressed: ... and {len(tally.suppressed) - SUPPRESSED_SHOWN} more")
     for desc in tally.unused_suppressions:
         lines.append(f"unused suppression: {desc}")
-    lines.append(_verdict(header, tally, color))
-    write("\n".join(lines) + "\n")
+    return lines
 
 
 def _verdict(header: Header, tally: Tally, color: bool) -> str:
