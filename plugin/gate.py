@@ -155,53 +155,11 @@ def check_wheel(
         root = Path(tmp)
         members = extract_elf_members(wheel, root)
         roles = classify(members, root, gate)
-        console.info(f"checking {wheel.name}")
-        console.info(f"  shims: {', '.join(roles.shims) or '-'}")
-        console.info(f"  models and other shim-ABI consumers: {', '.join(roles.models) or '-'}")
-        if roles.extensions:
-            console.info(
-                f"  not checked (stable-ABI extensions: import libtorch's {SHIM_ABI_MARK}*, no AOTInductor model): "
-                f"{', '.join(roles.extensions)}"
-            )
-        if roles.unchecked:
-            console.info(f"  not checked (no {SHIM_ABI_MARK}* names): {', '.join(roles.unchecked)}")
-        if not roles.shims and not roles.models:
-            if roles.unchecked and not roles.extensions:
-                # A project built by this backend builds shims: libraries with no shim name at all
-                # are most often a shim library whose exports were hidden (it built green before).
-                raise BuildRejected(
-                    f"no ELF member of {wheel.name} exports a shim name ({', '.join(roles.unchecked)}): a shim library "
-                    "compiled with -fvisibility=hidden (or limited by a version script) exports nothing; mark each "
-                    "shim "
-                    "function __attribute__((visibility(\"default\"))); the wheel was deleted; nothing is installed"
-                )
-            console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
+        if not _announce(wheel, roles):
             return
         checked_prefix = _settled_prefix(prefix, carried_prefix(roles.shims, root), wheel)
-        against = _references(gate, project_dir, torch, against_source)
-        suppressions = None
-        if gate.suppressions:
-            path = Path(gate.suppressions)
-            suppressions = str(path if path.is_absolute() else project_dir / path)
-        settings = CheckSettings(
-            shims=tuple(str(root / m) for m in roles.shims),
-            models=tuple(str(root / m) for m in roles.models),
-            against=against,
-            prefix=checked_prefix,
-            suppressions=suppressions,
-            inline_suppressions=gate.suppress,
-            # Findings and suppressions name members (pkg/libfoo.so), not temp files.
-            display_root=str(root),
-            # The members' run paths are the installed wheel's: one leaving the wheel finds
-            # another distribution where this (the build) environment has it (NVIDIA's
-            # libcudart wheel), else it is a warning.
-            wheel_roots=(str(root),),
-            library_path=library_folders(
-                gate.library_path, f"{TABLE} library-path", base=project_dir, error=UsageError
-            ),
-            missing_fix=f"give the library a RUNPATH ($ORIGIN/...) that finds it, name its folder in {TABLE} "
-                "library-path, "
-            "or suppress LOAD_FAILURE for it in [[tool.aoti-shim.suppress]]",
+        settings = _check_settings(
+            roles, root, checked_prefix, _references(gate, project_dir, torch, against_source), gate, project_dir
         )
         report = run_check(settings)
         console.block(render(report, "text", color=console.use_color()))
@@ -214,6 +172,67 @@ def check_wheel(
         else None
     )
     _conclude(wheel, report, code, gate, project_dir, report_inputs, warning)
+
+
+def _announce(wheel: Path, roles: Roles) -> bool:
+    """Say which member plays which role; False when nothing is to be checked (a warning),
+    BuildRejected when the members look like shims whose exports were hidden."""
+    console.info(f"checking {wheel.name}")
+    console.info(f"  shims: {', '.join(roles.shims) or '-'}")
+    console.info(f"  models and other shim-ABI consumers: {', '.join(roles.models) or '-'}")
+    if roles.extensions:
+        console.info(
+            f"  not checked (stable-ABI extensions: import libtorch's {SHIM_ABI_MARK}*, no AOTInductor model): "
+            f"{', '.join(roles.extensions)}"
+        )
+    if roles.unchecked:
+        console.info(f"  not checked (no {SHIM_ABI_MARK}* names): {', '.join(roles.unchecked)}")
+    if roles.shims or roles.models:
+        return True
+    if roles.unchecked and not roles.extensions:
+        # A project built by this backend builds shims: libraries with no shim name at all
+        # are most often a shim library whose exports were hidden (it built green before).
+        raise BuildRejected(
+            f"no ELF member of {wheel.name} exports a shim name ({', '.join(roles.unchecked)}): a shim library "
+            "compiled with -fvisibility=hidden (or limited by a version script) exports nothing; mark each "
+            "shim "
+            "function __attribute__((visibility(\"default\"))); the wheel was deleted; nothing is installed"
+        )
+    console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
+    return False
+
+
+def _check_settings(
+    roles: Roles,
+    root: Path,
+    checked_prefix: str | None,
+    against: tuple[str, ...],
+    gate: GateSettings,
+    project_dir: Path,
+) -> CheckSettings:
+    """The checker's settings for the members extracted under ``root``."""
+    suppressions = None
+    if gate.suppressions:
+        path = Path(gate.suppressions)
+        suppressions = str(path if path.is_absolute() else project_dir / path)
+    return CheckSettings(
+        shims=tuple(str(root / m) for m in roles.shims),
+        models=tuple(str(root / m) for m in roles.models),
+        against=against,
+        prefix=checked_prefix,
+        suppressions=suppressions,
+        inline_suppressions=gate.suppress,
+        # Findings and suppressions name members (pkg/libfoo.so), not temp files.
+        display_root=str(root),
+        # The members' run paths are the installed wheel's: one leaving the wheel finds
+        # another distribution where this (the build) environment has it (NVIDIA's
+        # libcudart wheel), else it is a warning.
+        wheel_roots=(str(root),),
+        library_path=library_folders(gate.library_path, f"{TABLE} library-path", base=project_dir, error=UsageError),
+        missing_fix=f"give the library a RUNPATH ($ORIGIN/...) that finds it, name its folder in {TABLE} "
+            "library-path, "
+        "or suppress LOAD_FAILURE for it in [[tool.aoti-shim.suppress]]",
+    )
 
 
 def _conclude(

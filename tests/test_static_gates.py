@@ -233,7 +233,6 @@ MAX_CLASS_LINES = 400
 LONG_ALLOWED: dict[str, str] = {
     "checks/loader/bindings.py:Process": "the binding model's process: its scopes and lookups share the caches",
     "checks/loader/bindings.py:Process._open": "the loader's dlopen order in one reading, as ld.so does it",
-    "plugin/gate.py:check_wheel": "the gate's one sequence: extract, classify, check, say the verdict",
 }
 
 
