@@ -230,10 +230,7 @@ def test_every_suppression_names_its_code_and_says_why() -> None:
 MAX_FUNCTION_LINES = 80
 MAX_CLASS_LINES = 400
 # "path:qualified name" -> why it may be longer.
-LONG_ALLOWED: dict[str, str] = {
-    "checks/loader/bindings.py:Process": "the binding model's process: its scopes and lookups share the caches",
-    "checks/loader/bindings.py:Process._open": "the loader's dlopen order in one reading, as ld.so does it",
-}
+LONG_ALLOWED: dict[str, str] = {}
 
 
 def _long_definitions() -> list[str]:

@@ -45,7 +45,7 @@ lookup per resolved import, not a scan of libtorch. Use it as::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
@@ -344,6 +344,57 @@ def pick(definer: Linked, defs: list[DynamicEntry], want: DynamicEntry) -> Dynam
     return None
 
 
+def _mismatch(lib: Linked, header: tuple[int, bool, int] | None) -> str | None:
+    if header is None or lib.header is None or lib.header == header:
+        return None
+    return f"it is {describe_header(lib.header)}, the process {describe_header(header)}: it cannot load"
+
+
+def refusals(
+    root: Linked, closure: list[Linked], new: list[Linked], header: tuple[int, bool, int] | None
+) -> list[LoadFailure]:
+    """Why dlopen refuses ``root`` before it maps anything, empty when it maps: a library of
+    its closure of another ELF class, data encoding or machine than the process's
+    (``header``), a DT_NEEDED library found nowhere, a ``new`` library linked -z nodlopen."""
+    mismatched = [lib for lib in closure if _mismatch(lib, header)]
+    if mismatched:
+        failures: list[LoadFailure] = []
+        for lib in closure:
+            why = _mismatch(lib, header)
+            if why is not None:
+                failures.append(LoadFailure(lib, why))
+        if root not in mismatched:
+            failures.append(LoadFailure(root, f"needs {mismatched[0].display}, which cannot load"))
+        return failures
+    absent = [(lib, name, searched) for lib in closure for name, searched in lib.missing]
+    if absent:
+        lib, name, searched = absent[0]
+        through = "" if lib is root else f" (a dependency of {lib.display})"
+        return [LoadFailure(root, f"needs {name}{through}, {searched}")]
+    refused = [lib for lib in new if lib.noopen and lib.role != SYSTEM] if root.role != PROGRAM else []
+    # A program's closure loads at start-up; everything else here is dlopen's.
+    failures = [LoadFailure(lib, "it is linked -z nodlopen (DF_1_NOOPEN): dlopen refuses it") for lib in refused]
+    if refused and root not in refused:
+        failures.append(LoadFailure(root, f"needs {refused[0].display}, which dlopen refuses (-z nodlopen)"))
+    return failures
+
+
+def unmet_version(root: Linked, new: list[Linked], by_name: Mapping[str, Linked]) -> LoadFailure | None:
+    """The first version a ``new`` library needs from a loaded library that defines none by
+    that name. The machine's own libraries' needs are the machine's, and a reference's are
+    its own: the check judges the libraries it is given, not libtorch's build against this libc."""
+    for lib in new:
+        if lib.role == SYSTEM or root.role == REFERENCE:
+            continue
+        for _, (version, file) in sorted(lib.versions.needed.items()):
+            dep = by_name.get(file)
+            if dep is None or not dep.versions.defined:
+                continue  # a file without version definitions (or an old snapshot's): glibc only warns
+            if version not in dep.defined_versions:
+                return LoadFailure(lib, f"needs version '{version}' of {file}, which defines no such version")
+    return None
+
+
 class Process:
     """The coalesced process: its libraries in load order and their scopes."""
 
@@ -412,11 +463,6 @@ class Process:
             at += 1
         return order
 
-    def _mismatch(self, lib: Linked) -> str | None:
-        if self.header is None or lib.header is None or lib.header == self.header:
-            return None
-        return f"it is {describe_header(lib.header)}, the process {describe_header(self.header)}: it cannot load"
-
     @cached_property
     def _loaded(self) -> tuple[list[Linked], dict[int, list[Linked]], list[LoadFailure]]:
         """The global scope in order, each library's local scope, and what failed to load.
@@ -457,51 +503,24 @@ class Process:
             # The process's own (libc, the references' dependencies): there already, not judged.
             self._join([lib for lib in closure if id(lib) not in self._local], closure, glob)
             return
-        mismatched = [lib for lib in closure if self._mismatch(lib)]
-        if mismatched:
-            for lib in closure:
-                why = self._mismatch(lib)
-                if why is not None:
-                    self._failures.append(LoadFailure(lib, why))
-            if root not in mismatched:
-                self._failures.append(LoadFailure(root, f"needs {mismatched[0].display}, which cannot load"))
-            return
-        absent = [(lib, name, searched) for lib in closure for name, searched in lib.missing]
-        if absent:
-            lib, name, searched = absent[0]
-            through = "" if lib is root else f" (a dependency of {lib.display})"
-            self._failures.append(LoadFailure(root, f"needs {name}{through}, {searched}"))
-            return
         new = [lib for lib in closure if id(lib) not in self._local]
-        refused = [lib for lib in new if lib.noopen and lib.role != SYSTEM] if root.role != PROGRAM else []
+        refused = refusals(root, closure, new, self.header)
         if refused:
-            # A program's closure loads at start-up; everything else here is dlopen's.
-            for lib in refused:
-                self._failures.append(LoadFailure(lib, "it is linked -z nodlopen (DF_1_NOOPEN): dlopen refuses it"))
-            if root not in refused:
-                self._failures.append(
-                    LoadFailure(root, f"needs {refused[0].display}, which dlopen refuses (-z nodlopen)")
-                )
+            self._failures.extend(refused)
             return
         self._join(new, closure, glob)
-        # A version the new libraries need from a loaded library that defines none by that name
-        # (the machine's own libraries' needs are the machine's, and a reference's are its own:
-        # the check judges the libraries it is given, not libtorch's build against this libc).
-        for lib in new:
-            if lib.role == SYSTEM or root.role == REFERENCE:
-                continue
-            for _, (version, file) in sorted(lib.versions.needed.items()):
-                dep = self._by_name.get(file)
-                if dep is None or not dep.versions.defined:
-                    continue  # a file without version definitions (or an old snapshot's): glibc only warns
-                if version not in dep.defined_versions:
-                    self._failures.append(
-                        LoadFailure(lib, f"needs version '{version}' of {file}, which defines no such version")
-                    )
-                    self._roll_back(new, glob)
-                    return
+        unmet = unmet_version(root, new, self._by_name)
+        if unmet is not None:
+            self._failures.append(unmet)
+            self._roll_back(new, glob)
+            return
         if root.role in (REFERENCE, SYSTEM):
             return  # libtorch's and the machine's own imports are not asked about
+        self._relocate(root, new, glob)
+
+    def _relocate(self, root: Linked, new: list[Linked], glob: bool) -> None:
+        """Bind the new libraries' imports that bind at load; the first bound to nothing (or
+        one glibc asserts on) rolls the whole dlopen back."""
         for lib in reversed(new):  # ld.so relocates the dependencies first
             # .rela.dyn (data, TLS) before .rela.plt (functions): the first failure is the one said.
             for entry in sorted(lib.imports, key=lambda e: (e.index in lib.lazy, e.index)):
