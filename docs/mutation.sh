@@ -30,10 +30,10 @@ MODULES=("$@")
     checks/formats/json_report.py checks/formats/sarif.py checks/formats/junit.py checks/formats/github.py
     smoke/compare.py smoke/rewrite.py smoke/rewrite_worker.py)
 # The fast tests that exercise those modules (no pip, CMake or torch compile).
-TESTS=(tests/test_rule_matrix.py tests/test_prefix_rules.py tests/test_check.py tests/test_check_soundness.py
+TESTS=(tests/test_rule_matrix.py tests/test_abi_prefix.py tests/test_check.py tests/test_check_soundness.py
     tests/test_plugin_prefix.py tests/test_plugin_settings.py tests/test_gate.py
     tests/test_inputs.py tests/test_check_bounds.py tests/test_wheel_tables_at_end.py tests/test_robustness.py
-    tests/test_report.py tests/test_formats.py tests/test_hostile_names.py tests/test_finding_batches.py
+    tests/test_report_model.py tests/test_formats.py tests/test_hostile_names.py tests/test_finding_batches.py
     tests/test_compare.py tests/test_rewrite.py)
 [ -z "${AOTI_SHIM_MUTATION_TESTS:-}" ] || read -r -a TESTS <<< "$AOTI_SHIM_MUTATION_TESTS"
 # Mutant names to run (globs); empty: every mutant of the modules.

@@ -1,5 +1,5 @@
 """Bounded, unambiguous reads of every wheel the gate takes: check, snapshot, the build gate
-(snapshot files: test_snapshot.py; suppressions files: test_suppressions.py)."""
+(snapshot files: test_snapshot.py; suppressions files: test_report_suppressions.py)."""
 
 from __future__ import annotations
 
