@@ -1,5 +1,5 @@
-"""The report every format is rendered from (checks/report/model.py): its exit bits, counts and
-the words for where the prefix came from."""
+"""The report every format is rendered from (checks/report/model.py): its exit bits, counts,
+the words for where the prefix came from, batches of findings and their fingerprints."""
 
 from __future__ import annotations
 
@@ -13,10 +13,12 @@ from aoti_shim.checks.report.model import (
     Report,
     Tally,
     exit_bits,
+    fingerprint,
     prefix_origin,
     validate_fail_on,
 )
 from aoti_shim.errors import EXIT_BLOCKING, EXIT_WARNINGS, UsageError
+from formats_support import F_COLLISION, SHIM
 
 # (blocking, warnings) -> exit status under each --fail-on: the warning bit counts only
 # under "any", and both bits together make 12.
@@ -93,3 +95,27 @@ def test_a_report_assembled_from_a_stream_carries_every_header_field_and_the_tal
     )
     # And back: the header a report says before its findings (what a file listed as not checked is, it does not keep).
     assert header_of(report) == Header(**{**header.__dict__, "ignored": ()})
+
+
+def test_a_batch_from_findings_takes_the_first_one_s_rule_and_library() -> None:
+    (one,) = FindingBatch.from_findings([F_COLLISION]).findings()
+    assert one == F_COLLISION
+    batch = FindingBatch.from_findings([F_COLLISION, F_COLLISION._replace(symbol="other", message="m2", related=None)])
+    assert (
+        batch.rule,
+        batch.severity,
+        batch.artifact,
+        list(batch.symbols),
+        list(batch.messages),
+        list(batch.related),
+    ) == ("COLLISION", BLOCKING, SHIM, ["c10_thing", "other"], ["libc10.so exports it too", "m2"], ["libc10.so", None])
+
+
+def test_a_fingerprint_hashes_undecodable_bytes_as_they_were() -> None:
+    import hashlib
+
+    # scan's JSON fingerprints its raw findings: a name that is no UTF-8 hashes the bytes
+    # Python's surrogateescape stands for, encoded as it holds them (surrogatepass).
+    want = hashlib.sha256(b"HIJACK\0lib\xed\xb3\xbex.so\0sym\xed\xb3\xbf").hexdigest()[:32]
+    assert fingerprint("HIJACK", "d/lib\udcfex.so", "sym\udcff") == want
+    assert Finding("HIJACK", BLOCKING, "d/lib\udcfex.so", "sym\udcff", "m").fingerprint == want
