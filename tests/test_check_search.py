@@ -173,20 +173,6 @@ def test_a_token_is_a_whole_token(tmp_path: Path, folder: str) -> None:
     assert _failures((), (blob,)) == []
 
 
-def test_tokens_expand_as_the_loader_expands_them() -> None:
-    paths = search.SearchPaths(lib="lib64", platform="haswell")
-    assert search.expand("$ORIGIN/a:${ORIGIN}/b", "/o", paths) == "/o/a:/o/b"
-    assert search.expand("/x/$LIB/$PLATFORM/${LIB}_${PLATFORM}", "/o", paths) == "/x/lib64/haswell/lib64_haswell"
-    assert (
-        search.expand("/x/$ORIGIN_deps/$LIBX/$ORIGIN1/${ORIGIN", "/o", paths)
-        == "/x/$ORIGIN_deps/$LIBX/$ORIGIN1/${ORIGIN"
-    )
-    assert search.expand("/x/$$ORIGIN", "/o", paths) == "/x/$/o"
-    # A token whose value is unknown drops the folder, as the loader drops it.
-    assert search.expand("$ORIGIN/a", None, paths) is None
-    assert search.expand("/a/$PLATFORM", "/o", search.SearchPaths()) is None
-
-
 # -- $PLATFORM is the loader's AT_PLATFORM ----------------------------------------------------------
 
 
@@ -204,20 +190,6 @@ def test_platform_is_the_loaders_not_uname(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(os, "uname", lambda: fake)
     assert _failures((), (blob,)) == []
     assert search.loader_facts().platform == platform
-
-
-def test_the_loader_facts_are_read_from_its_help_and_trace() -> None:
-    helped = (
-        "Subdirectories of glibc-hwcaps directories, in priority order:\n  x86-64-v4\n  x86-64-v3 (supported, "
-        "searched)\n"
-        "  x86-64-v2 (supported, searched)\n\nLegacy HWCAP subdirectories under library search path directories:\n"
-        "  haswell (AT_PLATFORM; supported, searched)\n  tls (supported, searched)\n  avx512_1\n  x86_64 (supported, "
-        "searched)\n"
-    )
-    assert search.parse_loader_help(helped) == ("haswell", ("x86-64-v3", "x86-64-v2"))
-    m = "/nonexistent-aoti-shim-search"
-    trace = f"  1:\t search path={m}/glibc-hwcaps/x86-64-v2:{m}/tls:{m}/tls:{m}\t\t(LD_LIBRARY_PATH)\n"
-    assert search.parse_search_trace(trace) == ("glibc-hwcaps/x86-64-v2", "tls", "")
 
 
 # -- a loaded library is matched by its soname or its path, never its file's name --------------------

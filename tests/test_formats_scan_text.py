@@ -92,17 +92,3 @@ def test_the_machine_formats_keep_every_path() -> None:
             report, fmt
         )
 
-
-def test_a_list_whose_head_is_longer_than_the_width_wraps_its_head_too() -> None:
-    # A COLLISION between two runtimes' libraries heads its list of names with both libraries
-    # and a distribution: 84 characters, one unbroken line at COLUMNS=80 before.
-    from aoti_shim.checks.formats.layout import wrap_list
-
-    head = "rt_b/librtb_shims.so and rt_a/librta_shims.so (rt-a 1.0) both export 2 shim names:"
-    items = ["'rta_aoti_torch_empty_strided'", "'rta_aoti_torch_get_data_ptr'"]
-    for width in (60, 80):
-        lines = wrap_list(head, items, width, "  ", "    ")
-        assert all(len(line) <= width for line in lines), (width, lines)
-        assert all(line.startswith("    ") for line in lines[1:]) and lines[0].startswith("  rt_b/")
-        assert " ".join(line.strip() for line in lines) == f"{head} {', '.join(items)}"
-    assert wrap_list("x:", ["a", "b"], 80, "  ", "    ") == ["  x: a, b"]
