@@ -13,6 +13,9 @@ from elftools.elf.elffile import ELFFile
 from elftools.elf.gnuversions import GNUVerSymSection
 
 from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import STB_GLOBAL, STT_FUNC, STV_DEFAULT
+from aoti_shim.checks.elf.symbols import Symbol
+from aoti_shim.checks.elf.versions import Versions, entry_of_word
 from aoti_shim.checks.inputs import collect as inputs
 from compile_support import compile_shared
 
@@ -117,3 +120,36 @@ def test_the_loaders_view_and_a_streamed_member_read_the_same_versions(
         _, art = inputs.read_member(zf, zf.getinfo("v/lib.so"), "w!v/lib.so", ws, inputs.DEFAULT_MEMBER_LIMIT)
         assert art is not None and art.image is not None
         assert _ours(art.image) == _ours(full)
+
+
+# -- a .gnu.version word, as a function --------------------------------------------------------
+
+_VERSIONS = Versions({1: "libshim.so", 2: "MYRT_1", 3: "MYRT_2"}, frozenset({1}), {4: ("GLIBC_2.34", "libc.so.6")})
+
+
+def _symbol(defined: bool) -> Symbol:
+    return Symbol("f", STB_GLOBAL, STT_FUNC, STV_DEFAULT, defined, True)
+
+
+def test_a_definitions_word_names_its_version_and_its_hidden_bit() -> None:
+    default = entry_of_word(_symbol(True), 7, 3, _VERSIONS)
+    assert (default.index, default.version, default.version_index, default.hidden) == (7, "MYRT_2", 3, False)
+    hidden = entry_of_word(_symbol(True), 7, 0x8002, _VERSIONS)
+    assert (hidden.version, hidden.version_index, hidden.hidden) == ("MYRT_1", 2, True)
+    # Index 1 is global, unversioned, unless the library's base version is defined there.
+    assert entry_of_word(_symbol(True), 7, 1, _VERSIONS).version == "libshim.so"
+    assert entry_of_word(_symbol(True), 7, 1, Versions({}, frozenset(), {})).version is None
+    assert entry_of_word(_symbol(True), 7, 0, _VERSIONS).version is None
+
+
+def test_an_imports_word_names_the_version_and_the_file_it_is_needed_from() -> None:
+    need = entry_of_word(_symbol(False), 9, 4, _VERSIONS)
+    assert (need.version, need.version_file) == ("GLIBC_2.34", "libc.so.6")
+    # An index below 2, or one no entry of .gnu.version_r names: no version asked.
+    assert entry_of_word(_symbol(False), 9, 1, _VERSIONS).version is None
+    unknown = entry_of_word(_symbol(False), 9, 5, _VERSIONS)
+    assert (unknown.version, unknown.version_file) == (None, None)
+
+
+def test_a_known_index_is_one_defined_or_needed() -> None:
+    assert [i for i in range(6) if _VERSIONS.known(i)] == [1, 2, 3, 4]

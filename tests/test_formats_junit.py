@@ -6,6 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from aoti_shim.checks.formats import render
+from aoti_shim.checks.formats.junit import junit_document
 from aoti_shim.checks.rules.table import RULES
 from formats_support import (
     AGAINST,
@@ -64,3 +65,25 @@ def test_junit_properties_and_the_output_of_several_warnings() -> None:
     assert case is not None and case.find("failure") is None
     assert case.findtext("system-out") == "warning: _ZSt4cout: re-exports the C++ runtime\nwarning: _ZSt4cerr: and cerr"
 
+
+def test_a_junit_document_has_a_case_per_rule_and_artifact_and_counts_its_failures() -> None:
+    warned = F_RUNTIME._replace(artifact="a.so", symbol="w\x01")
+    blocked = F_EXPORT._replace(artifact="a.so")
+    text = junit_document(
+        "suite", [("k", "v")], ["UNPREFIXED_EXPORT", "REEXPORTED_RUNTIME"], ["a.so", "b\x02.so"], [blocked, warned],
+        classname="x.", text=lambda s: s.replace("\x01", "?").replace("\x02", "!"),
+    )
+    suite = ET.fromstring(text).find("testsuite")
+    assert suite is not None
+    counts = (suite.get("name"), suite.get("tests"), suite.get("failures"), suite.get("errors"))
+    assert counts == ("suite", "4", "1", "0")
+    cases = [(c.get("classname"), c.get("name")) for c in suite.iter("testcase")]
+    assert cases == [
+        ("x.UNPREFIXED_EXPORT", "a.so"), ("x.UNPREFIXED_EXPORT", "b!.so"),
+        ("x.REEXPORTED_RUNTIME", "a.so"), ("x.REEXPORTED_RUNTIME", "b!.so"),
+    ]
+    failure = suite.find("testcase/failure")
+    assert failure is not None and failure.get("type") == "UNPREFIXED_EXPORT"
+    assert failure.text == f"{blocked.symbol}: {blocked.message}"
+    assert suite.findtext("testcase/system-out") == f"warning: w?: {warned.message}"
+    assert junit_document("empty", [], [], [], [], classname="x.").count("<properties") == 0

@@ -11,7 +11,9 @@ import subprocess
 import pytest
 
 from aoti_shim.checks import CheckSettings, run_check
-from aoti_shim.errors import AotiShimError
+from aoti_shim.checks.report.model import BLOCKING, Finding
+from aoti_shim.checks.report.suppressions import Suppression, parse
+from aoti_shim.errors import AotiShimError, UsageError
 from cli_support import cli, one_line_error
 
 # -- applied and reported --------------------------------------------------------------------
@@ -107,3 +109,56 @@ def test_a_wildcard_rule_with_a_pattern_is_fine(checker_libs, tmp_path):
     path.write_text('[[suppress]]\nrule = "*"\nartifact = "libvendored.so"\nreason = "vendored, reviewed"\n')
     done = _check_with(checker_libs, str(path))
     assert done.returncode == 0, done.stderr
+
+
+# -- the entries, as functions ----------------------------------------------------------------
+
+
+def _one(rule: str = "COLLISION", symbol: str = "*", artifact: str = "*") -> Suppression:
+    return Suppression(rule, symbol, artifact, "why")
+
+
+def test_an_entry_matches_by_rule_symbol_glob_and_path_or_file_name() -> None:
+    found = Finding("COLLISION", BLOCKING, "pkg/lib/libshim.so", "aoti_torch_empty", "m")
+    assert _one().matches(found)
+    assert _one("*", symbol="aoti_*").matches(found)
+    assert not _one("UNPREFIXED_EXPORT").matches(found)
+    assert not _one(symbol="aoti_torch_zeros").matches(found)
+    # The artifact glob is tried on the whole path, then on the file name alone.
+    assert _one(artifact="pkg/*/libshim.so").matches(found)
+    assert _one(artifact="libshim.so").matches(found)
+    assert not _one(artifact="lib/libshim.so").matches(found)
+    assert _one(symbol="aoti_torch_empty", artifact="lib*.so").describe() == (
+        "COLLISION aoti_torch_empty in lib*.so (why)"
+    )
+
+
+def test_parse_fills_the_globs_and_strips_the_reason() -> None:
+    (entry,) = parse([{"rule": "COLLISION", "reason": "  known, issue 9 \n"}], "f.toml", ["COLLISION"])
+    assert entry == Suppression("COLLISION", "*", "*", "known, issue 9")
+
+
+@pytest.mark.parametrize(
+    ("entry", "said"),
+    [
+        ("COLLISION", "f.toml: suppression 1: must be a table"),
+        ({"rule": "COLLISION", "reason": "r", "symbl": "x"}, "f.toml: suppression 1: unknown key 'symbl' (did you "
+         "mean 'symbol'?)"),
+        ({"rule": "COLLISON", "reason": "r"}, "f.toml: suppression 1: 'rule' must be one of *, COLLISION, NOT_A_SHIM"),
+        ({"rule": "COLLISION", "reason": " "}, "f.toml: suppression 1: a non-empty 'reason' is required"),
+        ({"rule": "COLLISION", "reason": "r", "symbol": 3}, "'symbol' and 'artifact' must be strings (globs)"),
+        ({"rule": "*", "reason": "r", "symbol": "**"}, "rule = \"*\" needs a 'symbol' or an 'artifact' pattern"),
+    ],
+)
+def test_parse_refuses_an_entry_in_one_line_naming_it(entry: object, said: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        parse([entry], "f.toml", ["COLLISION", "NOT_A_SHIM"])
+    assert said in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_wildcard_rule_may_name_a_pattern_that_some_name_escapes() -> None:
+    (entry,) = parse([{"rule": "*", "reason": "r", "symbol": "aoti_*"}], "f.toml", [])
+    assert entry.rule == "*"
+    # The second entry is numbered so.
+    with pytest.raises(UsageError, match=r"^f\.toml: suppression 2: "):
+        parse([{"rule": "*", "reason": "r", "artifact": "x"}, {"rule": "*", "reason": "r"}], "f.toml", [])
