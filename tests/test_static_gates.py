@@ -262,3 +262,102 @@ def _long_definitions() -> list[str]:
 def test_no_function_over_80_lines_nor_class_over_400_in_checks_and_plugin() -> None:
     long = _long_definitions()
     assert not long, "split it, or list it in LONG_ALLOWED with why:\n" + "\n".join(long)
+
+
+# --- tests mirror the rooms ---------------------------------------------------------------
+
+# Each module of checks/ and plugin/ has a unit-test file of its name that imports it:
+# checks/<room>/<module>.py -> tests/test_<room>_<module>.py, plugin/<module>.py ->
+# tests/test_plugin_<module>.py, and a package's own code (checks/formats/__init__.py) ->
+# tests/test_<room>.py. A file that defines no function or class (re-exports, constants)
+# needs none. Otherwise the module is listed here: path -> why it has no unit file, and where its
+# behaviour is tested (behaviour tests stay where they are).
+NO_UNIT_FILE: dict[str, str] = {
+    "checks/__init__.py": "lazy re-exports (PEP 562); tests/test_import_budget.py holds what importing it loads",
+    "checks/bounded/view.py": "the readers' byte view: tests/test_macho_reader.py, tests/test_pe_reader.py",
+    "checks/check/command.py": "argparse wiring, tested through the CLI in tests/test_cli_texts.py, test_check.py",
+    "checks/check/run.py": "the run over real libraries: tests/test_check*.py, tests/test_bindings_differential.py",
+    "checks/formats/scan.py": "scan's reports from a record: tests/test_scan.py, tests/test_formats_scan_text.py",
+    "checks/inputs/collect.py": "the wheel reader's bounds on real zips: tests/test_inputs.py, test_check_bounds.py",
+    "checks/loader/closure.py": "the closure of real libraries: tests/test_check_dependencies.py, test_check_search.py",
+    "checks/loader/lineage.py": "who loaded a library, on real processes: tests/test_check_process_judged.py",
+    "checks/loader/roles.py": "classification of real members: tests/test_gate.py, tests/test_inputs.py",
+    "checks/macho/binds.py": "against llvm-objdump on generated fixtures: tests/test_macho_reader.py",
+    "checks/macho/commands.py": "against llvm-objdump on generated fixtures: tests/test_macho_reader.py",
+    "checks/macho/exports.py": "against llvm-objdump on generated fixtures: tests/test_macho_reader.py",
+    "checks/macho/facts.py": "against llvm-objdump on generated fixtures: tests/test_macho_reader.py",
+    "checks/macho/fat.py": "against llvm-objdump on generated fixtures: tests/test_macho_reader.py",
+    "checks/pe/exports.py": "against llvm-readobj and LIEF on generated DLLs: tests/test_pe_reader.py",
+    "checks/pe/facts.py": "against llvm-readobj and LIEF on generated DLLs: tests/test_pe_reader.py",
+    "checks/pe/headers.py": "against llvm-readobj and LIEF on generated DLLs: tests/test_pe_reader.py",
+    "checks/pe/imports.py": "against llvm-readobj and LIEF on generated DLLs: tests/test_pe_reader.py",
+    "checks/references/reference.py": "torch's lib/, wheels, snapshots: tests/test_check_references.py, test_check.py",
+    "checks/report/options.py": "argparse wiring, tested through the CLI in tests/test_cli_texts.py",
+    "checks/rules/table.py": "every rule on real libraries: tests/test_rule_matrix.py, tests/test_check*.py",
+    "checks/scan/command.py": "argparse wiring, tested through the CLI in tests/test_cli_texts.py, test_scan.py",
+    "checks/scan/environment.py": "reading real environments and wheels: tests/test_scan.py, test_scan_inputs.py",
+    "checks/scan/judge.py": "the judgement of real environments: tests/test_scan.py, tests/test_scan_inputs.py",
+    "checks/scan/run.py": "the run and its reports: tests/test_scan.py",
+    "checks/snapshot/command.py": "argparse wiring, tested through the CLI in tests/test_snapshot.py",
+    "checks/snapshot/record.py": "the shipped snapshots and hostile ones: tests/test_snapshot.py, test_check_bounds.py",
+    "checks/snapshot/torch_libraries.py": "what `import torch` loads, asked of torch: tests/test_check_references.py",
+    "plugin/boundary.py": "the backend without scikit-build-core: tests/test_plugin_backend.py",
+    "plugin/config_settings.py": "what pip hands the backend: tests/test_plugin_backend.py, test_plugin_settings.py",
+    "plugin/console.py": "the backend's messages, read in pip's output: tests/test_plugin_backend.py",
+    "plugin/cuda.py": "CUDA from NVIDIA's wheels through pip: tests/test_cuda_wheels.py",
+    "plugin/gate.py": "the gate of real built wheels: tests/test_gate.py, tests/test_gate_says.py",
+    "plugin/passthrough.py": "the hooks that build no binary, through pip: tests/test_plugin_backend.py",
+    "plugin/target_env.py": "the target environment of real builds: tests/test_plugin_backend.py",
+    "plugin/wheel.py": "build, check and publish through pip: tests/test_plugin_backend.py, test_plugin_publish.py",
+}
+
+
+def _has_code(path: Path) -> bool:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for n in ast.walk(tree))
+
+
+def _unit_file(path: Path) -> Path:
+    """tests/test_<room>_<module>.py for checks/<room>/<module>.py (the test file a module's
+    unit tests live in); see NO_UNIT_FILE's comment."""
+    rel = path.relative_to(REPO).with_suffix("")
+    parts = list(rel.parts[1:] if rel.parts[0] == "checks" else rel.parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return REPO / "tests" / f"test_{'_'.join(parts) or rel.parts[0]}.py"
+
+
+def _imports(test: Path, module: str) -> bool:
+    parent, _, leaf = module.rpartition(".")
+    for node in ast.walk(ast.parse(test.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import) and any(a.name == module for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == module:
+            return True
+        if isinstance(node, ast.ImportFrom) and node.module == parent and any(a.name == leaf for a in node.names):
+            return True
+    return False
+
+
+def test_every_module_has_a_unit_test_file_of_its_name_or_says_why_not() -> None:
+    modules = {
+        str(p.relative_to(REPO)): p
+        for folder in ("checks", "plugin")
+        for p in sorted((REPO / folder).rglob("*.py"))
+        if _has_code(p)
+    }
+    lacking, not_importing, stale = [], [], []
+    for rel, path in modules.items():
+        test = _unit_file(path)
+        if rel in NO_UNIT_FILE:
+            if test.exists():
+                stale.append(f"{rel}: has {test.relative_to(REPO)} now; take it out of NO_UNIT_FILE")
+        elif not test.exists():
+            lacking.append(f"{rel}: no {test.relative_to(REPO)}")
+        elif not _imports(test, _module_name(path)):
+            not_importing.append(f"{test.relative_to(REPO)} does not import {_module_name(path)}")
+    gone = sorted(set(NO_UNIT_FILE) - set(modules))
+    stale += [f"{rel}: listed in NO_UNIT_FILE, but no such module (or it defines nothing)" for rel in gone]
+    assert not lacking, "write its unit tests, or list it in NO_UNIT_FILE with why:\n" + "\n".join(lacking)
+    assert not not_importing, "a unit file of another module's name:\n" + "\n".join(not_importing)
+    assert not stale, "\n".join(stale)
