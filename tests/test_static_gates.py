@@ -274,7 +274,6 @@ def test_no_function_over_80_lines_nor_class_over_400_in_checks_and_plugin() -> 
 # behaviour is tested (behaviour tests stay where they are).
 NO_UNIT_FILE: dict[str, str] = {
     "checks/__init__.py": "lazy re-exports (PEP 562); tests/test_import_budget.py holds what importing it loads",
-    "checks/bounded/view.py": "the readers' byte view: tests/test_macho_reader.py, tests/test_pe_reader.py",
     "checks/check/command.py": "argparse wiring, tested through the CLI in tests/test_cli_texts.py, test_check.py",
     "checks/check/run.py": "the run over real libraries: tests/test_check*.py, tests/test_bindings_differential.py",
     "checks/formats/scan.py": "scan's reports from a record: tests/test_scan.py, tests/test_formats_scan_text.py",
