@@ -300,7 +300,6 @@ NO_UNIT_FILE: dict[str, str] = {
     "checks/snapshot/torch_libraries.py": "what `import torch` loads, asked of torch: tests/test_check_references.py",
     "plugin/boundary.py": "the backend without scikit-build-core: tests/test_plugin_backend.py",
     "plugin/config_settings.py": "what pip hands the backend: tests/test_plugin_backend.py, test_plugin_settings.py",
-    "plugin/console.py": "the backend's messages, read in pip's output: tests/test_plugin_backend.py",
     "plugin/cuda.py": "CUDA from NVIDIA's wheels through pip: tests/test_cuda_wheels.py",
     "plugin/gate.py": "the gate of real built wheels: tests/test_gate.py, tests/test_gate_says.py",
     "plugin/passthrough.py": "the hooks that build no binary, through pip: tests/test_plugin_backend.py",
