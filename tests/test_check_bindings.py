@@ -333,6 +333,25 @@ def test_a_shim_without_extern_c_is_said_to_be_one(tmp_path: Path) -> None:
     assert built_prefix(shim) is None and infer(["_Z29myrt_aoti_torch_empty_stridedv"]) is None
 
 
+def test_a_shim_without_extern_c_gets_one_finding_with_the_prefix_given_too(tmp_path: Path) -> None:
+    """g++ without extern "C": the prefix is there, mangled. With --prefix myrt_ 4299e25 also said
+    PREFIX_MISMATCH ("the given prefix is exported by no shim library"; 4c8e217: "the shims carry
+    no prefix at all"): two findings for one cause, the second without the fix (issue 35 §2)."""
+    shim = _lib(
+        tmp_path, "cxx", "int myrt_aoti_torch_empty_strided() { return 0; }\nint myrt_aoti_torch_x() { return 0; }\n",
+        language="c++",
+    )
+    for prefix in (None, "myrt_"):
+        report = run_check(CheckSettings(shims=(str(shim),), prefix=prefix))
+        on_shim = [f for f in report.findings if f.artifact == str(shim)]
+        assert [f.rule for f in on_shim] == ["MANGLED_SHIM"], (prefix, [f.message for f in report.findings])
+        assert "C++-mangled" in on_shim[0].message and 'declare them extern "C"' in on_shim[0].message
+        assert not [f for f in report.findings if "no prefix at all" in f.message], prefix
+    # Mangled under another prefix than the given one, the given one is still said to be missing.
+    report = run_check(CheckSettings(shims=(str(shim),), prefix="other_"))
+    assert sorted(f.rule for f in report.findings) == ["MANGLED_SHIM", "PREFIX_MISMATCH"]
+
+
 def test_a_source_without_the_rename_header_is_told_to_include_it(tmp_path: Path) -> None:
     shim = _lib(tmp_path, "half", _define("myrt_aoti_torch_empty_strided", "aoti_torch_delete_tensor_object"))
     report = run_check(CheckSettings(shims=(str(shim),)))

@@ -706,8 +706,19 @@ def _unsatisfied_import(ctx: Context) -> Iterator[Found]:
                         ".gnu.hash)"
                     )
                 else:
-                    message = f"imports '{name}'{loaded_as}, which no shim library exports{_fails(ctx, lib)}"
+                    message = (
+                        f"imports '{name}'{loaded_as}, which no shim library exports{_fails(ctx, lib)}"
+                        f"{_only_mangled(ctx, name)}"
+                    )
                 yield lib.display, name, message
+
+
+def _only_mangled(ctx: Context, name: str) -> str:
+    """The shims' C++-mangled definition of ``name``, said: the import's cause is extern "C"
+    (the shims' MANGLED_SHIM), which the shims' own finding no longer repeats as a prefix."""
+    spelled = f"{len(name)}{name}"
+    found = next((n for shim in ctx.shims for n in shim.mangled_shim_exports if spelled in n), None)
+    return f"; the shims define it only C++-mangled ('{found}': without extern \"C\", MANGLED_SHIM)" if found else ""
 
 
 def _fails(ctx: Context, lib: Library) -> str:
@@ -765,6 +776,10 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
         yield from _given_prefix_mismatch(ctx)
         return
     told = all(_without_rename_header(ctx, shim) for shim in ctx.shims)  # UNPREFIXED_EXPORT names the cause
+    # Built without extern "C", the shims carry the given prefix inside C++ manglings:
+    # MANGLED_SHIM names that cause and its fix, so a second finding would only repeat it.
+    mark = f"{ctx.prefix}{prefixes.SHIM_MARK}"
+    told = told or any(mark in n for shim in ctx.shims for n in shim.mangled_shim_exports)
     if ctx.prefix_source == "given" and ctx.prefix and ctx.prefix not in ctx.shim_prefixes and not told:
         # Else the check would prove nothing about the shims that were really built.
         yield (
