@@ -543,7 +543,7 @@ def test_nothing_is_written_into_the_environment(scan_envs: ScanEnvs, tmp_path: 
     root = scan_envs.dirty.root
     before = tree_state(root)
     target = scan_envs.dirty.site / "report.json"
-    line = one_line_error(_scan(str(root), "-o", str(target)), 1)
+    line = one_line_error(_scan(str(root), "-o", str(target)), 2)
     assert "lies in the scanned environment" in line and not target.exists()
     out = tmp_path / "report.json"
     assert (
@@ -560,7 +560,7 @@ def test_nothing_is_written_into_the_venv_root_either(tmp_path: Path, where: str
     venv = make_venv(tmp_path / "venv")
     target = venv.root / where
     for scanned in (venv.root, venv.site):
-        line = one_line_error(_scan(str(scanned), "-o", str(target)), 1)
+        line = one_line_error(_scan(str(scanned), "-o", str(target)), 2)
         assert f"lies in the scanned environment ({os.path.realpath(venv.root)})" in line and not target.exists()
     beside = tmp_path / "report.txt"
     assert _scan(str(venv.root), "-o", str(beside)).returncode == 0 and beside.is_file()

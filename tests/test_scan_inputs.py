@@ -143,7 +143,7 @@ def test_what_is_no_library_is_no_error(tmp_path: Path, consumer: Path) -> None:
 def test_bad_arguments(tmp_path: Path) -> None:
     text = tmp_path / "notes.txt"
     text.write_text("hello")
-    assert "not a site folder, a virtual environment or a wheel" in one_line_error(_scan(str(text)), 2)
+    assert "not a site folder, a virtual environment or a wheel" in one_line_error(_scan(str(text)), 1)
     assert "cannot read: No such file or directory" in one_line_error(_scan(str(tmp_path / "nope")), 1)
     assert "empty path" in one_line_error(_scan(""), 2)
     assert "exited 1 when asked for its paths" in one_line_error(

@@ -10,7 +10,7 @@ from aoti_shim.arguments import path_text
 from aoti_shim.atomic import destination, write_text_atomically
 from aoti_shim.checks.report.options import FORMAT_HELP, SUMMARY, add_report_options, append_step_summary
 from aoti_shim.color import wants_color
-from aoti_shim.errors import AotiShimError
+from aoti_shim.errors import UsageError
 from aoti_shim.guard import appendable, input_file_or_folder
 
 SCAN_FORMAT_HELP = {**FORMAT_HELP, "json": "versioned JSON (schema in aoti_shim/checks/schemas/scan-v1.schema.json)"}
@@ -86,7 +86,8 @@ def _outside_environment(output: str, folders: tuple[str, ...]) -> None:
     for folder in folders:
         inside = environment_root(folder)
         if os.path.commonpath([real, inside]) == inside:
-            raise AotiShimError(
+            # A bad argument (README: exit 2), refused before anything is written.
+            raise UsageError(
                 f"--output {output}: lies in the scanned environment ({inside}); write the report elsewhere"
             )
 
@@ -100,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
     for item in args.paths:
         input_file_or_folder(item)  # a FIFO, a device, a link to nowhere: one line, before any work
     if args.output:
+        # The folders named on the command line first: an existing file there is no other refusal's.
+        _outside_environment(args.output, tuple(p for p in args.paths if os.path.isdir(p)))
         destination(args.output, what="--output", inputs=inputs)  # refuse before the scan runs
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY") if args.format == "github" else None
     if summary_path:

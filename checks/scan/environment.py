@@ -589,7 +589,8 @@ def read_environment(paths: tuple[str, ...], python: str | None, workspace: Work
         elif stat.S_ISREG(st.st_mode) and (raw.endswith(".whl") or zipfile.is_zipfile(raw)):
             wheels.append(raw)
         else:
-            raise UsageError(f"{raw}: not a site folder, a virtual environment or a wheel")
+            # A file of the wrong type is a bad input, as check's "not an ELF file" (README: exit 1).
+            raise InputError(f"{raw}: not a site folder, a virtual environment or a wheel")
     if python is None and not paths:
         here = running_interpreter()
         folders += here.folders

@@ -1,0 +1,98 @@
+"""check and scan give the same kind of bad input the same exit status, the README's
+(issue 35 §4): 1 for an input that cannot be read or is of the wrong type, 2 for a bad
+argument, such as scan's report written into the environment it scans. At 4c8e217 scan said
+2 for a text file and 1 for its report inside the environment; check said 1 for the text file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from aoti_shim.errors import EXIT_TOOL_ERROR, EXIT_USAGE
+from cli_support import cli, one_line_error
+from scan_support import Venv, make_venv
+
+
+@dataclass(frozen=True)
+class Inputs:
+    root: Path
+    text: Path  # a text file
+    fake_so: Path  # text named like a library
+    fake_whl: Path  # text named like a wheel
+    missing: Path
+    venv: Venv
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> Inputs:
+    root = tmp_path_factory.mktemp("exit")
+    for name in ("notes.txt", "libfake.so", "fake-1.0-py3-none-any.whl"):
+        (root / name).write_text("hello\n")
+    return Inputs(
+        root, root / "notes.txt", root / "libfake.so", root / "fake-1.0-py3-none-any.whl", root / "nope.so",
+        make_venv(root / "venv"),
+    )
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    argv: Callable[[Inputs], tuple[str, ...]]
+    code: int
+    says: str
+
+
+# The same kind of input in each pair of rows: check's, then scan's.
+CASES = (
+    Case("check a text file", lambda i: ("check", "--shim", str(i.text)), EXIT_TOOL_ERROR, "not an ELF file"),
+    Case("scan a text file", lambda i: ("scan", str(i.text)), EXIT_TOOL_ERROR, "not a site folder"),
+    Case("check text named .so", lambda i: ("check", "--shim", str(i.fake_so)), EXIT_TOOL_ERROR, "not an ELF file"),
+    Case("scan text named .so", lambda i: ("scan", str(i.fake_so)), EXIT_TOOL_ERROR, "not a site folder"),
+    Case("check text named .whl", lambda i: ("check", "--wheel", str(i.fake_whl)), EXIT_TOOL_ERROR, "not a readable"),
+    Case("scan text named .whl", lambda i: ("scan", str(i.fake_whl)), EXIT_TOOL_ERROR, "not a readable"),
+    Case("check a missing file", lambda i: ("check", "--shim", str(i.missing)), EXIT_TOOL_ERROR, "No such file"),
+    Case("scan a missing file", lambda i: ("scan", str(i.missing)), EXIT_TOOL_ERROR, "No such file"),
+    Case("check a bad option value", lambda i: ("check", "--fail-on", "sometimes"), EXIT_USAGE, "invalid choice"),
+    Case("scan a bad option value", lambda i: ("scan", "--fail-on", "sometimes"), EXIT_USAGE, "invalid choice"),
+    # A report into the scanned environment: a bad argument, new file or old, root or site folder.
+    Case(
+        "scan -o into the venv's root",
+        lambda i: ("scan", str(i.venv.root), "-o", str(i.venv.root / "report.txt")),
+        EXIT_USAGE,
+        "lies in the scanned environment",
+    ),
+    Case(
+        "scan -o onto a file of the venv",
+        lambda i: ("scan", str(i.venv.root), "-o", str(i.venv.root / "pyvenv.cfg")),
+        EXIT_USAGE,
+        "lies in the scanned environment",
+    ),
+    Case(
+        "scan of its site folder -o into its bin/",
+        lambda i: ("scan", str(i.venv.site), "-o", str(i.venv.root / "bin" / "report.txt")),
+        EXIT_USAGE,
+        "lies in the scanned environment",
+    ),
+)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_the_same_bad_input_gets_the_same_status(inputs: Inputs, case: Case) -> None:
+    before = (inputs.venv.root / "pyvenv.cfg").read_bytes()
+    done = cli(*case.argv(inputs), timeout=120)
+    if case.says == "invalid choice":  # argparse's usage line comes first
+        assert done.returncode == case.code and case.says in done.stderr, done.stderr
+    else:
+        assert case.says in one_line_error(done, case.code)
+    assert not (inputs.venv.root / "report.txt").exists() and not (inputs.venv.root / "bin" / "report.txt").exists()
+    assert (inputs.venv.root / "pyvenv.cfg").read_bytes() == before
+
+
+def test_the_readme_table_names_both_kinds() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    table = readme[readme.index("## Exit codes") :]
+    table = " ".join(table[: table.index("\n## ")].split())
+    assert "a file of the wrong type given as input" in table and "inside the scanned environment" in table
