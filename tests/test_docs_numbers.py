@@ -152,6 +152,24 @@ def test_the_setup_section_says_how_long_each_command_takes_and_how_to_see_progr
     assert re.search(r"`pytest` about \d+ s \(the last CI run's record\)", setup)
     assert "minutes per model on 2 cores" in setup  # the smoke's compiles
     assert '`pip install -v ".[torch]"` shows each stage' in setup
+    # The first command's time too (issue 35 §4: it was not stated), measured whole with `time`.
+    assert re.search(r"the first command took \d+m\d+s in all", setup), setup
+
+
+def test_the_setup_sections_smoke_step_count_is_the_smokes() -> None:
+    """The README's "18 numbered steps" and its sample line are what the default smoke plans."""
+    from aoti_shim.smoke.command import planned_steps
+    from aoti_shim.smoke.models import BUNDLED
+    from aoti_shim.smoke.pipeline import SmokeSettings
+
+    setup = _flat(README.split("## Set-up: the two commands", 1)[1].split("\n## ", 1)[0])
+    planned = planned_steps(SmokeSettings("cpu", tuple(BUNDLED), "p_", Path("s.so"), Path("c"), Path("w")))
+    stated = re.search(r"whose (\d+) numbered steps", setup)
+    assert stated is not None and int(stated.group(1)) == planned, setup
+    sample = re.search(r"`smoke \[\d+/(\d+) \d+:\d\d\] compile \w+ \(cpu, binary route\)`", setup)
+    assert sample is not None and int(sample.group(1)) == planned, setup
+    builds = re.search(r"the (\w+) `aoti_shim_add_model` builds", setup)
+    assert builds is not None and builds.group(1) == {3: "three"}.get(len(BUNDLED)), setup
 
 
 def test_scans_help_says_what_the_readme_says_of_output_and_verbose() -> None:
