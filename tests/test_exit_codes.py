@@ -5,6 +5,8 @@ argument, such as scan's report written into the environment it scans. At 4c8e21
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,8 +14,11 @@ from pathlib import Path
 import pytest
 
 from aoti_shim.errors import EXIT_TOOL_ERROR, EXIT_USAGE
-from cli_support import cli, one_line_error
-from scan_support import Venv, make_venv
+from c_library_support import c_library, defining
+from cli_support import CLI, cli, one_line_error
+from scan_support import ScanEnvs, Venv, make_venv
+
+SNAPSHOT = "torch-2.14.1+cu130"  # a shipped snapshot: no torch needed
 
 
 @dataclass(frozen=True)
@@ -96,3 +101,53 @@ def test_the_readme_table_names_both_kinds() -> None:
     table = readme[readme.index("## Exit codes") :]
     table = " ".join(table[: table.index("\n## ")].split())
     assert "a file of the wrong type given as input" in table and "inside the scanned environment" in table
+    assert "with their verdict's status (`${PIPESTATUS[0]}`)" in table
+
+
+# -- a reader that leaves: `aoti-shim check ... | head -1` --------------------------------------
+
+
+def _into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """The command with its standard output a real pipe whose reader has left (as `head -1`
+    once it has its line): every write to it fails with EPIPE."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [*CLI, *args], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300, check=False
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.fixture(scope="module")
+def shims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("pipe")
+    return {
+        "clean": c_library(root, "clean", defining("myrt_aoti_torch_x")),
+        "unprefixed": c_library(root, "bad", defining("aoti_torch_get_data_ptr")),
+    }
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "junit"])
+@pytest.mark.parametrize("output", [(), ("-o", "/dev/stdout")], ids=["stdout", "-o /dev/stdout"])
+def test_a_closed_pipe_ends_quietly_with_the_verdicts_status(
+    shims: dict[str, Path], scan_envs: ScanEnvs, fmt: str, output: tuple[str, ...]
+) -> None:
+    """4299e25 said "cannot write to standard output: Broken pipe" and exited 1 whatever the
+    verdict; ${PIPESTATUS[0]} after `| head -1` must still be the verdict."""
+    runs = (
+        ("check", "--shim", str(shims["clean"]), "--against", SNAPSHOT),
+        ("check", "--shim", str(shims["unprefixed"]), "--against", SNAPSHOT),
+        ("scan", str(scan_envs.clean.root)),
+        ("scan", str(scan_envs.dirty.root)),
+    )
+    verdicts = []
+    for argv in runs:
+        whole = cli(*argv, "--format", fmt)
+        closed = _into_closed_pipe(*argv, "--format", fmt, *output)
+        assert closed.returncode == whole.returncode, (argv, closed.stderr)
+        assert "Traceback" not in closed.stderr and "standard output" not in closed.stderr, closed.stderr
+        verdicts.append(whole.returncode)
+    assert verdicts == [0, 8, 0, 8]
+

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aoti_shim.arguments import path_text
-from aoti_shim.atomic import destination, open_text_atomically, write_text_atomically
+from aoti_shim.atomic import StandardOutput, destination, open_text_atomically, write_text_atomically
 from aoti_shim.checks.report.model import assemble
 from aoti_shim.checks.report.options import (
     COLOR_HELP,
@@ -169,6 +169,7 @@ def _run(
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY") if args.format == "github" else None
     if summary_path:
         appendable(summary_path, what=SUMMARY, inputs=inputs)
+    out = StandardOutput()
     with checking(settings) as check:
         header = check.header
         for source in header.against:
@@ -186,7 +187,7 @@ def _run(
             if args.output:
                 write_text_atomically(args.output, text, what="--output", inputs=inputs)
             else:
-                sys.stdout.write(text)
+                out.write(text)
         elif args.output:
             # Streamed into a temp file beside the target; it replaces the target only when whole.
             with open_text_atomically(args.output, what="--output", inputs=inputs) as write:
@@ -194,9 +195,12 @@ def _run(
                     args.format, header, check.batches(), check.tally, write, color=color, verbose=args.verbose
                 )
         else:
+            # A closed pipe does not end the check: the rest runs, unwritten, to the verdict.
             render_stream(
-                args.format, header, check.batches(), check.tally, sys.stdout.write, color=color, verbose=args.verbose
+                args.format, header, check.batches(), check.tally, out.write, color=color, verbose=args.verbose
             )
+        if not args.output:
+            out.flush()
         tally = check.tally
     # The text table on standard output names the inferred prefix itself.
     if header.prefix_source == "inferred" and not (args.format == "text" and args.output is None):

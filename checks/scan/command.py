@@ -7,7 +7,7 @@ import os
 import sys
 
 from aoti_shim.arguments import path_text
-from aoti_shim.atomic import destination, write_text_atomically
+from aoti_shim.atomic import StandardOutput, destination, write_text_atomically
 from aoti_shim.checks.report.options import FORMAT_HELP, SUMMARY, add_report_options, append_step_summary
 from aoti_shim.color import wants_color
 from aoti_shim.errors import UsageError
@@ -119,5 +119,7 @@ def run(args: argparse.Namespace) -> int:
         _outside_environment(args.output, report.scanned.site_folders)
         write_text_atomically(args.output, text, what="--output", inputs=inputs)
     else:
-        sys.stdout.write(text)
+        out = StandardOutput()
+        out.write(text)
+        out.flush()
     return report.exit_code(args.fail_on)

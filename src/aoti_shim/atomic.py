@@ -97,6 +97,44 @@ def _writable(folder: str) -> bool:
     return os.access(folder, os.W_OK | os.X_OK, effective_ids=effective)
 
 
+def silence_stdout() -> None:
+    """Point standard output at /dev/null: after its reader left, the interpreter's last
+    flush must not fail again (with a traceback, and exit status 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
+class StandardOutput:
+    """A report's writer to standard output. When its reader leaves (``| head -1`` closed the
+    pipe) it writes nothing more, quietly, and the command goes on to its verdict: the exit
+    status is still the verdict's (``${PIPESTATUS[0]}``), as with no pipe."""
+
+    def __init__(self) -> None:
+        self.reader_left = False
+
+    def write(self, text: str) -> None:
+        if not self.reader_left:
+            try:
+                sys.stdout.write(text)
+            except BrokenPipeError:
+                self._left()
+
+    def flush(self) -> None:
+        if not self.reader_left:
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                self._left()
+
+    def _left(self) -> None:
+        self.reader_left = True
+        silence_stdout()
+
+
 @contextlib.contextmanager
 def replacing(
     path: str | os.PathLike[str],
@@ -129,10 +167,13 @@ def replacing(
     try:
         yield tmp
         if dest.path is None:
-            with open(tmp, "rb") as src:
-                sys.stdout.flush()
-                shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
-                sys.stdout.buffer.flush()
+            try:
+                with open(tmp, "rb") as src:
+                    sys.stdout.flush()
+                    shutil.copyfileobj(src, sys.stdout.buffer, 1 << 20)
+                    sys.stdout.buffer.flush()
+            except BrokenPipeError:
+                silence_stdout()  # its reader left: the command's verdict stands (StandardOutput's rule)
             return
         if fsync:
             with open(tmp, "rb+") as handle:

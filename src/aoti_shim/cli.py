@@ -119,15 +119,6 @@ _PRINTS = {
 _OUTPUT_ERRNOS = frozenset({errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    except (OSError, AttributeError, ValueError):
-        pass
-
-
 def _warn_of_prefix(args: argparse.Namespace) -> None:
     """A ``--prefix`` without its trailing ``_`` is legal but almost always a slip: one
     warning line on standard error, the exit status unchanged (it is no finding)."""
@@ -198,7 +189,11 @@ def _main(argv: Sequence[str] | None) -> int:
         # into AotiShimError): a pipe whose reader left, a full disk behind a redirection.
         if not isinstance(e, BrokenPipeError) and (e.filename is not None or e.errno not in _OUTPUT_ERRNOS):
             raise
-        _silence_stdout()  # the interpreter's last flush must not fail again, with a traceback
+        # A closed pipe's verdict is known only to check and scan (their StandardOutput):
+        # here none is, so this is the output error of the README's table.
+        from aoti_shim.atomic import silence_stdout  # lazy: only this error needs it
+
+        silence_stdout()  # the interpreter's last flush must not fail again, with a traceback
         print(f"aoti-shim: error: cannot write to standard output: {e.strerror or e}", file=sys.stderr)
         return EXIT_TOOL_ERROR
     except Terminated:
