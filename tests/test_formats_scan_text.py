@@ -92,3 +92,34 @@ def test_the_machine_formats_keep_every_path() -> None:
             report, fmt
         )
 
+
+def test_editable_and_unlisted_libraries_are_short_too(scan_envs) -> None:
+    """A real scan of the fixture venv: an editable install's library (its folder added by a
+    .pth) and a library no distribution lists were printed by their whole paths (4299e25:
+    "edit-z 0.3: /tmp/.../edit-z-src/edit_z/_core...so"), unlike every other library."""
+    from aoti_shim.checks.scan.run import ScanSettings, run_scan
+
+    report = run_scan(ScanSettings(paths=(str(scan_envs.dirty.root),)))
+    for verbose in (False, True):
+        text = render_text(report, width=100, verbose=verbose)
+        body = [line for line in text.splitlines() if not line.startswith(("scanned ", "site folder: "))]
+        # The folders appear only where the report names the scan and its site folders (-v).
+        assert not [line for line in body if str(scan_envs.editable_source) in line], text
+        assert not [line for line in body if str(scan_envs.stray_folder) in line], text
+        assert re.search(r"^    edit-z 0\.3: edit_z/_core\.[\w-]+\.so \(2\)", text, re.M), text
+        assert re.search(r"^    \(no distribution\): libstray\.so \(2\)", text, re.M), text
+    verbose_text = render_text(report, width=100, verbose=True)
+    assert re.search(r"^  edit_z/_core\.[\w-]+\.so: stable-ABI consumer$", verbose_text, re.M), verbose_text
+    assert "\n  libstray.so: stable-ABI consumer\n" in verbose_text
+    # The machine formats keep the whole path.
+    assert str(scan_envs.editable_source) in render_scan(report, "json")
+
+
+def test_a_whole_path_outside_every_scanned_folder_keeps_its_folder_and_name() -> None:
+    from aoti_shim.checks.formats.scan_text import short
+
+    # An editable finder's folder (setuptools' MAPPING) is no site folder: the package folder and file.
+    assert short("/home/u/proj/src/pkg/_core.so", ("/venv/lib/python3.11/site-packages",)) == "pkg/_core.so"
+    assert short("/srv/a/b/libx.so", ("/srv/a", "/srv/a/b")) == "libx.so"  # the deepest folder holding it
+    assert short("/srv/ab/libx.so", ("/srv/a",)) == "ab/libx.so"  # a folder's name is no prefix of another's
+    assert short("pkg/libx.so", ("/srv",)) == "pkg/libx.so" and short("/w/x.whl!pkg/l.so") == "pkg/l.so"

@@ -3,12 +3,15 @@ distribution that causes them, each class with what to do, then the providers ta
 environment's listing only with ``-v``.
 
 Paths are shortened to the distribution and its member (a wheel's ``/long/path.whl!member``
-reads ``member`` under its distribution's name) and lines wrap to the terminal's width.
+reads ``member`` under its distribution's name; an editable install's file, or one no
+distribution lists, reads relative to the scanned folder holding it) and lines wrap to the
+terminal's width.
 The other formats keep every full path; this one is for reading at a glance.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,10 +39,19 @@ ADVICE = {
 }
 
 
-def short(display: str) -> str:
-    """A library's name under its distribution: a wheel's member, else the path as read
-    (relative to its site folder already)."""
-    return display.rsplit("!", 1)[-1] if ".whl!" in display else display
+def short(display: str, folders: Sequence[str] = ()) -> str:
+    """A library's name under its distribution: a wheel's member; a file read by its whole
+    path (an editable install's, one no distribution lists) relative to the deepest scanned
+    folder holding it (a site folder, or one a ``.pth`` or an editable finder adds), else its
+    folder and name; else the path as read (relative to its site folder already)."""
+    if ".whl!" in display:
+        return display.rsplit("!", 1)[-1]
+    if not display.startswith("/"):
+        return display
+    holding = [f for f in folders if display.startswith(f.rstrip("/") + "/")]
+    if holding:
+        return display[len(max(holding, key=len).rstrip("/")) + 1 :]
+    return "/".join(display.rsplit("/", 2)[-2:])
 
 
 def verdict(report: ScanReport) -> tuple[str, str]:
@@ -63,6 +75,7 @@ class _Page:
     def __post_init__(self) -> None:
         self.lines: list[str] = []
         self.by_display = {lib.display: lib for lib in self.report.scanned.libraries}
+        self.folders = tuple(os.path.normpath(f) for f in self.report.scanned.site_folders)
 
     def paint(self, text: str, code: str) -> str:
         return f"{code}{text}{_RESET}" if self.color else text
@@ -80,7 +93,7 @@ class _Page:
 
     def name(self, display: str) -> str:
         """A library as the text names it: its member, its distribution said elsewhere."""
-        return printable(short(display))
+        return printable(short(display, self.folders))
 
     def shorten(self, message: str) -> str:
         """A finding's message with every library's full path shortened."""
@@ -88,7 +101,7 @@ class _Page:
         for display in self.by_display:
             shown = printable(display)
             if shown in message:
-                message = message.replace(shown, printable(short(display)))
+                message = message.replace(shown, self.name(display))
         return message
 
 
@@ -302,7 +315,7 @@ def _listing(page: _Page, verbose: bool) -> None:
     if s.unowned:
         page.lines.append(f"{NOBODY}:")
         for lib in s.unowned:
-            page.add(f"{printable(lib.display)}: {lib.describe_roles()}", "  ", "      ")
+            page.add(f"{page.name(lib.display)}: {lib.describe_roles()}", "  ", "      ")
     for name, kind in s.ignored:
         page.add(f"not a library ({kind}): {page.name(name)}", "  ", "      ")
     for name in s.programs:
