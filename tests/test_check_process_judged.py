@@ -226,6 +226,68 @@ def test_a_wheels_program_does_not_host_the_wheels_libraries(tmp_path: Path) -> 
     assert ("LOAD_FAILURE", "libbar.so", "foo_helper") not in _blocking(report), [f.message for f in report.findings]
 
 
+def _rdynamic_program(path: Path, *names: str) -> Path:
+    """A PIE program (PT_INTERP) linked -rdynamic: it exports every function it defines."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    source = path.parent.parent / f"{path.name}.c"  # a text file: both walks skip it
+    source.write_text(defining(*names) + "int main(void) { return 0; }\n")
+    compile_program(source, path, ("-rdynamic",))
+    headers = subprocess.run(["readelf", "-lW", str(path)], capture_output=True, text=True, check=True).stdout
+    assert "INTERP" in headers, headers
+    exported = subprocess.run(
+        ["nm", "-D", "--defined-only", str(path)], capture_output=True, text=True, check=True
+    ).stdout
+    assert all(f" T {n}" in exported for n in names), exported
+    # The loader itself never puts it in another process: dlopen refuses an executable.
+    refused = subprocess.run(
+        [sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(path)],
+        capture_output=True, text=True, check=False,
+    )
+    assert refused.returncode != 0 and "cannot dynamically load" in refused.stderr, refused.stderr
+    return path
+
+
+def test_an_rdynamic_program_in_a_checked_folder_is_its_own_process(tmp_path: Path) -> None:
+    """check --model FOLDER: bin/tool exports foo_helper (-rdynamic); lib/libbar.so calls
+    foo_helper with no DT_NEEDED that defines it. Read as a library of the blob's process the
+    tool would satisfy it (a false OK); judged as the program it is, libbar.so cannot load."""
+    pkg = tmp_path / "pkg"
+    bar = _lib(pkg / "lib", "bar", using("foo_helper", "myrt_aoti_torch_get_numel") + ENTRY)
+    _rdynamic_program(pkg / "bin" / "tool", "foo_helper")
+    shim = _lib(tmp_path, "shim", defining("myrt_aoti_torch_get_numel"))
+    loaded = _load(shim, bar)
+    assert loaded.returncode != 0 and "undefined symbol: foo_helper" in loaded.stderr, loaded.stderr
+    report = run_check(CheckSettings(shims=(str(shim),), models=(str(pkg),)))
+    assert ("LOAD_FAILURE", "libbar.so", "foo_helper") in _blocking(report), [f.message for f in report.findings]
+    assert not [f for f in report.findings if Path(f.artifact).name == "tool"], [f.message for f in report.findings]
+
+
+def test_an_rdynamic_program_in_an_environment_hijacks_no_extension(tmp_path: Path) -> None:
+    """scan: a distribution's -rdynamic program exporting one of libtorch's shim names beside
+    torch and a stable-ABI extension of another distribution. 4299e25 placed the program
+    RTLD_GLOBAL in the Python process: a false HIJACK of the extension and a COLLISION with
+    libtorch_cpu.so. No Python process loads a program; it is listed as what it is."""
+    from aoti_shim.checks.scan.run import ScanSettings, run_scan
+    from torch_support import torch_package
+
+    site = tmp_path / "site-packages"
+    tool = _rdynamic_program(site / "runner" / "bin" / "tool", "aoti_torch_get_data_ptr")
+    ext = _lib(site / "ext", "ops", using("aoti_torch_get_data_ptr"))
+    for name, files in (("runner", [tool]), ("ext", [ext])):
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        rows = [f"{f.relative_to(site)},," for f in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
+        (info / "RECORD").write_text("\n".join(rows) + "\n")
+    (site / "shared_torch.pth").write_text(f"{torch_package().parent}\n")
+    report = run_scan(ScanSettings(paths=(str(site),)))
+    assert [(f.rule, f.artifact) for f in report.findings if "runner" in f.artifact + (f.related or "")] == []
+    assert report.hijacks == () or not any("runner" in h.provider for h in report.hijacks)
+    roles = {lib.display: lib.describe_roles() for lib in report.scanned.libraries}
+    assert roles["runner/bin/tool"].startswith("a program, its own process"), roles["runner/bin/tool"]
+    assert roles["ext/libops.so"] == "stable-ABI consumer", roles["ext/libops.so"]
+
+
 # -- §1b: copy relocations are no re-export ---------------------------------------------------------
 
 

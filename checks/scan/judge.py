@@ -104,6 +104,8 @@ class LibraryFacts:
                 out.append(f"{role} ({', '.join(kinds)})")
             else:
                 out.append(role)
+        if self.kind == "executable":
+            out.insert(0, "a program, its own process (not judged with the environment's libraries)")
         return "; ".join(out)
 
 
@@ -467,7 +469,11 @@ class _Context:
 
     def __init__(self, scanned: Scanned) -> None:
         self.scanned = scanned
-        self.libraries = scanned.libraries
+        # The process judged is Python's: a program (PT_INTERP) is never loaded into it (the
+        # loader refuses to dlopen an executable), so its exports, -rdynamic or copy-relocated,
+        # capture no extension's imports and collide with no library there, and its imports
+        # bind in its own process (issue 33 §1b; `check` judges that one when named the host).
+        self.libraries = [lib for lib in scanned.libraries if lib.kind != "executable"]
         self.abi = torch_abi(scanned)
         self._hijacked: dict[int, frozenset[str]] = {}
         self.hijacks: list[Hijack] = []  # what _hijack found, as numbers
