@@ -31,6 +31,12 @@ or a name the stand-in lacks). For those imports only what the loader decides (w
 loads, which file, where an import binds) is compared: the rules' judgement of a
 dependency is issue 33 §1's.
 
+The process's program is a dimension too: the Python child, or a C host program (given to
+the check as the program hosting the blobs) whose ``DT_RPATH`` (or, less often,
+``DT_RUNPATH``) names a folder beside it; then each library's own run path is a
+``DT_RUNPATH`` (which ignores the program's ``DT_RPATH``), a ``DT_RPATH`` or none, and some
+run-path dependencies live only in the program's folder.
+
 Every library of a batch of cases is compiled in one ``gcc -c`` call and linked with
 ``ld``; one child process forks once per case and loads it the way the process under
 test would (references and shims ``RTLD_GLOBAL`` in order, then each blob
@@ -117,6 +123,12 @@ counted = {
     "shadowed": 0,
     "dep_shim_imports": 0,
     "dep_bindings": 0,
+    "program rpath": 0,
+    "program runpath": 0,
+    "own rpath": 0,
+    "no run path": 0,
+    "at program": 0,
+    "via program": 0,
     **{f"form {f}": 0 for f in ("$ORIGIN", "${ORIGIN}", "$ORIGIN/$LIB", "${ORIGIN}/${PLATFORM}", "$ORIGIN_x")},
 }
 # The run path's forms: each leads to the folder of the libraries (issue 33 §3).
@@ -162,6 +174,9 @@ class Lib:
     symlinked: bool = False  # loaded (or found) through a symlink in the case's links folder
     hwcaps: bool = False  # its real copy in glibc-hwcaps/<level>/, an empty one beside it
     shadow: str | None = None  # a file by its name earlier in the run path (SHADOWS)
+    # Its own run path (RUN_PATH_TAGS): DT_RUNPATH, DT_RPATH (--disable-new-dtags) or none.
+    tags: str = "runpath"
+    at_program: bool = False  # its file only in the program's run-path folder
 
 
 @dataclass
@@ -169,6 +184,9 @@ class Case:
     classes: dict[str, str]  # base name -> func / data / tls
     libs: list[Lib]
     form: str = "$ORIGIN"  # every library's run path (RPATH_FORMS)
+    # The process's program: None (the Python child), or a C host whose run path is a
+    # DT_RPATH ("rpath") or a DT_RUNPATH ("runpath").
+    program: str | None = None
 
 
 def name_of(base: str, spelling: str) -> str:
@@ -226,7 +244,9 @@ def cases(draw: st.DrawFn) -> Case:
             shim0.needed.append("dep0")
         else:
             shim0.filter = how
-    _blobs(draw, bases, spelling, libs, has_dep)
+    # The program (issue 33 §2): the Python child, or a C host with a DT_RPATH or a DT_RUNPATH.
+    program = draw(st.sampled_from(("rpath", "rpath", "runpath"))) if draw(st.integers(0, 4)) == 0 else None
+    _blobs(draw, bases, spelling, libs, has_dep, program is not None and draw(st.booleans()))
     if draw(st.integers(0, 7)) == 0:
         # A library that was there at link time and is gone: whoever needs it cannot load.
         draw(st.sampled_from([lib for lib in libs if lib.role in ("shim", "blob")])).needed.append("gone")
@@ -237,6 +257,7 @@ def cases(draw: st.DrawFn) -> Case:
     if draw(st.booleans()):
         _helper(draw, classes, libs)
     form = _search_shapes(draw, classes, libs)
+    _run_paths(draw, libs, program)
     loaded = [lib for lib in libs if lib.role in ("shim", "blob", "dep")]
     if draw(st.integers(0, 11)) == 0:
         # (An auxiliary filtee that dlopen refuses: left out, glibc's answer is not modelled.)
@@ -252,7 +273,24 @@ def cases(draw: st.DrawFn) -> Case:
             # ABI is taken as defined; the check reads no more of it.)
             d = draw(st.sampled_from([d for d in lib.defs if not d.old and d.base != HELPER]))
             lib.patches.append((name_of(d.base, d.spelling), draw(st.sampled_from(("value0", "section")))))
-    return Case(classes, libs, form)
+    return Case(classes, libs, form, program)
+
+
+# A library's own run path: the one every library has (DT_RUNPATH), DT_RPATH or none.
+RUN_PATH_TAGS = ("runpath", "runpath", "rpath", "none")
+
+
+def _run_paths(draw: st.DrawFn, libs: list[Lib], program: str | None) -> None:
+    """With a host program, whose DT_RPATH serves every library without a DT_RUNPATH (a
+    DT_RUNPATH of its own serves nobody else): each library's own run path drawn, some
+    run-path dependencies only in the program's folder."""
+    if program is None:
+        return
+    for lib in libs:
+        if lib.role in ("shim", "blob", "dep", "sdep", "hdep", "bdep"):
+            lib.tags = draw(st.sampled_from(RUN_PATH_TAGS))
+        if lib.role in ("sdep", "hdep", "bdep") and draw(st.booleans()):
+            lib.at_program = True
 
 
 def _search_shapes(draw: st.DrawFn, classes: dict[str, str], libs: list[Lib]) -> str:
@@ -291,9 +329,11 @@ def _search_shapes(draw: st.DrawFn, classes: dict[str, str], libs: list[Lib]) ->
     return draw(st.sampled_from(RPATH_FORMS[:1] * 4 + RPATH_FORMS))
 
 
-def _blobs(draw: st.DrawFn, bases: list[str], spelling: st.SearchStrategy[str], libs: list[Lib], has_dep: bool) -> None:
+def _blobs(
+    draw: st.DrawFn, bases: list[str], spelling: st.SearchStrategy[str], libs: list[Lib], has_dep: bool, bdep: bool
+) -> None:
     """One or two blobs, each importing some names and maybe needing a shim, a stub of it, dep0 or the libtorch
-    stand-in."""
+    stand-in; blob0 its own run-path dependency sometimes (always when ``bdep``)."""
     for i in range(draw(st.integers(1, 2))):
         imps = [
             Imp(b, draw(spelling), draw(st.integers(0, 4)) == 0)
@@ -306,7 +346,7 @@ def _blobs(draw: st.DrawFn, bases: list[str], spelling: st.SearchStrategy[str], 
         if link != "none":
             needed.append(link)
         libs.append(Lib(f"blob{i}", "blob", [], imps, needed, symbolic=draw(st.integers(0, 3)) == 0))
-    if draw(st.integers(0, 5)) == 0:
+    if bdep or draw(st.integers(0, 5)) == 0:
         # A blob's own dependency (a kernel library that its RUNPATH finds, never given to the
         # check) importing shim-ABI names: judged as the blob's own imports are (issue 33 §1).
         imps = [
@@ -436,6 +476,87 @@ def version_script(case: Case, lib: Lib) -> str:
 class Built:
     case: Case
     paths: dict[str, Path]  # key -> the library file (the stub's is link-time only)
+    program: Path | None = None  # the C host, for a case that has one
+
+
+# The C host program: argv[1] the result file, then G<path> (dlopen RTLD_GLOBAL | RTLD_LAZY),
+# L<path> (RTLD_LOCAL | RTLD_NOW), C<n>:<path> (call use_<n> of a loaded one), as the
+# Python child does. Its run path, $ORIGIN/prog, is the case's program folder.
+HOST = r'''
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static void trying(const char *result, const char *what) {
+    char name[4096];
+    snprintf(name, sizeof name, "%s.trying", result);
+    FILE *f = fopen(name, "w");
+    fputs(what, f);
+    fclose(f);
+}
+static void quoted(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') fputc('\\', f);
+        fputc((unsigned char)*s < 0x20 ? ' ' : *s, f);
+    }
+    fputc('"', f);
+}
+int main(int argc, char **argv) {
+    const char *result = argv[1], *paths[64];
+    void *handles[64];
+    int n = 0, failures = 0;
+    char name[4096], done[4096];
+    snprintf(done, sizeof done, "%s.failed", result);
+    FILE *failed = fopen(done, "w");
+    fputc('{', failed);
+    for (int i = 2; i < argc; i++) {
+        const char *arg = argv[i];
+        if (arg[0] == 'C') {
+            const char *path = strchr(arg, ':') + 1;
+            for (int h = 0; h < n; h++) {
+                if (strcmp(paths[h], path) != 0) continue;
+                char sym[32];
+                snprintf(sym, sizeof sym, "use_%d", atoi(arg + 1));
+                snprintf(name, sizeof name, "call:%d:%s", atoi(arg + 1), path);
+                trying(result, name);
+                ((int (*)(void))dlsym(handles[h], sym))();
+            }
+            continue;
+        }
+        trying(result, arg + 1);
+        void *handle = dlopen(arg + 1, arg[0] == 'G' ? RTLD_GLOBAL | RTLD_LAZY : RTLD_LOCAL | RTLD_NOW);
+        if (handle) {
+            paths[n] = arg + 1;
+            handles[n++] = handle;
+        } else {
+            fputs(failures++ ? ", " : "", failed);
+            quoted(failed, arg + 1);
+            fputs(": ", failed);
+            quoted(failed, dlerror());
+        }
+    }
+    fputc('}', failed);
+    fclose(failed);
+    return rename(done, result) != 0;
+}
+'''
+
+
+def _host(out: Path, c: int, program: str | None) -> Path | None:
+    """Case ``c``'s host program (linked from the batch's host.o), its run path a DT_RPATH or
+    a DT_RUNPATH naming its folder's ``prog``; None for the Python child."""
+    if program is None:
+        return None
+    host = out / f"c{c}_bin" / "host"
+    (host.parent / "prog").mkdir(parents=True)
+    dtags = "--disable-new-dtags" if program == "rpath" else "--enable-new-dtags"
+    subprocess.run(
+        ["gcc", "-o", str(host), str(out / "host.o"), f"-Wl,{dtags},-rpath,$ORIGIN/prog", "-ldl"],
+        check=True,
+        capture_output=True,
+    )
+    return host
 
 
 def build_batch(batch: list[Case], out: Path) -> list[Built]:
@@ -448,14 +569,15 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
             sources.append((c, lib, src))
     # One gcc call compiles every library of the batch; ld links each.
     (out / "empty.c").write_text("")
+    (out / "host.c").write_text(HOST)
     subprocess.run(
-        ["gcc", "-c", "-fPIC", "-O1", "empty.c", *[s.name for _, _, s in sources]],
+        ["gcc", "-c", "-fPIC", "-O1", "empty.c", "host.c", *[s.name for _, _, s in sources]],
         cwd=out,
         check=True,
         capture_output=True,
     )
     _run_path_folders(out)
-    built = [Built(case, {}) for case in batch]
+    built = [Built(case, {}, _host(out, c, case.program)) for c, case in enumerate(batch)]
     order = {"stub": 0, "gone": 0, "dep": 1, "sdep": 1, "hdep": 1, "bdep": 1, "ref": 2, "shim": 3, "blob": 4}
     for c, lib, src in sorted(sources, key=lambda t: (t[0], order[t[1].role])):
         case = batch[c]
@@ -464,7 +586,9 @@ def build_batch(batch: list[Case], out: Path) -> list[Built]:
         target.parent.mkdir(exist_ok=True)
         run_path = f"$ORIGIN/c{c}_sh:" + (f"{out}/$ORIGIN_x" if case.form == "$ORIGIN_x" else case.form)
         named = ["-soname", soname] if lib.soname or lib.role == "stub" else []
-        args = ["ld", "-shared", *named, "-o", str(target), str(src.with_suffix(".o")), "-rpath", run_path]
+        args = ["ld", "-shared", *named, "-o", str(target), str(src.with_suffix(".o"))]
+        if lib.tags != "none":
+            args += ["-rpath", run_path, *(["--disable-new-dtags"] if lib.tags == "rpath" else [])]
         if lib.versioned:
             script = src.with_suffix(".map")
             script.write_text(version_script(case, lib))
@@ -514,8 +638,13 @@ def _search_shape(out: Path, c: int, lib: Lib, b: Built) -> None:
     """Moves the real copy to glibc-hwcaps/<level>/ (an empty library in its place), puts a
     shadow earlier in the run path, links it into the case's links folder."""
     target = b.paths[lib.key]
+    if lib.at_program and b.program is not None:
+        # Only the program's run-path folder has it.
+        moved = b.program.parent / "prog" / target.name
+        os.replace(target, moved)
+        b.paths[lib.key] = target = moved
     if lib.hwcaps:
-        real = out / "glibc-hwcaps" / HWCAPS_LEVELS[0] / target.name
+        real = target.parent / "glibc-hwcaps" / HWCAPS_LEVELS[0] / target.name
         real.parent.mkdir(parents=True, exist_ok=True)
         os.replace(target, real)
         named = ["-soname", target.name] if lib.soname else []
@@ -584,6 +713,8 @@ cases = json.load(sys.stdin)
 out = {}
 for case in cases:
     pid = os.fork()
+    if pid == 0 and case["program"]:
+        os.execv(case["program"][0], case["program"])
     if pid == 0:
         failed = {}
         handles = {}
@@ -625,7 +756,13 @@ def load_batch(built: list[Built], out: Path) -> list[tuple[dict[str, str], list
     for i, b in enumerate(built):
         uses = {str(b.paths[lib.key]): len(lib.imps) for lib in b.case.libs if lib.role == "shim"}
         jobs.append({"global": roles(b, "ref") + roles(b, "shim"), "local": roles(b, "blob") + roles(b, "dep"),
-                     "result": str(out / f"result{i}.json"), "uses": uses})
+                     "result": str(out / f"result{i}.json"), "uses": uses, "program": None})
+        if b.program is not None:
+            # The C host does as the Python child does, by its arguments.
+            job = jobs[-1]
+            steps = [f"G{p}" for p in job["global"]] + [f"L{p}" for p in job["local"]]
+            steps += [f"C{n}:{p}" for p in job["global"] for n in range(uses.get(p, 0))]
+            job["program"] = [str(b.program), job["result"], *steps]
     debug = out / "ld"
     env = dict(os.environ, LD_DEBUG="bindings", LD_DEBUG_OUTPUT=str(debug))
     env.pop("LD_BIND_NOW", None)
@@ -781,7 +918,8 @@ def _ask_model(
     load, those whose first call fails, and where it binds the other imports asked."""
     settings_ = CheckSettings(
         shims=tuple(roles(b, "shim")),
-        models=tuple(roles(b, "blob") + roles(b, "dep")),
+        # (The host program, a file given: the program hosting the blobs, its DT_RPATH theirs.)
+        models=tuple(([str(b.program)] if b.program is not None else []) + roles(b, "blob") + roles(b, "dep")),
         against=tuple(roles(b, "ref")),
         prefix=PREFIX,
     )
@@ -870,6 +1008,15 @@ def _count(case: Case, blocking: list[Finding], clean: bool, dep_imports: bool) 
     counted["shadowed"] += any(lib.shadow for lib in case.libs)
     counted["dep_shim_imports"] += dep_imports
     counted[f"form {case.form}"] += 1
+    if case.program is not None:
+        counted[f"program {case.program}"] += 1
+        counted["own rpath"] += any(lib.tags == "rpath" for lib in case.libs)
+        counted["no run path"] += any(lib.tags == "none" for lib in case.libs)
+        counted["at program"] += any(lib.at_program for lib in case.libs)
+        # Needed by a library without DT_RUNPATH: only the program's DT_RPATH finds it.
+        counted["via program"] += case.program == "rpath" and any(
+            d.at_program and d.key in n.needed and n.tags != "runpath" for d in case.libs for n in case.libs
+        )
 
 
 def _failed_by_need(b: Built, path: str, failures: set[str]) -> bool:
@@ -897,7 +1044,11 @@ def report_count(request: pytest.FixtureRequest):
         f"{counted['hwcaps']} with a glibc-hwcaps copy, {counted['shadowed']} with a shadow earlier in the path, "
         f"{counted['dep_shim_imports']} with a dependency importing shim names ({counted['dep_bindings']} such "
         "bindings compared), "
-        f"run paths: {', '.join(f'{counted[k]} {k[5:]}' for k in counted if k.startswith('form '))})"
+        f"run paths: {', '.join(f'{counted[k]} {k[5:]}' for k in counted if k.startswith('form '))}; "
+        f"a host program: {counted['program rpath']} with a DT_RPATH, {counted['program runpath']} with a DT_RUNPATH, "
+        f"{counted['own rpath']} of them with a library's own DT_RPATH, {counted['no run path']} with a library "
+        f"without run path, {counted['at program']} with a dependency only in the program's folder, "
+        f"{counted['via program']} of them needed by a library the program's DT_RPATH serves)"
     )
     # In the run's closing summary: a fixture's own output is captured and never reaches CI's log.
     summary_line(request.config, line)
