@@ -119,6 +119,11 @@ class Closure:
     machine: tuple[Linked, ...]
     # The machine's libraries read for their exports, open until the check ends.
     images: tuple[ElfImage, ...]
+    # The facts of this machine's loader (search.FACTS) that decided where a need of a
+    # checked library or of a library found in the deployment's folders was found, and the
+    # process's libc (this machine's): a report says them, the deployment may differ.
+    facts_used: frozenset[str] = frozenset()
+    libc: str | None = None
 
     def linked(self, key: Key) -> Linked | None:
         node = self.nodes.get(key)
@@ -185,6 +190,8 @@ class Walk:
         # (library, the needers that brought it in nearest first, reached from a shim?)
         self._queue: deque[tuple[Key, tuple[search.Needer, ...], bool]] = deque()
         self._program: search.Needer | None = None
+        self._facts_used: set[str] = set()
+        self._libc: str | None = None
 
     def run(self, roots: Sequence[Root]) -> Closure:
         self._program = next((r.needs.needer for r in roots if r.program and r.needs is not None), None)
@@ -223,6 +230,10 @@ class Walk:
         if header is not None and needer.header is not None and needer.header != header:
             needer = dataclasses.replace(needer, header=header)
         where = self._finder.find(name, needer, loaders, self._program)
+        if not system and not search.GLIBC_LIBRARY.fullmatch(name):
+            # (The machine's own libraries' needs are the machine's either way; glibc's own
+            # libraries, which nearly every library needs, are the libc fact.)
+            self._facts_used.update(where.facts)
         edges = self._edges.setdefault(key, [])
         if where.how == search.UNSEEN:
             self._unseen_of.setdefault(key, []).append(name)
@@ -329,6 +340,7 @@ class Walk:
             if host is not None:
                 self._machine.append(host)
                 self._known.update(self._linked[host].names)
+            self._libc = real
         for ref in self._process.reference_images:
             if ref.has_dynsym:
                 self._references_needs(ref)
@@ -394,6 +406,8 @@ class Walk:
             unseen=tuple(self._unseen),
             machine=tuple(m if isinstance(m, Linked) else nodes[m].linked for m in self._machine),
             images=tuple(self._images),
+            facts_used=frozenset(self._facts_used) | ({search.LIBC_FACT} if self._libc else frozenset()),
+            libc=self._libc,
         )
 
 

@@ -15,7 +15,9 @@ a load failure (``FAILED``), as for the loader; only another ELF class or machin
 A library without ``DT_RUNPATH`` searches the program's ``DT_RPATH`` after its loaders'.
 
 What the machine's loader says of itself (``ld.so --help``: ``$PLATFORM``, the hwcaps
-levels it searches) comes from the machine the check runs on (:func:`loader_facts`).
+levels it searches) comes from the machine the check runs on (:func:`loader_facts`); each
+answer names the facts of this machine it depended on (``Found.facts``, :data:`FACTS`), so
+a report can say so when the deployment is another machine.
 
 Two places are the checker's own, after the loader's: the ``--library-path`` folders (the
 deployment's, where this machine has none), and, for a library inside a wheel, the
@@ -31,6 +33,7 @@ none the loader can load) or ``MISSING``.
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import posixpath
@@ -45,10 +48,23 @@ from typing import Literal
 
 FILE, SYSTEM, UNSEEN, MISSING, FAILED = "file", "system", "unseen", "missing", "failed"
 
+# The loader facts the check takes from the machine it runs on (a deployment elsewhere may
+# differ): $PLATFORM, $LIB, the glibc-hwcaps (and legacy) subfolders searched,
+# LD_LIBRARY_PATH, the ld.so cache, the system folders, and the process's libc.
+PLATFORM_FACT, LIB_FACT, HWCAPS_FACT, ENV_FACT = "platform", "lib", "hwcaps", "LD_LIBRARY_PATH"
+CACHE_FACT, SYSTEM_FACT, LIBC_FACT = "ld_so_cache", "system_folders", "libc"
+FACTS = (PLATFORM_FACT, LIB_FACT, HWCAPS_FACT, ENV_FACT, CACHE_FACT, SYSTEM_FACT, LIBC_FACT)
+
 # The GPU driver's user-space libraries: installed with the driver, never by a wheel, and
 # absent on a machine without a GPU (a CI runner checking CUDA shims).
 DRIVER_LIBRARY = re.compile(
     r"lib(cuda|cudadebugger|nvcuvid|nvoptix|nvidia-[A-Za-z0-9_-]+|nvidia_[A-Za-z0-9_-]+)\.so(\.[0-9]+)*"
+)
+
+# glibc's own libraries (libc, its loader, libm, the stubs of libdl and libpthread...): the
+# process's libc, whichever folder holds them.
+GLIBC_LIBRARY = re.compile(
+    r"(libc|libm|libdl|libpthread|librt|libutil|libresolv|libanl|ld-linux[A-Za-z0-9_.-]*)\.so(\.[0-9]+)*"
 )
 
 # Libraries that make a process a CUDA one: the CUDA runtime, and torch's CUDA libraries that
@@ -73,6 +89,8 @@ class Found:
     via: str = ""
     # FAILED: why the loader cannot load it (its error, "invalid ELF header"...).
     why: str = ""
+    # The facts of this machine (FACTS) the answer depended on.
+    facts: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -410,6 +428,14 @@ class Search:
     ) -> None:
         self.paths = paths
         self._members = members
+        self._facts: set[str] = set()  # the machine's facts the search under way used
+
+    def _expand(self, folder: str, origin: str | None) -> str | None:
+        """:func:`expand`, noting the machine's ``$PLATFORM`` or ``$LIB`` when ``folder`` names them."""
+        for token, fact in (("PLATFORM", PLATFORM_FACT), ("LIB", LIB_FACT)):
+            if has_token(folder, token):
+                self._facts.add(fact)
+        return expand(folder, origin, self.paths)
 
     def _fits(self, path: str, needer: Needer) -> bool:
         return verify(path, needer.header)
@@ -420,10 +446,10 @@ class Search:
         """The file ``name`` in a run-path folder of ``owner`` (as expanded), wheels considered."""
         relative_to_origin = has_token(folder, "ORIGIN")
         if owner.member_dir is None or not relative_to_origin:
-            expanded = expand(folder, owner.origin, self.paths)
+            expanded = self._expand(folder, owner.origin)
             return None if expanded is None else self._plain(expanded, name, needer)
         # A wheel member: the folder inside the wheel, then where the wheel installs (each site).
-        expanded = expand(folder, owner.member_dir, self.paths)
+        expanded = self._expand(folder, owner.member_dir)
         if expanded is None:
             return None
         inside = os.path.normpath(expanded)
@@ -455,6 +481,8 @@ class Search:
         for sub in self.paths.subfolders:
             candidate = os.path.join(folder, sub, name) if sub else os.path.join(folder, name)
             if self._fits(candidate, needer):
+                if sub:
+                    self._facts.add(HWCAPS_FACT)
                 return candidate
         if _ends_list(folder, name):  # (errno is the last candidate's: the folder's own)
             raise _ListEnds(folder)
@@ -463,10 +491,12 @@ class Search:
     def find(self, name: str, needer: Needer, loaders: Sequence[Needer] = (), program: Needer | None = None) -> Found:
         """Where ``name`` (a DT_NEEDED entry of ``needer``, which ``loaders`` brought in,
         nearest first, in a process whose program is ``program``) is found."""
+        self._facts = set()
         try:
-            return self._find(name, needer, loaders, program)
+            found = self._find(name, needer, loaders, program)
         except Unloadable as e:
-            return Found(FAILED, e.path, "its first candidate", e.why)
+            found = Found(FAILED, e.path, "its first candidate", e.why)
+        return dataclasses.replace(found, facts=frozenset(self._facts)) if self._facts else found
 
     def _find(self, name: str, needer: Needer, loaders: Sequence[Needer], program: Needer | None) -> Found:
         unseen: list[str] = []
@@ -494,9 +524,10 @@ class Search:
             try:
                 for folder in self.paths.env:
                     # ($ORIGIN there is the program's folder, which the check does not know: dropped.)
-                    expanded = expand(folder, None, self.paths)
+                    expanded = self._expand(folder, None)
                     hit = self._plain(expanded, name, needer) if expanded is not None else None
                     if hit is not None:
+                        self._facts.add(ENV_FACT)
                         return Found(FILE, hit, "LD_LIBRARY_PATH")
             except _ListEnds:
                 pass
@@ -510,11 +541,13 @@ class Search:
             if not needer.nodeflib:
                 for path in self.paths.cache.get(name, ()):
                     if self._fits(path, needer):
+                        self._facts.add(CACHE_FACT)
                         return Found(SYSTEM, path, "the ld.so cache")
                 try:
                     for folder in self.paths.system:
                         hit = self._plain(folder, name, needer)
                         if hit is not None:
+                            self._facts.add(SYSTEM_FACT)
                             return Found(SYSTEM, hit, "a system folder")
                 except _ListEnds:
                     pass
@@ -536,7 +569,7 @@ class Search:
             folder, base = os.path.split(name)
             if has_token(folder, "ORIGIN"):
                 return self._in_folder(folder, base, needer, needer, unseen, "DT_NEEDED")
-            expanded = expand(name, needer.origin, self.paths)
+            expanded = self._expand(name, needer.origin)
             if expanded is None:
                 return None
             name = expanded
