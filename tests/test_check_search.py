@@ -356,3 +356,49 @@ def test_a_foreign_librarys_needs_are_looked_up_as_the_loaders(tmp_path: Path) -
     assert loaded.returncode != 0 and "libshim.so" in loaded.stderr.strip().splitlines()[-1], loaded.stderr
     report = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),)))
     assert {Path(f.artifact).name for f in report.findings if f.rule == "LOAD_FAILURE"} == {"libshim.so"}
+
+
+# -- the report names the loader facts taken from this machine --------------------------------------
+
+
+def test_the_report_names_the_loader_facts_it_took_from_this_machine(tmp_path: Path) -> None:
+    """Issue 33 §2: checked on another machine than the deployment's (a wheel in CI), the
+    report says which loader facts were this machine's. A blob whose RUNPATH names
+    ``$PLATFORM`` finds its dependency by this machine's platform: the text names it in one
+    line, JSON (valid by the shipped schema) and SARIF mark it used. A blob needing only
+    glibc uses no fact but libc, which every process has: no line, libc used in JSON."""
+    import json
+    from importlib import resources
+
+    import jsonschema
+
+    from aoti_shim.checks.formats import render
+
+    platform = loader_platform()
+    dep = _lib(tmp_path / platform, "dep", defining("helper"))
+    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(dep), "-Wl,-rpath,$ORIGIN/$PLATFORM"))
+    assert _load(blob).returncode == 0, _load(blob).stderr
+    report = run_check(CheckSettings(models=(str(blob),)))
+    facts = {f.fact: f for f in report.machine_facts}
+    assert facts["platform"].value == platform and facts["platform"].used
+    assert facts["libc"].used and os.path.basename(facts["libc"].value) == "libc.so.6"
+    assert not facts["hwcaps"].used and not facts["ld_so_cache"].used and not facts["system_folders"].used
+    said = [x for x in render(report).splitlines() if x.startswith("loader facts")]
+    assert said == [
+        f"loader facts from this machine: $PLATFORM {platform}, libc {facts['libc'].value} (another machine's "
+        "loader may differ)"
+    ]
+    doc = json.loads(render(report, "json"))
+    schema = resources.files("aoti_shim.checks").joinpath("schemas/report-v1.schema.json").read_text()
+    jsonschema.validate(doc, json.loads(schema))
+    assert {"fact": "platform", "value": platform, "used": True} in doc["machine_facts"]
+    sarif = json.loads(render(report, "sarif"))["runs"][0]["properties"]["machineFacts"]
+    assert sarif == doc["machine_facts"]
+    # The same blob beside its dependency, found by $ORIGIN: only libc is this machine's.
+    (tmp_path / "plain").mkdir()
+    plain = _lib(tmp_path / "plain", "blob", using("helper") + ENTRY, (str(dep), "-Wl,-rpath,$ORIGIN"))
+    (tmp_path / "plain" / "libdep.so").symlink_to(dep)
+    report = run_check(CheckSettings(models=(str(plain),)))
+    assert [f.fact for f in report.machine_facts if f.used] == ["libc"]
+    assert not any(x.startswith("loader facts") for x in render(report).splitlines())
+    assert any(x.startswith("loader facts") for x in render(report, verbose=True).splitlines())

@@ -6,6 +6,7 @@ own fields are in tests/test_formats_<module>.py; schemas and escaping have test
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -15,6 +16,7 @@ from aoti_shim.checks.report.model import (
     BLOCKING,
     AgainstSource,
     FindingBatch,
+    MachineFact,
     Tally,
     header_of,
 )
@@ -105,3 +107,36 @@ def test_a_message_is_escaped_when_it_is_the_batch_s_only_unsafe_text() -> None:
                        ("json", '"message": "cannot be loaded: libx\\u001b[2J.so: no such file"')):
         out = streamed_output(fmt, (failure,), report)
         assert shown in out and "\x1b" not in out, fmt
+
+
+# -- the loader facts taken from the checking machine ------------------------------------
+
+FACTS = (
+    MachineFact("platform", "haswell", False),
+    MachineFact("hwcaps", "glibc-hwcaps/x86-64-v3:glibc-hwcaps/x86-64-v2:tls:haswell", True),
+    MachineFact("ld_so_cache", "/etc/ld.so.cache", True),
+    MachineFact("libc", "/lib/x86_64-linux-gnu/libc.so.6", True),
+)
+
+
+def test_every_format_names_the_loader_facts_taken_from_this_machine() -> None:
+    """Issue 33 §2: a wheel checked in CI is deployed elsewhere; the report says which loader
+    facts were this machine's. Text: one line of those used (all with -v); JSON and SARIF:
+    every fact, its value and whether it was used."""
+    report = sample_report(machine_facts=FACTS)
+    line = (
+        "loader facts from this machine: glibc-hwcaps x86-64-v3:x86-64-v2, the ld.so cache, "
+        "libc /lib/x86_64-linux-gnu/libc.so.6 (another machine's loader may differ)"
+    )
+    assert render(report).splitlines()[3] == line
+    loud = render(report, verbose=True).splitlines()
+    assert loud[3] == line.replace("this machine: ", "this machine: $PLATFORM haswell (not used), ")
+    want = [{"fact": f.fact, "value": f.value, "used": f.used} for f in FACTS]
+    assert json.loads(render(report, "json"))["machine_facts"] == want
+    assert json.loads(render(report, "sarif"))["runs"][0]["properties"]["machineFacts"] == want
+    assert json.loads(streamed_output("json", (), report))["machine_facts"] == want
+    # libc alone is no news (every process has one): no line without -v; nor without facts.
+    libc_only = sample_report(machine_facts=(MachineFact("platform", "x86_64", False), FACTS[-1]))
+    assert not any(x.startswith("loader facts") for x in render(libc_only).splitlines())
+    assert any(x.startswith("loader facts") for x in render(libc_only, verbose=True).splitlines())
+    assert not any(x.startswith("loader facts") for x in render(sample_report(), verbose=True).splitlines())

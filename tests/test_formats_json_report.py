@@ -46,6 +46,7 @@ def test_json_says_every_field() -> None:
         "against": [
             {"item": "torch", "path": "/t/torch/lib", "found_by": "argument", "torch_version": "2.13.0", "libraries": 3}
         ],
+        "machine_facts": [],
         "findings": [_finding_dict(f) for f in (F_EXPORT, F_COLLISION, F_RUNTIME)],
         "suppressed": [{"finding": _finding_dict(F_HIDDEN), "reason": "known, issue 9"}],
         "unused_suppressions": ["MANGLED_SHIM in *.so"],

@@ -38,7 +38,7 @@ def test_sarif_says_rule_ids_levels_files_and_symbols() -> None:
         assert described["name"] == rule.id.title().replace("_", "")  # UNPREFIXED_EXPORT: UnprefixedExport
         assert described["shortDescription"] == {"text": rule.doc}
         assert described["defaultConfiguration"] == {"level": "error" if rule.severity == BLOCKING else "warning"}
-    assert run["properties"] == {"against": [AGAINST.as_dict()]}
+    assert run["properties"] == {"against": [AGAINST.as_dict()], "machineFacts": []}
     assert run["results"] == [
         {
             "ruleId": f.rule,
@@ -86,4 +86,4 @@ def test_sarif_of_batches_gives_each_finding_its_result() -> None:
         }
         for f in BATCH_FINDINGS
     ]
-    assert run["properties"] == {"against": [AGAINST.as_dict()]}
+    assert run["properties"] == {"against": [AGAINST.as_dict()], "machineFacts": []}

@@ -25,6 +25,7 @@ from aoti_shim.checks.report.model import (
     Finding,
     FindingBatch,
     Header,
+    MachineFact,
     Report,
     Tally,
     assemble,
@@ -192,10 +193,10 @@ def _dependencies(
     known: set[str],
     refs: list[Reference],
     settings: CheckSettings,
-) -> tuple[closure.Closure, tuple[Library, ...]]:
+) -> tuple[closure.Closure, tuple[Library, ...], tuple[MachineFact, ...]]:
     """Every DT_NEEDED entry of the checked libraries, looked up as ld.so looks it up, and
-    of what that finds (:mod:`aoti_shim.checks.loader.closure`); and the dependencies a
-    shim's closure reaches, for the export rules."""
+    of what that finds (:mod:`aoti_shim.checks.loader.closure`); the dependencies a
+    shim's closure reaches, for the export rules; and the loader facts of this machine."""
     sites = settings.site_folders if settings.site_folders is not None else running_interpreter().folders
     finder = search.Search(
         search.SearchPaths.of_machine(settings.library_path, sites), lru_cache(maxsize=None)(_members)
@@ -221,7 +222,27 @@ def _dependencies(
             roots.append(closure.Root(_key(art), lib.linked, needs, lib.role == "shim", lib.hosts))
     found = _Found()
     walked = closure.Walk(finder, process, found).run(roots)
-    return walked, found.of_shims(walked)
+    return walked, found.of_shims(walked), machine_facts(finder.paths, walked)
+
+
+def machine_facts(paths: search.SearchPaths, walked: closure.Closure) -> tuple[MachineFact, ...]:
+    """The loader facts the check took from this machine, each with its value and whether it
+    was used (issue 33 §2: a wheel checked in CI is deployed on another machine).
+    LD_LIBRARY_PATH only when set."""
+    values = {
+        search.PLATFORM_FACT: paths.platform or "(unknown: a folder naming it is dropped)",
+        search.LIB_FACT: paths.lib,
+        search.HWCAPS_FACT: ":".join(s for s in paths.subfolders if s) or "(none)",
+        search.ENV_FACT: ":".join(paths.env),
+        search.CACHE_FACT: search.CACHE_FILE if paths.cache else f"{search.CACHE_FILE} (absent or unreadable)",
+        search.SYSTEM_FACT: ":".join(paths.system),
+        search.LIBC_FACT: walked.libc or "(not found)",
+    }
+    return tuple(
+        MachineFact(fact, values[fact], fact in walked.facts_used)
+        for fact in search.FACTS
+        if fact != search.ENV_FACT or paths.env
+    )
 
 
 def _shim_names_only(lib: Library) -> Library:
@@ -394,6 +415,7 @@ def _header(
     refs: list[Reference],
     sources: list[AgainstSource],
     ignored: tuple[tuple[str, str], ...],
+    facts: tuple[MachineFact, ...] = (),
 ) -> Header:
     skipped = []
     if not settings.against:
@@ -409,6 +431,7 @@ def _header(
         prefix_inferred_from=prefix.inferred_from,
         against=tuple(sources),
         ignored=ignored,
+        machine_facts=facts,
     )
 
 
@@ -435,7 +458,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         known = {os.path.basename(r.display.split("!")[-1]) for r in refs}
         known.update(n for r in refs for n in (getattr(r, "soname", None),) if n)
         try:
-            walked, of_shims = _dependencies(inputs, known, refs, settings)
+            walked, of_shims, facts = _dependencies(inputs, known, refs, settings)
         except BaseException:
             close_all(refs)
             raise
@@ -453,7 +476,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
                 unseen=walked.unseen,
                 machine=walked.machine,
             )
-            yield CheckRun(_header(settings, prefix, libs, refs, sources, ignored), ctx, sups)
+            yield CheckRun(_header(settings, prefix, libs, refs, sources, ignored, facts), ctx, sups)
         finally:
             close_all(refs)
             for image in walked.images:

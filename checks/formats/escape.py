@@ -95,6 +95,8 @@ def header(h: Header, f: Escape) -> Header:
         skipped_rules=tuple((f(r), f(w)) for r, w in h.skipped_rules),
         against=_against(h.against, f),
         ignored=tuple((f(name), kind) for name, kind in h.ignored),
+        # (A fact's value names folders and files: LD_LIBRARY_PATH's may be any bytes.)
+        machine_facts=tuple(dataclasses.replace(m, value=f(m.value)) for m in h.machine_facts),
     )
 
 
@@ -128,6 +130,7 @@ def _map_report(report: Report, f: Escape) -> Report:
         unused_suppressions=tuple(f(u) for u in report.unused_suppressions),
         skipped_rules=h.skipped_rules,
         against=h.against,
+        machine_facts=h.machine_facts,
     )
 
 

@@ -113,6 +113,8 @@ def _head(header: Header) -> dict[str, Any]:
         "artifacts": [{"path": a.display, "role": a.role} for a in header.artifacts],
         "references": list(header.references),
         "against": [a.as_dict() for a in header.against],
+        # The loader facts taken from the checking machine (a deployment elsewhere may differ).
+        "machine_facts": [f.as_dict() for f in header.machine_facts],
     }
 
 

@@ -89,7 +89,11 @@ def sarif_document(
 
 
 def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Callable[[str], object]) -> None:
-    doc = sarif_document(rule_descriptors(RULES), [], {"against": [a.as_dict() for a in header.against]})
+    properties = {
+        "against": [a.as_dict() for a in header.against],
+        "machineFacts": [f.as_dict() for f in header.machine_facts],
+    }
+    doc = sarif_document(rule_descriptors(RULES), [], properties)
     text = json.dumps(doc, indent=2)
     at = text.index(_RESULTS)
     write(text[: at + len(_RESULTS) - 1])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from aoti_shim.checks.report.model import BLOCKING, FindingBatch, Header, Tally
+from aoti_shim.checks.report.model import BLOCKING, FindingBatch, Header, MachineFact, Tally
 from aoti_shim.checks.rules.table import NO_RENAME_HEADER
 
 _RED, _YELLOW, _GREEN, _DIM, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[2m", "\033[0m"
@@ -31,6 +31,30 @@ class _Group:
 
 def _plural(n: int, one: str, many: str) -> str:
     return f"{n} {one if n == 1 else many}"
+
+
+def _fact(fact: MachineFact) -> str:
+    if fact.fact == "hwcaps":  # (the glibc-hwcaps levels; the legacy subfolders follow them)
+        levels = [s.split("/", 1)[1] for s in fact.value.split(":") if s.startswith("glibc-hwcaps/")]
+        return f"glibc-hwcaps {':'.join(levels) or '(none)'}"
+    return {
+        "platform": f"$PLATFORM {fact.value}",
+        "lib": f"$LIB {fact.value}",
+        "LD_LIBRARY_PATH": f"LD_LIBRARY_PATH {fact.value}",
+        "ld_so_cache": "the ld.so cache",
+        "system_folders": "the system folders",
+        "libc": f"libc {fact.value}",
+    }.get(fact.fact, f"{fact.fact} {fact.value}")
+
+
+def machine_line(facts: tuple[MachineFact, ...], verbose: bool) -> list[str]:
+    """One line naming the loader facts taken from this machine: those used, when one
+    decided where a need was found (libc alone, which every process has, is no news); every
+    fact with -v."""
+    if not facts or not verbose and not any(f.used and f.fact != "libc" for f in facts):
+        return []
+    shown = [_fact(f) + ("" if f.used else " (not used)") for f in facts if f.used or verbose]
+    return [f"loader facts from this machine: {', '.join(shown)} (another machine's loader may differ)"]
 
 
 def stream_text(
@@ -64,6 +88,7 @@ def _header_lines(header: Header, *, color: bool, verbose: bool) -> list[str]:
     )
     for source in header.against:
         lines.append(f"against: {source.item}: {source.describe()}")
+    lines += machine_line(header.machine_facts, verbose)
     if verbose:
         for art in header.artifacts:
             lines.append(f"  {art.role}: {art.display}")

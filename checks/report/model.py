@@ -124,6 +124,21 @@ class CheckedArtifact:
 
 
 @dataclass(frozen=True)
+class MachineFact:
+    """A loader fact taken from the machine the check ran on (its ``$PLATFORM``, hwcaps
+    levels, ld.so cache, system folders, libc...): a deployment on another machine may
+    differ. ``used``: it decided where a checked library's need was found (or, for libc,
+    the process has it)."""
+
+    fact: str
+    value: str
+    used: bool
+
+    def as_dict(self) -> dict[str, object]:
+        return {"fact": self.fact, "value": self.value, "used": self.used}
+
+
+@dataclass(frozen=True)
 class AgainstSource:
     """One --against item: what it named, what was read, and the torch it is."""
 
@@ -162,6 +177,8 @@ class Report:
     prefix_inferred_from: str = ""
     # What each --against item was (every format names the torch it checked against).
     against: tuple[AgainstSource, ...] = ()
+    # The loader facts taken from the checking machine.
+    machine_facts: tuple[MachineFact, ...] = ()
 
     @property
     def prefix_origin(self) -> str:
@@ -194,6 +211,8 @@ class Header:
     against: tuple[AgainstSource, ...] = ()
     # ELF files in --shim/--model folders and wheels that are no shared library: (name, kind).
     ignored: tuple[tuple[str, str], ...] = ()
+    # The loader facts taken from the checking machine.
+    machine_facts: tuple[MachineFact, ...] = ()
 
     @property
     def prefix_origin(self) -> str:
@@ -261,6 +280,7 @@ def header_of(report: Report) -> Header:
         report.skipped_rules,
         report.prefix_inferred_from,
         report.against,
+        machine_facts=report.machine_facts,
     )
 
 
@@ -278,4 +298,5 @@ def assemble(header: Header, findings: tuple[Finding, ...], tally: Tally) -> Rep
         unused_suppressions=tally.unused_suppressions,
         skipped_rules=header.skipped_rules,
         against=header.against,
+        machine_facts=header.machine_facts,
     )
