@@ -187,6 +187,38 @@ def test_a_library_needing_libtorch_python_binds_cpythons_api_to_the_interpreter
     assert not [f for f in report.findings if f.rule == "LOAD_FAILURE"], [f.message for f in report.findings]
 
 
+def test_a_blobs_dependency_importing_cpythons_api_is_judged_by_the_process_it_lives_in(tmp_path: Path) -> None:
+    """A blob needs libhelper.so, which calls PyLong_FromLong. With nothing saying the process
+    is an interpreter (a C++ runner's dlopen of the blob), the helper's import binds to
+    nothing: a real program's dlopen fails on it, and the check says LOAD_FAILURE naming the
+    helper. When the blob needs libtorch_python.so (only an interpreter loads it), its whole
+    closure lives in CPython: ctypes loads it, and the check says no LOAD_FAILURE. Before,
+    only the library needing libtorch_python was taken as hosted, not its own dependency."""
+    helper = _python_library(tmp_path / "deps", "helper", _HELPER)
+    runner = tmp_path / "runner"
+    source = tmp_path / "runner.c"
+    source.write_text(
+        "#include <dlfcn.h>\n#include <stdio.h>\n"
+        "int main(int argc, char **argv) { if (!dlopen(argv[1], RTLD_NOW | RTLD_LOCAL)) { puts(dlerror()); return 1; "
+        "} return 0; }\n"
+    )
+    compile_program(source, runner, ("-ldl",))
+    text = "extern void *helper_value(void);\n" + f"{EXPORT} int use(void) {{ return helper_value() != 0; }}\n" + ENTRY
+    blob = _lib(tmp_path, "blob", text, (str(helper), "-Wl,-rpath,$ORIGIN/deps"))
+    ran = subprocess.run([str(runner), str(blob)], capture_output=True, text=True, check=False)
+    assert ran.returncode != 0 and "undefined symbol: PyLong_FromLong" in ran.stdout, ran.stdout
+    report = run_check(CheckSettings(models=(str(blob),)))
+    assert ("LOAD_FAILURE", "libblob.so", "PyLong_FromLong") in _blocking(report)
+    assert "libhelper.so" in _message(report, "LOAD_FAILURE", "PyLong_FromLong")
+    torch_python = _lib(tmp_path / "torch", "torch_python", defining("THPVariable_Wrap"))
+    run_path = "-Wl,-rpath,$ORIGIN/../deps:$ORIGIN/../torch"
+    hosted = _lib(tmp_path / "hosted", "blob", text, (str(helper), str(torch_python), run_path))
+    loaded = _load(hosted)
+    assert loaded.returncode == 0, loaded.stderr
+    report = run_check(CheckSettings(models=(str(hosted),)))
+    assert not [f for f in report.findings if f.rule == "LOAD_FAILURE"], [f.message for f in report.findings]
+
+
 # -- §1b: a program in a wheel is a process of its own ----------------------------------------------
 
 

@@ -74,15 +74,18 @@ def test_an_extension_module_and_its_closure_live_in_cpython() -> None:
     assert python_hosted([ext, other], closure_of(libs)) == frozenset({id(ext), id(dep)})
 
 
-def test_a_library_needing_torchs_python_bindings_lives_in_cpython_but_not_its_closure() -> None:
+def test_a_library_needing_torchs_python_bindings_lives_in_cpython_with_its_closure() -> None:
+    # (Its own dependency loads into the same interpreter: libdep.so's Py* imports bind there
+    # whoever else needs it; test_check_process_judged.py asks the real loader.)
     torch_python = lib(TORCH_PYTHON)
     dep = lib("libdep.so")
     user = lib("libuser.so", SHIM, needed=("libdep.so", TORCH_PYTHON))
     through = lib("libthrough.so", SHIM, needed=("libuser.so",))
     plain = lib("libplain.so", SHIM, needed=("libdep.so",))
-    libs = by_name(torch_python, dep, user, through, plain)
-    hosted = python_hosted([user, through, plain], closure_of(libs))
-    assert hosted == frozenset({id(user), id(through)})
+    other = lib("libother.so", SHIM)
+    libs = by_name(torch_python, dep, user, through, plain, other)
+    hosted = python_hosted([user, through, plain, other], closure_of(libs))
+    assert hosted == frozenset({id(user), id(through), id(dep), id(torch_python)})
     # Named in DT_NEEDED but found nowhere still says so.
     lone = lib("liblone.so", SHIM, needed=(TORCH_PYTHON,))
     assert python_hosted([lone], closure_of(by_name(lone))) == frozenset({id(lone)})

@@ -39,13 +39,12 @@ def chain(roots: Sequence[Linked], lib: Linked, by_name: Mapping[str, Linked]) -
 
 def python_hosted(libraries: Iterable[Linked], closure: Callable[[Linked], list[Linked]]) -> frozenset[int]:
     """The ids of the libraries that live in a CPython process: an extension module (it defines
-    ``PyInit_<name>``) and the closure it needs, and a library whose closure needs
-    libtorch_python.so. Their ``Py*``/``_Py*`` imports bind to the interpreter."""
+    ``PyInit_<name>``) and a library whose closure needs libtorch_python.so, each with the
+    closure it needs (a blob's own dependency loads into the same interpreter). Their
+    ``Py*``/``_Py*`` imports bind to the interpreter."""
     hosted: set[int] = set()
     for lib in libraries:
         reached = closure(lib)
-        if lib.python_extension:
+        if lib.python_extension or any(TORCH_PYTHON in x.names or TORCH_PYTHON in x.needed for x in reached):
             hosted.update(id(x) for x in reached)
-        elif any(TORCH_PYTHON in x.names or TORCH_PYTHON in x.needed for x in reached):
-            hosted.add(id(lib))
     return frozenset(hosted)
