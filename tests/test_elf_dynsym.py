@@ -77,3 +77,57 @@ def test_tables_holding_picks_by_needle_and_prefix() -> None:
     assert set(imports) == {"myrt_aoti_torch_get_dim"}
     assert symbols.tables is None  # a partial table is not kept
     assert symbols.versym() is not None and symbols.build_tables()[0]["synth_versioned"].versioned
+
+
+def test_tables_holding_finds_tail_merged_names_as_the_whole_table_does(tmp_path: Path) -> None:
+    """ld stores a name that ends another one inside it (``cudaFoo`` in ``my_cudaFoo``): a
+    name's offset need not follow a NUL. Every needle and prefix the scan searches for, and
+    some that cut names in half, pick exactly what filtering the whole tables picks."""
+    from aoti_shim.checks.scan.judge import _SEARCHED_CONTAINS, _SEARCHED_STARTS
+
+    names = [
+        "cudaFoo",
+        "my_cudaFoo",
+        "__cxa_thing",
+        "pre__cxa_thing",
+        "aoti_torch_x",
+        "myrt_aoti_torch_x",
+        "_ZTVN10__cxxabiv117__class_type_infoX",
+        "torch_y",
+        "x_Znwm_y",
+        "Znwm",
+    ]
+    source = tmp_path / "tails.c"
+    source.write_text(
+        "".join(f"void {n}(void) {{}}\nextern void u{n}(void);\n" for n in names)
+        + "void use(void) {"
+        + "".join(f"u{n}();" for n in names)
+        + "}\n"
+    )
+    target = tmp_path / "libtails.so"
+    compile_shared(source, target)
+    data = target.read_bytes()
+    view = ByteView(str(target), data, len(data), False)
+    symbols = _symbols(view)
+    exports, imports = symbols.build_tables()
+    strtab = symbols.table.dynsym()[1]
+    dynstr = data[strtab.offset : strtab.offset + strtab.size]
+    offsets, _ = symbols.columns()
+    assert any(o and dynstr[o - 1] != 0 for o in offsets), "ld merged no tails: the test proves nothing"
+    cases = [(_SEARCHED_CONTAINS, _SEARCHED_STARTS), (("aoti_",), ()), ((), ("cuda", "Znwm")), (("_Zn",), ("my_",))]
+    for contains, starts in cases:
+
+        got_exports, got_imports = _symbols(view).tables_holding(contains, starts)
+        for got, table in ((got_exports, exports), (got_imports, imports)):
+            wanted = {n for n in table if any(c in n for c in contains) or n.startswith(starts)}
+            assert set(got) == wanted, (contains, starts)
+
+
+def test_the_scans_search_is_a_superset_of_what_it_asks() -> None:
+    """The judge searches fewer, shorter needles than the names it reads (and filters
+    again): each asked prefix starts with a searched one or holds a searched needle."""
+    from aoti_shim.checks.scan import judge
+
+    assert set(judge._ASKED_CONTAINS) <= set(judge._SEARCHED_CONTAINS)
+    for start in judge._ASKED_STARTS:
+        assert start.startswith(judge._SEARCHED_STARTS) or any(c in start for c in judge._SEARCHED_CONTAINS), start

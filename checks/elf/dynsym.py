@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator
-from itertools import compress, repeat
+from itertools import compress
 
 from aoti_shim.checks.elf import gnu_hash
 from aoti_shim.checks.elf.gnu_hash import GnuHash
@@ -162,12 +162,12 @@ class DynamicSymbols:
         _, strtab = self.table.dynsym()
         names, infos = self.columns()
         size = strtab.size
-        if names and max(names) >= size:
-            raise self.view.fail(f"a symbol name offset is past .dynstr (size {size})")
         strings = string_table(self.view, strtab)
         text = strings if isinstance(strings, str) else strings.decode("latin-1")  # one character per byte
-        # 1 at every offset where a name holding a needle may start: from the start of the
-        # string holding it up to the needle (a tail-merged name starts inside a longer string).
+        # 1 at every offset where a picked name may start: for a ``contains`` needle, from the
+        # start of the string holding it up to the needle (a tail-merged name starts inside a
+        # longer string); for a ``starts`` prefix, exactly where it occurs. One C pass over the
+        # names' offsets then picks them all, in table order.
         mask = bytearray(size)
         find, rfind = text.find, text.rfind
         for needle in contains:
@@ -176,12 +176,18 @@ class DynamicSymbols:
                 start = rfind("\0", 0, at) + 1
                 mask[start : at + 1] = b"\1" * (at + 1 - start)
                 at = find(needle, at + 1)
-        picked = set(compress(range(len(names)), map(mask.__getitem__, names)))
-        if starts:
-            picked.update(compress(range(len(names)), map(text.startswith, repeat(starts), names)))
+        for prefix in starts:
+            at = find(prefix)
+            while at >= 0:
+                mask[at] = 1
+                at = find(prefix, at + 1)
+        try:
+            picked = list(compress(range(len(names)), map(mask.__getitem__, names)))
+        except IndexError:  # the mask is .dynstr's size: the bounds check rides on the lookup
+            raise self.view.fail(f"a symbol name offset is past .dynstr (size {size})") from None
         exp_ok, imp_ok = EXPORT_WORDS, IMPORT_WORDS
-        export_idx = [i for i in sorted(picked) if infos[i] > 0xFFFF and infos[i] & 0x3FF in exp_ok]
-        import_idx = [i for i in sorted(picked) if infos[i] <= 0xFFFF and infos[i] & 0xFF in imp_ok]
+        export_idx = [i for i in picked if infos[i] > 0xFFFF and infos[i] & 0x3FF in exp_ok]
+        import_idx = [i for i in picked if infos[i] <= 0xFFFF and infos[i] & 0xFF in imp_ok]
         return self._tables_of(size, strings, names, infos, export_idx, import_idx)
 
     def export_name_chunks(self, chunk: int) -> Iterator[list[str]]:

@@ -115,14 +115,31 @@ def _normalized(name: str) -> str:
 
 # Starts of the names one pass over the exports keeps: the C++ runtime's core (what
 # ALWAYS_RUNTIME_NAME matches) and the CUDA runtime API.
-_CORE_STARTS = ("__cxa_", "__gxx_", "_Unwind_", "__gcc_personality", "_Znw", "_Zna", "_Zdl", "_Zda",
-                "_ZTVN10__cxxabiv1", "_ZTIN10__cxxabiv1", "_ZTSN10__cxxabiv1", "_ZN10__cxxabiv1")
+_CORE_STARTS = (
+    "__cxa_",
+    "__gxx_",
+    "_Unwind_",
+    "__gcc_personality",
+    "_Znw",
+    "_Zna",
+    "_Zdl",
+    "_Zda",
+    "_ZTVN10__cxxabiv1",
+    "_ZTIN10__cxxabiv1",
+    "_ZTSN10__cxxabiv1",
+    "_ZN10__cxxabiv1",
+)
 _RUNTIME_STARTS = (*_CORE_STARTS, "cuda")
 # Every name the judgement reads holds "aoti_" or "torch_" (every shim-ABI name, prefixed or
 # not, the stable C ABI's torch_* too) or starts with one of the others (a blob's entry
 # points, the runtimes' names).
 _ASKED_CONTAINS = ("aoti_", "torch_")
 _ASKED_STARTS = (MODEL_ENTRY_PREFIX, *_RUNTIME_STARTS)
+# What the string tables are searched for: a superset of the above (the judgement filters
+# again), with fewer and shorter needles, each a whole pass over a string table (15 MiB in
+# a torch venv): the four __cxxabiv1 starts share one, _Znw/_Zna and _Zdl/_Zda share "_Zn", "_Zd".
+_SEARCHED_CONTAINS = (*_ASKED_CONTAINS, "10__cxxabiv1")
+_SEARCHED_STARTS = (MODEL_ENTRY_PREFIX, "__cxa_", "__gxx_", "_Unwind_", "__gcc_personality", "_Zn", "_Zd", "cuda")
 
 
 def _shim_names(names: Iterable[str]) -> tuple[str, ...]:
@@ -204,7 +221,7 @@ def read_library(file: LibraryFile, owner: str, distribution: str | None) -> Lib
         # runtimes' names; of a program, whose runtime names are its own, shim ABI only):
         # cutting all of them would cost more than nm -D does.
         program = file.kind == "executable"
-        exports, imports = image.tables_holding(_ASKED_CONTAINS, () if program else _ASKED_STARTS)
+        exports, imports = image.tables_holding(_SEARCHED_CONTAINS, () if program else _SEARCHED_STARTS)
         if program and not any(map(prefixes.is_shim_name, (*exports, *imports))):
             # A program is a process of its own: it matters to the environment only as a
             # runner that exports or imports shim ABI (linked -rdynamic, say).
@@ -561,4 +578,3 @@ def providers(scanned: Scanned) -> tuple[ProviderRow, ...]:
                 counts[p] = counts.get(p, 0) + 1
         rows += [ProviderRow(lib.owner, lib.display, p, n) for p, n in sorted(counts.items())]
     return tuple(rows)
-
