@@ -10,6 +10,7 @@ with the prefix alone, is the control that shows the unprefixed names the option
 
 from __future__ import annotations
 
+import concurrent.futures
 import re
 import subprocess
 import zipfile
@@ -156,20 +157,11 @@ _TOOLKIT_VARIABLES = ("CUDACXX", "CUDA_PATH", "CUDA_HOME", "CUDA_ROOT", "CUDAToo
 
 
 def _cuda_build(tmp: Path, **defines: str) -> Path:
+    """One build of the fixture with CUDA; the caller has taken the toolkit out of the environment."""
     from aoti_shim.paths import cmake_dir
-    from cuda_support import path_without_nvcc
 
-    with pytest.MonkeyPatch.context() as patch:
-        for name in _TOOLKIT_VARIABLES:
-            patch.delenv(name, raising=False)
-        patch.setenv("PATH", path_without_nvcc())
-        library = _build(
-            tmp,
-            RT_WITH_CUDA="ON",
-            CMAKE_PROJECT_TOP_LEVEL_INCLUDES=str(cmake_dir() / "AotiShimCudaWheels.cmake"),
-            **defines,
-        )
-    return library
+    wheels_toolchain = str(cmake_dir() / "AotiShimCudaWheels.cmake")
+    return _build(tmp, RT_WITH_CUDA="ON", CMAKE_PROJECT_TOP_LEVEL_INCLUDES=wheels_toolchain, **defines)
 
 
 def toolkit_paths(build: Path) -> list[str]:
@@ -183,14 +175,27 @@ def toolkit_paths(build: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def cuda_runtime_build(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The fixture with its CUB sort, nvcc and libcudart from the wheels, exports limited or not."""
-    return {
-        "all": _cuda_build(tmp_path_factory.mktemp("rt-cuda-all"), RT_CALL="cmake"),
+    """The fixture with its CUB sort, nvcc and libcudart from the wheels, exports limited or not.
+    The two builds run at once: each is mostly one nvcc compile of the CUB sort (one core), so
+    on 2 cores the pair takes about as long as one (issue 34)."""
+    from cuda_support import path_without_nvcc
+
+    configurations = {
+        "all": (tmp_path_factory.mktemp("rt-cuda-all"), {"RT_CALL": "cmake"}),
         # With the cuRAND fill too: curand_kernel.h from the nvidia-curand wheel (the test extra has it).
-        "limited": _cuda_build(
-            tmp_path_factory.mktemp("rt-cuda-limited"), RT_CALL="cmake", RT_LIMIT_EXPORTS="ON", RT_WITH_CURAND="ON"
+        "limited": (
+            tmp_path_factory.mktemp("rt-cuda-limited"),
+            {"RT_CALL": "cmake", "RT_LIMIT_EXPORTS": "ON", "RT_WITH_CURAND": "ON"},
         ),
     }
+    # The environment is changed once, around both builds: a change inside a thread would be
+    # undone under the other build.
+    with pytest.MonkeyPatch.context() as patch, concurrent.futures.ThreadPoolExecutor(len(configurations)) as pool:
+        for name in _TOOLKIT_VARIABLES:
+            patch.delenv(name, raising=False)
+        patch.setenv("PATH", path_without_nvcc())
+        futures = {key: pool.submit(_cuda_build, tmp, **defines) for key, (tmp, defines) in configurations.items()}
+        return {key: future.result() for key, future in futures.items()}
 
 
 def _collisions(library: Path) -> list[str]:
