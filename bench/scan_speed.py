@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from check_speed import Run, run_process, summary
 
-GOAL_RATIO = 1.5
+# Issue 35: the scan within 1.2x of one nm -D process over the same files.
+GOAL_RATIO = 1.2
 CLI = [sys.executable, "-m", "aoti_shim", "scan"]
 
 
