@@ -402,3 +402,21 @@ def test_the_report_names_the_loader_facts_it_took_from_this_machine(tmp_path: P
     assert [f.fact for f in report.machine_facts if f.used] == ["libc"]
     assert not any(x.startswith("loader facts") for x in render(report).splitlines())
     assert any(x.startswith("loader facts") for x in render(report, verbose=True).splitlines())
+
+
+def test_a_library_path_of_any_bytes_is_no_traceback(tmp_path: Path) -> None:
+    """LD_LIBRARY_PATH may hold any bytes, and `ld.so --help`, asked for the platform, echoes it:
+    at 4299e25 a folder named in Latin-1 made every check a UnicodeDecodeError's traceback. The
+    folder finds the blob's dependency, so the facts name it, escaped."""
+    import json
+
+    from cli_support import cli
+
+    folder = os.fsencode(tmp_path) + b"/d\xe9p"
+    dep = _lib(Path(os.fsdecode(folder)), "dep", defining("helper"))
+    blob = _lib(tmp_path, "blob", using("helper") + ENTRY, (str(dep),))
+    env = {**os.environb, b"LD_LIBRARY_PATH": folder}
+    done = cli("check", "--model", str(blob), "--format", "json", env=env)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    facts = {f["fact"]: f for f in json.loads(done.stdout)["machine_facts"]}
+    assert facts["LD_LIBRARY_PATH"]["used"] and facts["LD_LIBRARY_PATH"]["value"].endswith("/d\\xe9p")

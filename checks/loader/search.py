@@ -392,8 +392,11 @@ def _interpreter() -> str | None:
 
 
 def _ask(interpreter: str, args: list[str], env: dict[str, str] | None = None) -> str:
+    # errors="replace": `ld.so --help` echoes LD_LIBRARY_PATH, which may hold any bytes.
     try:
-        done = subprocess.run([interpreter, *args], capture_output=True, text=True, timeout=30, check=False, env=env)
+        done = subprocess.run(
+            [interpreter, *args], capture_output=True, text=True, errors="replace", timeout=30, check=False, env=env
+        )
     except (OSError, subprocess.SubprocessError):
         return ""
     return done.stdout + done.stderr
