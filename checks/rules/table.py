@@ -721,6 +721,13 @@ def _only_mangled(ctx: Context, name: str) -> str:
     return f"; the shims define it only C++-mangled ('{found}': without extern \"C\", MANGLED_SHIM)" if found else ""
 
 
+def _mangles(mangled: str, start: str) -> bool:
+    """Whether a C++-mangled name holds a source name that begins with ``start``: Itanium
+    spells each as its length, then its letters (``_Z19myrt_aoti_torch_barv``), so ``rt_``
+    inside ``myrt_`` is no such start."""
+    return any(int(m.group(1)) >= len(start) for m in re.finditer(rf"(\d+){re.escape(start)}", mangled))
+
+
 def _fails(ctx: Context, lib: Library) -> str:
     """What an import bound to nothing fails: a blob's dependency fails the blob's dlopen (RTLD_NOW)."""
     root = ctx.chain(lib.linked)[0] if lib.role == "dependency" and lib.linked is not None else None
@@ -779,7 +786,7 @@ def _prefix_mismatch(ctx: Context) -> Iterator[Found]:
     # Built without extern "C", the shims carry the given prefix inside C++ manglings:
     # MANGLED_SHIM names that cause and its fix, so a second finding would only repeat it.
     mark = f"{ctx.prefix}{prefixes.SHIM_MARK}"
-    told = told or any(mark in n for shim in ctx.shims for n in shim.mangled_shim_exports)
+    told = told or any(_mangles(n, mark) for shim in ctx.shims for n in shim.mangled_shim_exports)
     if ctx.prefix_source == "given" and ctx.prefix and ctx.prefix not in ctx.shim_prefixes and not told:
         # Else the check would prove nothing about the shims that were really built.
         yield (
