@@ -294,6 +294,40 @@ def test_an_rdynamic_program_in_a_checked_folder_is_its_own_process(tmp_path: Pa
     assert not [f for f in report.findings if Path(f.artifact).name == "tool"], [f.message for f in report.findings]
 
 
+def _distributions(site: Path, files: dict[str, list[Path]]) -> None:
+    """Each name a distribution 1.0 installed in ``site`` whose RECORD lists its files."""
+    for name, listed in files.items():
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        rows = [f"{f.relative_to(site)},," for f in listed] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
+        (info / "RECORD").write_text("\n".join(rows) + "\n")
+
+
+def test_a_library_naming_an_interpreter_is_still_a_library(tmp_path: Path) -> None:
+    """A shared object with PT_INTERP but not linked as a program (libc.so.6 is one; no
+    DF_1_PIE) is loaded by dlopen, so it is judged with the environment's libraries: at
+    0e27a51 scan took it for a program, and its unprefixed shims' HIJACK became OK."""
+    from aoti_shim.checks.scan.run import ScanSettings, run_scan
+
+    site = tmp_path / "site-packages"
+    interp = 'const char interp[] __attribute__((section(".interp"))) = "/lib64/ld-linux-x86-64.so.2";\n'
+    vendor = _lib(site / "vendor", "vendor", interp + defining("aoti_torch_get_data_ptr"))
+    headers = subprocess.run(["readelf", "-lW", str(vendor)], capture_output=True, text=True, check=True).stdout
+    assert "INTERP" in headers, headers
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(vendor)],
+        capture_output=True, text=True, check=False,
+    )
+    assert loaded.returncode == 0, loaded.stderr
+    ext = _lib(site / "ext", "ops", using("aoti_torch_get_data_ptr"))
+    _distributions(site, {"vendor": [vendor], "ext": [ext]})
+    report = run_scan(ScanSettings(paths=(str(site),)))
+    assert [(h.provider, h.consumer) for h in report.hijacks] == [("vendor/libvendor.so", "ext/libops.so")]
+    roles = {lib.display: lib.describe_roles() for lib in report.scanned.libraries}
+    assert not roles["vendor/libvendor.so"].startswith("a program"), roles
+
+
 def test_an_rdynamic_program_in_an_environment_hijacks_no_extension(tmp_path: Path) -> None:
     """scan: a distribution's -rdynamic program exporting one of libtorch's shim names beside
     torch and a stable-ABI extension of another distribution. 4299e25 placed the program
@@ -305,12 +339,7 @@ def test_an_rdynamic_program_in_an_environment_hijacks_no_extension(tmp_path: Pa
     site = tmp_path / "site-packages"
     tool = _rdynamic_program(site / "runner" / "bin" / "tool", "aoti_torch_get_data_ptr")
     ext = _lib(site / "ext", "ops", using("aoti_torch_get_data_ptr"))
-    for name, files in (("runner", [tool]), ("ext", [ext])):
-        info = site / f"{name}-1.0.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-        rows = [f"{f.relative_to(site)},," for f in files] + [f"{info.name}/METADATA,,", f"{info.name}/RECORD,,"]
-        (info / "RECORD").write_text("\n".join(rows) + "\n")
+    _distributions(site, {"runner": [tool], "ext": [ext]})
     (site / "shared_torch.pth").write_text(f"{torch_package().parent}\n")
     report = run_scan(ScanSettings(paths=(str(site),)))
     assert [(f.rule, f.artifact) for f in report.findings if "runner" in f.artifact + (f.related or "")] == []

@@ -44,6 +44,7 @@ from aoti_shim.checks.elf.dynsym import DynamicSymbols
 from aoti_shim.checks.elf.layout import (
     DF_1_NODEFLIB,
     DF_1_NOOPEN,
+    DF_1_PIE,
     DF_SYMBOLIC,
     DT_AUXILIARY,
     DT_FILTER,
@@ -396,6 +397,12 @@ class ElfImage:
     def auxiliary_filtees(self) -> list[str]:
         """DT_AUXILIARY names alone (-f): one the loader cannot find is passed over."""
         return self._dynamic_strings(DT_AUXILIARY)
+
+    @property
+    def pie(self) -> bool:
+        """Linked as a position-independent executable (DF_1_PIE): dlopen refuses it, where a
+        library that merely names an interpreter (libc.so.6 does) loads."""
+        return bool(self.dynamic_tags().get(DT_FLAGS_1, 0) & DF_1_PIE)
 
     @property
     def noopen(self) -> bool:

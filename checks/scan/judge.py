@@ -20,6 +20,7 @@ from typing import NamedTuple
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
 from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.elf.layout import ET_DYN
 from aoti_shim.checks.elf.symbols import SymbolTable
 from aoti_shim.checks.loader import bindings
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
@@ -211,6 +212,9 @@ def read_library(file: LibraryFile, owner: str, distribution: str | None) -> Lib
         else ElfImage(file.path, display=file.display)
     )
     with image:
+        if file.kind == "executable" and image.e_type == ET_DYN and not image.pie:
+            # A shared object naming an interpreter, not linked as a program: dlopen loads it.
+            file = dataclasses.replace(file, kind="shared")
         if not image.has_dynsym:
             return (
                 None
