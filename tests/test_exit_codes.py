@@ -107,14 +107,16 @@ def test_the_readme_table_names_both_kinds() -> None:
 # -- a reader that leaves: `aoti-shim check ... | head -1` --------------------------------------
 
 
-def _into_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+def _into_closed_pipe(*args: str, stderr_too: bool = False) -> subprocess.CompletedProcess[str]:
     """The command with its standard output a real pipe whose reader has left (as `head -1`
-    once it has its line): every write to it fails with EPIPE."""
+    once it has its line): every write to it fails with EPIPE. ``stderr_too``: standard error
+    goes there as well (`2>&1 | head -1`)."""
     read_end, write_end = os.pipe()
     os.close(read_end)
     try:
         return subprocess.run(
-            [*CLI, *args], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=300, check=False
+            [*CLI, *args], stdout=write_end, stderr=write_end if stderr_too else subprocess.PIPE, text=True,
+            timeout=300, check=False,
         )
     finally:
         os.close(write_end)
@@ -126,6 +128,8 @@ def shims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {
         "clean": c_library(root, "clean", defining("myrt_aoti_torch_x")),
         "unprefixed": c_library(root, "bad", defining("aoti_torch_get_data_ptr")),
+        # Its prefix inferred (a note on standard error), one shim name exported without it.
+        "half": c_library(root, "half", defining("myrt_aoti_torch_x", "aoti_torch_get_data_ptr")),
     }
 
 
@@ -151,3 +155,15 @@ def test_a_closed_pipe_ends_quietly_with_the_verdicts_status(
         verdicts.append(whole.returncode)
     assert verdicts == [0, 8, 0, 8]
 
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_closed_pipe_behind_2_and_1_keeps_the_verdicts_status(shims: dict[str, Path], fmt: str) -> None:
+    """`check --format json 2>&1 | head -1`: the inferred prefix's note comes after the report,
+    on standard error, the same closed pipe. At b6b8817 that note's EPIPE was the output error
+    (exit 1) whatever the verdict; the text report names the prefix itself, so prints no note."""
+    for shim, verdict in (("clean", 0), ("half", 8)):
+        argv = ("check", "--shim", str(shims[shim]), "--against", SNAPSHOT, "--format", fmt)
+        done = cli(*argv)
+        assert done.returncode == verdict and ("prefix myrt_" in done.stderr) == (fmt != "text"), done.stderr
+        assert _into_closed_pipe(*argv, stderr_too=True).returncode == verdict, (shim, fmt)

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from aoti_shim.arguments import path_text
-from aoti_shim.atomic import StandardOutput, destination, open_text_atomically, write_text_atomically
+from aoti_shim.atomic import StandardOutput, destination, note, open_text_atomically, write_text_atomically
 from aoti_shim.checks.report.model import assemble
 from aoti_shim.checks.report.options import (
     COLOR_HELP,
@@ -121,14 +121,11 @@ def _wheel_members(wheels: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[s
             shims += [str(root / m) for m in roles.shims]
             models += [str(root / m) for m in roles.models]
             if roles.extensions:
-                note = (f"--wheel {wheel}: not checked (stable-ABI extensions, bound to libtorch by design): "
+                said = (f"--wheel {wheel}: not checked (stable-ABI extensions, bound to libtorch by design): "
                     f"{', '.join(roles.extensions)}")
-                print(f"aoti-shim: {printable(note)}", file=sys.stderr)
+                note(f"aoti-shim: {printable(said)}")
             if not roles.shims and not roles.models and len(wheels) > 1:
-                print(
-                    f"aoti-shim: {printable(f'--wheel {wheel}: no ELF member exports or imports aoti_torch_* names')}",
-                    file=sys.stderr,
-                )
+                note(f"aoti-shim: {printable(f'--wheel {wheel}: no ELF member exports or imports aoti_torch_* names')}")
         if not shims and not models:
             raise UsageError(
                 f"--wheel {' '.join(wheels)}: no ELF member exports or imports shim names: nothing to check"
@@ -176,8 +173,8 @@ def _run(
             if source.found_by == f"${TORCH_ENV_VAR}":
                 # An override of the installed torch is never silent: the gate checks against it.
                 # printable(): the path and torch/version.py's version are anyone's bytes.
-                note = f"--against {source.item}: ${TORCH_ENV_VAR} overrides the installed torch: {source.describe()}"
-                print(f"aoti-shim: {printable(note)}", file=sys.stderr)
+                said = f"--against {source.item}: ${TORCH_ENV_VAR} overrides the installed torch: {source.describe()}"
+                note(f"aoti-shim: {printable(said)}")
         if args.format == "github" and summary_path:
             findings = tuple(check.findings())
             report = assemble(header, findings, check.tally)
@@ -204,5 +201,5 @@ def _run(
         tally = check.tally
     # The text table on standard output names the inferred prefix itself.
     if header.prefix_source == "inferred" and not (args.format == "text" and args.output is None):
-        print(f"aoti-shim: prefix {header.prefix} ({header.prefix_origin})", file=sys.stderr)
+        note(f"aoti-shim: prefix {header.prefix} ({header.prefix_origin})")
     return tally.exit_code(args.fail_on)

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TextIO
 
 from aoti_shim.errors import AotiShimError
 from aoti_shim.guard import the_input
@@ -100,12 +101,27 @@ def _writable(folder: str) -> bool:
 def silence_stdout() -> None:
     """Point standard output at /dev/null: after its reader left, the interpreter's last
     flush must not fail again (with a traceback, and exit status 120)."""
+    _silence(sys.stdout)
+
+
+def _silence(stream: TextIO | None) -> None:
+    if stream is None:  # started with it closed: nothing to point elsewhere
+        return
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, stream.fileno())
         os.close(devnull)
     except (OSError, AttributeError, ValueError):
         pass
+
+
+def note(line: str) -> None:
+    """One line on standard error. Its reader leaving (``2>&1 | head -1``) is no error: the
+    command goes on to its verdict's exit status, as when standard output's reader leaves."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except BrokenPipeError:
+        _silence(sys.stderr)
 
 
 class StandardOutput:
