@@ -164,3 +164,20 @@ def test_render_json_report_dict_and_render_sarif_say_what_the_stream_says() -> 
     (result,) = [r for r in json.loads(render_sarif(report))["runs"][0]["results"] if r["message"]["text"] == 'q"é\x01']
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "lib/bad%5Cxff.so"
     assert result["locations"][0]["logicalLocations"] == [{"name": "sym\\xfe", "kind": "function"}]
+
+
+def test_the_schemas_name_every_rule() -> None:
+    """A report holding any rule's finding is valid by the shipped schema: at b6b8817 the check
+    schema's rule enum lacked LOAD_FAILURE, UNSEEN_DEPENDENCY, MANGLED_SHIM and
+    BINDS_OUTSIDE_SHIMS, so a report with a finding of one failed validation."""
+    import json
+    from importlib import resources
+
+    from aoti_shim.checks.rules.table import RULES
+    from aoti_shim.checks.scan.judge import SCAN_RULES
+
+    schemas = resources.files("aoti_shim.checks").joinpath("schemas")
+    for name, rules in (("report-v1", RULES), ("scan-v1", SCAN_RULES)):
+        schema = json.loads(schemas.joinpath(f"{name}.schema.json").read_text())
+        named = schema["$defs"]["finding"]["properties"]["rule"]["enum"]
+        assert sorted(named) == sorted(r.id for r in rules), name
