@@ -167,3 +167,12 @@ def test_a_closed_pipe_behind_2_and_1_keeps_the_verdicts_status(shims: dict[str,
         done = cli(*argv)
         assert done.returncode == verdict and ("prefix myrt_" in done.stderr) == (fmt != "text"), done.stderr
         assert _into_closed_pipe(*argv, stderr_too=True).returncode == verdict, (shim, fmt)
+
+
+def test_a_closed_pipe_behind_2_and_1_takes_no_warning_for_an_error(shims: dict[str, Path]) -> None:
+    """`--prefix myrt` (no trailing `_`) is warned of on standard error before the check runs:
+    into a closed pipe, that warning's EPIPE ended the command with exit 1 (b6b8817)."""
+    argv = ("check", "--shim", str(shims["half"]), "--prefix", "myrt", "--format", "json")
+    done = cli(*argv)
+    assert done.returncode == 8 and "aoti-shim: warning: --prefix 'myrt'" in done.stderr, done.stderr
+    assert _into_closed_pipe(*argv, stderr_too=True).returncode == 8

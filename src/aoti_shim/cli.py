@@ -134,9 +134,10 @@ def _warn_of_prefix(args: argparse.Namespace) -> None:
         return  # the command refuses it in one line; no warning before the error
     warning = separator_warning(given)
     if warning is not None:
+        from aoti_shim.atomic import note  # lazy, as the escaping
         from aoti_shim.checks.formats.escape import printable  # lazy, as in _main's error path
 
-        print(f"aoti-shim: warning: {printable(warning)}", file=sys.stderr)
+        note(f"aoti-shim: warning: {printable(warning)}")  # its reader gone, the verdict still counts
 
 
 def main(argv: Sequence[str] | None = None) -> int:
