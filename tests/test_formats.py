@@ -124,9 +124,11 @@ def test_every_format_names_the_loader_facts_taken_from_this_machine() -> None:
     facts were this machine's. Text: one line of those used (all with -v); JSON and SARIF:
     every fact, its value and whether it was used."""
     report = sample_report(machine_facts=FACTS)
+    # The legacy subfolders named too: b6b8817 said only the glibc-hwcaps levels, though a
+    # file found in tls/ is what marks the fact used as often.
     line = (
-        "loader facts from this machine: glibc-hwcaps x86-64-v3:x86-64-v2, the ld.so cache, "
-        "libc /lib/x86_64-linux-gnu/libc.so.6 (another machine's loader may differ)"
+        "loader facts from this machine: glibc-hwcaps x86-64-v3:x86-64-v2 and the legacy hwcap subfolders "
+        "tls:haswell, the ld.so cache, libc /lib/x86_64-linux-gnu/libc.so.6 (another machine's loader may differ)"
     )
     assert render(report).splitlines()[3] == line
     loud = render(report, verbose=True).splitlines()
@@ -136,6 +138,8 @@ def test_every_format_names_the_loader_facts_taken_from_this_machine() -> None:
     assert json.loads(render(report, "sarif"))["runs"][0]["properties"]["machineFacts"] == want
     assert json.loads(streamed_output("json", (), report))["machine_facts"] == want
     # libc alone is no news (every process has one): no line without -v; nor without facts.
+    legacy_only = sample_report(machine_facts=(MachineFact("hwcaps", "tls:x86_64", True),))
+    assert "glibc-hwcaps (none) and the legacy hwcap subfolders tls:x86_64 (another" in render(legacy_only)
     libc_only = sample_report(machine_facts=(MachineFact("platform", "x86_64", False), FACTS[-1]))
     assert not any(x.startswith("loader facts") for x in render(libc_only).splitlines())
     assert any(x.startswith("loader facts") for x in render(libc_only, verbose=True).splitlines())

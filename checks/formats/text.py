@@ -34,9 +34,13 @@ def _plural(n: int, one: str, many: str) -> str:
 
 
 def _fact(fact: MachineFact) -> str:
-    if fact.fact == "hwcaps":  # (the glibc-hwcaps levels; the legacy subfolders follow them)
-        levels = [s.split("/", 1)[1] for s in fact.value.split(":") if s.startswith("glibc-hwcaps/")]
-        return f"glibc-hwcaps {':'.join(levels) or '(none)'}"
+    if fact.fact == "hwcaps":
+        # Both kinds named: a file found in a legacy subfolder (tls/) is no glibc-hwcaps level's.
+        folders = [s for s in fact.value.split(":") if s and s != "(none)"]
+        levels = [s.split("/", 1)[1] for s in folders if s.startswith("glibc-hwcaps/")]
+        legacy = [s for s in folders if not s.startswith("glibc-hwcaps/")]
+        said = f"glibc-hwcaps {':'.join(levels) or '(none)'}"
+        return f"{said} and the legacy hwcap subfolders {':'.join(legacy)}" if legacy else said
     return {
         "platform": f"$PLATFORM {fact.value}",
         "lib": f"$LIB {fact.value}",
