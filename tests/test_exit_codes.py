@@ -176,3 +176,18 @@ def test_a_closed_pipe_behind_2_and_1_takes_no_warning_for_an_error(shims: dict[
     done = cli(*argv)
     assert done.returncode == 8 and "aoti-shim: warning: --prefix 'myrt'" in done.stderr, done.stderr
     assert _into_closed_pipe(*argv, stderr_too=True).returncode == 8
+
+
+def test_notes_stay_out_of_the_report_when_standard_error_is_closed(shims: dict[str, Path]) -> None:
+    """`check --format json 2>&-`: with standard error closed, sys.stderr is None and
+    print(file=None) writes to standard output: at b6b8817 the prefix's note and the --prefix
+    warning landed in the JSON report, which then did not parse."""
+    import json
+
+    argv = ("check", "--shim", str(shims["half"]), "--prefix", "myrt", "--format", "json")
+    done = subprocess.run(
+        [*CLI, *argv], capture_output=False, stdout=subprocess.PIPE, text=True, timeout=300, check=False,
+        preexec_fn=lambda: os.close(2),
+    )
+    assert done.returncode == 8
+    assert json.loads(done.stdout)["prefix"] == "myrt", done.stdout[:300]

@@ -117,7 +117,10 @@ def _silence(stream: TextIO | None) -> None:
 
 def note(line: str) -> None:
     """One line on standard error. Its reader leaving (``2>&1 | head -1``) is no error: the
-    command goes on to its verdict's exit status, as when standard output's reader leaves."""
+    command goes on to its verdict's exit status, as when standard output's reader leaves.
+    Started with it closed (``2>&-``), nothing: print() would write it into the report."""
+    if sys.stderr is None:
+        return
     try:
         print(line, file=sys.stderr, flush=True)
     except BrokenPipeError:
