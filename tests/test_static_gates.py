@@ -357,3 +357,13 @@ def test_every_module_has_a_unit_test_file_of_its_name_or_says_why_not() -> None
     assert not lacking, "write its unit tests, or list it in NO_UNIT_FILE with why:\n" + "\n".join(lacking)
     assert not not_importing, "a unit file of another module's name:\n" + "\n".join(not_importing)
     assert not stale, "\n".join(stale)
+
+
+def test_every_test_file_the_docs_name_exists() -> None:
+    """The README's example of the naming rule named tests/test_plugin_gate.py (ec85d20),
+    a file no one wrote: plugin/gate.py is in NO_UNIT_FILE."""
+    named = {
+        m for doc in (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")))
+        for m in re.findall(r"\btests/[\w/]+\.py\b", doc.read_text(encoding="utf-8"))
+    }
+    assert named and not sorted(t for t in named if not (REPO / t).exists())
