@@ -346,6 +346,8 @@ def test_an_rdynamic_program_in_an_environment_hijacks_no_extension(tmp_path: Pa
     assert report.hijacks == () or not any("runner" in h.provider for h in report.hijacks)
     roles = {lib.display: lib.describe_roles() for lib in report.scanned.libraries}
     assert roles["runner/bin/tool"].startswith("a program, its own process"), roles["runner/bin/tool"]
+    # Nor is it a row of the providers table (b6b8817 listed it as an unprefixed provider).
+    assert not [row for row in report.providers if "runner" in row.library], report.providers
     assert roles["ext/libops.so"] == "stable-ABI consumer", roles["ext/libops.so"]
 
 

@@ -575,6 +575,8 @@ class ProviderRow:
 def providers(scanned: Scanned) -> tuple[ProviderRow, ...]:
     rows = []
     for lib in scanned.libraries:
+        if lib.kind == "executable":  # its own process: it provides no other library a shim
+            continue
         counts: dict[str, int] = {}
         for name in lib.shim_exports:
             p = prefixes.prefix_of(name)
