@@ -191,3 +191,16 @@ def test_notes_stay_out_of_the_report_when_standard_error_is_closed(shims: dict[
     )
     assert done.returncode == 8
     assert json.loads(done.stdout)["prefix"] == "myrt", done.stdout[:300]
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.code == EXIT_USAGE], ids=lambda c: c.name)
+def test_an_error_into_a_closed_pipe_keeps_its_status(inputs: Inputs, case: Case) -> None:
+    """`2>&1 | head -1` on a bad command line: the error line's EPIPE went to the output-error
+    path, and a usage error (2) read as a tool error (1) at b6b8817. With standard error
+    closed, the line went to standard output instead."""
+    assert _into_closed_pipe(*case.argv(inputs), stderr_too=True).returncode == case.code
+    done = subprocess.run(
+        [*CLI, *case.argv(inputs)], stdout=subprocess.PIPE, text=True, timeout=120, check=False,
+        preexec_fn=lambda: os.close(2),
+    )
+    assert (done.returncode, done.stdout) == (case.code, "")

@@ -73,7 +73,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("aoti_shim.cli", "aoti_shim.torch_location"): "--torch-include-dir only",
     ("aoti_shim.cli", "aoti_shim.checks.formats.escape"): "an error's one line; formats load the rules",
     ("aoti_shim.cli", "aoti_shim.checks.abi.prefix"): "a given --prefix only, for its missing-'_' warning",
-    ("aoti_shim.cli", "aoti_shim.atomic"): "an output error or a warning only; --version stays small",
+    ("aoti_shim.cli", "aoti_shim.atomic"): "an error's or a warning's line only; --version stays small",
     ("aoti_shim.stable_abi", "aoti_shim.checks.snapshot"): "the names list's maintainer tool only (--stable-snapshot)",
     ("aoti_shim.build", "aoti_shim.plugin.wheel"): "the checking hooks only; get_requires_* pass settings on",
     (

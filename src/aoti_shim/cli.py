@@ -180,10 +180,12 @@ def _main(argv: Sequence[str] | None) -> int:
         return int(args.run(args))
     except AotiShimError as e:
         # Lazy: the escaping lives with the checker's formats; only an error needs it.
+        from aoti_shim.atomic import note
         from aoti_shim.checks.formats.escape import printable
 
-        # One line whatever a hostile file or symbol name holds (newlines, escape sequences).
-        print(f"aoti-shim: error: {printable(str(e))}", file=sys.stderr)
+        # One line whatever a hostile file or symbol name holds (newlines, escape sequences);
+        # its reader gone (2>&1 | head -1), the status is still the error's.
+        note(f"aoti-shim: error: {printable(str(e))}")
         return e.exit_code
     except OSError as e:
         # Only a write to standard output gets here (the commands turn their own file errors
@@ -192,10 +194,10 @@ def _main(argv: Sequence[str] | None) -> int:
             raise
         # A closed pipe's verdict is known only to check and scan (their StandardOutput):
         # here none is, so this is the output error of the README's table.
-        from aoti_shim.atomic import silence_stdout  # lazy: only this error needs it
+        from aoti_shim.atomic import note, silence_stdout  # lazy: only this error needs it
 
         silence_stdout()  # the interpreter's last flush must not fail again, with a traceback
-        print(f"aoti-shim: error: cannot write to standard output: {e.strerror or e}", file=sys.stderr)
+        note(f"aoti-shim: error: cannot write to standard output: {e.strerror or e}")
         return EXIT_TOOL_ERROR
     except Terminated:
         print("aoti-shim: terminated", file=sys.stderr)
