@@ -59,9 +59,11 @@ def _no_library_path(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- a library found nowhere ---------------------------------------------------------------
 
 
-def test_a_blob_needing_a_library_found_nowhere_cannot_load(tmp_path: Path) -> None:
+def test_a_blob_needing_a_library_found_nowhere_cannot_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """libgone.so was there at link time and is not now: dlopen refuses the blob. 0800ef0
-    said OK. --library-path names the deployment's folder that has it."""
+    said OK. --library-path names the deployment's folder that has it. The message names
+    LD_LIBRARY_PATH only when it is set (066d5da named it always)."""
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
     gone = _lib(tmp_path / "elsewhere", "gone", _define("helper"))
     shim = _lib(tmp_path, "shim", _define("myrt_aoti_torch_x"))
     blob = _lib(tmp_path, "blob", _use("myrt_aoti_torch_x", "helper") + ENTRY, (str(gone),))
@@ -75,10 +77,13 @@ def test_a_blob_needing_a_library_found_nowhere_cannot_load(tmp_path: Path) -> N
     (finding,) = report.findings
     assert finding.message == (
         "cannot be loaded next to the others: needs libgone.so, which the loader finds nowhere (searched "
-        "LD_LIBRARY_PATH, "
         "the checked libraries, the ld.so cache and the system folders: give its folder with --library-path DIR, or "
         "suppress LOAD_FAILURE for this library)"
     )
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "elsewhere"))
+    (again,) = run_check(CheckSettings(shims=(str(shim),), models=(str(blob),))).findings
+    assert "(searched LD_LIBRARY_PATH, the checked libraries, the ld.so cache and the system folders:" in again.message
+    monkeypatch.delenv("LD_LIBRARY_PATH")
     assert report.exit_code() == 8
     assert run_check(CheckSettings(shims=(str(shim),), models=(str(blob),), library_path=(str(kept),))).findings == ()
     # The command line: the option, and a folder that is none is one line, exit 1 (as an --against path that is none).

@@ -152,11 +152,16 @@ class Process:
 Reader = Callable[[str, Key], "tuple[Linked, Needs] | None"]
 
 
-def searched(needer: search.Needer, fix: str) -> str:
+def searched(needer: search.Needer, fix: str, paths: search.SearchPaths) -> str:
+    """Where the loader looked, in its order, naming LD_LIBRARY_PATH and --library-path only
+    when they are set."""
     where = [f"its RPATH {':'.join(needer.rpath)}"] if needer.rpath else []
+    where += ["LD_LIBRARY_PATH"] if paths.env else []
     where += [f"its RUNPATH {':'.join(needer.runpath)}"] if needer.runpath else []
-    where.append("LD_LIBRARY_PATH, the checked libraries, the ld.so cache and the system folders")
-    return f"which the loader finds nowhere (searched {', '.join(where)}: {fix})"
+    where += ["the checked libraries", "the ld.so cache", "the system folders"]
+    where += ["--library-path"] if paths.library_path else []
+    listed = f"{', '.join(where[:-1])} and {where[-1]}"
+    return f"which the loader finds nowhere (searched {listed}: {fix})"
 
 
 def unloadable(found: search.Found) -> str:
@@ -245,7 +250,8 @@ class Walk:
             # An auxiliary filtee that does not load: glibc uses the filter's own definitions.
             self._unloaded_filtees.setdefault(key, set()).add(name)
         elif where.how == search.MISSING:
-            self._missing.setdefault(key, []).append((name, searched(needs.needer, self._process.fix)))
+            why = searched(needs.needer, self._process.fix, self._finder.paths)
+            self._missing.setdefault(key, []).append((name, why))
         elif where.how == search.FAILED:
             self._missing.setdefault(key, []).append((name, unloadable(where)))
         else:
