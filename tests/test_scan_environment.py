@@ -48,7 +48,7 @@ _HEADER_PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(_HEADER_PIECES, max_size=30).map("".join))
 def test_metadata_name_and_version_are_what_emails_parser_reads(text: str) -> None:
     head = HeaderParser().parsestr(text, headersonly=True)
@@ -61,7 +61,7 @@ _NAME_PIECES = st.sampled_from(
 )
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.lists(st.lists(_NAME_PIECES, min_size=1, max_size=8).map("".join), max_size=20))
 def test_the_bulk_prefilter_keeps_exactly_what_the_name_rule_keeps(paths: list[str]) -> None:
     # Over RECORD paths and folder entries alike: the rule reads the last name only.
@@ -83,7 +83,7 @@ def _csv_rows(text: str) -> list[str] | str:
     return out
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(
     st.lists(st.tuples(_FIELD, _FIELD, _FIELD), max_size=10),
     st.sampled_from(["\n", "\r\n"]),
