@@ -81,6 +81,26 @@ CASES = (
         EXIT_USAGE,
         "lies in the scanned environment",
     ),
+    # A report onto one of the inputs: as bad an argument as one into the environment (before
+    # review-fixes, 1: the output refusal was a plain tool error).
+    Case(
+        "check -o onto its input",
+        lambda i: ("check", "--shim", str(i.text), "-o", str(i.text)),
+        EXIT_USAGE,
+        "is also an input",
+    ),
+    Case(
+        "scan -o onto its suppressions file",
+        lambda i: ("scan", str(i.venv.root), "--suppressions", str(i.text), "-o", str(i.text)),
+        EXIT_USAGE,
+        "is also an input",
+    ),
+    Case(
+        "check -o into its input folder",
+        lambda i: ("check", "--model", str(i.root), "-o", str(i.text)),
+        EXIT_USAGE,
+        "lies in the input folder",
+    ),
 )
 
 
@@ -101,6 +121,7 @@ def test_the_readme_table_names_both_kinds() -> None:
     table = readme[readme.index("## Exit codes") :]
     table = " ".join(table[: table.index("\n## ")].split())
     assert "a file of the wrong type given as input" in table and "inside the scanned environment" in table
+    assert "`-o` into an input folder, `-o` or `$GITHUB_STEP_SUMMARY` naming one of the inputs" in table
     assert "with their verdict's status (`${PIPESTATUS[0]}`)" in table
 
 

@@ -45,7 +45,7 @@ def test_check_output_never_lands_in_an_input_folder(fake, tmp_path: Path) -> No
     folder = tmp_path / "libs"
     folder.mkdir()
     (folder / "libshims.so").write_bytes(before)
-    line = one_line_error(cli("check", "--shim", str(folder), "-o", str(folder / "libshims.so")), 1)
+    line = one_line_error(cli("check", "--shim", str(folder), "-o", str(folder / "libshims.so")), 2)
     assert "lies in the input folder" in line
     assert (folder / "libshims.so").read_bytes() == before
 

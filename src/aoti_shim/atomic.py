@@ -4,7 +4,7 @@
   rename across file systems is not atomic), renamed into place only when complete,
   the temp file removed on any failure (and on Ctrl-C or SIGTERM, which raise).
 - An output never replaces one of the command's inputs (``check --shim X -o X``), nor
-  anything inside an input folder.
+  anything inside an input folder: naming one is a usage error (exit 2).
 - A device node, FIFO or socket is never replaced; ``/dev/stdout`` (and ``/dev/fd/1``,
   or any path that is the process's standard output) means: write to standard output.
 - A symbolic link is written through: its target is replaced and the link stays a
@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
 
-from aoti_shim.errors import AotiShimError
+from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.guard import the_input
 
 _STDOUT_NAMES = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
@@ -80,11 +80,12 @@ def destination(
     inputs = tuple(inputs)
     same = the_input(st, inputs) if st is not None else None
     if same is not None:  # by (st_dev, st_ino): through a symbolic link or a hard link too
-        raise AotiShimError(f"{shown}: is also an input ({same}); write the output elsewhere")
+        # A bad argument (README's exit codes: 2), as scan's -o inside the scanned environment.
+        raise UsageError(f"{shown}: is also an input ({same}); write the output elsewhere")
     for item in inputs:
         source = os.fspath(item)
         if st is not None and os.path.isdir(source) and _inside(real, os.path.realpath(source)):
-            raise AotiShimError(f"{shown}: lies in the input folder {source}; write the output elsewhere")
+            raise UsageError(f"{shown}: lies in the input folder {source}; write the output elsewhere")
     folder = os.path.dirname(real)
     if os.path.isdir(folder) and not _writable(folder):
         # Refused now, before a long read, not when the finished output cannot land.

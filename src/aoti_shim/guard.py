@@ -18,7 +18,7 @@ import stat
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from aoti_shim.errors import AotiShimError, InputError
+from aoti_shim.errors import AotiShimError, InputError, UsageError
 
 _NONBLOCK_READ = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
@@ -183,7 +183,7 @@ def _open_append(given: str, shown: str, inputs: Iterable[str | os.PathLike[str]
             raise AotiShimError(f"{shown}: {kind_of(st.st_mode)}, not a regular file")
         source = the_input(st, inputs)
         if source is not None:
-            raise AotiShimError(f"{shown}: is also an input ({source}); write it elsewhere")
+            raise UsageError(f"{shown}: is also an input ({source}); write it elsewhere")  # as atomic's: exit 2
     except BaseException:
         os.close(fd)
         raise
