@@ -50,6 +50,21 @@ def test_check_output_never_lands_in_an_input_folder(fake, tmp_path: Path) -> No
     assert (folder / "libshims.so").read_bytes() == before
 
 
+@pytest.mark.parametrize("command", ["check", "scan"])
+def test_an_output_on_a_kernel_file_system_is_refused_for_what_it_is(fake, tmp_path: Path, command: str) -> None:
+    # Before review-fixes: "--output /proc/version: cannot write: No such file or directory (in
+    # /proc)", after the whole check ran; /proc/version is there, and it is the kernel's.
+    (tmp_path / "site").mkdir()
+    given = ("--shim", str(fake.shims)) if command == "check" else (str(tmp_path / "site"),)
+    before = Path("/proc/version").read_bytes()
+    line = one_line_error(cli(command, *given, "-o", "/proc/version"), 1)
+    assert line == (
+        "aoti-shim: error: --output /proc/version: cannot write: a file of the kernel's proc file system (in /proc), "
+        "which this command may not write; name a file to write"
+    )
+    assert Path("/proc/version").read_bytes() == before
+
+
 def test_check_output_to_dev_stdout_writes_to_stdout(fake) -> None:
     proc = cli("check", "--shim", str(fake.shims), "--format", "json", "-o", "/dev/stdout")
     assert proc.returncode == 0, proc.stderr
