@@ -125,6 +125,25 @@ def test_the_readme_table_names_both_kinds() -> None:
     assert "with their verdict's status (`${PIPESTATUS[0]}`)" in table
 
 
+def test_a_folder_without_a_library_is_a_usage_error_to_check_and_an_empty_scan(tmp_path: Path) -> None:
+    """check --model EMPTY_DIR exits 2 and scan EMPTY_DIR 0 (the review of issue 35): check's
+    arguments name the libraries it judges, and such a folder names none (as `check` with no
+    input); scan judges the environment it is given, and an empty one holds nothing to judge.
+    The README's exit codes say why they differ."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "run.sh").write_text("#!/bin/sh\n")
+    for folder in (tmp_path / "empty", tmp_path / "scripts"):
+        for flag in ("--shim", "--model"):
+            assert one_line_error(cli("check", flag, str(folder)), EXIT_USAGE).endswith(f"{folder}: no ELF file found")
+        done = cli("scan", str(folder), "--color", "never")
+        assert done.returncode == 0 and "nothing was judged: no shared library in what was scanned" in done.stdout
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    codes = " ".join(readme[readme.index("## Exit codes") :].split())
+    assert "a `check --shim`/`--model` folder that holds no shared library is `2`" in codes
+    assert "while `scan` of a folder without one is `0`, its verdict saying nothing was judged" in codes
+
+
 # -- a reader that leaves: `aoti-shim check ... | head -1` --------------------------------------
 
 
