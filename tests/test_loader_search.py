@@ -5,6 +5,7 @@ a DT_NEEDED entry leads, asked of ld.so itself, is tests/test_check_search.py's.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,20 @@ def test_a_help_without_hwcaps_has_no_platform_and_no_levels() -> None:
     # A subfolder not searched is not a level.
     helped = "Subdirectories of glibc-hwcaps directories, in priority order:\n  x86-64-v4\n"
     assert search.parse_loader_help(helped) == ("", ())
+
+
+def test_a_library_found_nowhere_depended_on_every_place_of_this_machine_it_looked(tmp_path: Path) -> None:
+    # Before review-fixes a MISSING answer named no fact: "found nowhere" read as no machine's.
+    paths = search.SearchPaths(
+        env=(str(tmp_path / "env"),), system=(str(tmp_path),), subfolders=("glibc-hwcaps/x86-64-v3", "")
+    )
+    finder = search.Search(paths)
+    missing = finder.find("libnone.so", search.Needer(str(tmp_path)))
+    assert missing.how == search.MISSING
+    assert missing.facts == {search.HWCAPS_FACT, search.ENV_FACT, search.CACHE_FACT, search.SYSTEM_FACT}
+    # -z nodefaultlib: neither the cache nor the system folders were read; nor any folder for a path.
+    nodeflib = finder.find("libnone.so", search.Needer(str(tmp_path), nodeflib=True))
+    assert nodeflib.facts == {search.HWCAPS_FACT, search.ENV_FACT}
+    assert finder.find(str(tmp_path / "libnone.so"), search.Needer(str(tmp_path))).facts == frozenset()
+    bare = search.Search(search.SearchPaths()).find("libnone.so", search.Needer(str(tmp_path)))
+    assert bare.facts == {search.CACHE_FACT, search.SYSTEM_FACT}

@@ -120,8 +120,9 @@ class Closure:
     # The machine's libraries read for their exports, open until the check ends.
     images: tuple[ElfImage, ...]
     # The facts of this machine's loader (search.FACTS) that decided where a need of a
-    # checked library or of a library found in the deployment's folders was found, and the
-    # process's libc (this machine's): a report says them, the deployment may differ.
+    # checked library or of a library found in the deployment's folders was found (or that it
+    # was found nowhere), and the process's libc (this machine's): a report says them, the
+    # deployment may differ.
     facts_used: frozenset[str] = frozenset()
     libc: str | None = None
 

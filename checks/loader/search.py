@@ -499,7 +499,16 @@ class Search:
             found = self._find(name, needer, loaders, program)
         except Unloadable as e:
             found = Found(FAILED, e.path, "its first candidate", e.why)
+        if found.how == MISSING and "/" not in name:
+            self._facts |= self._looked_in(needer)
         return dataclasses.replace(found, facts=frozenset(self._facts)) if self._facts else found
+
+    def _looked_in(self, needer: Needer) -> set[str]:
+        """The facts of this machine that a search finding nothing depended on: every place it
+        looked (another machine's cache or hwcaps level may hold the file)."""
+        facts = {HWCAPS_FACT} if any(self.paths.subfolders) else set()
+        facts |= {ENV_FACT} if self.paths.env else set()
+        return facts if needer.nodeflib else facts | {CACHE_FACT, SYSTEM_FACT}
 
     def _find(self, name: str, needer: Needer, loaders: Sequence[Needer], program: Needer | None) -> Found:
         unseen: list[str] = []

@@ -127,8 +127,8 @@ class CheckedArtifact:
 class MachineFact:
     """A loader fact taken from the machine the check ran on (its ``$PLATFORM``, hwcaps
     levels, ld.so cache, system folders, libc...): a deployment on another machine may
-    differ. ``used``: it decided where a checked library's need was found (or, for libc,
-    the process has it)."""
+    differ. ``used``: it decided where a checked library's need was found, or that it was
+    found nowhere (or, for libc, the process has it)."""
 
     fact: str
     value: str
