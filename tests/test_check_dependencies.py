@@ -8,12 +8,14 @@ are compared.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -97,6 +99,37 @@ def test_a_blob_needing_a_library_found_nowhere_cannot_load(tmp_path: Path, monk
     env = dict(os.environ, LD_LIBRARY_PATH=str(kept))
     assert subprocess.run([sys.executable, "-c", LOADER, str(shim), str(blob)], env=env, check=False).returncode == 0
     assert cli("check", "--shim", str(shim), "--model", str(blob), env=env).returncode == 0
+
+
+def test_a_library_found_nowhere_names_the_machine_facts_it_was_sought_by_in_every_format(tmp_path: Path) -> None:
+    """"Found nowhere" is this machine's answer: its ld.so cache and system folders (another
+    machine's may hold the file). Before review-fixes only a search that found a file marked
+    the facts it read: no text line, every fact "used": false, and GitHub and JUnit carried
+    no fact at all."""
+    gone = _lib(tmp_path / "elsewhere", "gone", _define("helper"))
+    shim = _lib(tmp_path, "shim", _define("myrt_aoti_torch_x"), (str(gone),))
+    gone.unlink()
+    loaded = _load(shim)
+    assert loaded.returncode != 0 and "libgone.so: cannot open shared object file" in loaded.stderr, loaded.stderr
+    out = {
+        fmt: cli("check", "--shim", str(shim), "--format", fmt) for fmt in ("text", "json", "sarif", "github", "junit")
+    }
+    assert {fmt: done.returncode for fmt, done in out.items()} == dict.fromkeys(out, 8)
+    facts = json.loads(out["json"].stdout)["machine_facts"]
+    assert json.loads(out["sarif"].stdout)["runs"][0]["properties"]["machineFacts"] == facts
+    used = {f["fact"] for f in facts if f["used"]}
+    assert {"ld_so_cache", "system_folders"} <= used, facts
+    (line,) = [x for x in out["text"].stdout.splitlines() if x.startswith("loader facts from this machine: ")]
+    assert "the ld.so cache, the system folders" in line
+    annotations = out["github"].stdout.splitlines()
+    assert f"::notice title=aoti-shim loader facts::{line}" in annotations
+    assert f"L{line[1:]}." in out["github"].stdout.replace("\\_", "_")  # the step summary's line, Markdown-escaped
+    suite = ElementTree.fromstring(out["junit"].stdout).find("testsuite")
+    assert suite is not None
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties == {
+        f"machine fact {f['fact']}": f["value"] + ("" if f["used"] else " (not used)") for f in facts
+    }
 
 
 def test_a_missing_dependency_of_a_dependency_fails_the_shim_that_needs_it(tmp_path: Path) -> None:

@@ -137,6 +137,15 @@ def test_every_format_names_the_loader_facts_taken_from_this_machine() -> None:
     assert json.loads(render(report, "json"))["machine_facts"] == want
     assert json.loads(render(report, "sarif"))["runs"][0]["properties"]["machineFacts"] == want
     assert json.loads(streamed_output("json", (), report))["machine_facts"] == want
+    # GitHub: the text's line, as a notice and in the step summary; JUnit: every fact, as JSON's.
+    github = render(report, "github")
+    assert f"::notice title=aoti-shim loader facts::{line}" in github.splitlines()
+    assert "\nLoader facts from this machine: glibc-hwcaps x86-64-v3:x86-64-v2 and the legacy" in github
+    suite = ET.fromstring(render(report, "junit")).find("testsuite")
+    assert suite is not None
+    assert [(p.get("name"), p.get("value")) for p in suite.iter("property") if "machine" in (p.get("name") or "")] == [
+        ("machine fact platform", "haswell (not used)"), *((f"machine fact {f.fact}", f.value) for f in FACTS[1:])
+    ]
     # libc alone is no news (every process has one): no line without -v; nor without facts.
     legacy_only = sample_report(machine_facts=(MachineFact("hwcaps", "tls:x86_64", True),))
     assert "glibc-hwcaps (none) and the legacy hwcap subfolders tls:x86_64 (another" in render(legacy_only)
@@ -144,3 +153,4 @@ def test_every_format_names_the_loader_facts_taken_from_this_machine() -> None:
     assert not any(x.startswith("loader facts") for x in render(libc_only).splitlines())
     assert any(x.startswith("loader facts") for x in render(libc_only, verbose=True).splitlines())
     assert not any(x.startswith("loader facts") for x in render(sample_report(), verbose=True).splitlines())
+    assert "oader facts" not in render(libc_only, "github") and "machine fact" in render(libc_only, "junit")

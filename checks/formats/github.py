@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from aoti_shim.checks.formats.escape import for_terminal
+from aoti_shim.checks.formats.text import machine_line
 from aoti_shim.checks.report.model import BLOCKING, Finding, Report
 
 # GitHub shows only a few annotations per step; the summary carries the full table.
@@ -93,6 +94,9 @@ def markdown_summary(report: Report) -> str:
     lines += [f"Against {md_code(s.item)}: {md_text(s.describe())}." for s in report.against]
     if report.against:
         lines.append("")
+    # The text report's line, as there only when a fact of this machine decided a need.
+    for line in machine_line(report.machine_facts, False):
+        lines += [md_text(line[0].upper() + line[1:]) + ".", ""]
     lines += findings_table(report.findings, "artifact")
     return "\n".join(lines) + "\n"
 
@@ -102,6 +106,8 @@ def render_annotations(report: Report, *, with_summary: bool = True) -> str:
     ``$GITHUB_STEP_SUMMARY`` itself (the command does; rendering writes no file)."""
     summary_report, report = report, for_terminal(report)
     out = [f"::notice title=aoti-shim against::{_escape(f'{s.item}: {s.describe()}')}" for s in report.against]
+    facts = machine_line(report.machine_facts, False)
+    out += [f"::notice title=aoti-shim loader facts::{_escape(line)}" for line in facts]
     out += annotation_lines(report.findings, "aoti-shim")
     if with_summary:
         out.append(markdown_summary(summary_report))

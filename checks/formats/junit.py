@@ -54,6 +54,10 @@ def junit_document(
 def render_junit(report: Report) -> str:
     report = for_terminal(report)  # XML 1.0 allows no control characters, UTF-8 no lone surrogates
     properties = [(f"against {source.item}", source.describe()) for source in report.against]
+    # Every loader fact taken from this machine, as JSON's machine_facts: "(not used)" as text says it.
+    properties += [
+        (f"machine fact {f.fact}", f.value if f.used else f"{f.value} (not used)") for f in report.machine_facts
+    ]
     return junit_document(
         "aoti-shim check",
         properties,
