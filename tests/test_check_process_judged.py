@@ -351,6 +351,43 @@ def test_an_rdynamic_program_in_an_environment_hijacks_no_extension(tmp_path: Pa
     assert roles["ext/libops.so"] == "stable-ABI consumer", roles["ext/libops.so"]
 
 
+def _is_program(path: Path) -> bool:
+    """readelf's word, the independent judge: a program names an interpreter (PT_INTERP) and is
+    ET_EXEC or a PIE (DF_1_PIE in DT_FLAGS_1); a shared object naming one is still a library."""
+    def readelf(*flags: str) -> str:
+        return subprocess.run(["readelf", "-W", *flags, str(path)], capture_output=True, text=True, check=True).stdout
+
+    flags_1 = [line for line in readelf("-d").splitlines() if "(FLAGS_1)" in line]
+    linked = "Type: EXEC " in " ".join(readelf("-h").split()) or any(" PIE" in line for line in flags_1)
+    return "INTERP" in readelf("-l") and linked
+
+
+def test_scans_header_counts_an_rdynamic_program_with_the_programs(tmp_path: Path) -> None:
+    """Before review-fixes the header said "2 distributions, 3 ELF libraries": the -rdynamic
+    tool (judged, for it exports shim ABI) counted as a library, the plain program as nothing."""
+    from cli_support import cli
+
+    site = tmp_path / "site-packages"
+    tool = _rdynamic_program(site / "runner" / "bin" / "tool", "aoti_torch_get_data_ptr")
+    plain = site / "runner" / "bin" / "plain"
+    (tmp_path / "plain.c").write_text("int main(void) { return 0; }\n")
+    compile_program(tmp_path / "plain.c", plain)
+    interp = 'const char interp[] __attribute__((section(".interp"))) = "/lib64/ld-linux-x86-64.so.2";\n'
+    vendor = _lib(site / "vendor", "vendor", interp + defining("myrt_aoti_torch_x"))
+    ops = _lib(site / "vendor", "ops", using("myrt_aoti_torch_x"))
+    files = [tool, plain, vendor, ops]
+    _distributions(site, {"runner": [tool, plain], "vendor": [vendor, ops]})
+    assert [_is_program(f) for f in files] == [True, True, False, False]
+    done = cli("scan", str(site), "--color", "never")
+    assert done.returncode == 0, done.stderr
+    flat = " ".join(done.stdout.split())  # (the header wraps at 100 columns)
+    assert f"scanned site folder {site}: 2 distributions, 2 ELF libraries, 2 programs " in flat, done.stdout
+    assert "(-v lists the 2 libraries and 2 programs read and what each is)" in flat
+    summary = cli("scan", str(site), "--format", "github").stdout
+    counted = "2 distribution(s), 1 with ELF libraries (2 libraries), 0 libraries outside any distribution, 2 programs."
+    assert counted in summary, summary
+
+
 # -- §1b: copy relocations are no re-export ---------------------------------------------------------
 
 

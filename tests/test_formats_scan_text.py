@@ -25,7 +25,8 @@ def text() -> str:
 def test_the_verdict_and_the_findings_come_first(text: str) -> None:
     lines = text.splitlines()
     assert lines[0] == "FAILED: 80 blocking, 2 warning(s), 0 suppressed"
-    assert lines[1] == "scanned 4 wheel(s): 4 distributions, 22 ELF libraries"
+    # Its programs (torch's torch_shm_manager...) counted as such since review-fixes, none as a library.
+    assert lines[1] == "scanned 4 wheel(s): 4 distributions, 22 ELF libraries, 3 programs"
     first_finding = next(i for i, line in enumerate(lines) if line.startswith("HIJACK"))
     assert first_finding == 3 and lines.index("shim providers:") > first_finding
     # Unrelated libraries are not listed without -v; with it, after the providers.

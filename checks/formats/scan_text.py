@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from aoti_shim.checks.formats.escape import printable
 from aoti_shim.checks.formats.layout import plural, terminal_width, wrap, wrap_list
 from aoti_shim.checks.report.model import BLOCKING, Finding
-from aoti_shim.checks.scan.judge import NOBODY, Hijack
+from aoti_shim.checks.scan.judge import NOBODY, Hijack, LibraryFacts
 from aoti_shim.checks.scan.run import ScanReport
 
 _RED, _YELLOW, _GREEN, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[0m"
@@ -278,31 +278,46 @@ def _providers(page: _Page) -> None:
         )
 
 
+def _libraries(libraries: Sequence[LibraryFacts]) -> list[LibraryFacts]:
+    """The libraries among what was read: a program judged for its shim ABI (linked -rdynamic,
+    it exports symbols) is counted with the programs."""
+    return [lib for lib in libraries if lib.kind != "executable"]
+
+
+def _programs(report: ScanReport) -> str:
+    """", N program(s)" for every program the scan read, those judged and the rest; "" for none."""
+    s = report.scanned
+    n = len(s.libraries) - len(_libraries(s.libraries)) + len(s.programs)
+    return f", {plural(n, 'program')}" if n else ""
+
+
 def counts(report: ScanReport) -> str:
     s = report.scanned
-    libs = sum(len(d.libraries) for d in s.distributions)
-    with_libs = sum(1 for d in s.distributions if d.libraries)
+    libs = sum(len(_libraries(d.libraries)) for d in s.distributions)
+    with_libs = sum(1 for d in s.distributions if _libraries(d.libraries))
+    unowned = len(_libraries(s.unowned))
     return (
         f"{len(s.distributions)} distribution(s), {with_libs} with ELF libraries ({libs} libraries), "
-        f"{len(s.unowned)} librar{'y' if len(s.unowned) == 1 else 'ies'} outside any distribution"
+        f"{unowned} librar{'y' if unowned == 1 else 'ies'} outside any distribution{_programs(report)}"
     )
 
 
 def _brief_counts(report: ScanReport) -> str:
     s = report.scanned
-    outside = f", {len(s.unowned)} outside any distribution" if s.unowned else ""
+    unowned = len(_libraries(s.unowned))
+    outside = f", {unowned} outside any distribution" if unowned else ""
     return (f"{plural(len(s.distributions), 'distribution')}, "
-        f"{plural(len(s.libraries), 'ELF library', 'ELF libraries')}{outside}")
+        f"{plural(len(_libraries(s.libraries)), 'ELF library', 'ELF libraries')}{outside}{_programs(report)}")
 
 
 def _listing(page: _Page, verbose: bool) -> None:
     """Every distribution, library and skipped file: only with -v (a hint without)."""
     s = page.report.scanned
     if not verbose:
-        if s.libraries:
-            page.lines.append(
-                f"(-v lists the {plural(len(s.libraries), 'library', 'libraries')} read and what each is)"
-            )
+        libraries, programs = len(_libraries(s.libraries)), _programs(page.report)
+        if libraries or programs:
+            read = plural(libraries, "library", "libraries") + (f" and {programs[2:]}" if programs else "")
+            page.lines.append(f"(-v lists the {read} read and what each is)")
         return
     page.lines.append("every distribution read, and what each library is:")
     for folder in s.site_folders:
