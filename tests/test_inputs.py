@@ -11,6 +11,7 @@ import os
 import shutil
 import struct
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -632,6 +633,62 @@ def test_a_build_folder_counts_only_shared_libraries(build_tree: Path) -> None:
 def test_a_named_program_is_still_checked(build_tree: Path) -> None:
     report = run_check(CheckSettings(shims=(str(build_tree / "a.out"),)))
     assert [Path(a.display).name for a in report.artifacts] == ["a.out"]
+
+
+# A library naming an interpreter, as glibc's libc.so.6 does (elf/interp.c: a .interp section;
+# binutils 2.40 drops --dynamic-linker on a -shared link), runnable (-e), exporting nothing of its
+# own: its constructor calls an unprefixed shim name.
+_INTERP_LIBRARY = """
+__attribute__((section(".interp"), used)) static const char interp[] = "/lib64/ld-linux-x86-64.so.2";
+extern int aoti_torch_get_numel(void);
+__attribute__((visibility("hidden"))) void entry(void) {}
+__attribute__((constructor, visibility("hidden"))) void init(void) { aoti_torch_get_numel(); }
+"""
+
+
+def _readelf(path: Path) -> str:
+    """readelf's word, the independent judge: "program" for PT_INTERP and ET_EXEC or DF_1_PIE,
+    "library" for ET_DYN otherwise (a shared object naming an interpreter too), else "other"."""
+    def lines(flag: str) -> list[str]:
+        return subprocess.run(["readelf", "-W", flag, str(path)], capture_output=True, text=True).stdout.splitlines()
+
+    elf_type = next(line.split()[1] for line in lines("-h") if line.strip().startswith("Type:"))
+    pie = any("(FLAGS_1)" in line and "PIE" in line.split() for line in lines("-d"))
+    if any(line.split()[:1] == ["INTERP"] for line in lines("-l")) and (elf_type == "EXEC" or pie):
+        return "program"
+    return "library" if elf_type == "DYN" else "other"
+
+
+def test_a_library_naming_an_interpreter_is_walked_as_a_library(build_tree: Path, tmp_path: Path) -> None:
+    """Before review-fixes the walk took file_kind's "executable" (PT_INTERP in the first bytes)
+    for a program and skipped it: `check --shim FOLDER` never read this library, and said the
+    folder holds only programs (exit 2), though dlopen loads it and its import binds to libtorch."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tmp_path / "interp.c").write_text(_INTERP_LIBRARY)
+    compile_shared(tmp_path / "interp.c", tree / "libinterp.so", ("-Wl,-e,entry",))
+    for name in ("a.out", "static_addr", "main.o"):
+        shutil.copy(build_tree / name, tree / name)
+    judged = {p.name: _readelf(p) for p in tree.iterdir()}
+    assert judged == {"libinterp.so": "library", "a.out": "program", "static_addr": "program", "main.o": "other"}
+    # The loader agrees: dlopen loads it as a library (it fails on the unbound import, not on
+    # "cannot dynamically load position-independent executable").
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(tree / "libinterp.so")],
+        capture_output=True, text=True,
+    )
+    assert "undefined symbol: aoti_torch_get_numel" in loaded.stderr, loaded.stderr
+    wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", {f"pkg/{p.name}": p for p in sorted(tree.iterdir())})
+    for given, named in ((tree, str(tree / "{}")), (wheel, f"{wheel}!pkg/{{}}")):
+        done = subprocess.run([*CLI, "check", "-v", "--shim", str(given)], capture_output=True, text=True)
+        assert done.returncode in (0, 8), done.stderr  # not 2: "holds only programs or objects"
+        checked = [line.split(": ", 1)[1] for line in done.stdout.splitlines() if line.startswith("  shim: ")]
+        assert checked == [named.format(n) for n, kind in judged.items() if kind == "library"]
+        skipped = sorted(line.split("): ", 1)[1] for line in done.stdout.splitlines() if "  not checked (" in line)
+        assert skipped == sorted(named.format(n) for n, kind in judged.items() if kind != "library")
+        if given == tree:
+            assert done.returncode == 8, done.stdout
+            assert "  blocking  UNPREFIXED_IMPORT  imports 'aoti_torch_get_numel' itself" in done.stdout, done.stdout
 
 
 def test_wheel_members_are_streamed_not_unpacked(checker_libs, build_tree: Path, tmp_path: Path) -> None:

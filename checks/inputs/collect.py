@@ -22,7 +22,7 @@ from pathlib import PurePosixPath
 from typing import IO, Any, BinaryIO
 
 from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.elf.layout import ELF_MAGIC, PT_DYNAMIC, file_kind, has_elf_magic, is_elf, segments_of
+from aoti_shim.checks.elf.layout import ELF_MAGIC, ET_DYN, PT_DYNAMIC, file_kind, has_elf_magic, is_elf, segments_of
 from aoti_shim.errors import InputError
 
 # A member that inflates past this is treated as a decompression bomb.
@@ -64,6 +64,13 @@ _PROGRAM_EXPORTS = frozenset(
     {"_IO_stdin_used", "_init", "_fini", "_end", "_edata", "__bss_start", "__data_start", "data_start",
      "__dso_handle", "_DYNAMIC", "_GLOBAL_OFFSET_TABLE_", "__libc_csu_init", "__libc_csu_fini", "_start"}
 )
+
+
+def linked_as(kind: str, image: ElfImage) -> str:
+    """:func:`file_kind`'s answer from the first bytes, asked of the dynamic section too: an
+    ET_DYN file naming an interpreter but not linked as a program (no DF_1_PIE: libc.so.6, a
+    library linked -e) is a library, which dlopen loads (scan's judge.read_library, 78d3fc5)."""
+    return "shared" if kind == "executable" and image.e_type == ET_DYN and not image.pie else kind
 
 
 def exports_symbols(image: ElfImage) -> bool:
@@ -487,6 +494,11 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
                 art = dataclasses.replace(art, wheel=wheel)
             if art is not None and kind == "executable":
                 image = art.open()
+                if linked_as(kind, image) == "shared":
+                    if art.image is None:
+                        image.close()
+                    yield art
+                    continue
                 if exports_symbols(image):
                     yield dataclasses.replace(art, kind=kind)
                     continue
@@ -512,7 +524,13 @@ def _folder_kind(path: str) -> str | None:
             head = f.read(_FIRST_BYTES)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
-    return file_kind(head) if has_elf_magic(head) else None
+    if not has_elf_magic(head):
+        return None
+    kind = file_kind(head)
+    if kind != "executable":
+        return kind
+    with ElfImage(path) as image:
+        return linked_as(kind, image)
 
 
 def collect(
