@@ -333,6 +333,10 @@ def test_libraries_outside_any_distribution_read_plainly(tmp_path: Path, consume
     flat = " ".join(done.stdout.split())
     assert "(outside any distribution) both export" in flat, done.stdout
     assert "keep it and the libraries outside any distribution out of one process" in flat
+    # No distribution on either side: the COLLISION's fix named "the two distributions" (review-fixes).
+    assert "the two distributions" not in flat
+    fix = "give each runtime's shims a private prefix of its own (aoti-shim builds them so), or keep {} and {} out of"
+    assert any(fix.format(*pair) + " one process" in flat for pair in (("liba.so", "libb.so"), ("libb.so", "liba.so")))
 
 
 def test_one_distribution_from_two_wheels_is_no_environment(tmp_path: Path) -> None:

@@ -177,8 +177,20 @@ def _same_cause(page: _Page, rule: str, found: Sequence[Finding], what: str) -> 
     _head(page, rule, found, f"{what}; the same cause, the same fix")
 
 
-def _collision(page: _Page, found: Sequence[Finding]) -> None:
-    """Each pair of libraries once, with the names both export."""
+def _collision_advice(page: _Page, pairs: Sequence[tuple[str, str]]) -> str:
+    """ADVICE's, unless a library of a pair is outside any distribution: then "the two
+    distributions" is no pair there is, and the libraries are named instead."""
+    if not any(NOBODY in (page.owner(a), page.owner(b)) for a, b in pairs):
+        return ADVICE["COLLISION"]
+    if len(pairs) == 1:
+        keep = f"{page.name(pairs[0][0])} and {page.name(pairs[0][1])}"
+    else:
+        keep = "the two libraries of each pair above"
+    return ADVICE["COLLISION"].replace("the two distributions", keep)
+
+
+def _collision(page: _Page, found: Sequence[Finding]) -> list[tuple[str, str]]:
+    """Each pair of libraries once, with the names both export; the pairs."""
     pairs: dict[tuple[str, str], list[str]] = {}
     for x in found:
         pairs.setdefault((x.artifact, x.related or ""), []).append(x.symbol)
@@ -191,13 +203,13 @@ def _collision(page: _Page, found: Sequence[Finding]) -> None:
             f"{plural(len(names), 'shim name')}:"
         )
         page.lines += wrap_list(head, shown, page.width, "  ", "    ")
+    return list(pairs)
 
 
 def _generic(page: _Page, rule: str, cause: str, found: Sequence[Finding]) -> None:
     _head(page, rule, found, printable(cause))
     if rule == "COLLISION":
-        _collision(page, found)
-        page.add(ADVICE[rule], "  ", "       ")
+        page.add(_collision_advice(page, _collision(page, found)), "  ", "       ")
         return
     by_library: dict[str, list[Finding]] = {}
     for x in found:
