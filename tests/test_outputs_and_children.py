@@ -50,16 +50,22 @@ def test_check_output_never_lands_in_an_input_folder(fake, tmp_path: Path) -> No
     assert (folder / "libshims.so").read_bytes() == before
 
 
-@pytest.mark.parametrize("command", ["check", "scan"])
+@pytest.mark.parametrize("command", ["check", "scan", "check $GITHUB_STEP_SUMMARY"])
 def test_an_output_on_a_kernel_file_system_is_refused_for_what_it_is(fake, tmp_path: Path, command: str) -> None:
     # Before review-fixes: "--output /proc/version: cannot write: No such file or directory (in
-    # /proc)", after the whole check ran; /proc/version is there, and it is the kernel's.
+    # /proc)", after the whole check ran ("Invalid argument" for the step summary); the file is
+    # there, and it is the kernel's.
     (tmp_path / "site").mkdir()
-    given = ("--shim", str(fake.shims)) if command == "check" else (str(tmp_path / "site"),)
+    env = {**os.environ, "GITHUB_STEP_SUMMARY": "/proc/version"}
+    if command == "scan":
+        done, what = cli("scan", str(tmp_path / "site"), "-o", "/proc/version"), "--output"
+    elif command == "check":
+        done, what = cli("check", "--shim", str(fake.shims), "-o", "/proc/version"), "--output"
+    else:
+        done, what = cli("check", "--shim", str(fake.shims), "--format", "github", env=env), "$GITHUB_STEP_SUMMARY"
     before = Path("/proc/version").read_bytes()
-    line = one_line_error(cli(command, *given, "-o", "/proc/version"), 1)
-    assert line == (
-        "aoti-shim: error: --output /proc/version: cannot write: a file of the kernel's proc file system (in /proc), "
+    assert one_line_error(done, 1) == (
+        f"aoti-shim: error: {what} /proc/version: cannot write: a file of the kernel's proc file system (in /proc), "
         "which this command may not write; name a file to write"
     )
     assert Path("/proc/version").read_bytes() == before

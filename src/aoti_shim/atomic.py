@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import stat
 import sys
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from aoti_shim.errors import AotiShimError, UsageError
-from aoti_shim.guard import the_input
+from aoti_shim.guard import no_kernel_file, the_input
 
 _STDOUT_NAMES = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
@@ -90,46 +89,12 @@ def destination(
         if st is not None and os.path.isdir(source) and _inside(real, os.path.realpath(source)):
             raise UsageError(f"{shown}: lies in the input folder {source}; write the output elsewhere")
     folder = os.path.dirname(real)
-    kernel = _kernel_file_system(real)
-    if kernel is not None:
-        # Not "No such file or directory" (what mkstemp in /proc says), after the whole check.
-        raise AotiShimError(
-            f"{shown}: cannot write: a file of the kernel's {kernel} file system (in {folder}), which this "
-            "command may not write; name a file to write"
-        )
+    # Not "No such file or directory" (what mkstemp in /proc says), after the whole check.
+    no_kernel_file(real, shown)
     if os.path.isdir(folder) and not _writable(folder):
         # Refused now, before a long read, not when the finished output cannot land.
         raise AotiShimError(f"{shown}: cannot write: Permission denied (in {folder})")
     return Destination(real, shown)
-
-
-# File systems whose files are the kernel's interfaces (/proc/version, /sys/...), never a report.
-_KERNEL_FILE_SYSTEMS = frozenset(
-    {"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "configfs", "bpf", "pstore",
-     "efivarfs", "fusectl", "binfmt_misc", "selinuxfs", "devpts", "mqueue", "nsfs"}
-)
-_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")
-
-
-def _kernel_file_system(path: str) -> str | None:
-    """The kernel file system (``proc``, ``sysfs``...) that the mount holding ``path`` is,
-    by /proc/self/mountinfo; None for any other, or where that cannot be read."""
-    try:
-        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return None
-    best, kind = "", None
-    for line in lines:
-        fields = line.split(" ")
-        sep = fields.index("-") if "-" in fields else -1
-        if sep < 5 or sep + 1 >= len(fields):
-            continue
-        point = _MOUNTINFO_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
-        # The deepest mount point holding the path; of two at one point, the later (on top).
-        if os.path.isabs(point) and _inside(path, point) and len(point) >= len(best):
-            best, kind = point, fields[sep + 1]
-    return kind if kind in _KERNEL_FILE_SYSTEMS else None
 
 
 def _writable(folder: str) -> bool:

@@ -6,6 +6,7 @@
 - A folder input must be a folder this process can list.
 - Every refusal is one line naming the option and the path (an AotiShimError subclass
   the caller picks, so each command keeps its documented exit status).
+- An output is no file of a kernel file system (``/proc``, ``/sys``): one line says so.
 - An output must not be any input: (st_dev, st_ino) after following links, so a symbolic
   link or a hard link to an input is the input (:mod:`aoti_shim.atomic` asks here).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 from typing import BinaryIO
@@ -157,8 +159,49 @@ def the_input(output_stat: os.stat_result, inputs: Iterable[str | os.PathLike[st
     return None
 
 
+# File systems whose files are the kernel's interfaces (/proc/version, /sys/...), never a report.
+_KERNEL_FILE_SYSTEMS = frozenset(
+    {"proc", "sysfs", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "configfs", "bpf", "pstore",
+     "efivarfs", "fusectl", "binfmt_misc", "selinuxfs", "devpts", "mqueue", "nsfs"}
+)
+_MOUNTINFO_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+def kernel_file_system(path: str) -> str | None:
+    """The kernel file system (``proc``, ``sysfs``...) that the mount holding ``path`` is,
+    by /proc/self/mountinfo; None for any other, or where that cannot be read."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    best, kind = "", None
+    for line in lines:
+        fields = line.split(" ")
+        sep = fields.index("-") if "-" in fields else -1
+        if sep < 5 or sep + 1 >= len(fields):
+            continue
+        point = _MOUNTINFO_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[4])
+        # The deepest mount point holding the path; of two at one point, the later (on top).
+        if os.path.isabs(point) and os.path.commonpath([path, point]) == point and len(point) >= len(best):
+            best, kind = point, fields[sep + 1]
+    return kind if kind in _KERNEL_FILE_SYSTEMS else None
+
+
+def no_kernel_file(path: str, shown: str) -> None:
+    """Refuse an output on a kernel file system: one line that says so, where writing there
+    fails with a misleading errno (ENOENT for a new file in /proc, EINVAL for /proc/version)."""
+    kernel = kernel_file_system(path)
+    if kernel is not None:
+        raise AotiShimError(
+            f"{shown}: cannot write: a file of the kernel's {kernel} file system (in {os.path.dirname(path)}), "
+            "which this command may not write; name a file to write"
+        )
+
+
 def _open_append(given: str, shown: str, inputs: Iterable[str | os.PathLike[str]], *, create: bool) -> int | None:
     """A descriptor to append to ``given``, judged; None when it does not exist and ``create`` is off."""
+    no_kernel_file(os.path.realpath(given), shown)
     try:
         os.stat(given)
     except FileNotFoundError:
