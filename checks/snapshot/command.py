@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "write "
             "their exported symbols, with the torch version and "
             "build IDs, to a small deterministic gzip file (a JSON header and a name index per library) "
-            "that 'aoti-shim check --against FILE' accepts."
+            "that 'aoti-shim check --against FILE' accepts. A macOS or Windows torch (its wheel, read on any "
+            "machine) is recorded from its Mach-O or PE libraries, as C names, with the set that its torch/_C "
+            "extension's dependencies reach."
         ),
     )
     p.add_argument(
@@ -30,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         nargs="?",
         type=path_text,
         metavar="TORCH_LIB_DIR|WHEEL",
-        help="torch's lib/ folder, its package folder, or a torch wheel",
+        help="torch's lib/ folder, its package folder, or a torch wheel (Linux, macOS or Windows)",
     )
     p.add_argument(
         "--list",

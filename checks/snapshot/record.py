@@ -17,6 +17,14 @@ libraries always give the same bytes:
   character per name, ``chr(48 + k)`` for row ``k`` of ``kinds``
   (``[bind, type, visibility, versioned]``).
 
+A macOS or Windows torch (its wheel, or its ``lib/`` folder) is recorded the same way from
+its Mach-O or PE libraries (``checks/snapshot/native.py``), with two more keys: the header's
+``"object_format": "macho"`` (or ``"pe"``) and each library's ``"format"``; a snapshot
+without them is ELF's, so every ELF snapshot, old or new, keeps its bytes. Such a snapshot
+records C names: Mach-O's leading underscore is removed (``_aoti_torch_x`` is recorded as
+``aoti_torch_x``), so a lookup asks every platform's snapshot the same C name; ``soname``
+is the install name (LC_ID_DYLIB) or the export directory's DLL name, ``build_id`` null.
+
 A lookup inflates only the small index: a name whose CRC-32 is absent is not exported,
 so a prefixed shim is cleared against libtorch's 75k exports without reading one of
 them. Only a CRC-32 hit inflates that library's names for the exact answer. Every
@@ -30,6 +38,7 @@ import hashlib
 import json
 import operator
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -47,7 +56,9 @@ from aoti_shim import __version__
 from aoti_shim.atomic import write_bytes_atomically
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.symbols import Symbol, SymbolTable, pack_symbol, unpack_symbol
-from aoti_shim.checks.inputs.collect import Workspace, collect, copy_elf_member, open_wheel
+from aoti_shim.checks.inputs.collect import Wheel, Workspace, collect, copy_elf_member, is_elf_strict, open_wheel
+from aoti_shim.checks.snapshot import native
+from aoti_shim.checks.snapshot.native import ELF, FORMATS, NativeLibrary
 from aoti_shim.checks.snapshot.torch_libraries import TORCH_TEST_LIBRARIES, import_closure
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import package_lib, version_from_text, version_in
@@ -139,6 +150,7 @@ class SnapshotLibrary:
         names: memoryview,
         budget: _Budget | None = None,
         versions: LibraryVersions | None = None,
+        format: str = ELF,
     ) -> None:
         self.display = display
         self.name = name
@@ -156,6 +168,8 @@ class SnapshotLibrary:
         self._budget = budget if budget is not None else _Budget()
         # None: a snapshot written before versions were kept (format 1 without the key).
         self.versions = versions
+        # "elf", "macho" or "pe": which loader's rules bind to this library (names are C names).
+        self.format = format
 
     def _crcs(self) -> array[int]:
         if self._index is None:
@@ -257,6 +271,7 @@ class Snapshot:
     source: dict[str, Any]
     created_by: str
     libraries: tuple[SnapshotLibrary, ...]
+    format: str = ELF  # the object format of every library: elf, macho or pe
 
 
 def _field(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -309,6 +324,7 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
     given_source, given_by = doc.get("source"), doc.get("created_by")
     source: dict[str, Any] = given_source if isinstance(given_source, dict) else {}
     created_by = given_by if isinstance(given_by, str) else ""
+    object_format = _object_format(doc.get("object_format", ELF), path)
     lengths = _field(doc, "members", list, path)
     if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lengths):
         raise InputError(f"{path}: snapshot member lengths are not positive integers")
@@ -339,6 +355,8 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
         if not isinstance(soname, (str, type(None))) or not isinstance(build_id, (str, type(None))):
             raise InputError(f"{where}: snapshot soname/build_id must be strings or null")
         count = _field(lib, "count", int, where)
+        if _object_format(lib.get("format", ELF), where) != object_format:
+            raise InputError(f"{where}: snapshot library format differs from the snapshot's ({object_format})")
         if not 0 <= count <= MAX_NAMES:
             raise InputError(f"{where}: snapshot count {count} is implausible (at most {MAX_NAMES})")
         total_names += count
@@ -359,9 +377,19 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
                 names=member(lib, "names_member", where),
                 budget=budget,
                 versions=_versions(lib.get("versions"), where),
+                format=object_format,
             )
         )
-    return Snapshot(torch_version=torch_version, source=source, created_by=created_by, libraries=tuple(libraries))
+    return Snapshot(
+        torch_version=torch_version, source=source, created_by=created_by, libraries=tuple(libraries),
+        format=object_format,
+    )
+
+
+def _object_format(value: Any, where: str) -> str:
+    if value not in FORMATS:
+        raise InputError(f"{where}: snapshot object format {value!r} is not one of {', '.join(FORMATS)}")
+    return str(value)
 
 
 def load(path: str | os.PathLike[str]) -> list[SnapshotLibrary]:
@@ -402,6 +430,8 @@ class _Captured:
     versym: bool = False
     version_definitions: tuple[tuple[int, str], ...] = ()
     version_base: tuple[int, ...] = ()
+    format: str = ELF
+    native: NativeLibrary | None = None  # a Mach-O or PE library's dependencies, for the import set
 
 
 def _library_parts(lib: _Captured) -> tuple[dict[str, Any], bytes, bytes]:
@@ -436,6 +466,8 @@ def _library_parts(lib: _Captured) -> tuple[dict[str, Any], bytes, bytes]:
             "base": list(lib.version_base),
         },
     }
+    if lib.format != ELF:
+        entry["format"] = lib.format  # absent for ELF: an ELF snapshot keeps the bytes it always had
     blob = ("\n".join(names) + "\0" + "".join(kind_of)).encode("utf-8", "surrogateescape")
     return entry, crcs.tobytes(), blob
 
@@ -465,25 +497,110 @@ def _sha256_file(path: str) -> str:
 
 # How torch's own libraries are named: a folder holding none of them is no torch.
 TORCH_LIBRARY_STARTS = ("libtorch", "libc10")
+# Windows names them without "lib" (torch_cpu.dll, c10.dll).
+_PE_LIBRARY_STARTS = ("torch", "c10")
+# torch/_C, the extension `import torch` imports: the root of a macOS or Windows torch's graph.
+_EXTENSION = re.compile(r"_C\.[^/]+\.(?:so|pyd)")
+_COPY_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError)
 
 
-def _capture_dir(source: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
+@dataclass(frozen=True)
+class _Found:
+    """What a folder or wheel held: torch's version, where it came from, its libraries, and
+    torch/_C read as Mach-O or PE (None for ELF, which roots the set by name)."""
+
+    version: str | None
+    origin: dict[str, Any]
+    libs: list[_Captured]
+    extension: NativeLibrary | None = None
+
+
+def _capture_native(path: str, display: str, name: str, size: int, sha256: str, fmt: str) -> _Captured:
+    lib = native.read_library(path, display, fmt)
+    return _Captured(
+        name, lib.install_name, None, size, sha256, dict(lib.exports), lib.dependencies, format=fmt, native=lib
+    )
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _capture_dir(source: Path) -> _Found:
     lib_dir = package_lib(source) or source
     version = version_in(lib_dir.parent)
     captured = []
     with Workspace() as ws:
         for art in collect([str(lib_dir)], ws):
+            if not is_elf_strict(art.path):
+                continue  # a Mach-O or PE file, read below
             name = Path(os.path.relpath(art.path, lib_dir)).as_posix()
             size = os.stat(art.path).st_size
             lib = _capture_image(art.path, art.display, name, size, _sha256_file(art.path))
             if lib is not None:
                 captured.append(lib)
-    return version, {"kind": "directory"}, captured
+    if captured:
+        return _Found(version, {"kind": "directory"}, captured)
+    # No ELF library: a macOS or Windows torch's lib/ and the torch/_C beside it.
+    libs = []
+    for entry in sorted(os.scandir(lib_dir), key=lambda e: e.name):
+        if entry.is_file() and (fmt := native.format_of(_head(entry.path))):
+            size = os.stat(entry.path).st_size
+            libs.append(_capture_native(entry.path, entry.path, entry.name, size, _sha256_file(entry.path), fmt))
+    extension = None
+    for entry in sorted(os.scandir(lib_dir.parent), key=lambda e: e.name):
+        if _EXTENSION.fullmatch(entry.name) and entry.is_file() and (fmt := native.format_of(_head(entry.path))):
+            extension = native.read_library(entry.path, entry.path, fmt)
+    return _Found(version, {"kind": "directory"}, libs, extension)
 
 
-def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captured]]:
+def _copy_native_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, dest: str, digest: Any) -> str | None:
+    """Copy a Mach-O or PE member to ``dest``, under the member cap and the wheel's budget;
+    its format, or None (nothing written) when it is neither. The ELF copy's twin: that one
+    (checks/inputs) takes ELF members only."""
+    charge = zf.charge if isinstance(zf, Wheel) else (lambda n, d: None)
+    try:
+        with zf.open(info) as src:
+            head = src.read(4)
+            fmt = native.format_of(head)
+            if fmt is None:
+                return None
+            if info.file_size > MAX_MEMBER:
+                raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
+            written = len(head)
+            charge(written, display)
+            with open(dest, "wb") as dst:
+                dst.write(head)
+                digest.update(head)
+                while chunk := src.read(1 << 20):
+                    written += len(chunk)
+                    if written > MAX_MEMBER or written > info.file_size:
+                        raise InputError(f"{display}: member inflates past its declared size (a zip bomb?)")
+                    charge(len(chunk), display)
+                    digest.update(chunk)
+                    dst.write(chunk)
+    except InputError:
+        raise
+    except _COPY_ERRORS as e:
+        raise InputError(f"{display}: cannot extract: {getattr(e, 'strerror', None) or e}") from None
+    return fmt
+
+
+def _wheel_version(zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str) -> str | None:
+    try:
+        return version_from_text(zf.read(info).decode("utf-8", "replace"))
+    except _COPY_ERRORS as e:
+        raise InputError(f"{display}: cannot extract: {e}") from None
+
+
+def _capture_wheel(wheel: Path) -> _Found:
     captured = []
     version = None
+    extension: NativeLibrary | None = None
     tmp = tempfile.mkdtemp(prefix="aoti-shim-snapshot-")
     try:
         # The checker's wheel reader: names, duplicates, member count and inflation capped.
@@ -491,42 +608,61 @@ def _capture_wheel(wheel: Path) -> tuple[str | None, dict[str, Any], list[_Captu
             for info in zf.infolist():
                 display = f"{wheel}!{info.filename}"
                 if info.filename == "torch/version.py" and info.file_size < (1 << 20):
-                    try:
-                        version = version_from_text(zf.read(info).decode("utf-8", "replace"))
-                    except (
-                        zipfile.BadZipFile,
-                        EOFError,
-                        zlib.error,
-                        NotImplementedError,
-                        RuntimeError,
-                        ValueError,
-                        OSError,
-                    ) as e:
-                        raise InputError(f"{display}: cannot extract: {e}") from None
+                    version = _wheel_version(zf, info, display)
                     continue
-                if info.is_dir() or not info.filename.startswith("torch/lib/"):
+                in_lib = info.filename.startswith("torch/lib/")
+                is_extension = info.filename.startswith("torch/") and _EXTENSION.fullmatch(info.filename[6:])
+                if info.is_dir() or not (in_lib or is_extension):
                     continue
                 # Members go to one fixed temp name, never to a path built from the name.
                 dest = os.path.join(tmp, "member.so")
                 digest = hashlib.sha256()
-                size = copy_elf_member(zf, info, display, lambda: open(dest, "wb"), MAX_MEMBER, digest)  # noqa: B023 - called here
+                name = info.filename[len("torch/lib/") :]
+                size = None
+                if in_lib:
+                    size = copy_elf_member(zf, info, display, lambda: open(dest, "wb"), MAX_MEMBER, digest)  # noqa: B023 - called here
                 if size is not None:
-                    name = info.filename[len("torch/lib/") :]
                     lib = _capture_image(dest, display, name, size, digest.hexdigest())
                     if lib is not None:
                         captured.append(lib)
-                    os.unlink(dest)
+                elif fmt := _copy_native_member(zf, info, display, dest, digest):
+                    if is_extension:
+                        extension = native.read_library(dest, display, fmt)
+                    else:
+                        captured.append(_capture_native(dest, display, name, os.path.getsize(dest),
+                                                        digest.hexdigest(), fmt))
+                else:
+                    continue
+                os.unlink(dest)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return version, {"kind": "wheel", "name": wheel.name}, captured
+    return _Found(version, {"kind": "wheel", "name": wheel.name}, captured, extension)
 
 
-def _import_set(libs: list[_Captured]) -> list[_Captured]:
+def _format_of(source: str | os.PathLike[str], found: _Found) -> str:
+    """The one object format of the libraries found (and of torch/_C's extension)."""
+    formats = {lib.format for lib in found.libs} | ({found.extension.format} if found.extension else set())
+    if len(formats) > 1:
+        raise InputError(f"{source}: torch's libraries mix object formats ({', '.join(sorted(formats))}); "
+                         "snapshot one platform's torch")
+    return formats.pop() if formats else ELF
+
+
+def _is_test_library(name: str) -> bool:
+    stem = name.split(".", 1)[0]
+    return any(stem.removeprefix("lib") == t.split(".", 1)[0].removeprefix("lib") for t in TORCH_TEST_LIBRARIES)
+
+
+def _import_set(libs: list[_Captured], fmt: str = ELF, extension: NativeLibrary | None = None) -> list[_Captured]:
     """The libraries ``import torch`` loads, as ``--against torch`` takes them."""
     by_name = {lib.name: lib for lib in libs}
-    loaded = import_closure(by_name, lambda name: by_name[name].needed)
+    if fmt == ELF:
+        loaded = import_closure(by_name, lambda name: by_name[name].needed)
+    else:
+        natives = {lib.name: lib.native for lib in libs if lib.native is not None}
+        loaded = native.import_set(fmt, natives, extension)
     if loaded is None:
-        return [lib for lib in libs if lib.name not in TORCH_TEST_LIBRARIES]
+        return [lib for lib in libs if not _is_test_library(lib.name)]
     return [by_name[name] for name in loaded]
 
 
@@ -542,15 +678,17 @@ def capture(
     except OSError as e:
         raise InputError(f"{source}: cannot read: {e.strerror or e}") from None
     if is_dir:
-        found_version, origin, libs = _capture_dir(path)
+        found = _capture_dir(path)
     elif is_file and zipfile.is_zipfile(path):
-        found_version, origin, libs = _capture_wheel(path)
+        found = _capture_wheel(path)
     elif is_file:
         raise InputError(f"{source}: not a folder or a wheel (zip)")
     else:
         raise InputError(f"{source}: no such folder or wheel")
-    version = torch_version or found_version
-    if not found_version and not any(lib.name.rsplit("/", 1)[-1].startswith(TORCH_LIBRARY_STARTS) for lib in libs):
+    fmt, libs = _format_of(source, found), found.libs
+    version = torch_version or found.version
+    starts = _PE_LIBRARY_STARTS if fmt == native.PE else TORCH_LIBRARY_STARTS
+    if not found.version and not any(lib.name.rsplit("/", 1)[-1].startswith(starts) for lib in libs):
         # Neither torch's version file nor one of its libraries: not torch, whatever flag is added.
         raise InputError(
             f"{source}: not torch's lib/ folder, its package folder or a torch wheel (no torch/version.py, "
@@ -562,18 +700,21 @@ def capture(
             "pass --torch-version VERSION (the version to record, e.g. 2.14.1+cu130)"
         )
     if not with_tests:
-        libs = _import_set(libs)
+        libs = _import_set(libs, fmt, found.extension)
     if not libs:
-        raise InputError(f"{source}: no ELF library with a dynamic symbol table found")
+        raise InputError(f"{source}: no ELF library with a dynamic symbol table found (nor a Mach-O or PE library)")
     libs.sort(key=lambda lib: lib.name)
-    return {
+    doc = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "torch_version": version,
-        "source": origin,
+        "source": found.origin,
         "created_by": f"aoti-shim {__version__}",
-        "libraries": libs,
     }
+    if fmt != ELF:
+        doc["object_format"] = fmt  # absent for ELF: an ELF snapshot keeps the bytes it always had
+    doc["libraries"] = libs
+    return doc
 
 
 def encode(doc: dict[str, Any]) -> bytes:
