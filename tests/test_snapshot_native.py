@@ -55,6 +55,12 @@ def _readobj_names(path: Path) -> set[str]:
     return {r.split("Name: ", 1)[1] for r in rows if r.strip().startswith("Name: ") and r.strip() != "Name:"}
 
 
+def _bind(lib: snapshot.SnapshotLibrary, name: str) -> int:
+    found = lib.find_export(name)
+    assert found is not None, name
+    return found.bind
+
+
 def test_a_macos_wheel_is_recorded_as_c_names_of_what_import_torch_loads(
     torches: dict[str, tuple[Path, Path]], tmp_path: Path
 ) -> None:
@@ -66,9 +72,9 @@ def test_a_macos_wheel_is_recorded_as_c_names_of_what_import_torch_loads(
     for name, lib in libs.items():
         truth = _nm_c_names(folder / "lib" / name)
         assert lib.format == "macho" and lib.export_names() == set(truth), name
-        assert all((lib.find_export(n).bind == STB_WEAK) == weak for n, weak in truth.items()), name  # type: ignore[union-attr]
-    assert libs["libc10.dylib"].find_export("c10_w").bind == STB_WEAK  # type: ignore[union-attr]
-    assert libs["libtorch_cpu.dylib"].find_export("aoti_torch_empty_strided").bind == STB_GLOBAL  # type: ignore[union-attr]
+        assert all((_bind(lib, n) == STB_WEAK) == weak for n, weak in truth.items()), name
+    assert _bind(libs["libc10.dylib"], "c10_w") == STB_WEAK
+    assert _bind(libs["libtorch_cpu.dylib"], "aoti_torch_empty_strided") == STB_GLOBAL
     assert libs["libtorch_cpu.dylib"].find_export("_aoti_torch_empty_strided") is None
     assert libs["libtorch_cpu.dylib"].soname == "@rpath/libtorch_cpu.dylib"
     header, _ = _split_header((tmp_path / "mac.json.gz").read_bytes())

@@ -326,13 +326,7 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
     created_by = given_by if isinstance(given_by, str) else ""
     object_format = _object_format(doc.get("object_format", ELF), path)
     lengths = _field(doc, "members", list, path)
-    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lengths):
-        raise InputError(f"{path}: snapshot member lengths are not positive integers")
-    starts = [header_len]
-    for n in lengths:
-        starts.append(starts[-1] + n)
-    if starts[-1] != len(data):
-        raise InputError(f"{path}: snapshot members do not add up to the file size")
+    starts = _member_starts(lengths, header_len, len(data), path)
     view = memoryview(data)
     used: set[int] = set()
     budget = _Budget()
@@ -384,6 +378,18 @@ def read(path: str | os.PathLike[str]) -> Snapshot:
         torch_version=torch_version, source=source, created_by=created_by, libraries=tuple(libraries),
         format=object_format,
     )
+
+
+def _member_starts(lengths: list[Any], header_len: int, size: int, path: str) -> list[int]:
+    """Where each member starts (and the file's end), from the header's member lengths."""
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in lengths):
+        raise InputError(f"{path}: snapshot member lengths are not positive integers")
+    starts = [header_len]
+    for n in lengths:
+        starts.append(starts[-1] + n)
+    if starts[-1] != size:
+        raise InputError(f"{path}: snapshot members do not add up to the file size")
+    return starts
 
 
 def _object_format(value: Any, where: str) -> str:
