@@ -69,6 +69,14 @@ def fake(tmp_path_factory: pytest.TempPathFactory) -> FakeLibs:
 
 
 @pytest.fixture(scope="session")
+def native_torches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
+    """The miniature macOS and Windows torch (folder, wheel), built once: two modules read them."""
+    from torch_native_fixtures import build_torches
+
+    return build_torches(tmp_path_factory.mktemp("native-torch"))
+
+
+@pytest.fixture(scope="session")
 def scan_envs(tmp_path_factory: pytest.TempPathFactory):
     """The scan's fixture venvs (one set per session: pip installs cost seconds each)."""
     from scan_support import build_envs

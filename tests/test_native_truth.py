@@ -20,7 +20,7 @@ import native_record
 from aoti_shim.checks.abi.prefix import is_unprefixed
 from aoti_shim.checks.pe import facts as pe_facts
 from aoti_shim.checks.snapshot import record as snapshot
-from torch_native_fixtures import MACOS_LOADED, build_torches
+from torch_native_fixtures import MACOS_LOADED
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "native"
 MACOS_FACTS = json.loads((FIXTURES / "torch-2.13.0-macos-arm64-facts.json").read_text())
@@ -37,15 +37,10 @@ MACOS_LACKS = {
 }
 
 
-@pytest.fixture(scope="module")
-def torches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
-    return build_torches(tmp_path_factory.mktemp("native-truth"))
-
-
 def test_the_recorder_agrees_with_the_independent_readers_on_a_rebuilt_torch(
-    torches: dict[str, tuple[Path, Path]],
+    native_torches: dict[str, tuple[Path, Path]],
 ) -> None:
-    mac, problems = native_record.record(torches["macos"][1], "mac.json")
+    mac, problems = native_record.record(native_torches["macos"][1], "mac.json")
     assert problems == []
     cpu = mac["libraries"]["torch/lib/libtorch_cpu.dylib"]
     assert cpu["shim_exports"] == ["aoti_torch_dtype_float32", "aoti_torch_empty_strided"]
@@ -54,7 +49,7 @@ def test_the_recorder_agrees_with_the_independent_readers_on_a_rebuilt_torch(
     assert ["_THP_init", "two_level", "@loader_path/lib/libtorch_python.dylib"] in extension["imports_of"]
     assert set(mac["snapshot"]["libraries"]) == MACOS_LOADED
 
-    win, problems = native_record.record(torches["windows"][1], "win.json")
+    win, problems = native_record.record(native_torches["windows"][1], "win.json")
     assert problems == []
     assert win["libraries"]["torch/lib/torch_cpu.dll"]["shim_exports"] == ["aoti_torch_empty_strided"]
     assert ["THP_init", "normal", "torch_python.dll"] in win["libraries"][win["extension"]]["imports_of"]
@@ -62,7 +57,7 @@ def test_the_recorder_agrees_with_the_independent_readers_on_a_rebuilt_torch(
 
 
 def test_the_recorder_refuses_a_reader_that_drops_a_name(
-    torches: dict[str, tuple[Path, Path]], monkeypatch: pytest.MonkeyPatch
+    native_torches: dict[str, tuple[Path, Path]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     real = pe_facts.read
 
@@ -71,7 +66,7 @@ def test_the_recorder_refuses_a_reader_that_drops_a_name(
         return pe_facts.PEFacts(**{**found.__dict__, "exports": found.exports[1:]})
 
     monkeypatch.setattr(native_record, "read_pe", dropping)
-    _, problems = native_record.record(torches["windows"][1], "win.json")
+    _, problems = native_record.record(native_torches["windows"][1], "win.json")
     assert problems and all("exports differ" in p for p in problems)
 
 

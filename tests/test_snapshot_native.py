@@ -25,12 +25,7 @@ from aoti_shim.checks.snapshot import record as snapshot
 from aoti_shim.errors import InputError
 from cli_support import CLI, one_line_error
 from elf_fixtures import SYNTH_SYMBOLS, synth_elf
-from torch_native_fixtures import MACOS_LOADED, build_torches, run
-
-
-@pytest.fixture(scope="module")
-def torches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, Path]]:
-    return build_torches(tmp_path_factory.mktemp("native-torch"))
+from torch_native_fixtures import MACOS_LOADED, run
 
 
 def _snapshot(source: Path, out: Path, *flags: str) -> snapshot.Snapshot:
@@ -62,9 +57,9 @@ def _bind(lib: snapshot.SnapshotLibrary, name: str) -> int:
 
 
 def test_a_macos_wheel_is_recorded_as_c_names_of_what_import_torch_loads(
-    torches: dict[str, tuple[Path, Path]], tmp_path: Path
+    native_torches: dict[str, tuple[Path, Path]], tmp_path: Path
 ) -> None:
-    folder, wheel = torches["macos"]
+    folder, wheel = native_torches["macos"]
     snap = _snapshot(wheel, tmp_path / "mac.json.gz")
     assert snap.format == "macho" and snap.torch_version == "9.9.0"
     libs = {lib.name: lib for lib in snap.libraries}
@@ -88,9 +83,9 @@ def test_a_macos_wheel_is_recorded_as_c_names_of_what_import_torch_loads(
 
 
 def test_a_windows_wheel_records_every_dll_torch_loads_by_name(
-    torches: dict[str, tuple[Path, Path]], tmp_path: Path
+    native_torches: dict[str, tuple[Path, Path]], tmp_path: Path
 ) -> None:
-    folder, wheel = torches["windows"]
+    folder, wheel = native_torches["windows"]
     snap = _snapshot(wheel, tmp_path / "win.json.gz")
     assert snap.format == "pe" and snap.torch_version == "9.9.0+cpu"
     libs = {lib.name: lib for lib in snap.libraries}
@@ -103,8 +98,8 @@ def test_a_windows_wheel_records_every_dll_torch_loads_by_name(
     assert libs["torch_cpu.dll"].find_export("aoti_torch_empty_strided") is not None
 
 
-def test_the_import_graph_follows_the_extension_and_rpaths(torches: dict[str, tuple[Path, Path]]) -> None:
-    folder, _ = torches["macos"]
+def test_the_import_graph_follows_the_extension_and_rpaths(native_torches: dict[str, tuple[Path, Path]]) -> None:
+    folder, _ = native_torches["macos"]
     libs = {p.name: native.read_library(p, p.name, native.MACHO) for p in (folder / "lib").iterdir()}
     extension = native.read_library(folder / "_C.cpython-311-darwin.so", "_C", native.MACHO)
     loaded = native.import_set(native.MACHO, libs, extension)
@@ -117,8 +112,8 @@ def test_the_import_graph_follows_the_extension_and_rpaths(torches: dict[str, tu
     assert native.import_set(native.MACHO, libs, None) is None
 
 
-def test_a_snapshot_names_one_object_format(torches: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
-    folder, _ = torches["macos"]
+def test_a_snapshot_names_one_object_format(native_torches: dict[str, tuple[Path, Path]], tmp_path: Path) -> None:
+    folder, _ = native_torches["macos"]
     mixed = tmp_path / "torch-9.9.0-mixed.whl"
     with zipfile.ZipFile(mixed, "w") as zf:
         zf.writestr("torch/version.py", "__version__ = '9.9.0'\n")
@@ -157,3 +152,18 @@ def _tools() -> None:
     for tool in ("llvm-nm-14", "llvm-readobj-14", "llvm-install-name-tool-14"):
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is not installed (apt-get install llvm-14)")
+
+
+def test_a_broken_dylib_or_dll_in_a_wheel_is_one_line(
+    native_torches: dict[str, tuple[Path, Path]], tmp_path: Path
+) -> None:
+    for key, member in (("macos", "libc10.dylib"), ("windows", "c10.dll")):
+        data = (native_torches[key][0] / "lib" / member).read_bytes()
+        broken = tmp_path / f"torch-9.9.0-{key}.whl"
+        with zipfile.ZipFile(broken, "w") as zf:
+            zf.writestr("torch/version.py", "__version__ = '9.9.0'\n")
+            zf.writestr(f"torch/lib/{member}", data[:200])  # the header, its tables cut off
+        done = subprocess.run([*CLI, "snapshot", str(broken), "-o", str(tmp_path / "x.json.gz")],
+                              capture_output=True, text=True, timeout=60)
+        assert member in one_line_error(done, 1)
+        assert not (tmp_path / "x.json.gz").exists()
