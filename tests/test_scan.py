@@ -423,7 +423,8 @@ def test_scan_sarif_says_each_result(dirty: ScanReport, scan_envs: ScanEnvs) -> 
     rules = run["tool"]["driver"]["rules"]
     assert [(r["id"], r["name"], r["defaultConfiguration"]["level"]) for r in rules] == [
         ("HIJACK", "Hijack", "error"), ("COLLISION", "Collision", "error"), ("PREFIX_CLASH", "PrefixClash", "error"),
-        ("UNPREFIXED_PROVIDER", "UnprefixedProvider", "warning"), ("RUNTIME_COLLISION", "RuntimeCollision", "warning")]
+        ("UNPREFIXED_PROVIDER", "UnprefixedProvider", "warning"), ("RUNTIME_COLLISION", "RuntimeCollision", "warning"),
+        ("DLL_COLLISION", "DllCollision", "error")]
     assert [r["shortDescription"]["text"] for r in rules] == [rule.doc for rule in SCAN_RULES]
     assert run["properties"] == {"environment": f"virtual environment {scan_envs.dirty.root}"}
     index = {"HIJACK": 0, "COLLISION": 1, "PREFIX_CLASH": 2, "UNPREFIXED_PROVIDER": 3}
@@ -478,7 +479,7 @@ def test_scan_junit_has_a_case_per_rule_and_library(dirty: ScanReport, scan_envs
     suite = ET.fromstring(render_scan(dirty, "junit")).find("testsuite")
     assert suite is not None and suite.attrib == {
         "name": "aoti-shim scan",
-        "tests": str(5 * 7),
+        "tests": str(6 * 7),
         "failures": "3",
         "errors": "0",
     }

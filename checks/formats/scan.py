@@ -162,7 +162,9 @@ def render_junit(report: ScanReport) -> str:
         "aoti-shim scan",
         [("environment", printable(report.scanned.description))],
         [rule.id for rule in SCAN_RULES],
-        [lib.display for lib in report.scanned.libraries],
+        # Windows DLLs too: DLL_COLLISION names them.
+        [lib.display for lib in report.scanned.libraries] + [dll.display for d in report.scanned.distributions
+                                                              for dll in d.dlls],
         report.findings,
         classname="aoti-shim.scan.",
         text=printable,

@@ -36,6 +36,8 @@ ADVICE = {
     "aoti_shim_prefix() or the aoti_shim.build backend)",
     "RUNTIME_COLLISION": "fix: stop re-exporting the runtime (link it as a shared library, or hide "
     "its symbols: -Wl,--exclude-libs,ALL), or keep the two out of one process",
+    "DLL_COLLISION": "fix: name each runtime's shim DLL after the runtime (myrt_aoti_shims.dll), or keep the two "
+    "out of one process",
 }
 
 
@@ -75,6 +77,8 @@ class _Page:
     def __post_init__(self) -> None:
         self.lines: list[str] = []
         self.by_display = {lib.display: lib for lib in self.report.scanned.libraries}
+        # Windows DLLs are no LibraryFacts (DLL_COLLISION names them): their owners only.
+        self.dll_owners = {dll.display: dll.owner for d in self.report.scanned.distributions for dll in d.dlls}
         self.folders = tuple(os.path.normpath(f) for f in self.report.scanned.site_folders)
 
     def paint(self, text: str, code: str) -> str:
@@ -85,7 +89,7 @@ class _Page:
 
     def owner(self, display: str) -> str:
         lib = self.by_display.get(display)
-        return lib.owner if lib is not None else NOBODY
+        return lib.owner if lib is not None else self.dll_owners.get(display, NOBODY)
 
     def is_torch(self, display: str | None) -> bool:
         lib = self.by_display.get(display or "")

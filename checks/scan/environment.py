@@ -88,6 +88,9 @@ class Distribution:
     libraries: tuple[LibraryFile, ...]
     editable: bool = False
     source: str = "RECORD"  # "RECORD" or "wheel"
+    # Windows DLLs its RECORD lists (kind "dll"): Windows keeps one module of a base name per
+    # process, so two distributions' DLLs of one name collide whatever they export.
+    dlls: tuple[LibraryFile, ...] = ()
 
     @property
     def label(self) -> str:
@@ -285,9 +288,8 @@ def _elf_candidates(names: Iterable[str]) -> list[str]:
     return [n for n in filterfalse(_WORD_SUFFIXED.fullmatch, names) if _may_be_elf(n.rpartition("/")[2])]
 
 
-def _probe(path: str, display: str) -> str | None:
-    """:func:`file_kind` of a file, None when it is not ELF. A file named like a shared
-    library that is not ELF (nor a linker script) is an error, as is one that cannot be read."""
+def _read_head(path: str, display: str) -> bytes:
+    """The first bytes of a regular file, never blocking (a FIFO or a device is an error)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
@@ -301,6 +303,13 @@ def _probe(path: str, display: str) -> str | None:
         raise InputError(f"{display}: cannot read: {e.strerror or e}") from None
     finally:
         os.close(fd)
+    return head
+
+
+def _probe(path: str, display: str) -> str | None:
+    """:func:`file_kind` of a file, None when it is not ELF. A file named like a shared
+    library that is not ELF (nor a linker script) is an error, as is one that cannot be read."""
+    head = _read_head(path, display)
     if head.startswith(ELF_MAGIC):
         return file_kind(head)
     if _named_like_library(os.path.basename(path)) and not head.lstrip().startswith(_LINKER_SCRIPT_STARTS):
@@ -519,6 +528,7 @@ def _distribution(info: str, site: str, collector: _Collector) -> Distribution |
         found = collector.probe(path, os.path.relpath(path, site) if ".." in row or row.startswith("/") else row)
         if found is not None:
             libraries.append(found)
+    dlls = _dll_rows(rows, site, where)
     editable = _is_editable(info)
     if editable or pths:
         folders = [f for pth in pths for f in _pth_lines(pth, site)]
@@ -531,7 +541,24 @@ def _distribution(info: str, site: str, collector: _Collector) -> Distribution |
                 found = collector.claim(path)
                 if found is not None:
                     libraries.append(found)
-    return Distribution(name=name, version=version, location=site, libraries=tuple(libraries), editable=editable)
+    return Distribution(
+        name=name, version=version, location=site, libraries=tuple(libraries), editable=editable, dlls=dlls
+    )
+
+
+def _dll_rows(rows: list[str], site: str, where: str) -> tuple[LibraryFile, ...]:
+    """The RECORD rows naming a Windows DLL (``.dll`` in any case) that starts as a PE file
+    does (``MZ``); a listed DLL that is missing is an error, as a listed library is."""
+    found = []
+    for row in rows:
+        if not row[-4:].lower() == ".dll" or ".dist-info/" in row:
+            continue
+        path = os.path.normpath(os.path.join(site, row))
+        if not os.path.lexists(path):
+            raise InputError(f"{where}: RECORD lists {row}, which is missing")
+        if _read_head(path, row).startswith(b"MZ"):
+            found.append(LibraryFile(path=path, display=row, kind="dll"))
+    return tuple(found)
 
 
 def _metadata_folders(site: str) -> list[str]:

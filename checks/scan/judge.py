@@ -23,6 +23,7 @@ from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import ET_DYN
 from aoti_shim.checks.elf.symbols import SymbolTable
 from aoti_shim.checks.loader import bindings
+from aoti_shim.checks.pe import read as read_pe
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 from aoti_shim.checks.rules.table import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, Columns, Found, Rule, stamped
 from aoti_shim.checks.scan.environment import Environment, LibraryFile
@@ -243,6 +244,25 @@ def read_library(file: LibraryFile, owner: str, distribution: str | None) -> Lib
 
 
 @dataclass(frozen=True)
+class DllFacts:
+    """A Windows DLL a distribution ships: its name as the loader compares it, and its shim-ABI exports."""
+
+    display: str
+    owner: str
+    shim_exports: tuple[str, ...]
+
+    @property
+    def base(self) -> str:
+        """The module name the loaded-module list compares: the file name, without regard to case."""
+        return self.display.rpartition("/")[2].lower()
+
+
+def read_dll(file: LibraryFile, owner: str) -> DllFacts:
+    pe = read_pe(file.path, file.display)
+    return DllFacts(file.display, owner, _shim_names(e.name for e in pe.exports if e.name))
+
+
+@dataclass(frozen=True)
 class ScannedDistribution:
     name: str
     version: str
@@ -250,6 +270,7 @@ class ScannedDistribution:
     editable: bool
     source: str
     libraries: tuple[LibraryFacts, ...]
+    dlls: tuple[DllFacts, ...] = ()
 
     @property
     def label(self) -> str:
@@ -292,7 +313,10 @@ def scan_environment(env: Environment) -> Scanned:
         return tuple(out)
 
     distributions = tuple(
-        ScannedDistribution(d.name, d.version, d.location, d.editable, d.source, facts(d.libraries, d.label, d.name))
+        ScannedDistribution(
+            d.name, d.version, d.location, d.editable, d.source, facts(d.libraries, d.label, d.name),
+            tuple(read_dll(f, d.label) for f in d.dlls),
+        )
         for d in env.distributions
     )
     return Scanned(
@@ -485,6 +509,26 @@ def _prefix_clash(ctx: _Context) -> Iterator[Found]:
             yield lib.display, f"{p}{prefixes.SHIM_MARK}*", message, first.display
 
 
+def _dll_collision(ctx: _Context) -> Iterator[Found]:
+    """Two distributions' DLLs of one base name, one of them a shim DLL (exporting shim-ABI
+    names): Windows keeps one module of a name per process, the first loaded."""
+    first: dict[str, DllFacts] = {}
+    ordered = sorted(ctx.scanned.distributions, key=lambda d: (_normalized(d.name) not in TORCH_DISTRIBUTIONS,
+                                                              _normalized(d.name)))
+    for dll in (dll for d in ordered for dll in d.dlls):
+        other = first.setdefault(dll.base, dll)
+        if other is dll or other.owner == dll.owner or not (dll.shim_exports or other.shim_exports):
+            continue
+        shim = dll if dll.shim_exports else other
+        message = (
+            f"ships {dll.base}, as {other.owner} does ({other.display}): Windows loads one module of a base name per "
+            "process (its loaded-module list compares names without regard to case), so the first one loaded serves "
+            f"every import of both, and {shim.owner}'s shim DLL exports {len(shim.shim_exports)} shim-ABI name(s) "
+            f"('{shim.shim_exports[0]}'); give each runtime's shim DLL a name of its own"
+        )
+        yield dll.display, dll.base, message, other.display
+
+
 class _Context:
     """What several rules ask about the environment, computed once."""
 
@@ -545,6 +589,13 @@ SCAN_RULES: tuple[Rule[_Context], ...] = (
         _runtime_collision,
         "Libraries of two distributions both re-export the same C++ or CUDA runtime symbols.",
         WARNING,
+    ),
+    Rule(
+        "DLL_COLLISION",
+        _dll_collision,
+        "Two distributions ship a Windows DLL of one base name, one of them a shim DLL: one process loads only "
+        "the first.",
+        BLOCKING,
     ),
 )
 SCAN_RULES_BY_ID = {rule.id: rule for rule in SCAN_RULES}
