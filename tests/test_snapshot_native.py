@@ -25,7 +25,8 @@ from aoti_shim.checks.snapshot import record as snapshot
 from aoti_shim.errors import InputError
 from cli_support import CLI, one_line_error
 from elf_fixtures import SYNTH_SYMBOLS, synth_elf
-from torch_native_fixtures import MACOS_LOADED, run
+from macho_fixtures import write_fat
+from torch_native_fixtures import CFLAGS, MACOS_LOADED, ZIG, run
 
 
 def _snapshot(source: Path, out: Path, *flags: str) -> snapshot.Snapshot:
@@ -167,3 +168,18 @@ def test_a_broken_dylib_or_dll_in_a_wheel_is_one_line(
                               capture_output=True, text=True, timeout=60)
         assert member in one_line_error(done, 1)
         assert not (tmp_path / "x.json.gz").exists()
+
+
+def test_a_fat_dylib_is_one_library_when_its_slices_agree(tmp_path: Path) -> None:
+    def thin(name: str, target: str, source: str) -> Path:
+        (tmp_path / f"{name}.c").write_text(source)
+        run(*ZIG, "cc", "-target", target, "-shared", *CFLAGS, "-o", str(tmp_path / name), str(tmp_path / f"{name}.c"))
+        return tmp_path / name
+
+    same = "int aoti_torch_x(int a) { return a; }\n"
+    arm, intel = thin("arm.dylib", "aarch64-macos", same), thin("x86.dylib", "x86_64-macos", same)
+    fat = native.read_library(write_fat([arm, intel], tmp_path / "fat.dylib", wide=False), "fat", native.MACHO)
+    assert fat.exports.keys() == native.read_library(arm, "arm", native.MACHO).exports.keys() >= {"aoti_torch_x"}
+    other = thin("x86b.dylib", "x86_64-macos", same + "int aoti_torch_y(int a) { return a; }\n")
+    with pytest.raises(InputError, match="slices export different names"):
+        native.read_library(write_fat([arm, other], tmp_path / "mixed.dylib", wide=True), "mixed", native.MACHO)
