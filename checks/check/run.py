@@ -5,14 +5,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import posixpath
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aoti_shim.checks.abi import prefix as prefix_rules
+from aoti_shim.checks.check import native
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.inputs.collect import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, open_wheel
 from aoti_shim.checks.loader import closure, search
@@ -367,13 +368,20 @@ def _suppressions(settings: CheckSettings) -> tuple[Suppression, ...]:
     return sups
 
 
-def _inputs(settings: CheckSettings, ws: Workspace) -> list[tuple[Artifact, Library, closure.Needs | None]]:
-    """The checked libraries read, shims first, each with its needs."""
+def _collected(settings: CheckSettings, ws: Workspace) -> dict[str, list[Artifact]]:
+    """The files of the --shim and --model inputs, by role."""
     given = {"shim": settings.shims, "model": settings.models}
-    arts = {
+    return {
         role: _named_from(collect(paths, ws, member_limit=settings.member_limit), settings.display_root)
         for role, paths in given.items()
     }
+
+
+def _inputs(
+    settings: CheckSettings, ws: Workspace, arts: dict[str, list[Artifact]]
+) -> list[tuple[Artifact, Library, closure.Needs | None]]:
+    """The checked libraries read, shims first, each with its needs."""
+    given = {"shim": settings.shims, "model": settings.models}
     read = []
     for role in given:
         pairs = [_read(a, role, settings.wheel_roots) for a in arts[role]]
@@ -396,22 +404,38 @@ class _Prefix:
 def _prefix(settings: CheckSettings, shims: list[Library], models: list[Library]) -> _Prefix:
     # Only shim-ABI names can carry a prefix.
     shim_names = tuple(n for lib in shims for n in lib.marked_exports)
+    return _prefix_of(
+        settings, shim_names, lambda: (n for lib in models for n in lib.imports if prefix_rules.is_shim_name(n))
+    )
+
+
+def _prefix_of(
+    settings: CheckSettings, shim_names: tuple[str, ...], model_imports: Callable[[], Iterable[str]]
+) -> _Prefix:
+    """The prefix: given, else read from the shims' names, else (no shims) from the models' imports."""
     if settings.prefix is not None:
         return _Prefix(prefix_rules.validate(settings.prefix), "given", "", shim_names)
     inferred, inferred_from = prefix_rules.infer(shim_names), "shims"
-    if inferred is None and not shims:
-        inferred, inferred_from = (
-            prefix_rules.infer(n for lib in models for n in lib.imports if prefix_rules.is_shim_name(n)),
-            "models",
-        )
+    if inferred is None and not shim_names:
+        inferred, inferred_from = prefix_rules.infer(model_imports()), "models"
     source = "inferred" if inferred else "none"
     return _Prefix(inferred, source, inferred_from if source == "inferred" else "", shim_names)
+
+
+class _Checked(Protocol):
+    """A checked library or image, as the header names it."""
+
+    @property
+    def display(self) -> str: ...
+
+    @property
+    def role(self) -> str: ...
 
 
 def _header(
     settings: CheckSettings,
     prefix: _Prefix,
-    libs: list[Library],
+    libs: Sequence[_Checked],
     refs: list[Reference],
     sources: list[AgainstSource],
     ignored: tuple[tuple[str, str], ...],
@@ -444,7 +468,13 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
     library_folders(settings.library_path, "--library-path")
     sups = _suppressions(settings)
     with Workspace() as ws:
-        inputs = _inputs(settings, ws)
+        collected = _collected(settings, ws)
+        fmt = native.one_format([*collected["shim"], *collected["model"]])
+        if fmt != "elf":
+            with _native_checking(settings, ws, collected, fmt, sups) as run:
+                yield run
+            return
+        inputs = _inputs(settings, ws, collected)
         ignored = tuple(ws.ignored)
         checked = [(a, lib) for a, lib, _ in inputs]
         shims = [lib for _, lib, _ in inputs if lib.role == "shim"]
@@ -481,6 +511,34 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
             close_all(refs)
             for image in walked.images:
                 image.close()
+
+
+@contextmanager
+def _native_checking(
+    settings: CheckSettings, ws: Workspace, arts: dict[str, list[Artifact]], fmt: str, sups: tuple[Suppression, ...]
+) -> Iterator[CheckRun]:
+    """:func:`checking` of Mach-O or PE inputs: the native lookup model's process, judged by
+    the same rules and reported the same way (no ELF loader facts: nothing is searched)."""
+    for role, paths in (("shim", settings.shims), ("model", settings.models)):
+        if paths and not arts[role]:
+            raise UsageError(_nothing_found(f"--{role}", paths, tuple(ws.ignored)))
+    shims, models = native.images(arts["shim"], "shim"), native.images(arts["model"], "model")
+    prefix = _prefix_of(settings, tuple(native.shim_names(shims)), lambda: native.model_imports(models))
+    sources: list[AgainstSource] = []
+    refs = open_references(
+        settings.against, ws, torch_search_paths=settings.torch_search_paths,
+        exclude=frozenset(os.path.realpath(a.path) for a in (*arts["shim"], *arts["model"])), sources=sources,
+    )
+    try:
+        process = native.process(fmt, shims, models, refs, prefix.prefix)
+        ctx = Context(
+            prefix=prefix.prefix, shims=[], models=[], references=refs, prefix_source=prefix.source,
+            shim_prefixes=process.shim_prefixes, native=process,
+        )
+        header = _header(settings, prefix, [*shims, *models], refs, sources, tuple(ws.ignored))
+        yield CheckRun(header, ctx, sups)
+    finally:
+        close_all(refs)
 
 
 def run_check(settings: CheckSettings) -> Report:

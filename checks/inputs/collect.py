@@ -1,9 +1,10 @@
-"""Turn command-line inputs (files, folders, wheels) into ELF files on disk.
+"""Turn command-line inputs (files, folders, wheels) into ELF, Mach-O and PE files on disk.
 
 Wheels are never unpacked whole: only members that start with the ELF magic are
 copied, each to a private temp file named by its index (never by the member's
 name), under a size cap, so a hostile wheel cannot write outside the workspace or
-fill the disk.
+fill the disk. A Mach-O or PE member (by its name, see NATIVE_SUFFIXES, and its magic) is
+copied whole the same way; its ``format`` says which reader reads it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import IO, Any, BinaryIO
 
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import ELF_MAGIC, ET_DYN, PT_DYNAMIC, file_kind, has_elf_magic, is_elf, segments_of
+from aoti_shim.checks.inputs.magic import has_native_magic, path_kind
 from aoti_shim.errors import InputError
 
 # A member that inflates past this is treated as a decompression bomb.
@@ -31,6 +33,9 @@ DEFAULT_MEMBER_LIMIT = 4 << 30
 MAX_WALK_DEPTH = 64
 # torch's CUDA wheel has 13k members; a zip of millions of empty ones would cost gigabytes to list.
 MAX_WHEEL_MEMBERS = 100_000
+# Wheel members read as Mach-O or PE when their magic says so: macOS's dylibs and bundles
+# (Python extensions are .so bundles there), Windows's DLLs and extensions.
+NATIVE_SUFFIXES = (".dylib", ".so", ".bundle", ".dll", ".pyd")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,8 @@ class Artifact:
     kind: str = "shared"
     # The wheel a member came from (its path); None for a file given as one.
     wheel: str | None = None
+    # "elf", or "macho" / "pe" for a file the native readers read (it has no ElfImage).
+    format: str = "elf"
 
     def open(self) -> ElfImage:
         return self.image if self.image is not None else ElfImage(self.path, display=self.display)
@@ -287,17 +294,19 @@ def copy_elf_member(
     open_target: Callable[[], BinaryIO],
     member_limit: int = DEFAULT_MEMBER_LIMIT,
     digest: Any = None,
+    accept: Callable[[bytes], bool] = has_elf_magic,
 ) -> int | None:
     """Stream one member to the file ``open_target()`` gives, under the member cap and the
-    wheel's budget; its size, or None (nothing opened) when it is not ELF. The one copy of
-    a wheel member every reader uses; ``digest`` (a hashlib object) sees every byte."""
+    wheel's budget; its size, or None (nothing opened) when it is not ELF (``accept`` says
+    which first bytes to copy). The one copy of a wheel member every reader uses; ``digest``
+    (a hashlib object) sees every byte."""
     if info.is_dir() or info.file_size < len(ELF_MAGIC):
         return None  # too short to start with the magic: skip without inflating
     charge = zf.charge if isinstance(zf, Wheel) else (lambda n, d: None)
     try:
         with zf.open(info) as src:
             head = src.read(len(ELF_MAGIC))
-            if not has_elf_magic(bytes(head[:4])):
+            if not accept(bytes(head[:4])):
                 return None
             if info.file_size > member_limit:
                 raise InputError(f"{display}: member inflates to {info.file_size} bytes, over the limit")
@@ -323,9 +332,10 @@ def copy_elf_member(
 
 
 def extract_member(
-    zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, workspace: Workspace, member_limit: int
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, workspace: Workspace, member_limit: int,
+    accept: Callable[[bytes], bool] = has_elf_magic,
 ) -> Artifact | None:
-    """One member copied to a private temp file, or None when it is not ELF."""
+    """One member copied to a private temp file, or None when it is not ELF (not what ``accept`` takes)."""
     made: list[str] = []
 
     def target() -> BinaryIO:
@@ -333,7 +343,7 @@ def extract_member(
         made.append(path)
         return os.fdopen(fd, "wb")
 
-    if copy_elf_member(zf, info, display, target, member_limit) is None:
+    if copy_elf_member(zf, info, display, target, member_limit, accept=accept) is None:
         return None
     return Artifact(path=made[0], display=display)
 
@@ -490,6 +500,11 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
         for info in zf.infolist():
             display = f"{wheel}!{info.filename}"
             kind, art = read_member(zf, info, display, workspace, member_limit)
+            if kind == "not-elf" and info.filename.lower().endswith(NATIVE_SUFFIXES):
+                art = _native_member(zf, info, display, workspace, member_limit)
+                if art is not None:
+                    yield dataclasses.replace(art, wheel=wheel)
+                continue
             if art is not None:
                 art = dataclasses.replace(art, wheel=wheel)
             if art is not None and kind == "executable":
@@ -509,6 +524,29 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
                 yield art
             elif kind != "not-elf":
                 workspace.ignored.append((display, kind))
+
+
+def _native_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, workspace: Workspace, member_limit: int
+) -> Artifact | None:
+    """A Mach-O or PE member copied whole to a temp file, or None; one that is no dylib,
+    bundle nor DLL is said in ``workspace.ignored``."""
+    art = extract_member(zf, info, display, workspace, member_limit, accept=has_native_magic)
+    found = None if art is None else _native_kind(art.path)
+    if art is None or found is None:
+        return None
+    if found[1] != "shared":
+        workspace.ignored.append((display, found[1]))
+        return None
+    return dataclasses.replace(art, format=found[0])
+
+
+def _native_kind(path: str) -> tuple[str, str] | None:
+    """:func:`path_kind` of a file; one that cannot be read is an error, as for ELF."""
+    try:
+        return path_kind(path)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
 
 
 def _program_exports(path: str) -> bool:
@@ -563,6 +601,11 @@ def collect(
                     add(Artifact(path=path, display=path, kind=kind), os.path.realpath(path))
                 elif kind is not None:
                     workspace.ignored.append((path, kind))
+                elif (native := _native_kind(path)) is not None:
+                    if native[1] == "shared":
+                        add(Artifact(path=path, display=path, format=native[0]), os.path.realpath(path))
+                    else:
+                        workspace.ignored.append((path, native[1]))
         elif not stat.S_ISREG(st.st_mode):
             raise InputError(f"{raw}: not a regular file or folder")
         elif not os.access(raw, os.R_OK):
@@ -576,8 +619,10 @@ def collect(
                 Artifact(path=raw, display=raw, kind="executable" if kind == "executable" else "shared"),
                 os.path.realpath(raw),
             )
+        elif (native := _native_kind(raw)) is not None:
+            add(Artifact(path=raw, display=raw, format=native[0]), os.path.realpath(raw))
         else:
-            raise InputError(f"{raw}: not an ELF file, folder or wheel")
+            raise InputError(f"{raw}: not an ELF, Mach-O or PE file, folder or wheel")
     return out
 
 

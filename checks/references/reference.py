@@ -21,6 +21,7 @@ from aoti_shim.checks.inputs.collect import (
     open_wheel,
     read_member,
 )
+from aoti_shim.checks.native.reference import NativeReference
 from aoti_shim.checks.report.model import AgainstSource
 from aoti_shim.checks.snapshot import record as snapshot
 from aoti_shim.checks.snapshot.record import SNAPSHOT_SUFFIX, shipped_snapshots
@@ -225,6 +226,10 @@ def open_references(
             for art in arts:
                 if os.path.realpath(art.path) in exclude:
                     checked_too += 1
+                    continue
+                if art.format != "elf":
+                    # A dylib or DLL (a macOS or Windows torch's lib/): its exports by C name.
+                    refs.append(NativeReference(art.path, art.display, art.format))
                     continue
                 image = art.open()
                 if image.has_dynsym:

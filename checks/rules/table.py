@@ -38,6 +38,8 @@ from aoti_shim.checks.loader.bindings import (
     LoadFailure,
     Process,
 )
+from aoti_shim.checks.native import judge as native
+from aoti_shim.checks.native.process import NativeProcess
 from aoti_shim.checks.references.reference import Reference
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 from aoti_shim.torch_names import shipped_names
@@ -170,6 +172,9 @@ class Context:
     # The process's own libraries, global first: the machine's libc, the references'
     # dependencies (read for their exports only).
     machine: Sequence[Linked] = ()
+    # A check of Mach-O or PE images: the rules judge this process (each row's ``native``
+    # function), and the ELF fields above are empty.
+    native: NativeProcess | None = None
 
     @property
     def libraries(self) -> Sequence[Library]:
@@ -954,6 +959,13 @@ class Rule(Generic[C]):
     check: Callable[[C], Iterator[Found]]
     doc: str
     severity: str
+    # The rule over a Mach-O or PE process (checks/native/judge.py); None: ELF's alone.
+    native: Callable[[NativeProcess], Iterator[Found]] | None = None
+
+
+def _native_only(ctx: Context) -> Iterator[Found]:
+    """A rule of the native formats: nothing to find in ELF."""
+    return iter(())
 
 
 RULES: tuple[Rule[Context], ...] = (
@@ -964,34 +976,46 @@ RULES: tuple[Rule[Context], ...] = (
         "point (a stable-ABI extension, say); those imports are not reported one by one.",
         WARNING,
     ),
-    Rule("NOT_A_SHIM", _not_a_shim, "A --shim library exports no aoti_torch_* name, prefixed or not.", WARNING),
+    Rule(
+        "NOT_A_SHIM",
+        _not_a_shim,
+        "A --shim library exports no aoti_torch_* name, prefixed or not.",
+        WARNING,
+        native=native.not_a_shim,
+    ),
     Rule(
         "COLLISION",
         _collision,
         "A shim library exports a symbol that a reference library (libtorch) also exports.",
         BLOCKING,
+        native=native.collision,
     ),
     Rule(
         "UNPREFIXED_EXPORT",
         _unprefixed_export,
         "A shim library exports an aoti_torch_* name without the prefix.",
         BLOCKING,
+        native=native.unprefixed_export,
     ),
     Rule(
         "UNPREFIXED_IMPORT",
         _unprefixed_import,
         "A library of the process (a model, a shim library's own code, a consumer of the prefixed names, or a library "
         "of their DT_NEEDED closure, named with the chain that loaded it) imports a shim-ABI name without the prefix: "
-        "it binds to libtorch when libtorch is global, to nothing without it.",
+        "it binds to libtorch when libtorch is global, to nothing without it. Mach-O: a flat (or weak) lookup's "
+        "import, which dyld binds to libtorch's, loaded first.",
         BLOCKING,
+        native=native.unprefixed_import,
     ),
     Rule(
         "UNSATISFIED_IMPORT",
         _unsatisfied_import,
         "A library of the process (a checked one or one of its DT_NEEDED closure) imports a prefixed shim name (in a "
         "version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to "
-        "nothing.",
+        "nothing. Mach-O and PE: a prefixed import that no checked shim image defines by flat lookup, or whose "
+        "install name or DLL is no checked shim's or lacks it.",
         BLOCKING,
+        native=native.unsatisfied_import,
     ),
     Rule(
         "PREFIX_MISMATCH",
@@ -1000,14 +1024,18 @@ RULES: tuple[Rule[Context], ...] = (
         "prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim "
         "exports.",
         BLOCKING,
+        native=native.prefix_mismatch,
     ),
     Rule(
         "BINDS_OUTSIDE_SHIMS",
         _binds_outside_shims,
         "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a "
         "reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or "
-        "non-default-visibility symbol) binds to its own library.",
+        "non-default-visibility symbol) binds to its own library. Mach-O and PE: a shim-ABI import bound by name to "
+        "torch (a two-level import from @rpath/libtorch_cpu.dylib, an import from torch_cpu.dll), or a prefixed one "
+        "to a reference or a model.",
         BLOCKING,
+        native=native.binds_outside_shims,
     ),
     Rule(
         "LOAD_FAILURE",
@@ -1026,23 +1054,36 @@ RULES: tuple[Rule[Context], ...] = (
         WARNING,
     ),
     Rule(
+        "ABSOLUTE_DEPENDENCY",
+        _native_only,
+        "A Mach-O model loads a library by an absolute path outside /usr/lib and /System (LC_LOAD_DYLIB "
+        "/opt/homebrew/.../libomp.dylib): dyld finds it only where that file exists on the user's machine; the "
+        "message says when the model binds none of its symbols.",
+        WARNING,
+        native=native.absolute_dependency,
+    ),
+    Rule(
         "MANGLED_SHIM",
         _mangled_shim,
         "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".",
         BLOCKING,
+        native=native.mangled_shim,
     ),
     Rule(
         "MODEL_DEFINES_SHIM",
         _model_defines_shim,
         "A model defines aoti_torch_* or prefixed shim names itself.",
         BLOCKING,
+        native=native.model_defines_shim,
     ),
     Rule(
         "DUPLICATE_DEFINER",
         _duplicate_definer,
         "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one "
-        "instance and count once, as does a program's R_*_COPY copy of a shim's data).",
+        "instance and count once, as does a program's R_*_COPY copy of a shim's data). Mach-O: weak definitions "
+        "coalesce, so every image binds to the first loaded copy.",
         BLOCKING,
+        native=native.duplicate_definer,
     ),
     Rule(
         "REEXPORTED_RUNTIME",
@@ -1062,8 +1103,22 @@ RULES_BY_ID = {rule.id: rule for rule in RULES}
 
 
 def evaluate(ctx: Context) -> Iterator[FindingBatch]:
-    """Every rule's findings, in table order, as they are found (nothing is kept)."""
+    """Every rule's findings, in table order, as they are found (nothing is kept); a native
+    check's by each row's ``native`` function."""
+    if ctx.native is not None:
+        return _stamped_native(ctx.native)
     return stamped(RULES, ctx)
+
+
+def _stamped_native(process: NativeProcess) -> Iterator[FindingBatch]:
+    for rule in RULES:
+        if rule.native is not None:
+            for found in rule.native(process):
+                if isinstance(found, Columns):
+                    yield FindingBatch(rule.id, rule.severity, *found)
+                else:
+                    related = found[3] if len(found) > 3 else None
+                    yield FindingBatch(rule.id, rule.severity, found[0], (found[1],), (found[2],), (related,))
 
 
 def stamped(rules: Sequence[Rule[C]], ctx: C) -> Iterator[FindingBatch]:

@@ -1,0 +1,1 @@
+"""The lookup models of Mach-O (dyld) and PE (the Windows loader) that check judges native images by."""

@@ -1,0 +1,100 @@
+"""A Mach-O slice or a PE file as the native lookup model sees it: names in C spelling.
+
+Mach-O spells a C name with one leading underscore (``_myrt_aoti_torch_x``); the model
+and its findings speak C names (``myrt_aoti_torch_x``), as ELF and the snapshots do, so one
+prefix rule and one reference lookup serve all three formats. A Mach-O name without the
+underscore (no C name) is kept as it is.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from aoti_shim.checks import macho, pe
+from aoti_shim.checks.macho.facts import FLAT, WEAK
+
+# The lookup of a PE import: the DLL it names, and nothing else.
+DLL = "dll"
+
+
+@dataclass(frozen=True)
+class NativeImport:
+    """A name an image binds: its lookup (two_level, flat, weak, self, main_executable; dll
+    for PE) and the install name or DLL it names, if any."""
+
+    name: str
+    lookup: str
+    library: str | None
+
+    @property
+    def searches_all(self) -> bool:
+        """Looked up in every image loaded globally (flat), or coalesced with them (weak)."""
+        return self.lookup in (FLAT, WEAK)
+
+
+@dataclass(frozen=True)
+class NativeImage:
+    """One image: display name, format ("macho" or "pe"), role ("shim" or "model"), the
+    name others load it by (install name, DLL name), exports and imports as C names."""
+
+    display: str
+    format: str
+    role: str
+    architecture: str
+    name: str
+    exports: frozenset[str]
+    weak_exports: frozenset[str]
+    imports: tuple[NativeImport, ...]
+    # (install name or DLL, kind): load, weak, reexport, lazy, upward; normal or delay.
+    dependencies: tuple[tuple[str, str], ...]
+
+    @property
+    def base_name(self) -> str:
+        return base_name(self.name)
+
+
+def base_name(name: str) -> str:
+    """What an install name or DLL name is matched by: its last component, a DLL's in lower
+    case (the Windows loader compares DLL names without regard to case)."""
+    last = posixpath.basename(name.replace("\\", "/"))
+    return last.lower() if last.lower().endswith((".dll", ".pyd")) else last
+
+
+def c_name(name: str) -> str:
+    """A Mach-O symbol's C name: one leading underscore taken away."""
+    return name[1:] if name.startswith("_") else name
+
+
+def read_images(path: str, display: str, role: str, fmt: str) -> tuple[NativeImage, ...]:
+    """The images of the file at ``path``: a Mach-O file's slices (each named by its
+    architecture when there are several), or the one PE image."""
+    if fmt == "pe":
+        return (of_pe(pe.read(path, display), display, role),)
+    slices = macho.read(path, display)
+    return tuple(of_macho(s, f"{display} ({s.architecture})" if len(slices) > 1 else display, role) for s in slices)
+
+
+def of_macho(facts: macho.MachOFacts, display: str, role: str) -> NativeImage:
+    exports = [e for e in facts.exports if e.reexport_ordinal is None]
+    return NativeImage(
+        display=display, format="macho", role=role, architecture=facts.architecture,
+        name=facts.install_name or posixpath.basename(facts.path.replace("\\", "/")),
+        exports=frozenset(c_name(e.name) for e in exports),
+        weak_exports=frozenset(c_name(e.name) for e in exports if e.weak_definition),
+        imports=tuple(NativeImport(c_name(i.name), i.binding, i.library) for i in facts.imports),
+        dependencies=tuple((d.name, d.kind) for d in facts.dependencies),
+    )
+
+
+def of_pe(facts: pe.PEFacts, display: str, role: str) -> NativeImage:
+    # A forwarded export is the other DLL's definition; the model takes it as this DLL's name
+    # (the loader resolves the forwarder at bind time).
+    return NativeImage(
+        display=display, format="pe", role=role, architecture=facts.architecture,
+        name=facts.dll_name or posixpath.basename(facts.path.replace("\\", "/")),
+        exports=frozenset(e.name for e in facts.exports if e.name is not None),
+        weak_exports=frozenset(),
+        imports=tuple(NativeImport(i.name, DLL, i.dll) for i in facts.imports if not i.name.startswith("#")),
+        dependencies=tuple((d.name, d.kind) for d in facts.dependencies),
+    )
