@@ -33,7 +33,7 @@ import pytest
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_TLS
-from aoti_shim.checks.rules.table import RULES
+from aoti_shim.checks.rules.table import ELF_RULES as RULES  # the Mach-O rule's: tests/test_native_judge.py
 from compile_support import compile_shared
 
 PREFIX = "myrt_"

@@ -286,6 +286,8 @@ NO_UNIT_FILE: dict[str, str] = {
     "checks/macho/exports.py": "against llvm-objdump on generated fixtures: tests/test_macho_reader.py",
     "checks/macho/facts.py": "against llvm-objdump on generated fixtures: tests/test_macho_reader.py",
     "checks/macho/fat.py": "against llvm-objdump on generated fixtures: tests/test_macho_reader.py",
+    "checks/native/binding.py": "the lookups' shared part: tests/test_native_dyld.py, tests/test_native_winload.py",
+    "checks/native/process.py": "the process of generated triples: tests/test_native_judge.py, test_check_native.py",
     "checks/pe/exports.py": "against llvm-readobj and LIEF on generated DLLs: tests/test_pe_reader.py",
     "checks/pe/facts.py": "against llvm-readobj and LIEF on generated DLLs: tests/test_pe_reader.py",
     "checks/pe/headers.py": "against llvm-readobj and LIEF on generated DLLs: tests/test_pe_reader.py",

@@ -75,10 +75,12 @@ def by_name(images: list[Loaded], library: str | None, torch_names: frozenset[st
 
 
 def named_binding(importer: NativeImage, imp: NativeImport, images: list[Loaded], torch: frozenset[str]) -> Binding:
-    """A lookup bound to one named image (Mach-O two-level, PE): that image's definition or nothing."""
+    """A lookup bound to one named image (Mach-O two-level, PE): that image's definition or nothing;
+    one named in a reference is the reference's."""
     found = by_name(images, imp.library, torch)
     if isinstance(found, str):
         return Binding(importer, imp, imp.library, found)
-    if isinstance(found, Loaded) and imp.name in found.exports:
+    # Named in a reference (libtorch): bound there, exported or not (the load fails then).
+    if imp.name in found.exports or found.kind == REFERENCE:
         return Binding(importer, imp, found.display, found.kind)
     return Binding(importer, imp, None, NOTHING)

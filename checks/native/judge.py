@@ -119,11 +119,11 @@ def binds_outside_shims(p: NativeProcess) -> Iterator[Finding]:
         if b.imported.searches_all and not _prefixed(b.name):
             continue  # UNPREFIXED_IMPORT's
         what = {REFERENCE: "a reference library", TORCH: "torch's library", MODEL: "a model"}[b.kind]
-        yield (
-            b.importer.display, b.name,
-            f"imports '{b.name}' {_lookup(b)}, which binds to {b.definer} ({what}), not to the shims",
-            b.definer,
-        )
+        if b.imported.searches_all:
+            where = f"which binds to {b.definer} ({what}), first in load order, not to the shims"
+        else:
+            where = f"so the loader looks it up in {b.definer} ({what}) alone, never in the shims"
+        yield b.importer.display, b.name, f"imports '{b.name}' {_lookup(b)}, {where}", b.definer
 
 
 def _unbound(p: NativeProcess) -> Iterator[Binding]:

@@ -1100,6 +1100,8 @@ RULES: tuple[Rule[Context], ...] = (
 )
 
 RULES_BY_ID = {rule.id: rule for rule in RULES}
+# The rules an ELF check can find (ABSOLUTE_DEPENDENCY is Mach-O's alone).
+ELF_RULES = tuple(rule for rule in RULES if rule.check is not _native_only)
 
 
 def evaluate(ctx: Context) -> Iterator[FindingBatch]:

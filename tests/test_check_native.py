@@ -1,0 +1,114 @@
+"""``aoti-shim check`` on Mach-O and PE inputs, end to end: the command line, its exit codes
+and every report format, on triples built by tests/native_fixtures.py (about 5 s)."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from aoti_shim.checks.check.native import one_format
+from aoti_shim.checks.inputs.collect import Artifact
+from aoti_shim.errors import UsageError
+from cli_support import cli
+from compile_support import compile_shared
+from native_fixtures import PREFIX, Triple, build, draw, expected
+
+# Seeds whose draw holds a finding of each kind the command must carry (a flat unprefixed
+# import, an absolute load; a torch_cpu.dll import).
+MACHO_SEED, PE_SEED = 3700, 3700
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Triple, dict[str, Path]]]:
+    out = tmp_path_factory.mktemp("native-check")
+    clean = Triple("macho", "arm64", (f"{PREFIX}aoti_torch_c",), None, (("aoti_torch_c", "ok"),), False, False, None,
+                   ("aoti_torch_c",))
+    drawn = {"macho": draw(MACHO_SEED, "macho"), "pe": draw(PE_SEED, "pe"), "clean": clean}
+    return {key: (t, build(t, out / key)) for key, t in drawn.items()}
+
+
+def _args(files: dict[str, Path]) -> list[str]:
+    shims = [a for k in ("shim", "shim2") if k in files for a in ("--shim", str(files[k]))]
+    return [*shims, "--model", str(files["blob"]), "--against", str(files["torch"])]
+
+
+@pytest.mark.parametrize("fmt", ["macho", "pe"])
+def test_json_report_holds_the_findings_the_triple_was_built_to_hold(built, fmt: str) -> None:
+    t, files = built[fmt]
+    done = cli("check", *_args(files), "--format", "json")
+    assert done.returncode == 8, done.stderr
+    doc = json.loads(done.stdout)
+    schema = json.loads(resources.files("aoti_shim.checks").joinpath("schemas/report-v1.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    role = {str(p): k for k, p in files.items()}
+    assert {(f["rule"], role[f["artifact"]], f["symbol"]) for f in doc["findings"]} == expected(t)
+    assert doc["prefix"] == PREFIX
+
+
+def test_a_clean_macho_triple_passes(built) -> None:
+    _, files = built["clean"]
+    done = cli("check", *_args(files))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "OK" in done.stdout
+
+
+@pytest.mark.parametrize("form", ["text", "sarif", "junit", "github"])
+def test_every_format_reports_a_native_check(built, form: str, tmp_path: Path) -> None:
+    _, files = built["pe"]
+    done = cli("check", *_args(files), "--format", form, env={"GITHUB_STEP_SUMMARY": str(tmp_path / "s.md"),
+                                                              "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 8 and "BINDS_OUTSIDE_SHIMS" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_mix_of_formats_is_one_usage_line_naming_the_files(built, tmp_path: Path) -> None:
+    source = tmp_path / "s.c"
+    source.write_text("int myrt_aoti_torch_e(void) { return 0; }\n")
+    elf = tmp_path / "libe.so"
+    compile_shared(source, elf)
+    _, files = built["macho"]
+    done = cli("check", "--shim", str(elf), "--model", str(files["blob"]))
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert "one format at a time" in line and f"ELF: {elf}" in line and f"Mach-O: {files['blob']}" in line
+    with pytest.raises(UsageError, match=r"ELF: a.so; Mach-O: b, c, d and 1 more; PE: e.dll"):
+        one_format([Artifact("a.so", "a.so"), *(Artifact(n, n, format="macho") for n in "bcdf"),
+                    Artifact("e.dll", "e.dll", format="pe")])
+
+
+@pytest.mark.parametrize("cut", [3, 40, 300])
+def test_a_truncated_image_is_one_error_line(built, tmp_path: Path, cut: int) -> None:
+    for fmt in ("macho", "pe"):
+        data = built[fmt][1]["shim"].read_bytes()
+        bad = tmp_path / f"bad-{fmt}{built[fmt][1]['shim'].suffix}"
+        bad.write_bytes(data[:cut])
+        done = cli("check", "--shim", str(bad))
+        assert done.returncode in (1, 2) and len(done.stderr.splitlines()) == 1, (fmt, cut, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_wheel_members_and_a_reference_folder_are_read(built, tmp_path: Path) -> None:
+    t, files = built["macho"]
+    wheels = {"shim": tmp_path / "myrt-1.0-py3-none-macosx_11_0_arm64.whl",
+              "blob": tmp_path / "model-1.0-py3-none-macosx_11_0_arm64.whl"}
+    member = {"shim": "myrt/libmyrt_shims.dylib", "blob": "model/model.so"}  # a bundle's name: read by its magic
+    for key, wheel in wheels.items():
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.write(files[key], member[key])
+            zf.writestr(f"{member[key].split('/')[0]}/__init__.py", "")
+    refs = tmp_path / "torch-lib"
+    refs.mkdir()
+    (refs / "libtorch_cpu.dylib").write_bytes(files["torch"].read_bytes())
+    (refs / "README").write_text("not a library\n")
+    done = cli("check", "--shim", str(wheels["shim"]), "--model", str(wheels["blob"]), "--against", str(refs),
+               "--format", "json")
+    assert done.returncode == 8, done.stderr
+    by_wheel = {str(w): k for k, w in wheels.items()}
+    findings = json.loads(done.stdout)["findings"]
+    found = {(f["rule"], by_wheel[f["artifact"].split("!")[0]], f["symbol"]) for f in findings}
+    # The triple's findings, less what its second shim library (not in the wheel) adds.
+    assert found == {f for f in expected(t) if f[1] != "shim2"}
