@@ -1091,7 +1091,7 @@ def test_collect_refuses_each_input_it_cannot_read_in_its_words(tmp_path) -> Non
     for raw, words in (
         (tmp_path / "absent.so", "cannot read: No such file or directory"),
         (fifo, "not a regular file or folder"),
-        (text, "not an ELF, Mach-O or PE file, folder or wheel"),
+        (text, "not an ELF file, folder or wheel (nor a Mach-O or PE file)"),
     ):
         with Workspace() as ws, pytest.raises(InputError) as raised:
             collect([str(raw)], ws)

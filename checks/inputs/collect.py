@@ -622,7 +622,7 @@ def collect(
         elif (native := _native_kind(raw)) is not None:
             add(Artifact(path=raw, display=raw, format=native[0]), os.path.realpath(raw))
         else:
-            raise InputError(f"{raw}: not an ELF, Mach-O or PE file, folder or wheel")
+            raise InputError(f"{raw}: not an ELF file, folder or wheel (nor a Mach-O or PE file)")
     return out
 
 
