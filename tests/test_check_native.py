@@ -4,6 +4,7 @@ and every report format, on triples built by tests/native_fixtures.py (about 5 s
 from __future__ import annotations
 
 import json
+import re
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -112,3 +113,11 @@ def test_wheel_members_and_a_reference_folder_are_read(built, tmp_path: Path) ->
     found = {(f["rule"], by_wheel[f["artifact"].split("!")[0]], f["symbol"]) for f in findings}
     # The triple's findings, less what its second shim library (not in the wheel) adds.
     assert found == {f for f in expected(t) if f[1] != "shim2"}
+
+
+def test_the_check_docs_name_every_rule_the_native_model_judges() -> None:
+    from aoti_shim.checks.rules.table import RULES
+
+    docs = (Path(__file__).parents[1] / "docs" / "reference.md").read_text(encoding="utf-8")
+    paragraph = docs[docs.index("**Mach-O and PE.**") :].split("\n\n", 1)[0]
+    assert {r.id for r in RULES if r.native is not None} == set(re.findall(r"`([A-Z_]{5,})`", paragraph))
