@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import zipfile
 from importlib import resources
 from pathlib import Path
@@ -121,3 +122,33 @@ def test_the_check_docs_name_every_rule_the_native_model_judges() -> None:
     docs = (Path(__file__).parents[1] / "docs" / "reference.md").read_text(encoding="utf-8")
     paragraph = docs[docs.index("**Mach-O and PE.**") :].split("\n\n", 1)[0]
     assert {r.id for r in RULES if r.native is not None} == set(re.findall(r"`([A-Z_]{5,})`", paragraph))
+
+
+def test_check_wheel_gives_each_native_member_its_role(built, tmp_path: Path) -> None:
+    t, files = built["macho"]
+    wheel = tmp_path / "myrt-1.0-py3-none-macosx_11_0_arm64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(files["shim"], "myrt/libmyrt_shims.dylib")
+        zf.write(files["blob"], "myrt/model.so")
+        zf.write(files["torch"], "myrt/tool.dylib")  # exports libtorch's names: a shim by its symbols
+        # A dylib's header whose load commands lie past the end.
+        zf.writestr("myrt/fake.so", struct.pack("<8I", 0xFEEDFACF, 0x0100000C, 0, 6, 1, 0x1000, 0x85, 0))
+        zf.writestr("myrt/__init__.py", "")
+    done = cli("check", "--wheel", str(wheel), "--format", "json")
+    (line,) = done.stderr.splitlines()  # the truncated member is one error line
+    assert done.returncode == 1 and "fake.so" in line, done.stderr
+    clean = tmp_path / "clean" / wheel.name
+    clean.parent.mkdir()
+    with zipfile.ZipFile(wheel) as src, zipfile.ZipFile(clean, "w") as zf:
+        for info in src.infolist():
+            if not info.filename.endswith(("fake.so", "tool.dylib")):
+                zf.writestr(info, src.read(info))
+    done = cli("check", "--wheel", str(clean), "--format", "json")
+    doc = json.loads(done.stdout)
+    roles = {a["path"].rsplit("/", 1)[-1]: a["role"] for a in doc["artifacts"]}
+    assert roles == {"libmyrt_shims.dylib": "shim", "model.so": "model"}, doc["artifacts"]
+    member = {"shim": "libmyrt_shims.dylib", "blob": "model.so"}
+    found = {(f["rule"], f["artifact"].rsplit("/", 1)[-1], f["symbol"]) for f in doc["findings"]}
+    # Without --against: no COLLISION, and libtorch's install name is torch's by its name alone.
+    want = {(r, member[k], s) for r, k, s in expected(t) if k != "shim2" and r != "COLLISION"}
+    assert found == want

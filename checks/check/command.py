@@ -116,7 +116,7 @@ def _wheel_members(wheels: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[s
             root = Path(tmp) / os.path.basename(os.path.normpath(wheel))
             if root.exists():
                 raise UsageError(f"--wheel {wheel}: a second wheel named {root.name}")
-            members = extract_elf_members(wheel, root, display=wheel)
+            members = extract_elf_members(wheel, root, display=wheel, native=True)
             roles = classify_by_symbols(members, root)
             shims += [str(root / m) for m in roles.shims]
             models += [str(root / m) for m in roles.models]

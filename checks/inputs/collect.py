@@ -349,11 +349,12 @@ def extract_member(
 
 
 def extract_elf_members(
-    wheel: str | os.PathLike[str], dest: str | os.PathLike[str], display: str | None = None
+    wheel: str | os.PathLike[str], dest: str | os.PathLike[str], display: str | None = None, *, native: bool = False
 ) -> list[str]:
     """Copy every ELF member of ``wheel`` under ``dest`` by its member path (for a gate
     whose report names members, not temp files); those member paths. Same checks and caps
-    as the checker's own reading."""
+    as the checker's own reading. ``native``: Mach-O dylibs and bundles and DLLs too (by
+    NATIVE_SUFFIXES and magic)."""
     members: list[str] = []
     with open_wheel(os.fspath(wheel), display) as zf:
         for info in zf.infolist():
@@ -363,8 +364,15 @@ def extract_elf_members(
                 os.makedirs(os.path.dirname(target), exist_ok=True)
                 return open(target, "xb")
 
-            if copy_elf_member(zf, info, f"{display or zf.path}!{info.filename}", open_target) is not None:
+            shown = f"{display or zf.path}!{info.filename}"
+            if copy_elf_member(zf, info, shown, open_target) is not None:
                 members.append(info.filename)
+            elif native and info.filename.lower().endswith(NATIVE_SUFFIXES):
+                if copy_elf_member(zf, info, shown, open_target, accept=has_native_magic) is not None:
+                    if (_native_kind(target) or ("", ""))[1] == "shared":
+                        members.append(info.filename)
+                    else:
+                        os.unlink(target)  # a program, or no Mach-O or PE file after all
     return members
 
 

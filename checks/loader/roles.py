@@ -1,4 +1,4 @@
-"""What each ELF member of a wheel is to the check, read from its symbols.
+"""What each ELF, Mach-O or PE member of a wheel is to the check, read from its symbols.
 
 A *shim* exports shim-ABI names (prefixed or not); a *model* (any consumer of the shim
 ABI: a blob, a backend, an extension of the runtime) imports them without exporting
@@ -15,6 +15,8 @@ from pathlib import Path
 
 from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX, is_shim_name, is_unprefixed
 from aoti_shim.checks.elf.image import ElfImage
+from aoti_shim.checks.inputs.magic import path_kind
+from aoti_shim.checks.native.image import read_images
 
 
 @dataclass(frozen=True)
@@ -34,21 +36,32 @@ def classify_by_symbols(members: list[str], root: Path) -> Roles:
     rest: list[str] = []
     extensions: list[str] = []
     for member in members:
-        with ElfImage(root / member, display=member) as image:
-            if not image.has_dynsym:
-                rest.append(member)
-                continue
-            if any(is_shim_name(name) for name in image.exports()):
-                shims.append(member)
-                continue
-            used = [name for name in image.imports() if is_shim_name(name)]
-            if not used:
-                rest.append(member)
-            elif any(n.startswith(MODEL_ENTRY_PREFIX) for n in image.exports()) or any(
-                not is_unprefixed(n) for n in used
-            ):
-                # An AOTInductor blob, or a consumer of the prefixed (private) shim ABI.
-                models.append(member)
-            else:
-                extensions.append(member)
+        names = _names(root / member, member)
+        if names is None:
+            rest.append(member)
+            continue
+        exports, imports = names
+        if any(is_shim_name(name) for name in exports):
+            shims.append(member)
+            continue
+        used = [name for name in imports if is_shim_name(name)]
+        if not used:
+            rest.append(member)
+        elif any(n.startswith(MODEL_ENTRY_PREFIX) for n in exports) or any(not is_unprefixed(n) for n in used):
+            # An AOTInductor blob, or a consumer of the prefixed (private) shim ABI.
+            models.append(member)
+        else:
+            extensions.append(member)
     return Roles(tuple(shims), tuple(models), tuple(rest), tuple(extensions))
+
+
+def _names(path: Path, member: str) -> tuple[list[str], list[str]] | None:
+    """(exports, imports) of a member, C names; None without a dynamic symbol table."""
+    native = path_kind(str(path))
+    if native is not None:
+        images = read_images(str(path), member, "member", native[0])
+        return [n for i in images for n in i.exports], [m.name for i in images for m in i.imports]
+    with ElfImage(path, display=member) as image:
+        if not image.has_dynsym:
+            return None
+        return list(image.exports()), list(image.imports())
