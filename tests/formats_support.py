@@ -16,7 +16,7 @@ from aoti_shim.checks.report.model import (
     Tally,
     header_of,
 )
-from aoti_shim.checks.rules.table import RULES
+from aoti_shim.checks.rules.table import ELF_RULES as RULES  # the sample report is ELF
 
 SHIM, MODEL = "lib/libshim.so", "models/model.so"
 F_EXPORT = Finding(

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from aoti_shim.checks import RULES, CheckSettings, render, run_check
+from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GNU_UNIQUE, STT_TLS
-from aoti_shim.checks.rules.table import RULES
+from aoti_shim.checks.rules.table import ELF_RULES
 from aoti_shim.cli import main
 from cli_support import CLI, cli
 from compile_support import compile_shared
@@ -250,7 +250,7 @@ def test_github_and_junit_formats(checker_libs, tmp_path, monkeypatch):
 
     root = ET.fromstring(render(report, "junit"))
     suite = root.find("testsuite")
-    assert suite.get("failures") == "1" and suite.get("tests") == str(len(RULES))
+    assert suite.get("failures") == "1" and suite.get("tests") == str(len(ELF_RULES))
 
 
 def test_libtorch_cpu_exports_its_shims_global_and_unversioned(torch_lib):

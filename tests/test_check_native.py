@@ -152,3 +152,47 @@ def test_check_wheel_gives_each_native_member_its_role(built, tmp_path: Path) ->
     # Without --against: no COLLISION, and libtorch's install name is torch's by its name alone.
     want = {(r, member[k], s) for r, k, s in expected(t) if k != "shim2" and r != "COLLISION"}
     assert found == want
+
+
+def test_mutated_images_are_judged_or_refused_in_one_line(built, tmp_path: Path) -> None:
+    """Whatever the readers let through, the model judges without a crash: each mutant is a
+    report or an InputError (about 1 s for 60 mutants in process)."""
+    import random
+
+    import macho_fixtures
+    import pe_fixtures
+    from aoti_shim.checks import CheckSettings, run_check
+    from aoti_shim.errors import InputError
+
+    rng = random.Random(3702)
+    outcomes = {"report": 0, "refused": 0}
+    for fmt, mutate in (("macho", macho_fixtures.mutate), ("pe", pe_fixtures.mutate)):
+        files = built[fmt][1]
+        for i in range(30):
+            role = rng.choice(("shim", "blob", "torch"))
+            data = files[role].read_bytes()
+            mutant = tmp_path / f"{fmt}{i}{files[role].suffix}"
+            mutant.write_bytes(mutate(data, rng, []))
+            paths = {k: str(mutant if k == role else files[k]) for k in ("shim", "blob", "torch")}
+            try:
+                run_check(CheckSettings(shims=(paths["shim"],), models=(paths["blob"],), against=(paths["torch"],)))
+                outcomes["report"] += 1
+            except InputError as e:
+                assert "\n" not in str(e)
+                outcomes["refused"] += 1
+    assert outcomes["report"] and outcomes["refused"], outcomes
+
+
+def test_sarif_and_junit_list_the_rules_a_native_check_can_find(built) -> None:
+    import xml.etree.ElementTree as ET
+
+    from aoti_shim.checks.rules.table import ELF_RULES, NATIVE_RULES
+
+    _, files = built["macho"]
+    sarif = json.loads(cli("check", *_args(files), "--format", "sarif").stdout)
+    described = {r["id"]: r["shortDescription"]["text"] for r in sarif["runs"][0]["tool"]["driver"]["rules"]}
+    assert list(described) == [r.id for r in NATIVE_RULES] and "ABSOLUTE_DEPENDENCY" in described
+    assert "LOAD_FAILURE" not in described and described["DUPLICATE_DEFINER"].endswith("to the first loaded copy.")
+    assert "ABSOLUTE_DEPENDENCY" not in {r.id for r in ELF_RULES}
+    suite = ET.fromstring(cli("check", *_args(files), "--format", "junit").stdout).find("testsuite")
+    assert suite is not None and suite.get("tests") == str(len(NATIVE_RULES) * len(files.keys() - {"torch"}))

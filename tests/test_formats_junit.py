@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from aoti_shim.checks.formats import render
 from aoti_shim.checks.formats.junit import junit_document
-from aoti_shim.checks.rules.table import RULES
+from aoti_shim.checks.rules.table import ELF_RULES as RULES  # an ELF report lists the ELF rules
 from formats_support import (
     AGAINST,
     F_COLLISION,

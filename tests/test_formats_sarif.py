@@ -13,7 +13,7 @@ from aoti_shim.checks.report.model import (
     Finding,
     fingerprint,
 )
-from aoti_shim.checks.rules.table import RULES
+from aoti_shim.checks.rules.table import ELF_RULES as RULES  # an ELF report lists the ELF rules
 from formats_support import (
     AGAINST,
     BATCH_FINDINGS,

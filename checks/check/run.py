@@ -536,6 +536,7 @@ def _native_checking(
             shim_prefixes=process.shim_prefixes, native=process,
         )
         header = _header(settings, prefix, [*shims, *models], refs, sources, tuple(ws.ignored))
+        header = dataclasses.replace(header, format=fmt)
         yield CheckRun(header, ctx, sups)
     finally:
         close_all(refs)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from aoti_shim.checks.formats.escape import for_terminal
 from aoti_shim.checks.report.model import BLOCKING, Finding, Report
-from aoti_shim.checks.rules.table import RULES
+from aoti_shim.checks.rules.table import rules_for
 
 
 def junit_document(
@@ -61,7 +61,7 @@ def render_junit(report: Report) -> str:
     return junit_document(
         "aoti-shim check",
         properties,
-        [rule.id for rule in RULES],
+        [rule.id for rule in rules_for(report.format)],
         [art.display for art in report.artifacts],
         report.findings,
         classname="aoti-shim.",

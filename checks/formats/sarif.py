@@ -15,7 +15,7 @@ from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import for_unicode
 from aoti_shim.checks.formats.json_report import FindingEncoder, quote_each
 from aoti_shim.checks.report.model import BLOCKING, FindingBatch, Header, Report, Tally, header_of
-from aoti_shim.checks.rules.table import RULES, Rule
+from aoti_shim.checks.rules.table import Rule, rules_for
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _RESULTS = '"results": []'
@@ -93,11 +93,12 @@ def stream_sarif(header: Header, batches: Iterable[FindingBatch], tally: Tally, 
         "against": [a.as_dict() for a in header.against],
         "machineFacts": [f.as_dict() for f in header.machine_facts],
     }
-    doc = sarif_document(rule_descriptors(RULES), [], properties)
+    rules = rules_for(header.format)
+    doc = sarif_document(rule_descriptors(rules), [], properties)
     text = json.dumps(doc, indent=2)
     at = text.index(_RESULTS)
     write(text[: at + len(_RESULTS) - 1])
-    index = {rule.id: i for i, rule in enumerate(RULES)}
+    index = {rule.id: i for i, rule in enumerate(rules)}
     encoder = FindingEncoder()
     sep = "\n        "
     for batch in batches:

@@ -59,8 +59,9 @@ def loaded(shims: Iterable[NativeImage], models: Iterable[NativeImage], referenc
 
 def reference_name(ref: Exporter) -> str:
     """A reference's load name: its install name or DLL name when read from a file, else its
-    file name (a snapshot's library, a wheel member)."""
-    named = getattr(ref, "install_name", None) or getattr(ref, "name", None) or ref.display
+    soname or file name (an ELF library, a snapshot's library, a wheel member)."""
+    named = (getattr(ref, "install_name", None) or getattr(ref, "soname", None) or getattr(ref, "name", None)
+             or ref.display)
     return base_name(str(named).rsplit("!", 1)[-1])
 
 

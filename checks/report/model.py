@@ -179,6 +179,8 @@ class Report:
     against: tuple[AgainstSource, ...] = ()
     # The loader facts taken from the checking machine.
     machine_facts: tuple[MachineFact, ...] = ()
+    # The checked files' format ("elf", "macho", "pe"): which rules the report lists.
+    format: str = "elf"
 
     @property
     def prefix_origin(self) -> str:
@@ -213,6 +215,8 @@ class Header:
     ignored: tuple[tuple[str, str], ...] = ()
     # The loader facts taken from the checking machine.
     machine_facts: tuple[MachineFact, ...] = ()
+    # The checked files' format ("elf", "macho", "pe"): which rules the report lists.
+    format: str = "elf"
 
     @property
     def prefix_origin(self) -> str:
@@ -281,6 +285,7 @@ def header_of(report: Report) -> Header:
         report.prefix_inferred_from,
         report.against,
         machine_facts=report.machine_facts,
+        format=report.format,
     )
 
 
@@ -299,4 +304,5 @@ def assemble(header: Header, findings: tuple[Finding, ...], tally: Tally) -> Rep
         skipped_rules=header.skipped_rules,
         against=header.against,
         machine_facts=header.machine_facts,
+        format=header.format,
     )

@@ -961,6 +961,8 @@ class Rule(Generic[C]):
     severity: str
     # The rule over a Mach-O or PE process (checks/native/judge.py); None: ELF's alone.
     native: Callable[[NativeProcess], Iterator[Found]] | None = None
+    # What it means there, where that differs: added to ``doc`` in a native check's reports.
+    native_doc: str = ""
 
 
 def _native_only(ctx: Context) -> Iterator[Found]:
@@ -1002,20 +1004,21 @@ RULES: tuple[Rule[Context], ...] = (
         _unprefixed_import,
         "A library of the process (a model, a shim library's own code, a consumer of the prefixed names, or a library "
         "of their DT_NEEDED closure, named with the chain that loaded it) imports a shim-ABI name without the prefix: "
-        "it binds to libtorch when libtorch is global, to nothing without it. Mach-O: a flat (or weak) lookup's "
-        "import, which dyld binds to libtorch's, loaded first.",
+        "it binds to libtorch when libtorch is global, to nothing without it.",
         BLOCKING,
         native=native.unprefixed_import,
+        native_doc="Mach-O: a flat (or weak) lookup's import, which dyld binds to libtorch's, loaded first.",
     ),
     Rule(
         "UNSATISFIED_IMPORT",
         _unsatisfied_import,
         "A library of the process (a checked one or one of its DT_NEEDED closure) imports a prefixed shim name (in a "
         "version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to "
-        "nothing. Mach-O and PE: a prefixed import that no checked shim image defines by flat lookup, or whose "
-        "install name or DLL is no checked shim's or lacks it.",
+        "nothing.",
         BLOCKING,
         native=native.unsatisfied_import,
+        native_doc="Mach-O and PE: a prefixed import that no checked shim image defines by flat lookup, or whose "
+        "install name or DLL is no checked shim's or lacks it.",
     ),
     Rule(
         "PREFIX_MISMATCH",
@@ -1031,11 +1034,11 @@ RULES: tuple[Rule[Context], ...] = (
         _binds_outside_shims,
         "A prefixed shim-ABI import binds, in the coalesced process, to a library that is no shim library (a "
         "reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or "
-        "non-default-visibility symbol) binds to its own library. Mach-O and PE: a shim-ABI import bound by name to "
-        "torch (a two-level import from @rpath/libtorch_cpu.dylib, an import from torch_cpu.dll), or a prefixed one "
-        "to a reference or a model.",
+        "non-default-visibility symbol) binds to its own library.",
         BLOCKING,
         native=native.binds_outside_shims,
+        native_doc="Mach-O and PE: a shim-ABI import bound by name to torch (a two-level import from "
+        "@rpath/libtorch_cpu.dylib, an import from torch_cpu.dll), or a prefixed one to a reference or a model.",
     ),
     Rule(
         "LOAD_FAILURE",
@@ -1080,10 +1083,10 @@ RULES: tuple[Rule[Context], ...] = (
         "DUPLICATE_DEFINER",
         _duplicate_definer,
         "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one "
-        "instance and count once, as does a program's R_*_COPY copy of a shim's data). Mach-O: weak definitions "
-        "coalesce, so every image binds to the first loaded copy.",
+        "instance and count once, as does a program's R_*_COPY copy of a shim's data).",
         BLOCKING,
         native=native.duplicate_definer,
+        native_doc="Mach-O: weak definitions coalesce, so every image binds to the first loaded copy.",
     ),
     Rule(
         "REEXPORTED_RUNTIME",
@@ -1102,6 +1105,15 @@ RULES: tuple[Rule[Context], ...] = (
 RULES_BY_ID = {rule.id: rule for rule in RULES}
 # The rules an ELF check can find (ABSOLUTE_DEPENDENCY is Mach-O's alone).
 ELF_RULES = tuple(rule for rule in RULES if rule.check is not _native_only)
+# Those a Mach-O or PE check can find, each doc with what it means there.
+NATIVE_RULES = tuple(
+    dataclasses.replace(rule, doc=f"{rule.doc} {rule.native_doc}".strip()) for rule in RULES if rule.native is not None
+)
+
+
+def rules_for(fmt: str) -> tuple[Rule[Context], ...]:
+    """The rules a check of ``fmt`` ("elf", "macho", "pe") can find, as its reports list them."""
+    return ELF_RULES if fmt == "elf" else NATIVE_RULES
 
 
 def evaluate(ctx: Context) -> Iterator[FindingBatch]:
