@@ -123,3 +123,18 @@ def test_a_foreign_prefix_is_one_prefix_mismatch_not_unsatisfied_imports() -> No
     assert not list(judge.unsatisfied_import(p))
     (found,) = judge.prefix_mismatch(p)
     assert "imports 2 shim name(s) with prefix 'other_'" in found[2]
+
+
+def test_a_stable_abi_extension_is_said_once_not_per_import() -> None:
+    imports = (NativeImport("aoti_torch_a", "flat", None), NativeImport("aoti_torch_b", "two_level",
+                                                                        "@rpath/libtorch_cpu.dylib"))
+    extension = _image("_ext.so", "model", {"PyInit__ext"}, imports)
+    blob = _image("blob.dylib", "model", {"AOTInductorModelContainerCreate"}, imports)
+    p = NativeProcess("macho", [], [extension, blob])
+    (said,) = judge.not_an_aoti_model(p)
+    assert said[0] == "_ext.so" and "its 2 unprefixed aoti_torch_* import(s)" in said[2]
+    assert [f[0] for f in judge.unprefixed_import(p)] == ["blob.dylib"]
+    assert [f[0] for f in judge.binds_outside_shims(p)] == ["blob.dylib"]
+    weak_blob = _image("w", "model", {"AOTInductorModelContainerCreate"}, (NativeImport("aoti_torch_w", "weak", None),))
+    (weak,) = judge.unprefixed_import(NativeProcess("macho", [], [weak_blob]))
+    assert "by weak lookup" in weak[2]

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from aoti_shim.checks.abi import prefix as prefixes
+from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
 from aoti_shim.checks.native import dyld
 from aoti_shim.checks.native.binding import MODEL, NOTHING, REFERENCE, TORCH, UNKNOWN, Binding
 from aoti_shim.checks.native.image import DLL, NativeImage
@@ -22,6 +23,27 @@ LINKER_DEFINED = frozenset({"__dso_handle", "_mh_dylib_header", "_mh_bundle_head
 
 def _shim_names(image: NativeImage) -> list[str]:
     return sorted(n for n in image.exports if prefixes.is_shim_name(n))
+
+
+def _extension(p: NativeProcess, image: NativeImage) -> bool:
+    """A model with no AOTInductor entry point that imports none of the shims' prefixed names:
+    a stable-ABI extension, whose unprefixed imports are meant for libtorch."""
+    return (
+        image.role == "model"
+        and not any(n.startswith(MODEL_ENTRY_PREFIX) for n in image.exports)
+        and not any(prefixes.prefix_of(i.name) in p.own_prefixes for i in image.imports if _prefixed(i.name))
+    )
+
+
+def not_an_aoti_model(p: NativeProcess) -> Iterator[Finding]:
+    for model in p.models:
+        unprefixed = sum(1 for i in model.imports if prefixes.is_unprefixed(i.name))
+        if unprefixed and _extension(p, model):
+            yield (
+                model.display, "",
+                f"exports no {MODEL_ENTRY_PREFIX}* entry point: not an AOTInductor model; its {unprefixed} unprefixed "
+                "aoti_torch_* import(s) bind to libtorch by design (a stable-ABI extension?) and are not reported",
+            )
 
 
 def not_a_shim(p: NativeProcess) -> Iterator[Finding]:
@@ -92,13 +114,16 @@ def _prefixed(name: str) -> bool:
 def unprefixed_import(p: NativeProcess) -> Iterator[Finding]:
     """An unprefixed shim-ABI import by flat (or weak) lookup: libtorch, loaded first, defines it."""
     for b in p.bindings:
-        if b.imported.searches_all and prefixes.is_unprefixed(b.name):
+        if b.imported.searches_all and prefixes.is_unprefixed(b.name) and not _extension(p, b.importer):
             where = f"here it binds to {b.definer}" if b.definer else "here no image defines it"
+            how = (
+                "by flat lookup (-undefined dynamic_lookup): dyld searches every image loaded globally in load order"
+                if b.imported.lookup == "flat"
+                else "by weak lookup: dyld coalesces it with the first loaded definition"
+            )
             yield (
                 b.importer.display, b.name,
-                f"imports '{b.name}' by {b.imported.lookup} lookup (-undefined dynamic_lookup): dyld searches every "
-                f"image loaded globally in load order, so it binds to libtorch's whenever torch is imported first "
-                f"({where})",
+                f"imports '{b.name}' {how}, so it binds to libtorch's whenever torch is imported first ({where})",
             )
 
 
@@ -116,8 +141,8 @@ def binds_outside_shims(p: NativeProcess) -> Iterator[Finding]:
     for b in p.bindings:
         if b.kind not in (REFERENCE, TORCH, MODEL) or b.definer == b.importer.display:
             continue
-        if b.imported.searches_all and not _prefixed(b.name):
-            continue  # UNPREFIXED_IMPORT's
+        if (b.imported.searches_all or _extension(p, b.importer)) and not _prefixed(b.name):
+            continue  # UNPREFIXED_IMPORT's, or a stable-ABI extension's (NOT_AN_AOTI_MODEL's)
         what = {REFERENCE: "a reference library", TORCH: "torch's library", MODEL: "a model"}[b.kind]
         if b.imported.searches_all:
             where = f"which binds to {b.definer} ({what}), first in load order, not to the shims"

@@ -977,6 +977,7 @@ RULES: tuple[Rule[Context], ...] = (
         "A --model library imports unprefixed aoti_torch_* names but exports no AOTInductorModelContainer* entry "
         "point (a stable-ABI extension, say); those imports are not reported one by one.",
         WARNING,
+        native=native.not_an_aoti_model,
     ),
     Rule(
         "NOT_A_SHIM",
