@@ -196,3 +196,19 @@ def test_sarif_and_junit_list_the_rules_a_native_check_can_find(built) -> None:
     assert "ABSOLUTE_DEPENDENCY" not in {r.id for r in ELF_RULES}
     suite = ET.fromstring(cli("check", *_args(files), "--format", "junit").stdout).find("testsuite")
     assert suite is not None and suite.get("tests") == str(len(NATIVE_RULES) * len(files.keys() - {"torch"}))
+
+
+def test_a_macos_torch_wheel_is_a_reference(built, tmp_path: Path) -> None:
+    t, files = built["macho"]
+    wheel = tmp_path / "torch-2.13.0-cp311-none-macosx_11_0_arm64.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.write(files["torch"], "torch/lib/libtorch_cpu.dylib")
+        zf.writestr("torch/lib/libtorch_global_deps.dylib", b"not a library")
+        zf.writestr("torch/__init__.py", "")
+    args = _args(files)
+    args[args.index("--against") + 1] = str(wheel)
+    doc = json.loads(cli("check", *args, "--format", "json").stdout)
+    role = {str(p): k for k, p in files.items()}
+    assert {(f["rule"], role[f["artifact"]], f["symbol"]) for f in doc["findings"]} == expected(t)
+    (source,) = doc["against"]
+    assert (source["torch_version"], source["libraries"]) == ("2.13.0", 1)

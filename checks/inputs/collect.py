@@ -509,7 +509,7 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
             display = f"{wheel}!{info.filename}"
             kind, art = read_member(zf, info, display, workspace, member_limit)
             if kind == "not-elf" and info.filename.lower().endswith(NATIVE_SUFFIXES):
-                art = _native_member(zf, info, display, workspace, member_limit)
+                art = native_member(zf, info, display, workspace, member_limit)
                 if art is not None:
                     yield dataclasses.replace(art, wheel=wheel)
                 continue
@@ -534,7 +534,7 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
                 workspace.ignored.append((display, kind))
 
 
-def _native_member(
+def native_member(
     zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, workspace: Workspace, member_limit: int
 ) -> Artifact | None:
     """A Mach-O or PE member copied whole to a temp file, or None; one that is no dylib,

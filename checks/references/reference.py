@@ -14,10 +14,12 @@ from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.symbols import Symbol
 from aoti_shim.checks.inputs.collect import (
     DEFAULT_MEMBER_LIMIT,
+    NATIVE_SUFFIXES,
     Artifact,
     Workspace,
     collect,
     is_elf_strict,
+    native_member,
     open_wheel,
     read_member,
 )
@@ -149,12 +151,15 @@ def _torch_wheel_artifacts(
             # Streamed, as --shim reads wheels: no member is unpacked to disk.
             if name not in arts:
                 display = f"{wheel}!{lib}{name}"
-                arts[name] = read_member(zf, members[name], display, workspace, DEFAULT_MEMBER_LIMIT)[1]
+                kind, arts[name] = read_member(zf, members[name], display, workspace, DEFAULT_MEMBER_LIMIT)
+                if kind == "not-elf" and name.lower().endswith(NATIVE_SUFFIXES):
+                    # A macOS or Windows torch wheel: its dylibs or DLLs, copied whole.
+                    arts[name] = native_member(zf, members[name], display, workspace, DEFAULT_MEMBER_LIMIT)
             return arts[name]
 
         def needed_of(name: str) -> list[str]:
             art = art_of(name)
-            if art is None:
+            if art is None or art.format != "elf":
                 return []
             if art.image is not None:
                 return art.image.needed  # kept open: it becomes the reference
