@@ -48,22 +48,27 @@ class Triple:
 def draw(seed: int, fmt: str) -> Triple:
     rng = random.Random(seed)
     pool = [f"aoti_torch_t{seed}_{i}" for i in range(rng.randint(3, 6))]
-    shim_exports = [PREFIX + n for n in pool]
     uses_of = MACHO_USES if fmt == "macho" else PE_USES
     uses = tuple((n, rng.choice(uses_of)) for n in pool)
+    if not any(u == "ok" for _, u in uses):  # shims with a prefixed name: the prefix is theirs to infer
+        uses = ((f"aoti_torch_t{seed}_shim", "ok"), *uses)
     used = {n for n, _ in uses}
+    shim_exports = [PREFIX + n for n, _ in uses]
     # An unprefixed export of a name the blob does not import (a runtime's partial rename).
     stray = f"aoti_torch_t{seed}_stray"
     if rng.random() < 0.5:
         shim_exports.append(stray)
     missing = {PREFIX + n for n, u in uses if u == "missing"}
     shim_exports = [n for n in shim_exports if n not in missing]
+    # Now and then libtorch defines a prefixed name too: loaded first, it takes a flat lookup.
+    oks = [PREFIX + n for n, u in uses if u == "ok"]
+    claimed = {oks[0]} if oks and rng.random() < 0.5 else set()
     return Triple(
         fmt=fmt, arch=rng.choice(("arm64", "x86_64")), shim_exports=tuple(shim_exports),
         weak_shared=f"{PREFIX}aoti_torch_t{seed}_weak" if fmt == "macho" and rng.random() < 0.5 else None,
         uses=uses, links_shim=fmt == "macho" and rng.random() < 0.5, links_torch=fmt == "macho" and rng.random() < 0.5,
         omp=rng.choice((None, "used", "unused")) if fmt == "macho" else None,
-        torch_exports=tuple(sorted(used | {stray})),
+        torch_exports=tuple(sorted(used | {stray} | claimed)),
     )
 
 
@@ -72,16 +77,20 @@ def blob_imports(t: Triple) -> list[tuple[str, str]]:
     out = []
     for name, use in t.uses:
         prefixed = PREFIX + name
-        if use in ("ok", "missing"):
-            out.append((prefixed, "shim" if t.links_shim or t.fmt == "pe" else "flat"))
+        if use in ("ok", "missing") and t.fmt == "macho":
+            # The linker binds a name to the first linked dylib defining it (the shim's first).
+            linked = t.links_shim and prefixed in t.shim_exports
+            out.append((prefixed, "shim" if linked else "torch" if t.links_torch and prefixed in t.torch_exports
+                        else "flat"))
+        elif use in ("ok", "missing"):
+            out.append((prefixed, "shim"))
         elif use == "unprefixed":
             out.append((name, "torch" if t.links_torch or t.fmt == "pe" else "flat"))
         elif use == "torch_prefixed":
             out.append((prefixed, "torch"))
         else:
             out.append((prefixed, "other"))
-    # Mach-O: a two-level import the shim lacks would fail the link: such a name stays flat.
-    return [(n, "flat" if src == "shim" and t.fmt == "macho" and n not in t.shim_exports else src) for n, src in out]
+    return out
 
 
 def expected(t: Triple) -> set[tuple[str, str, str]]:
@@ -90,12 +99,13 @@ def expected(t: Triple) -> set[tuple[str, str, str]]:
     for name in t.shim_exports:
         if not name.startswith(PREFIX):
             found.add(("UNPREFIXED_EXPORT", "shim", name))
-            found.add(("COLLISION", "shim", name))  # libtorch exports every unprefixed name
+        if name in t.torch_exports:
+            found.add(("COLLISION", "shim", name))  # every unprefixed name, and a claimed prefixed one
     if t.weak_shared:
         found.add(("DUPLICATE_DEFINER", "shim2", t.weak_shared))
     for name, src in blob_imports(t):
-        if src == "torch":
-            found.add(("BINDS_OUTSIDE_SHIMS", "blob", name))
+        if src == "torch" or (src == "flat" and name.startswith(PREFIX) and name in t.torch_exports):
+            found.add(("BINDS_OUTSIDE_SHIMS", "blob", name))  # named in libtorch, or libtorch's is first
         elif not name.startswith(PREFIX):
             found.add(("UNPREFIXED_IMPORT", "blob", name))  # flat: libtorch's, loaded first
         elif src == "other" or name not in t.shim_exports:
