@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=[],
         type=path_text,
         metavar="WHEEL",
-        help="wheels checked as the build backend checks them: each ELF member by its role "
+        help="wheels checked as the build backend checks them: each ELF, Mach-O or PE member by its role "
         "(exporters of shim names are shims, importers are models)",
     )
     p.add_argument(
