@@ -212,3 +212,28 @@ def test_a_macos_torch_wheel_is_a_reference(built, tmp_path: Path) -> None:
     assert {(f["rule"], role[f["artifact"]], f["symbol"]) for f in doc["findings"]} == expected(t)
     (source,) = doc["against"]
     assert (source["torch_version"], source["libraries"]) == ("2.13.0", 1)
+
+
+@pytest.mark.parametrize("platform", ["macos", "windows"])
+def test_a_recorded_macos_or_windows_torch_judges_as_its_wheel_does(native_torches, platform: str,
+                                                                   tmp_path: Path) -> None:
+    """The snapshot of tests/torch_native_fixtures.py's miniature torch (C names, its format)
+    and the wheel itself are one reference: a blob importing libtorch's
+    aoti_torch_empty_strided is caught by both, a shim exporting it collides with both."""
+    fmt, arch = ("macho", "arm64") if platform == "macos" else ("pe", "x86_64")
+    uses = (("aoti_torch_empty_strided", "unprefixed"), ("aoti_torch_k", "ok"))
+    t = Triple(fmt, arch, (f"{PREFIX}aoti_torch_k", "aoti_torch_empty_strided"), None, uses, False, False, None,
+               ("aoti_torch_empty_strided",))
+    files = build(t, tmp_path / "triple")
+    _, wheel = native_torches[platform]
+    snapshot = tmp_path / "torch.json.gz"
+    recorded = cli("snapshot", str(wheel), "-o", str(snapshot))
+    assert recorded.returncode == 0, recorded.stderr
+    found = {}
+    for against in (wheel, snapshot):
+        done = cli("check", "--shim", str(files["shim"]), "--model", str(files["blob"]), "--against", str(against),
+                   "--format", "json")
+        role = {str(p): k for k, p in files.items()}
+        found[against.suffix] = {(f["rule"], role[f["artifact"]], f["symbol"])
+                                 for f in json.loads(done.stdout)["findings"]}
+    assert found[".whl"] == found[".gz"] == expected(t)
