@@ -237,3 +237,19 @@ def test_a_recorded_macos_or_windows_torch_judges_as_its_wheel_does(native_torch
         found[against.suffix] = {(f["rule"], role[f["artifact"]], f["symbol"])
                                  for f in json.loads(done.stdout)["findings"]}
     assert found[".whl"] == found[".gz"] == expected(t)
+
+
+def test_a_shim_without_shim_names_keeps_the_prefix_from_the_models(tmp_path: Path) -> None:
+    """Given a --shim, the prefix is the shims' to say (none here), never the models': the
+    prefix rule the native route shares with ELF keeps main's answer for ELF."""
+    from aoti_shim.checks import CheckSettings, run_check
+
+    source = tmp_path / "s.c"
+    source.write_text("int helper(void) { return 0; }\n")
+    model = tmp_path / "m.c"
+    model.write_text("extern int myrt_aoti_torch_q(void);\nint f(void) { return myrt_aoti_torch_q(); }\n")
+    compile_shared(source, tmp_path / "libs.so")
+    compile_shared(model, tmp_path / "libm.so")
+    elf = run_check(CheckSettings(shims=(str(tmp_path / "libs.so"),), models=(str(tmp_path / "libm.so"),)))
+    assert elf.prefix_source == "none"
+    assert "NOT_A_SHIM" in {f.rule for f in elf.findings}

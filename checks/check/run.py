@@ -405,18 +405,19 @@ def _prefix(settings: CheckSettings, shims: list[Library], models: list[Library]
     # Only shim-ABI names can carry a prefix.
     shim_names = tuple(n for lib in shims for n in lib.marked_exports)
     return _prefix_of(
-        settings, shim_names, lambda: (n for lib in models for n in lib.imports if prefix_rules.is_shim_name(n))
+        settings, shim_names, bool(shims),
+        lambda: (n for lib in models for n in lib.imports if prefix_rules.is_shim_name(n)),
     )
 
 
 def _prefix_of(
-    settings: CheckSettings, shim_names: tuple[str, ...], model_imports: Callable[[], Iterable[str]]
+    settings: CheckSettings, shim_names: tuple[str, ...], any_shim: bool, model_imports: Callable[[], Iterable[str]]
 ) -> _Prefix:
-    """The prefix: given, else read from the shims' names, else (no shims) from the models' imports."""
+    """The prefix: given, else read from the shims' names, else (no shim given) from the models' imports."""
     if settings.prefix is not None:
         return _Prefix(prefix_rules.validate(settings.prefix), "given", "", shim_names)
     inferred, inferred_from = prefix_rules.infer(shim_names), "shims"
-    if inferred is None and not shim_names:
+    if inferred is None and not any_shim:
         inferred, inferred_from = prefix_rules.infer(model_imports()), "models"
     source = "inferred" if inferred else "none"
     return _Prefix(inferred, source, inferred_from if source == "inferred" else "", shim_names)
@@ -523,7 +524,7 @@ def _native_checking(
         if paths and not arts[role]:
             raise UsageError(_nothing_found(f"--{role}", paths, tuple(ws.ignored)))
     shims, models = native.images(arts["shim"], "shim"), native.images(arts["model"], "model")
-    prefix = _prefix_of(settings, tuple(native.shim_names(shims)), lambda: native.model_imports(models))
+    prefix = _prefix_of(settings, tuple(native.shim_names(shims)), bool(shims), lambda: native.model_imports(models))
     sources: list[AgainstSource] = []
     refs = open_references(
         settings.against, ws, torch_search_paths=settings.torch_search_paths,
