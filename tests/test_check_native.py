@@ -253,3 +253,25 @@ def test_a_shim_without_shim_names_keeps_the_prefix_from_the_models(tmp_path: Pa
     elf = run_check(CheckSettings(shims=(str(tmp_path / "libs.so"),), models=(str(tmp_path / "libm.so"),)))
     assert elf.prefix_source == "none"
     assert "NOT_A_SHIM" in {f.rule for f in elf.findings}
+
+
+def test_a_dll_in_a_linux_or_macos_wheel_is_not_of_its_platform(built, tmp_path: Path) -> None:
+    from aoti_shim.checks.inputs.collect import Workspace, collect, wheel_platform_format
+
+    source = tmp_path / "s.c"
+    source.write_text("int myrt_aoti_torch_e(void) { return 0; }\n")
+    compile_shared(source, tmp_path / "libs.so")
+    dll, dylib = built["pe"][1]["shim"], built["macho"][1]["shim"]
+    wheels = {"myrt-1.0-py3-none-manylinux_2_28_x86_64.whl": ("libs.so", "elf"),
+              "myrt-1.0-py3-none-macosx_11_0_arm64.whl": ("libmyrt_shims.dylib", "macho")}
+    for name, (kept, fmt) in wheels.items():
+        wheel = tmp_path / name
+        with zipfile.ZipFile(wheel, "w") as zf:
+            zf.write(tmp_path / "libs.so" if fmt == "elf" else dylib, f"myrt/{kept}")
+            zf.write(dll, "myrt/tools/helper.dll")
+        with Workspace() as ws:
+            arts = collect([str(wheel)], ws)
+            assert [(a.display.rsplit("/", 1)[-1], a.format) for a in arts] == [(kept, fmt)]
+            assert ws.ignored == [(f"{wheel}!myrt/tools/helper.dll", "pe library, not of the wheel's platform")]
+    assert [wheel_platform_format(f"x-1-py3-none-{t}.whl") for t in ("win_amd64", "macosx_14_0_arm64", "any")] == [
+        "pe", "macho", None]

@@ -503,14 +503,29 @@ def _merged(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return out
 
 
+def wheel_platform_format(wheel: str) -> str | None:
+    """The native format a wheel's platform tag (PEP 425, its last) names: "macho" for macosx,
+    "pe" for win, None for any other (linux: ELF, read as before; any; a file not named so)."""
+    name = os.path.basename(wheel)
+    tags = name[:-4].split("-")[-1].split(".") if name.endswith(".whl") and name.count("-") >= 4 else []
+    if any(t.startswith("macosx") for t in tags):
+        return "macho"
+    return "pe" if any(t.startswith("win") for t in tags) else None
+
+
 def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Iterator[Artifact]:
+    platform = wheel_platform_format(wheel)
+    linux = platform is None and any("linux" in t for t in os.path.basename(wheel).split("-")[-1:])
     with open_wheel(wheel) as zf:
         for info in zf.infolist():
             display = f"{wheel}!{info.filename}"
             kind, art = read_member(zf, info, display, workspace, member_limit)
             if kind == "not-elf" and info.filename.lower().endswith(NATIVE_SUFFIXES):
                 art = native_member(zf, info, display, workspace, member_limit)
-                if art is not None:
+                if art is not None and (linux or platform not in (None, art.format)):
+                    # A dylib or DLL a Linux wheel carries (a tool's, a test's): no library it loads.
+                    workspace.ignored.append((display, f"{art.format} library, not of the wheel's platform"))
+                elif art is not None:
                     yield dataclasses.replace(art, wheel=wheel)
                 continue
             if art is not None:
