@@ -275,3 +275,6 @@ def test_a_dll_in_a_linux_or_macos_wheel_is_not_of_its_platform(built, tmp_path:
             assert ws.ignored == [(f"{wheel}!myrt/tools/helper.dll", "pe library, not of the wheel's platform")]
     assert [wheel_platform_format(f"x-1-py3-none-{t}.whl") for t in ("win_amd64", "macosx_14_0_arm64", "any")] == [
         "pe", "macho", None]
+    # check --wheel too: the Linux wheel's DLL (it exports shim names) takes no role.
+    done = cli("check", "--wheel", str(tmp_path / "myrt-1.0-py3-none-manylinux_2_28_x86_64.whl"), "--format", "json")
+    assert [a["path"].rsplit("/", 1)[-1] for a in json.loads(done.stdout)["artifacts"]] == ["libs.so"], done.stderr
