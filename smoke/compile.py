@@ -6,12 +6,15 @@ the source of a user's model), device, route and the compile settings version.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,6 +195,18 @@ def remove_abandoned_staging(cache_dir: Path) -> list[Path]:
     return removed
 
 
+@contextmanager
+def _compiling(cache_dir: Path, key: str) -> Iterator[None]:
+    """Held while ``key`` is compiled into ``cache_dir``: a second compile of the same key (two
+    smoke runs, or two threads, sharing a cache) waits for the first and then finds its entry,
+    instead of compiling the same model again beside it. Released when the process dies."""
+    locks = cache_dir / ".locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    with open(locks / key, "ab") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # (closing the file releases the lock)
+
+
 def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None = None) -> Artefact:
     """The artefact for ``request``, compiled in a child process unless cached."""
     final = cache_dir / cache_key(request)
@@ -199,6 +214,15 @@ def compile_cached(request: CompileRequest, cache_dir: Path, *, log: Path | None
     if done.is_file():
         return _artefact(request, final)
     cache_dir.mkdir(parents=True, exist_ok=True)
+    with _compiling(cache_dir, final.name):
+        if done.is_file():
+            return _artefact(request, final)
+        return _compile_into(request, cache_dir, final, log)
+
+
+def _compile_into(request: CompileRequest, cache_dir: Path, final: Path, log: Path | None) -> Artefact:
+    """Compile ``request`` in a child process into a staging folder, renamed to ``final``."""
+    done = final / "result.json"
     remove_abandoned_staging(cache_dir)
     # Build in a private folder and rename it into place: a crash leaves no half entry. Its
     # name holds this process's id, so that a later run knows a killed run's folder for one.

@@ -98,12 +98,33 @@ def torch_module():
     return torch
 
 
+def _smoke_cache_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.getbasetemp() / "smoke-compile-cache"
+
+
 @pytest.fixture(scope="session")
 def smoke_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The session's smoke compile cache: every test that compiles the bundled models shares it."""
-    path = tmp_path_factory.getbasetemp() / "smoke-compile-cache"
+    path = _smoke_cache_path(tmp_path_factory)
     path.mkdir(exist_ok=True)
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _prewarmed_compiles(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
+    """The selected tests' ``compiles`` markers, compiled early by a child (tests/prewarm_support.py)."""
+    import prewarm_support
+
+    requests = prewarm_support.wanted(request.session.items)
+    if not requests:
+        yield
+        return
+    base = tmp_path_factory.getbasetemp()
+    child = prewarm_support.start(requests, _smoke_cache_path(tmp_path_factory), base / "prewarm.log")
+    try:
+        yield
+    finally:
+        prewarm_support.stop(child)
 
 
 @pytest.fixture(scope="session")

@@ -211,6 +211,7 @@ _REAL_BLOB_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.compiles(("mlp", "binary"))
 @pytest.mark.parametrize("use_memfd", MODES)
 @pytest.mark.parametrize("binding", ["shims", "libtorch"])
 def test_threads_run_one_real_blob_concurrently(

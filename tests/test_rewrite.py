@@ -178,6 +178,7 @@ def test_worker_that_answers_nothing_is_one_line(fake, tmp_path: Path) -> None:
     assert not out.exists() and _leftovers(tmp_path) == []
 
 
+@pytest.mark.compiles(("mlp", "binary"))
 def test_rewritten_compiled_model_passes_the_checker(smoke_cache: Path, tmp_path: Path) -> None:
     """The real thing: torch's compiled MLP, every aoti_torch_* import renamed."""
     artefact = compiled_mlp(smoke_cache)

@@ -138,7 +138,7 @@ def test_a_source_route_compile_keeps_out_of_the_shared_inductor_cache(
     source = compile_cached(CompileRequest("user_model:make", "cpu", "source"), cache)
     assert list(source.package.rglob("*.wrapper.cpp"))
     assert not list(shared.rglob("*.wrapper.cpp"))
-    assert [p.name for p in cache.iterdir()] == [source.directory.name]
+    assert [p.name for p in cache.iterdir() if p.name != ".locks"] == [source.directory.name]
     assert not (source.directory / "inductor-cache").exists()  # the private cache is gone
     binary = compile_cached(CompileRequest("user_model:make", "cpu", "binary"), cache)
     assert binary.blob.is_file() and list(shared.rglob("*.wrapper.cpp"))
@@ -172,6 +172,7 @@ def test_reference_sample_table_is_what_render_table_prints() -> None:
 # --- the command -------------------------------------------------------------------
 
 
+@pytest.mark.compiles(("mlp", "binary"), ("mlp", "source"))
 def test_smoke_runs_the_chain_and_shows_the_collision(smoke_cache: Path, tmp_path: Path) -> None:
     cache = smoke_cache
     compiled_mlp(cache)
@@ -220,6 +221,7 @@ def test_the_latency_column_has_one_unit() -> None:
     assert [line.split()[6] for line in lines] == ["12.3", "4567.8"]
 
 
+@pytest.mark.compiles(("mlp", "binary"))
 def test_missing_shims_are_listed_before_anything_runs(
     fake, smoke_cache: Path, tmp_path: Path
 ) -> None:
@@ -487,6 +489,41 @@ def test_the_timed_runs_use_one_thread_unless_told_otherwise() -> None:
     assert _threads(None, {"OMP_NUM_THREADS": "8"}) == (None, "$OMP_NUM_THREADS=8")
 
 
+def test_a_second_compile_of_one_key_waits_for_the_first_and_reuses_it(tmp_path: Path) -> None:
+    """Two runs sharing a cache (or the suite's early compiles and a test): while one holds a
+    key's lock, another compile of that key waits, then takes the entry the first published,
+    compiling nothing itself."""
+    from aoti_shim.smoke.compile import CompileRequest, _compiling, cache_key
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    key = cache_key(CompileRequest("mlp", "cpu", "binary"))
+    with _compiling(cache, key):
+        child = subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys; from pathlib import Path; from aoti_shim.smoke.compile import CompileRequest, compile_cached; "
+             "print(compile_cached(CompileRequest('mlp', 'cpu', 'binary'), Path(sys.argv[1])).directory)", str(cache)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        )
+        try:
+            time.sleep(1.5)
+            assert child.poll() is None, child.communicate()
+            assert not _staging(cache), "the second compile started beside the first"
+            (cache / key).mkdir()
+            (cache / key / "result.json").write_text('{"model": "mlp"}')
+        except BaseException:
+            os.killpg(child.pid, signal.SIGKILL)
+            raise
+    out, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert out.strip() == str(cache / key) and not _staging(cache)
+
+
+def _staging(cache: Path) -> list[Path]:
+    """The staging folders in a compile cache (beside them: the compiles' lock files, ``.locks``)."""
+    return [p for p in cache.iterdir() if p.name.startswith(".") and p.name != ".locks"]
+
+
 def test_a_killed_runs_staging_folder_is_removed_by_a_later_run(tmp_path: Path) -> None:
     """A compile killed with SIGKILL (no cleanup runs) leaves its staging folder in the cache;
     the sweep that every compile_cached runs first removes it, and leaves a live process's
@@ -503,14 +540,14 @@ def test_a_killed_runs_staging_folder_is_removed_by_a_later_run(tmp_path: Path) 
     )
     try:
         deadline = time.monotonic() + 60
-        while not [p for p in cache.iterdir() if p.name.startswith(".")] and time.monotonic() < deadline:
+        while not _staging(cache) and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         os.killpg(child.pid, signal.SIGKILL)  # the run and its compile worker, as a kill of the job does
         child.wait()
-    left = [p for p in cache.iterdir() if p.name.startswith(".")]
+    left = _staging(cache)
     assert left, "the killed compile left no staging folder: nothing was tested"
     ours = cache / f".mlp-cpu-binary-x.{os.getpid()}.live"  # a compile of this (live) process
     ours.mkdir()
     assert sorted(remove_abandoned_staging(cache)) == sorted(left)
-    assert [p.name for p in cache.iterdir()] == [ours.name]
+    assert [p.name for p in cache.iterdir() if p.name != ".locks"] == [ours.name]

@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from aoti_shim.smoke import bindings
 from aoti_shim.smoke.command import _resolve_stream
 from aoti_shim.smoke.evidence import first_error_line, runtime_copies
@@ -156,6 +158,7 @@ def _refusing_shims(tmp: Path, reference: Path, prefix: str) -> Path:
     return library
 
 
+@pytest.mark.compiles(("mlp", "binary"))
 def test_a_failed_row_keeps_the_bindings_and_the_first_error_line(smoke_cache: Path, tmp_path: Path) -> None:
     import json
 

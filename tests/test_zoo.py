@@ -148,6 +148,7 @@ def test_attention_lowers_to_math_inside_the_compile_context() -> None:
 # --- zoo models through the shims ----------------------------------------------------
 
 
+@pytest.mark.compiles(("zoo:gpt2", "binary"), ("zoo:bert", "binary"))
 def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Path) -> None:
     """GPT-2 and BERT (2 layers, random weights): zero fallback ops in the default CPU
     compile (attention lowered to math), the prefixed blob bitwise equal to the control,
@@ -198,6 +199,7 @@ def test_zoo_transformers_run_through_the_shims(smoke_cache: Path, tmp_path: Pat
     assert "bitwise" in proc.stdout
 
 
+@pytest.mark.compiles(("block", "binary", "default"), ("block", "binary"))
 def test_the_default_compile_runs_through_the_shims_fallbacks(smoke_cache: Path, tmp_path: Path) -> None:
     """smoke --compile default on CPU: no autotuning leaves the bundled block's GEMMs to ATen,
     fallback ops the reference shims serve (cpu_addmm_out, cpu_bmm_out), equal to the control."""
