@@ -501,7 +501,8 @@ def test_a_second_compile_of_one_key_waits_for_the_first_and_reuses_it(tmp_path:
     with _compiling(cache, key):
         child = subprocess.Popen(
             [sys.executable, "-c",
-             "import sys; from pathlib import Path; from aoti_shim.smoke.compile import CompileRequest, compile_cached; "
+             "import sys; from pathlib import Path; "
+             "from aoti_shim.smoke.compile import CompileRequest, compile_cached; "
              "print(compile_cached(CompileRequest('mlp', 'cpu', 'binary'), Path(sys.argv[1])).directory)", str(cache)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
         )
