@@ -26,7 +26,6 @@ from aoti_shim.checks.elf.layout import (
     DT_VERSYM,
     MAX_DYNAMIC_ENTRIES,
     MAX_SECTIONS,
-    MAX_SYMBOLS,
     PN_XNUM,
     PT_DYNAMIC,
     PT_LOAD,
@@ -44,6 +43,7 @@ from aoti_shim.checks.elf.layout import (
 )
 from aoti_shim.checks.elf.sections import SectionTable
 from aoti_shim.checks.elf.strings import name_at
+from aoti_shim.checks.elf.symbol_count import dynsym_count
 from aoti_shim.checks.elf.versions import version_chain_size
 from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
@@ -120,8 +120,9 @@ def loader_sections(
     view: ByteView, lay: Layout, phoff: int, phentsize: int, phnum: int, dynamic_data: bytes | None
 ) -> list[Section]:
     """The sections the rest of the reader uses, made from what the loader reads:
-    PT_DYNAMIC's DT_SYMTAB, DT_STRTAB/DT_STRSZ, DT_VERSYM, and DT_GNU_HASH or DT_HASH
-    for the symbol count (the dynamic symbol table has no size of its own)."""
+    PT_DYNAMIC's DT_SYMTAB, DT_STRTAB/DT_STRSZ, DT_VERSYM, and for the symbol count (the
+    dynamic symbol table has no size of its own) DT_GNU_HASH or DT_HASH and the dynamic
+    relocations (symbol_count.py)."""
     if phoff == 0 or phnum == 0:
         return []  # not loadable: nothing binds to it
     if phnum == PN_XNUM:
@@ -146,27 +147,16 @@ def loader_sections(
 
 
 def _symbol_sections(view: ByteView, lay: Layout, segment: DynamicSegment) -> list[Section]:
-    """.dynsym (sized by its hash table's count), .gnu.hash, .gnu.version and the version
-    tables, from the tags of a segment that names DT_SYMTAB."""
+    """.dynsym (sized by symbol_count.dynsym_count: hash tables and relocations), .gnu.hash,
+    .gnu.version and the version tables, from the tags of a segment that names DT_SYMTAB."""
     tags = segment.tags
     syment = tags.get(DT_SYMENT, lay.sym.size)
     symtab = file_offset(view, segment, "DT_SYMTAB", tags[DT_SYMTAB])
-    gnu: tuple[int, int] | None = None
-    if DT_GNU_HASH in tags:
-        at = file_offset(view, segment, "DT_GNU_HASH", tags[DT_GNU_HASH])
-        gnu = gnu_hash.extent(view, lay, at)
-        count = gnu[0]
-    elif DT_HASH in tags:
-        at = file_offset(view, segment, "DT_HASH", tags[DT_HASH])
-        view.check_range(at, 8, "DT_HASH")
-        count = lay.word.unpack_from(view.map(), at + 4)[0]  # nchain = the symbol count
-    else:
-        raise view.fail("PT_DYNAMIC has no DT_GNU_HASH or DT_HASH: the dynamic symbol count is unknown")
-    if count > MAX_SYMBOLS:
-        raise view.fail(f"its hash table counts {count} symbols, more than {MAX_SYMBOLS}")
+    counted = dynsym_count(view, lay, tags, lambda what, vaddr: load_extent(view, segment, what, vaddr))
+    count, gnu = counted.count, counted.gnu_hash
     sections = [Section(SHT_DYNSYM, symtab, count * syment, 1, syment)]
     if gnu is not None:
-        sections.append(Section(SHT_GNU_HASH, at, gnu[1], 2, 0))
+        sections.append(Section(SHT_GNU_HASH, gnu[0], gnu[1], 2, 0))
     if DT_VERSYM in tags:
         sections.append(
             Section(SHT_GNU_VERSYM, file_offset(view, segment, "DT_VERSYM", tags[DT_VERSYM]), count * 2, 2, 2)

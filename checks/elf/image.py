@@ -7,8 +7,9 @@ headers), dynamic.py (the view through PT_DYNAMIC), dynsym.py (``.dynsym`` as co
 gnu_hash.py, versions.py, relocations.py and strings.py.
 
 A library with no section headers (stripped as ``sstrip`` does: the loader never needs
-them) is read the loader's way: PT_DYNAMIC's DT_SYMTAB, DT_STRTAB, DT_VERSYM and
-DT_GNU_HASH or DT_HASH, which give the symbol count. So are a wheel member's parts
+them) is read the loader's way: PT_DYNAMIC's DT_SYMTAB, DT_STRTAB, DT_VERSYM, and
+DT_GNU_HASH or DT_HASH and the dynamic relocations, which give the symbol count
+(symbol_count.py). So are a wheel member's parts
 (:meth:`ElfImage.from_loaded_parts`), streamed without keeping the member.
 
 Only the section and program headers, ``.dynsym``, its string table, ``.gnu.version``,
@@ -71,6 +72,7 @@ from aoti_shim.checks.elf.layout import (
 )
 from aoti_shim.checks.elf.relocations import COPY_RELOCATION, copy_relocated, relocated, relocation_bytes
 from aoti_shim.checks.elf.sections import ElfHeader, SectionTable, elf_header, section_headers
+from aoti_shim.checks.elf.symbol_count import relocation_tables
 from aoti_shim.checks.elf.symbols import Symbol, SymbolTable
 from aoti_shim.checks.elf.versions import NO_VERSIONS, DynamicEntry, Versions, entry_of_word, read_versions
 from aoti_shim.checks.elf.view import ByteView
@@ -148,10 +150,11 @@ class ElfImage:
     @classmethod
     def loader_table_extents(cls, display: str, head: bytes | bytearray, dynamic: bytes) -> list[tuple[int, int]]:
         """Where the tables the loader reads may lie: for each of DT_STRTAB, DT_SYMTAB,
-        DT_GNU_HASH, DT_HASH and DT_VERSYM, (its file offset, the end of the PT_LOAD
-        file range holding it). From the program headers in ``head`` and PT_DYNAMIC's
-        bytes alone, so a stream can go and fetch tables that lie past what it kept (a
-        library patchelf rewrote keeps .dynstr and .gnu.hash in a segment at its end)."""
+        DT_GNU_HASH, DT_HASH, DT_VERSYM and the version tables, (its file offset, the end of
+        the PT_LOAD file range holding it); for each relocation table, its own extent. From
+        the program headers in ``head`` and PT_DYNAMIC's bytes alone, so a stream can go and
+        fetch tables that lie past what it kept (a library patchelf rewrote keeps .dynstr and
+        .gnu.hash in a segment at its end)."""
         view = _parts_view(display, bytes(head))
         hdr = elf_header(view)
         segment = read_segment(view, hdr.lay, hdr.phoff, hdr.phentsize, hdr.phnum, dynamic)
@@ -160,7 +163,13 @@ class ElfImage:
         tables = ((DT_STRTAB, "DT_STRTAB"), (DT_SYMTAB, "DT_SYMTAB"), (DT_GNU_HASH, "DT_GNU_HASH"),
                   (DT_HASH, "DT_HASH"), (DT_VERSYM, "DT_VERSYM"), (DT_VERDEF, "DT_VERDEF"),
                   (DT_VERNEED, "DT_VERNEED"))
-        return [load_extent(view, segment, what, segment.tags[tag]) for tag, what in tables if tag in segment.tags]
+        tags = segment.tags
+        found = [load_extent(view, segment, what, tags[tag]) for tag, what in tables if tag in tags]
+        # The relocation tables give the symbol count (symbol_count.py); each has a size.
+        for tag, what, size, _ in relocation_tables(hdr.lay, tags):
+            offset, end = load_extent(view, segment, what, tags[tag])
+            found.append((offset, min(offset + size, end)))
+        return found
 
     # -- opening and validation -------------------------------------------------
 
