@@ -243,6 +243,7 @@ def test_missing_shims_are_listed_before_anything_runs(
     assert not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.compiles(("user_model:make", "binary", "zero-fallback", FIXTURES))
 def test_users_model_runs_through_module_callable(smoke_cache: Path, tmp_path: Path) -> None:
     """The console script, as a user runs it: its sys.path has no current folder (unlike
     python -m), so the user's module is found in the current folder on purpose, by the
