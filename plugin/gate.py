@@ -1,12 +1,16 @@
-"""Check a freshly built wheel's ELF members; a blocking finding rejects the build.
+"""Check a freshly built wheel's libraries; a blocking finding rejects the build.
 
-Each ELF member gets a role: a *shim* exports ``aoti_torch_*``-style names (prefixed or
+The libraries are the wheel's ELF members, and its Mach-O or PE members when its platform
+tag is macOS's or Windows's (``checks/inputs/collect.py`` takes a native member only of
+the wheel's platform): a wheel built on macOS is judged by dyld's lookup rules, one built
+on Windows by the loader's, as ``check --wheel`` judges it.
+
+Each member gets a role: a *shim* exports ``aoti_torch_*``-style names (prefixed or
 not); a *model* (any consumer of the shim ABI: a blob, a backend, an extension) imports
 them without exporting any. ``[tool.aoti-shim] shims/models`` globs over member paths
-pin the members they match; the others keep the classification by symbols. Members are extracted into a private folder
-and handed
-to the checker by their member path, so findings and suppressions name
-``pkg/libfoo.so`` rather than a temp file.
+pin the members they match; the others keep the classification by symbols. Members are
+extracted into a private folder and handed to the checker by their member path, so
+findings and suppressions name ``pkg/libfoo.so`` rather than a temp file.
 """
 
 from __future__ import annotations
@@ -19,10 +23,11 @@ from pathlib import Path
 from aoti_shim.atomic import destination, write_text_atomically
 from aoti_shim.checks import CheckSettings, render, run_check
 from aoti_shim.checks.abi.prefix import SHIM_MARK as SHIM_ABI_MARK
-from aoti_shim.checks.abi.prefix import built_prefix, separator_warning
+from aoti_shim.checks.abi.prefix import infer, separator_warning
+from aoti_shim.checks.check.native import FORMAT_NAMES
 from aoti_shim.checks.check.run import library_folders
 from aoti_shim.checks.inputs import collect as inputs
-from aoti_shim.checks.loader.roles import Roles, classify_by_symbols
+from aoti_shim.checks.loader.roles import Roles, classify_by_symbols, symbol_names
 from aoti_shim.checks.references.reference import resolve_snapshot_name, snapshot_hint
 from aoti_shim.checks.report.model import Report
 from aoti_shim.errors import EXIT_BLOCKING, AotiShimError, InputError, UsageError
@@ -42,34 +47,41 @@ class BuildRejected(AotiShimError):
     exit_code = EXIT_BLOCKING
 
 
-def extract_elf_members(wheel: Path, dest: Path) -> list[str]:
-    """Copy the ELF members of ``wheel`` under ``dest`` by member path; return those paths.
+def member_format(wheel: Path) -> str:
+    """How messages name the wheel's libraries: "Mach-O" or "PE" for a macOS or Windows
+    wheel, else "ELF" (a Linux wheel's, and the words an ELF build always printed)."""
+    return FORMAT_NAMES[inputs.wheel_platform_format(str(wheel)) or "elf"]
+
+
+def extract_members(wheel: Path, dest: Path) -> list[str]:
+    """Copy the library members of ``wheel`` under ``dest`` by member path; return those paths:
+    its ELF members, and its Mach-O or PE ones of the wheel's platform.
 
     The checker's one wheel reader: unsafe or duplicate member names, too many members and
     too many inflated bytes refuse the wheel (skipping a member would leave it unchecked).
     """
     try:
-        return inputs.extract_elf_members(wheel, dest, display=wheel.name)
+        return inputs.extract_elf_members(wheel, dest, display=wheel.name, native=True)
     except InputError as e:
         raise InputError(f"{e}; it is not installed") from None
 
 
-def _by_globs(members: list[str], globs: tuple[str, ...], key: str) -> list[str]:
+def _by_globs(members: list[str], globs: tuple[str, ...], key: str, what: str) -> list[str]:
     picked = [m for m in members if any(fnmatch.fnmatchcase(m, g) for g in globs)]
     for g in globs:
         if not any(fnmatch.fnmatchcase(m, g) for m in members):
             raise UsageError(
-                f"{TABLE} {key}: {g!r} matches no ELF member of the wheel (members: {', '.join(members) or 'none'})"
+                f"{TABLE} {key}: {g!r} matches no {what} member of the wheel (members: {', '.join(members) or 'none'})"
             )
     return picked
 
 
-def classify(members: list[str], root: Path, gate: GateSettings) -> Roles:
+def classify(members: list[str], root: Path, gate: GateSettings, what: str = "ELF") -> Roles:
     """Each member's role: ``shims``/``models`` globs pin the members they match; every other
     member is classified by its symbols, as without globs (a pinned list never leaves a
-    shim or a model of the wheel unchecked)."""
-    shims = _by_globs(members, gate.shims, "shims") if gate.shims else []
-    models = [m for m in (_by_globs(members, gate.models, "models") if gate.models else []) if m not in shims]
+    shim or a model of the wheel unchecked). ``what`` names the members in errors."""
+    shims = _by_globs(members, gate.shims, "shims", what) if gate.shims else []
+    models = [m for m in (_by_globs(members, gate.models, "models", what) if gate.models else []) if m not in shims]
     rest = classify_by_symbols([m for m in members if m not in shims and m not in models], root)
     return Roles(tuple(shims) + rest.shims, tuple(models) + rest.models, rest.unchecked, rest.extensions)
 
@@ -106,9 +118,10 @@ def _references(
 
 
 def carried_prefix(shims: tuple[str, ...], root: Path) -> str | None:
-    """The prefix the built shim libraries really export their ``aoti_torch_*`` names with."""
+    """The prefix the built shim libraries really export their ``aoti_torch_*`` names with
+    (C names: a Mach-O symbol's leading underscore is not part of it)."""
     try:
-        return built_prefix(*shims, root=root)
+        return infer(n for s in shims for n in (symbol_names(root / s, s) or ([], []))[0])
     except UsageError as e:
         raise BuildRejected(f"the built shims: {e}".replace("; pass --prefix", "")) from None
 
@@ -153,8 +166,8 @@ def check_wheel(
         )  # before the check
     with tempfile.TemporaryDirectory(prefix="aoti-shim-gate-") as tmp:
         root = Path(tmp)
-        members = extract_elf_members(wheel, root)
-        roles = classify(members, root, gate)
+        members = extract_members(wheel, root)
+        roles = classify(members, root, gate, member_format(wheel))
         if not _announce(wheel, roles):
             return
         checked_prefix = _settled_prefix(prefix, carried_prefix(roles.shims, root), wheel)
@@ -177,7 +190,8 @@ def check_wheel(
 def _announce(wheel: Path, roles: Roles) -> bool:
     """Say which member plays which role; False when nothing is to be checked (a warning),
     BuildRejected when the members look like shims whose exports were hidden."""
-    console.info(f"checking {wheel.name}")
+    what = member_format(wheel)
+    console.info(f"checking {wheel.name}" + ("" if what == "ELF" else f" ({what} members, by its platform tag)"))
     console.info(f"  shims: {', '.join(roles.shims) or '-'}")
     console.info(f"  models and other shim-ABI consumers: {', '.join(roles.models) or '-'}")
     if roles.extensions:
@@ -192,13 +206,17 @@ def _announce(wheel: Path, roles: Roles) -> bool:
     if roles.unchecked and not roles.extensions:
         # A project built by this backend builds shims: libraries with no shim name at all
         # are most often a shim library whose exports were hidden (it built green before).
-        raise BuildRejected(
-            f"no ELF member of {wheel.name} exports a shim name ({', '.join(roles.unchecked)}): a shim library "
-            "compiled with -fvisibility=hidden (or limited by a version script) exports nothing; mark each "
-            "shim "
-            "function __attribute__((visibility(\"default\"))); the wheel was deleted; nothing is installed"
+        # A DLL exports only what is marked dllexport (or listed in a .def file).
+        hidden = (
+            "a DLL exports only what is marked; mark each shim function __declspec(dllexport)" if what == "PE" else
+            "a shim library compiled with -fvisibility=hidden (or limited by a version script) exports nothing; "
+            "mark each shim function __attribute__((visibility(\"default\")))"
         )
-    console.warn(f"no ELF member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
+        raise BuildRejected(
+            f"no {what} member of {wheel.name} exports a shim name ({', '.join(roles.unchecked)}): {hidden}; "
+            "the wheel was deleted; nothing is installed"
+        )
+    console.warn(f"no {what} member of {wheel.name} exports or imports {SHIM_ABI_MARK}* names: nothing to check")
     return False
 
 

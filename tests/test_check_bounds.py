@@ -21,7 +21,7 @@ from cli_support import cli, one_line_error
 def _gate_extract(wheel: Path, dest: Path) -> list[str]:
     from aoti_shim.plugin import gate
 
-    return gate.extract_elf_members(wheel, dest)
+    return gate.extract_members(wheel, dest)
 
 
 # -- 12.5: a wheel with two members of one name -------------------------------------

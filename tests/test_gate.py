@@ -48,7 +48,7 @@ def test_extract_copies_the_elf_members_byte_for_byte(libs: dict[str, Path], tmp
         {"pkg/lib/libshim.so": libs["clean_shim"], "pkg/README.so": b"not ELF", "pkg/__init__.py": b""},
     )
     dest = tmp_path / "out"
-    assert gate.extract_elf_members(wheel, dest) == ["pkg/lib/libshim.so"]
+    assert gate.extract_members(wheel, dest) == ["pkg/lib/libshim.so"]
     assert (dest / "pkg/lib/libshim.so").read_bytes() == libs["clean_shim"].read_bytes()
     assert not (dest / "pkg/README.so").exists()
 
@@ -56,7 +56,7 @@ def test_extract_copies_the_elf_members_byte_for_byte(libs: dict[str, Path], tmp
 def test_extract_refuses_an_unsafe_member_and_an_unreadable_wheel(libs: dict[str, Path], tmp_path: Path) -> None:
     wheel = make_wheel(tmp_path / "evil-1.0-py3-none-any.whl", {"../escape.so": libs["clean_shim"]})
     with pytest.raises(InputError) as err:
-        gate.extract_elf_members(wheel, tmp_path / "out")
+        gate.extract_members(wheel, tmp_path / "out")
     assert (
         str(err.value) == "evil-1.0-py3-none-any.whl: unsafe member name '../escape.so' in wheel; it is not installed"
     )
@@ -65,14 +65,14 @@ def test_extract_refuses_an_unsafe_member_and_an_unreadable_wheel(libs: dict[str
     with pytest.raises(
         InputError, match=r"^broken-1.0-py3-none-any.whl: not a readable wheel \(zip\): .*; it is not installed$"
     ):
-        gate.extract_elf_members(broken, tmp_path / "out")
+        gate.extract_members(broken, tmp_path / "out")
 
 
 def _classify(libs: dict[str, Path], tmp_path: Path, settings: GateSettings, names: tuple[str, ...]) -> Roles:
     members = {f"pkg/{name}.so": libs[name] for name in names}
     wheel = make_wheel(tmp_path / "pkg-1.0-py3-none-any.whl", members)
     root = tmp_path / "root"
-    return gate.classify(gate.extract_elf_members(wheel, root), root, settings)
+    return gate.classify(gate.extract_members(wheel, root), root, settings)
 
 
 def test_classify_by_what_each_member_exports_and_imports(libs: dict[str, Path], tmp_path: Path) -> None:

@@ -303,7 +303,8 @@ NO_UNIT_FILE: dict[str, str] = {
     "plugin/boundary.py": "the backend without scikit-build-core: tests/test_plugin_backend.py",
     "plugin/config_settings.py": "what pip hands the backend: tests/test_plugin_backend.py, test_plugin_settings.py",
     "plugin/cuda.py": "CUDA from NVIDIA's wheels through pip: tests/test_cuda_wheels.py",
-    "plugin/gate.py": "the gate of real built wheels: tests/test_gate.py, tests/test_gate_says.py",
+    "plugin/gate.py": "the gate of real built wheels: tests/test_gate.py, tests/test_gate_says.py, "
+        "tests/test_gate_native.py (macOS and Windows wheels)",
     "plugin/passthrough.py": "the hooks that build no binary, through pip: tests/test_plugin_backend.py",
     "plugin/target_env.py": "the target environment of real builds: tests/test_plugin_backend.py",
     "plugin/wheel.py": "build, check and publish through pip: tests/test_plugin_backend.py, test_plugin_publish.py",

@@ -36,7 +36,7 @@ def classify_by_symbols(members: list[str], root: Path) -> Roles:
     rest: list[str] = []
     extensions: list[str] = []
     for member in members:
-        names = _names(root / member, member)
+        names = symbol_names(root / member, member)
         if names is None:
             rest.append(member)
             continue
@@ -55,7 +55,7 @@ def classify_by_symbols(members: list[str], root: Path) -> Roles:
     return Roles(tuple(shims), tuple(models), tuple(rest), tuple(extensions))
 
 
-def _names(path: Path, member: str) -> tuple[list[str], list[str]] | None:
+def symbol_names(path: Path, member: str) -> tuple[list[str], list[str]] | None:
     """(exports, imports) of a member, C names; None without a dynamic symbol table."""
     native = path_kind(str(path))
     if native is not None:
