@@ -116,9 +116,11 @@ def test_a_blob_importing_shim_names_from_torch_blocks_the_wheel(built, tmp_path
     rejected, report = _gate(tmp_path, platform, clean["shim"], bad["blob"], clean["torch"])
     assert rejected is not None and rejected.exit_code == EXIT_BLOCKING, report
     if platform == "macos":
-        assert "UNPREFIXED_IMPORT" in report and "BINDS_OUTSIDE_SHIMS" not in report
+        assert "UNPREFIXED_IMPORT" in report and "BINDS_OUTSIDE_SHIMS" not in report and "'aoti_torch_a'" in report
     else:
-        assert "BINDS_OUTSIDE_SHIMS" in report and f"{PREFIX}aoti_torch_b" in report
+        for name in ("aoti_torch_a", f"{PREFIX}aoti_torch_b"):
+            assert f"imports {name!r} from torch_cpu.dll" in report
+        assert "BINDS_OUTSIDE_SHIMS" in report and "FAILED: 2 blocking" in report
     assert "UNPREFIXED_EXPORT" not in report
 
 
