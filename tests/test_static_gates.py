@@ -295,7 +295,8 @@ NO_UNIT_FILE: dict[str, str] = {
     "checks/references/reference.py": "torch's lib/, wheels, snapshots: tests/test_check_references.py, test_check.py",
     "checks/rules/table.py": "every rule on real libraries: tests/test_rule_matrix.py, tests/test_check*.py",
     "checks/scan/command.py": "argparse wiring, tested through the CLI in tests/test_cli_texts.py, test_scan.py",
-    "checks/scan/judge.py": "the judgement of real environments: tests/test_scan.py, tests/test_scan_inputs.py",
+    "checks/scan/judge.py": "the judgement of real environments: tests/test_scan.py, tests/test_scan_inputs.py, "
+        "tests/test_scan_native.py (macOS and Windows ones)",
     "checks/scan/run.py": "the run and its reports: tests/test_scan.py",
     "checks/snapshot/command.py": "argparse wiring, tested through the CLI in tests/test_snapshot.py",
     "checks/snapshot/record.py": "the shipped snapshots and hostile ones: tests/test_snapshot.py, test_check_bounds.py",

@@ -162,9 +162,8 @@ def render_junit(report: ScanReport) -> str:
         "aoti-shim scan",
         [("environment", printable(report.scanned.description))],
         [rule.id for rule in SCAN_RULES],
-        # Windows DLLs too: DLL_COLLISION names them.
-        [lib.display for lib in report.scanned.libraries] + [dll.display for d in report.scanned.distributions
-                                                              for dll in d.dlls],
+        # Mach-O and PE libraries too: HIJACK and DLL_COLLISION name them.
+        [lib.display for lib in report.scanned.libraries] + [lib.display for lib in report.scanned.native],
         report.findings,
         classname="aoti-shim.scan.",
         text=printable,

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from aoti_shim.checks.formats.escape import printable
 from aoti_shim.checks.formats.layout import plural, terminal_width, wrap, wrap_list
 from aoti_shim.checks.report.model import BLOCKING, Finding
-from aoti_shim.checks.scan.judge import NOBODY, Hijack, LibraryFacts
+from aoti_shim.checks.scan.judge import NOBODY, Hijack, LibraryFacts, NativeFacts
 from aoti_shim.checks.scan.run import ScanReport
 
 _RED, _YELLOW, _GREEN, _RESET = "\033[31m", "\033[33m", "\033[32m", "\033[0m"
@@ -62,7 +62,7 @@ def verdict(report: ScanReport) -> tuple[str, str]:
         return f"FAILED: {summary}", _RED
     if report.warnings:
         return f"WARNINGS: {summary}", _YELLOW
-    if not report.scanned.libraries:
+    if not report.scanned.libraries and not report.scanned.native:
         # An OK over nothing read is no answer: say so in the verdict itself (issue 35).
         return f"OK: {summary}; nothing was judged: no shared library in what was scanned", _GREEN
     return f"OK: {summary}", _GREEN
@@ -77,8 +77,9 @@ class _Page:
     def __post_init__(self) -> None:
         self.lines: list[str] = []
         self.by_display = {lib.display: lib for lib in self.report.scanned.libraries}
-        # Windows DLLs are no LibraryFacts (DLL_COLLISION names them): their owners only.
-        self.dll_owners = {dll.display: dll.owner for d in self.report.scanned.distributions for dll in d.dlls}
+        # Mach-O and PE libraries are no LibraryFacts (HIJACK and DLL_COLLISION name them): their owners only.
+        self.native = {lib.display: lib for lib in self.report.scanned.native}
+        self.dll_owners = {display: lib.owner for display, lib in self.native.items()}
         self.folders = tuple(os.path.normpath(f) for f in self.report.scanned.site_folders)
 
     def paint(self, text: str, code: str) -> str:
@@ -237,7 +238,9 @@ def _findings(page: _Page) -> None:
                 _hijack(page, shown_cause, found)
             elif rule == "UNPREFIXED_PROVIDER" and HIJACK in by_rule:
                 names = sum(
-                    len(lib.unprefixed_exports) for lib in map(page.by_display.get, {x.artifact for x in found}) if lib
+                    len(lib.unprefixed_exports)
+                    for lib in (page.by_display.get(a) or page.native.get(a) for a in {x.artifact for x in found})
+                    if lib
                 )
                 _same_cause(page, rule, found, f"the same libraries export {plural(names, 'unprefixed shim name')}")
             elif rule == "COLLISION" and HIJACK in by_rule and all(page.is_torch(x.related) for x in found):
@@ -315,6 +318,7 @@ def counts(report: ScanReport) -> str:
     return (
         f"{len(s.distributions)} distribution(s), {with_libs} with ELF libraries ({libs} libraries), "
         f"{unowned} librar{'y' if unowned == 1 else 'ies'} outside any distribution{_programs(report)}"
+        f"{_native(report)}"
     )
 
 
@@ -323,7 +327,14 @@ def _brief_counts(report: ScanReport) -> str:
     unowned = len(_libraries(s.unowned))
     outside = f", {unowned} outside any distribution" if unowned else ""
     return (f"{plural(len(s.distributions), 'distribution')}, "
-        f"{plural(len(_libraries(s.libraries)), 'ELF library', 'ELF libraries')}{outside}{_programs(report)}")
+        f"{plural(len(_libraries(s.libraries)), 'ELF library', 'ELF libraries')}{outside}{_programs(report)}"
+        f"{_native(report)}")
+
+
+def _native(report: ScanReport) -> str:
+    """", N Mach-O or PE libraries" of a macOS or Windows environment; "" for none (an ELF one's)."""
+    n = len(report.scanned.native)
+    return f", {plural(n, 'Mach-O or PE library', 'Mach-O or PE libraries')}" if n else ""
 
 
 def _listing(page: _Page, verbose: bool) -> None:
@@ -341,11 +352,13 @@ def _listing(page: _Page, verbose: bool) -> None:
     for d in s.distributions:
         editable = ", editable" if d.editable else ""
         page.add(f"{printable(d.label)} ({printable(d.location)}{editable})", "", "    ")
-        for lib in d.libraries:
+        libs: list[LibraryFacts | NativeFacts] = [*d.libraries, *d.native]
+        for lib in libs:
             page.add(f"{page.name(lib.display)}: {lib.describe_roles()}", "  ", "      ")
-    if s.unowned:
+    if s.unowned or s.unowned_native:
         page.lines.append(f"{NOBODY}:")
-        for lib in s.unowned:
+        unowned: list[LibraryFacts | NativeFacts] = [*s.unowned, *s.unowned_native]
+        for lib in unowned:
             page.add(f"{page.name(lib.display)}: {lib.describe_roles()}", "  ", "      ")
     for name, kind in s.ignored:
         page.add(f"not a library ({kind}): {page.name(name)}", "  ", "      ")

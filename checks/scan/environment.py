@@ -35,6 +35,7 @@ from operator import methodcaller
 
 from aoti_shim.checks.elf.layout import ELF_MAGIC, file_kind
 from aoti_shim.checks.inputs.collect import MAX_WALK_DEPTH, Workspace, extract_member, open_wheel, read_member
+from aoti_shim.checks.inputs.magic import MACHO, PE, has_native_magic, path_kind
 from aoti_shim.errors import InputError, UsageError
 
 # importlib.metadata's Prepared.normalize: runs of "-", "_" and "." are one separator.
@@ -71,11 +72,11 @@ CHILD_TIMEOUT = 60
 
 @dataclass(frozen=True)
 class LibraryFile:
-    """One ELF file of the environment: where it is, how reports name it, what it is."""
+    """One library of the environment: where it is, how reports name it, what it is."""
 
     path: str  # on disk; a wheel member: "wheel!member"
     display: str  # relative to its site folder (or "wheel!member")
-    kind: str  # "shared" or "executable"
+    kind: str  # ELF: "shared" or "executable"; a Mach-O dylib or bundle: "macho"; a DLL: "pe"
     # A wheel member read as it streamed: the image is in hand (see inputs.Artifact).
     member: object = None
 
@@ -88,9 +89,9 @@ class Distribution:
     libraries: tuple[LibraryFile, ...]
     editable: bool = False
     source: str = "RECORD"  # "RECORD" or "wheel"
-    # Windows DLLs its RECORD lists (kind "dll"): Windows keeps one module of a base name per
-    # process, so two distributions' DLLs of one name collide whatever they export.
-    dlls: tuple[LibraryFile, ...] = ()
+    # Its Mach-O and PE libraries (kind "macho" or "pe"): a macOS or Windows venv's, read by
+    # checks/native (and its DLLs by base name: Windows keeps one module of a name per process).
+    native: tuple[LibraryFile, ...] = ()
 
     @property
     def label(self) -> str:
@@ -106,6 +107,8 @@ class Environment:
     unowned: tuple[LibraryFile, ...] = ()
     # ELF files that are no library for the loader: (display, kind) (objects, programs exporting nothing).
     ignored: tuple[tuple[str, str], ...] = field(default=())
+    # Mach-O and PE libraries under a site folder that no distribution lists.
+    unowned_native: tuple[LibraryFile, ...] = ()
 
 
 # -- where an environment's site folders are ----------------------------------------------
@@ -306,12 +309,35 @@ def _read_head(path: str, display: str) -> bytes:
     return head
 
 
+# A library of a macOS or Windows venv, by its name: what its RECORD rows are read for.
+NATIVE_ROW_SUFFIXES = (".dylib", ".bundle", ".dll", ".pyd")
+NATIVE_FORMATS = (MACHO, PE)
+
+
+def _native_kind(path: str, display: str, head: bytes) -> str | None:
+    """"macho" or "pe" for a Mach-O dylib or bundle or a DLL, "macho executable" (say) for
+    another Mach-O or PE file, None for neither."""
+    if not has_native_magic(head[:4]):
+        return None
+    try:
+        found = path_kind(path)
+    except OSError as e:
+        raise InputError(f"{display}: cannot read: {e.strerror or e}") from None
+    if found is None:
+        return None
+    return found[0] if found[1] == "shared" else f"{found[0]} {found[1]}"
+
+
 def _probe(path: str, display: str) -> str | None:
-    """:func:`file_kind` of a file, None when it is not ELF. A file named like a shared
-    library that is not ELF (nor a linker script) is an error, as is one that cannot be read."""
+    """:func:`file_kind` of a file (:func:`_native_kind` of a Mach-O or PE file), None when
+    it is neither. A file named like a shared library that is none of them (nor a linker
+    script) is an error, as is one that cannot be read."""
     head = _read_head(path, display)
     if head.startswith(ELF_MAGIC):
         return file_kind(head)
+    native = _native_kind(path, display, head)
+    if native is not None:
+        return native
     if _named_like_library(os.path.basename(path)) and not head.lstrip().startswith(_LINKER_SCRIPT_STARTS):
         raise InputError(f"{display}: named like a shared library but not an ELF file")
     return None
@@ -328,7 +354,7 @@ class _Collector:
         kind = _probe(path, display)
         if kind is None:
             return None
-        if kind in ("shared", "executable"):
+        if kind in ("shared", "executable", *NATIVE_FORMATS):
             return LibraryFile(path=path, display=display, kind=kind)
         self.ignored.append((display, kind))
         return None
@@ -528,7 +554,7 @@ def _distribution(info: str, site: str, collector: _Collector) -> Distribution |
         found = collector.probe(path, os.path.relpath(path, site) if ".." in row or row.startswith("/") else row)
         if found is not None:
             libraries.append(found)
-    dlls = _dll_rows(rows, site, where)
+    libraries += _native_rows(rows, site, where, collector)
     editable = _is_editable(info)
     if editable or pths:
         folders = [f for pth in pths for f in _pth_lines(pth, site)]
@@ -541,24 +567,33 @@ def _distribution(info: str, site: str, collector: _Collector) -> Distribution |
                 found = collector.claim(path)
                 if found is not None:
                     libraries.append(found)
+    native = tuple(lib for lib in libraries if lib.kind in NATIVE_FORMATS)
     return Distribution(
-        name=name, version=version, location=site, libraries=tuple(libraries), editable=editable, dlls=dlls
+        name=name, version=version, location=site, libraries=tuple(lib for lib in libraries if lib not in native),
+        editable=editable, native=native,
     )
 
 
-def _dll_rows(rows: list[str], site: str, where: str) -> tuple[LibraryFile, ...]:
-    """The RECORD rows naming a Windows DLL (``.dll`` in any case) that starts as a PE file
-    does (``MZ``); a listed DLL that is missing is an error, as a listed library is."""
+def _native_rows(rows: list[str], site: str, where: str, collector: _Collector) -> list[LibraryFile]:
+    """The RECORD rows naming a dylib, bundle, DLL or ``.pyd`` (in any case; a macOS ``.so``
+    is read with the ELF candidates) that is a Mach-O or PE library; a listed one that is
+    missing is an error, as a listed library is, and so is one whose header is broken."""
     found = []
     for row in rows:
-        if not row[-4:].lower() == ".dll" or ".dist-info/" in row:
+        if not row.lower().endswith(NATIVE_ROW_SUFFIXES) or ".dist-info/" in row:
             continue
         path = os.path.normpath(os.path.join(site, row))
         if not os.path.lexists(path):
             raise InputError(f"{where}: RECORD lists {row}, which is missing")
-        if _read_head(path, row).startswith(b"MZ"):
-            found.append(LibraryFile(path=path, display=row, kind="dll"))
-    return tuple(found)
+        head = _read_head(path, row)
+        kind = _native_kind(path, row, head)
+        if kind in NATIVE_FORMATS:
+            found.append(LibraryFile(path=path, display=row, kind=kind))
+        elif kind is not None:
+            collector.ignored.append((row, kind))
+        elif has_native_magic(head[:4]):
+            raise InputError(f"{row}: named like a Mach-O or PE library but not one (its header is broken)")
+    return found
 
 
 def _metadata_folders(site: str) -> list[str]:
@@ -603,12 +638,14 @@ def read_site_folders(folders: tuple[str, ...], description: str) -> Environment
             library = collector.claim(path)
             if library is not None:
                 unowned.append(library)
+    unowned.sort(key=lambda f: f.path)
     return Environment(
         description=description,
         site_folders=folders,
         distributions=tuple(sorted(distributions, key=lambda d: _normalized(d.name))),
-        unowned=tuple(sorted(unowned, key=lambda f: f.path)),
+        unowned=tuple(f for f in unowned if f.kind not in NATIVE_FORMATS),
         ignored=tuple(collector.ignored),
+        unowned_native=tuple(f for f in unowned if f.kind in NATIVE_FORMATS),
     )
 
 

@@ -23,7 +23,12 @@ from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import ET_DYN
 from aoti_shim.checks.elf.symbols import SymbolTable
 from aoti_shim.checks.loader import bindings
-from aoti_shim.checks.pe import read as read_pe
+from aoti_shim.checks.native import dyld
+from aoti_shim.checks.native.binding import MODEL as NATIVE_MODEL
+from aoti_shim.checks.native.binding import REFERENCE as NATIVE_REFERENCE
+from aoti_shim.checks.native.binding import SHIM as NATIVE_SHIM
+from aoti_shim.checks.native.binding import Loaded
+from aoti_shim.checks.native.image import NativeImage, read_images
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 from aoti_shim.checks.rules.table import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, Columns, Found, Rule, stamped
 from aoti_shim.checks.scan.environment import Environment, LibraryFile
@@ -257,9 +262,67 @@ class DllFacts:
         return self.display.rpartition("/")[2].lower()
 
 
-def read_dll(file: LibraryFile, owner: str) -> DllFacts:
-    pe = read_pe(file.path, file.display)
-    return DllFacts(file.display, owner, _shim_names(e.name for e in pe.exports if e.name))
+@dataclass(frozen=True)
+class NativeFacts:
+    """A Mach-O or PE library of a macOS or Windows environment, its images (a universal
+    file's slices) cut to their shim-ABI names, as checks/native models them."""
+
+    display: str
+    owner: str  # the distribution's label, or NOBODY
+    distribution: str | None
+    format: str  # "macho" or "pe"
+    images: tuple[NativeImage, ...]
+    is_model: bool  # exports an AOTInductor entry point
+
+    @property
+    def is_torch(self) -> bool:
+        return self.distribution is not None and _normalized(self.distribution) in TORCH_DISTRIBUTIONS
+
+    @property
+    def shim_exports(self) -> tuple[str, ...]:
+        return tuple(sorted({n for image in self.images for n in image.exports}))
+
+    @property
+    def unprefixed_exports(self) -> tuple[str, ...]:
+        return tuple(n for n in self.shim_exports if prefixes.is_unprefixed(n))
+
+    @property
+    def shim_imports(self) -> tuple[str, ...]:
+        return tuple(sorted({m.name for image in self.images for m in image.imports}))
+
+    def describe_roles(self) -> str:
+        """The roles in words, as :meth:`LibraryFacts.describe_roles` says them, after the format."""
+        roles = []
+        if self.shim_exports:
+            carried = sorted({p for p in map(prefixes.prefix_of, self.shim_exports) if p is not None})
+            roles.append(f"{PROVIDER} ({', '.join(repr(p) if p else 'unprefixed' for p in carried)})")
+        if self.is_model:
+            roles.append(BLOB)
+        elif self.shim_imports and not self.shim_exports:
+            unprefixed = any(prefixes.is_unprefixed(n) for n in self.shim_imports)
+            roles.append(CONSUMER if unprefixed else PREFIXED_CONSUMER)
+        return f"{'Mach-O' if self.format == 'macho' else 'PE'}: {'; '.join(roles) or UNRELATED}"
+
+    @property
+    def dll(self) -> DllFacts | None:
+        """The library as DLL_COLLISION compares it: a PE file named ``.dll``."""
+        if self.format != "pe" or not self.display.lower().endswith(".dll"):
+            return None
+        return DllFacts(self.display, self.owner, self.shim_exports)
+
+
+def read_native(file: LibraryFile, owner: str, distribution: str | None) -> NativeFacts:
+    """The facts of one Mach-O or PE library; its images' other names are let go."""
+    images = read_images(file.path, file.display, "member", file.kind)
+    is_model = any(n.startswith(MODEL_ENTRY_PREFIX) and "AOTInductor" in n for i in images for n in i.exports)
+    cut = tuple(
+        dataclasses.replace(
+            i, exports=frozenset(_shim_names(i.exports)), weak_exports=frozenset(_shim_names(i.weak_exports)),
+            imports=tuple(m for m in i.imports if prefixes.is_shim_name(m.name)),
+        )
+        for i in images
+    )
+    return NativeFacts(file.display, owner, distribution, file.kind, cut, is_model)
 
 
 @dataclass(frozen=True)
@@ -270,11 +333,16 @@ class ScannedDistribution:
     editable: bool
     source: str
     libraries: tuple[LibraryFacts, ...]
-    dlls: tuple[DllFacts, ...] = ()
+    native: tuple[NativeFacts, ...] = ()
 
     @property
     def label(self) -> str:
         return f"{self.name} {self.version}"
+
+    @property
+    def dlls(self) -> tuple[DllFacts, ...]:
+        """Its DLLs, as DLL_COLLISION compares them."""
+        return tuple(d for d in (n.dll for n in self.native) if d is not None)
 
 
 @dataclass(frozen=True)
@@ -288,6 +356,8 @@ class Scanned:
     ignored: tuple[tuple[str, str], ...] = ()
     # Programs read that neither export nor import shim ABI (a process of their own: nobody binds to them).
     programs: tuple[str, ...] = field(default=())
+    # Mach-O and PE libraries under a site folder that no distribution lists.
+    unowned_native: tuple[NativeFacts, ...] = field(default=())
 
     @property
     def libraries(self) -> list[LibraryFacts]:
@@ -296,6 +366,14 @@ class Scanned:
             self.distributions, key=lambda d: (_normalized(d.name) not in TORCH_DISTRIBUTIONS, _normalized(d.name))
         )
         return [lib for d in ordered for lib in d.libraries] + list(self.unowned)
+
+    @property
+    def native(self) -> list[NativeFacts]:
+        """Every Mach-O and PE library, in the order of :attr:`libraries`."""
+        ordered = sorted(
+            self.distributions, key=lambda d: (_normalized(d.name) not in TORCH_DISTRIBUTIONS, _normalized(d.name))
+        )
+        return [lib for d in ordered for lib in d.native] + list(self.unowned_native)
 
 
 def scan_environment(env: Environment) -> Scanned:
@@ -315,7 +393,7 @@ def scan_environment(env: Environment) -> Scanned:
     distributions = tuple(
         ScannedDistribution(
             d.name, d.version, d.location, d.editable, d.source, facts(d.libraries, d.label, d.name),
-            tuple(read_dll(f, d.label) for f in d.dlls),
+            tuple(read_native(f, d.label, d.name) for f in d.native),
         )
         for d in env.distributions
     )
@@ -326,13 +404,14 @@ def scan_environment(env: Environment) -> Scanned:
         unowned=facts(env.unowned, NOBODY, None),
         ignored=env.ignored,
         programs=tuple(programs),
+        unowned_native=tuple(read_native(f, NOBODY, None) for f in env.unowned_native),
     )
 
 
 # -- the rules --------------------------------------------------------------------------------
 
 
-def _owner_key(lib: LibraryFacts) -> str:
+def _owner_key(lib: LibraryFacts | NativeFacts) -> str:
     # Each library outside any distribution is its own installer's.
     return lib.owner if lib.owner != NOBODY else f"{NOBODY} {lib.display}"
 
@@ -344,7 +423,8 @@ def _who(lib: LibraryFacts) -> str:
 def torch_abi(scanned: Scanned) -> frozenset[str]:
     """libtorch's shim names: what torch's headers declare and what torch's libraries export."""
     names = set(shipped_names().names)
-    for lib in scanned.libraries:
+    libraries: list[LibraryFacts | NativeFacts] = [*scanned.libraries, *scanned.native]
+    for lib in libraries:
         if lib.is_torch:
             names.update(lib.unprefixed_exports)
     return frozenset(names)
@@ -445,7 +525,61 @@ class Hijack(NamedTuple):
     imports: int
 
 
+def native_captures(ctx: _Context) -> Iterator[tuple[NativeFacts, NativeFacts, list[str]]]:
+    """(provider, consumer, names) of a macOS environment: the flat lookups of a dylib that an
+    unprefixed provider of another distribution takes from libtorch. A flat lookup
+    (``-undefined dynamic_lookup``, as torch links Darwin blobs) searches every image loaded
+    globally, in load order, and Python loads extensions globally on macOS: dyld's model
+    (checks/native/dyld.py) binds each import in the process of the provider, then torch's
+    dylibs, then the consumer. A two-level import names its image and is never captured; a
+    DLL's imports each name their DLL (DLL_COLLISION is Windows's capture)."""
+    macho = [lib for lib in ctx.scanned.native if lib.format == "macho"]
+    torch = [image for lib in macho if lib.is_torch for image in lib.images]
+    for provider in macho:
+        taken = ctx.hijacked(provider)
+        if not taken:
+            continue
+        for consumer in macho:
+            if _owner_key(consumer) == _owner_key(provider):
+                continue
+            captured = sorted({
+                b.name for image in consumer.images for b in dyld.bind(image, _process(provider, torch, image))
+                if b.imported.searches_all and b.name in taken and b.definer in {i.display for i in provider.images}
+            })
+            if captured:
+                yield provider, consumer, captured
+
+
+def _process(provider: NativeFacts, torch: list[NativeImage], consumer: NativeImage) -> list[Loaded]:
+    """The images of ``consumer``'s architecture in load order: the provider, torch's, the consumer."""
+    def of(images: Iterable[NativeImage], kind: str) -> list[Loaded]:
+        return [Loaded(i.display, i.base_name, kind, i.exports) for i in images
+                if i.architecture == consumer.architecture]
+
+    return [*of(provider.images, NATIVE_SHIM), *of(torch, NATIVE_REFERENCE), *of((consumer,), NATIVE_MODEL)]
+
+
+def _native_hijack(ctx: _Context) -> Iterator[Found]:
+    for provider, consumer, captured in native_captures(ctx):
+        taken = ctx.hijacked(provider)
+        role = BLOB if consumer.is_model else CONSUMER
+        whose = "outside any distribution" if consumer.owner == NOBODY else f"of {consumer.owner}"
+        ctx.hijacks.append(Hijack(provider.display, consumer.display, len(taken), len(captured)))
+        message = (
+            f"exports {len(taken)} of libtorch's shim names unprefixed; loaded before libtorch (Python loads "
+            f"extensions globally on macOS) it captures {len(captured)} flat-lookup shim import(s) of "
+            f"{consumer.display}, a {role} {whose} (e.g. '{captured[0]}'), which then runs against its tensors, "
+            "not libtorch's"
+        )
+        yield provider.display, captured[0], message, consumer.display
+
+
 def _hijack(ctx: _Context) -> Iterator[Found]:
+    yield from _elf_hijack(ctx)
+    yield from _native_hijack(ctx)
+
+
+def _elf_hijack(ctx: _Context) -> Iterator[Found]:
     for provider, consumer, captured in captures(ctx.scanned, ctx):
         taken = ctx.hijacked(provider)
         role = BLOB if consumer.is_model else CONSUMER
@@ -461,15 +595,22 @@ def _hijack(ctx: _Context) -> Iterator[Found]:
 
 
 def _unprefixed_provider(ctx: _Context) -> Iterator[Found]:
-    for lib in ctx.libraries:
+    libraries: list[LibraryFacts | NativeFacts] = [*ctx.libraries, *ctx.scanned.native]
+    for lib in libraries:
         names = lib.unprefixed_exports
         if not names or lib.is_torch:
             continue
         taken = ctx.hijacked(lib)
+        # A DLL's importers name the DLL they bind to: there the names risk a blob built against the wrong one.
+        risk = (
+            "a blob importing them binds to whichever DLL its import directory names, this one or torch_cpu.dll"
+            if isinstance(lib, NativeFacts) and lib.format == "pe" else
+            "every stable-ABI extension and unprefixed blob installed beside it binds to whichever definer is "
+            "global first"
+        )
         message = (
             f"a shim provider other than torch exporting {len(names)} unprefixed shim name(s) "
-            f"({len(taken)} of them libtorch's), e.g. '{names[0]}': every stable-ABI extension and unprefixed blob "
-            "installed beside it binds to whichever definer is global first; build it with a private prefix"
+            f"({len(taken)} of them libtorch's), e.g. '{names[0]}': {risk}; build it with a private prefix"
         )
         yield lib.display, names[0], message
 
@@ -553,7 +694,7 @@ class _Context:
         order = import_closure(by_file, lambda name: by_file[name].needed) or sorted(by_file)
         return [lib.linked for lib in map(by_file.__getitem__, order) if lib.linked is not None and lib.shim_exports]
 
-    def hijacked(self, lib: LibraryFacts) -> frozenset[str]:
+    def hijacked(self, lib: LibraryFacts | NativeFacts) -> frozenset[str]:
         """The libtorch shim names a provider other than torch exports unprefixed."""
         key = id(lib)
         if key not in self._hijacked:
@@ -628,6 +769,19 @@ def providers(scanned: Scanned) -> tuple[ProviderRow, ...]:
     for lib in scanned.libraries:
         if lib.kind == "executable":  # its own process: it provides no other library a shim
             continue
+        counts: dict[str, int] = {}
+        for name in lib.shim_exports:
+            p = prefixes.prefix_of(name)
+            if p is not None:
+                counts[p] = counts.get(p, 0) + 1
+        rows += [ProviderRow(lib.owner, lib.display, p, n) for p, n in sorted(counts.items())]
+    return tuple(rows) + _native_providers(scanned)
+
+
+def _native_providers(scanned: Scanned) -> tuple[ProviderRow, ...]:
+    """The providers table's rows of the Mach-O and PE libraries (none in an ELF environment)."""
+    rows = []
+    for lib in scanned.native:
         counts: dict[str, int] = {}
         for name in lib.shim_exports:
             p = prefixes.prefix_of(name)
