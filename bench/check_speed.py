@@ -7,7 +7,8 @@ Runs, on the same ELF files of one torch ``lib/`` folder (an install, or a wheel
 - floor: one Python process that maps each file and scans its section headers,
   ``.dynsym`` and ``.dynstr`` with ``struct``, collecting the exported names: the least
   any Python reader of those exports must do;
-- nm: ``nm -D --defined-only`` once per file (summed);
+- nm: ``nm -D --defined-only`` over every file in one process (the anchor of the clean
+  check, timed alternately with it), and once per file (summed);
 - LIEF: one process that fully parses every file (crash-isolated: a crash is reported).
 
 With ``--snapshot`` the checker is also timed against a snapshot file, and with
@@ -15,7 +16,8 @@ With ``--snapshot`` the checker is also timed against a snapshot file, and with
 
 Each is timed as a whole process (wall clock, the median of ``--repeat`` warm runs; LIEF
 once) with its peak resident memory from ``wait4``. Prints the ratios and whether the
-goals hold: checker within 2x of the floor, faster than nm, under 64 MiB, and two more,
+goals hold: checker within 2x of the floor, within 1.2x of one ``nm -D`` process (start-up
+included), under 64 MiB, and two more,
 each printed with its anchor:
 
 - many findings: ``check --shim libtorch_cpu.so --against LIB_DIR`` (a copy colliding
@@ -51,6 +53,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL_RATIO = 2.0
+GOAL_NM_RATIO = 1.2  # issue 38: the clean check within 1.2x of nm -D in one process
 GOAL_PEAK_MIB = 64
 GOAL_MANY_SECONDS = 0.5
 GOAL_WHEEL_RATIO = 1.3
@@ -251,6 +254,16 @@ def nm_runs(files: list[str], cwd: str, repeat: int) -> Run:
     return Run(statistics.median(totals), peak, "ok")
 
 
+def alternately(first: list[str], second: list[str], cwd: str, repeat: int) -> tuple[Run, Run]:
+    """Median runs of two commands timed in turn, so both meet the same machine load."""
+    a, b = [], []
+    for _ in range(repeat):
+        a.append(run_process(first, cwd))
+        b.append(run_process(second, cwd))
+    bad_a, bad_b = [r for r in a if r.status != "ok"], [r for r in b if r.status != "ok"]
+    return (bad_a[0] if bad_a else summary(a)), (bad_b[0] if bad_b else summary(b))
+
+
 def elf_files(lib_dir: Path) -> list[str]:
     out = []
     for root, dirs, names in os.walk(lib_dir):
@@ -352,10 +365,18 @@ def main() -> int:
         # Warm the page cache and the interpreter's .pyc files before timing anything.
         run_process([py, "-c", FLOOR, *files], work)
         run_process(checker, work)
+        nm_path = shutil.which("nm")
+        nm_one = [nm_path, "-D", "--defined-only", *files] if nm_path else None
+        if nm_one:
+            run_process(nm_one, work)  # warm
+            clean, nm_process = alternately(checker, nm_one, work, args.repeat)
+        else:
+            clean, nm_process = median_run(checker, work, args.repeat), Run(0.0, 0.0, "nm not found")
         rows: list[tuple[str, Run]] = [
             ("python -c pass (interpreter start)", median_run([py, "-c", "pass"], work, args.repeat)),
             ("floor: mmap+struct scan, one process", median_run([py, "-c", FLOOR, *files], work, args.repeat)),
-            ("aoti-shim check --against LIB_DIR", median_run(checker, work, args.repeat)),
+            ("aoti-shim check --against LIB_DIR", clean),
+            ("nm -D --defined-only, one process", nm_process),
         ]
         if args.snapshot:
             snap = [py, "-m", "aoti_shim", "check", "--shim", shim, "--against", args.snapshot, "--fail-on", "never"]
@@ -383,10 +404,20 @@ def main() -> int:
         ratio = f"{r.seconds / floor:8.2f}" if floor and r.status == "ok" else f"{'-':>8}"
         print(f"{label:40} {r.seconds:9.3f} {ratio} {r.peak_mib:9.1f}  {r.status}")
     check = rows[2][1]
-    nm = next(r for label, r in rows if label.startswith("nm"))
+    nm = next(r for label, r in rows if label.startswith("nm -D --defined-only, one per"))
+    nm_ratio = check.seconds / nm_process.seconds if nm_process.seconds else float("inf")
+    nm_cpu = check.cpu / nm_process.cpu if nm_process.cpu else float("inf")
     goals = [
         (f"checker within {GOAL_RATIO:g}x of the floor", check.status == "ok" and check.seconds <= GOAL_RATIO * floor),
-        ("checker faster than nm -D", check.status == "ok" and nm.status == "ok" and check.seconds < nm.seconds),
+        (
+            "checker faster than nm -D once per file",
+            check.status == "ok" and nm.status == "ok" and check.seconds < nm.seconds,
+        ),
+        (
+            f"checker {nm_ratio:.2f}x nm -D --defined-only in one process (cpu {nm_cpu:.2f}x), "
+            f"goal <= {GOAL_NM_RATIO:g}x",
+            check.status == "ok" and nm_process.status == "ok" and nm_ratio <= GOAL_NM_RATIO,
+        ),
         (f"checker peak memory under {GOAL_PEAK_MIB} MiB", check.status == "ok" and check.peak_mib < GOAL_PEAK_MIB),
     ]
     print()
