@@ -276,8 +276,6 @@ def _may_be_elf(name: str) -> bool:
 # name part. What it leaves is judged by _may_be_elf itself (non-ASCII suffixes included).
 _IS_FOLDER = methodcaller("is_dir", follow_symlinks=False)
 _WORD_SUFFIXED = re.compile(r"(?!.*\.so(?:\.|/|$)).*[^/]\.[A-Za-z]+", re.S)
-# A RECORD row without quotes: path, hash, size (csv's own reader explains any other shape).
-_PLAIN_ROW = re.compile(r"[^,]+,[^,]*,[^,]*|")
 
 
 def _is_finder(row: str) -> bool:
@@ -368,14 +366,38 @@ class _Collector:
         return self.probe(path, path)
 
 
+def _plain_rows(text: str) -> list[str] | None:
+    """The paths of a RECORD without quotes, each row one line split at its two commas and
+    checked in C; None when csv's reader must read it (quotes, a lone CR, a NUL, a row of
+    another shape). pip writes RECORD with csv's CRLF line ends: a CR before a LF ends a
+    line as the reader reads it, so the pair is one line end here too."""
+    if '"' in text or "\0" in text:
+        return None
+    end = "\n"
+    if "\r" in text:
+        crlf = text.count("\r\n")
+        if text.count("\r") != crlf:
+            return None
+        if text.count("\n") != crlf:  # both line ends: one kind for split()
+            text = text.replace("\r\n", "\n")
+        else:
+            end = "\r\n"
+    rows = text.split(end)
+    if "" in rows:  # the last line's end, or a blank line (csv's reader skips it)
+        rows = list(filter(None, rows))
+    # Each row: path, hash, size, a path first (csv's reader explains any other shape), its
+    # commas counted in C (a regular expression per row costs twice as much).
+    if text.startswith(",") or f"{end}," in text or not set(map(str.count, rows, repeat(","))) <= {2}:
+        return None
+    return [row.partition(",")[0] for row in rows]
+
+
 def _record_rows(text: str, where: str) -> list[str]:
-    """The paths of a RECORD's rows (each row: path, hash, size). Without quotes a row is
-    one line split at its two commas, checked in C; otherwise (or when a row is broken)
-    csv's reader reads it, and names the broken line."""
-    if '"' not in text and "\r" not in text and "\0" not in text:
-        rows = text.split("\n")
-        if next(filterfalse(_PLAIN_ROW.fullmatch, rows), None) is None:
-            return [row.partition(",")[0] for row in rows if row]
+    """The paths of a RECORD's rows (each row: path, hash, size): :func:`_plain_rows`, or
+    (when a row is quoted or broken) csv's reader, which names the broken line."""
+    plain = _plain_rows(text)
+    if plain is not None:
+        return plain
     paths = []
     try:
         # A StringIO, not splitlines(): a quoted path may hold a newline.
