@@ -11,6 +11,7 @@ import pytest
 from aoti_shim.checks.elf.dynsym import DynamicSymbols
 from aoti_shim.checks.elf.sections import SectionTable, elf_header, section_headers
 from aoti_shim.checks.elf.view import ByteView
+from aoti_shim.errors import InputError
 from compile_support import compile_shared
 from elf_fixtures import SOURCES, SYNTH_SYMBOLS, pyelftools_truth, synth_elf
 
@@ -77,6 +78,23 @@ def test_tables_holding_picks_by_needle_and_prefix() -> None:
     assert set(imports) == {"myrt_aoti_torch_get_dim"}
     assert symbols.tables is None  # a partial table is not kept
     assert symbols.versym() is not None and symbols.build_tables()[0]["synth_versioned"].versioned
+
+
+@pytest.mark.parametrize("count", [1, len(SYNTH_SYMBOLS)])
+def test_tables_holding_refuses_a_name_offset_past_dynstr(count: int) -> None:
+    # The picking gathers a mask over .dynstr at every name offset: one past it is an
+    # InputError, in the one-symbol table (no gather) as in a longer one.
+    clean = synth_elf(SYNTH_SYMBOLS[:count])
+    sym = _symbols(ByteView("synth", clean, len(clean), False)).table.dynsym()[0]
+    data = bytearray(clean)
+    last = sym.offset + sym.size - sym.entsize
+    data[last : last + 4] = (0xFFFFFF00).to_bytes(4, "little")
+    view = ByteView("synth", bytes(data), len(data), False)
+    with pytest.raises(InputError, match=r"a symbol name offset is past .dynstr"):
+        _symbols(view).tables_holding(("aoti_",), ("synth_",))
+    fine = _symbols(ByteView("synth", clean, len(clean), False))
+    exports, _ = fine.tables_holding(("aoti_",), ("synth_",))
+    assert set(exports) == {n for n in fine.build_tables()[0] if n.startswith(("aoti_", "synth_"))} != set()
 
 
 def test_tables_holding_finds_tail_merged_names_as_the_whole_table_does(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from array import array
 from collections.abc import Iterator
-from itertools import compress
+from operator import itemgetter
 
 from aoti_shim.checks.elf import gnu_hash
 from aoti_shim.checks.elf.gnu_hash import GnuHash
@@ -35,6 +35,25 @@ from aoti_shim.checks.elf.view import ByteView
 # The symbol types glibc's lookup takes a definition of (ALLOWED_STT in dl-lookup.c; 5 is
 # STT_COMMON): a definition of another type, or of value 0 outside SHN_ABS and TLS, it passes over.
 _LOADER_TYPES = frozenset((STT_NOTYPE, STT_OBJECT, STT_FUNC, 5, STT_TLS, STT_GNU_IFUNC))
+
+
+def _marked(mask: bytearray, names: array[int]) -> list[int] | None:
+    """The indices ``i`` with ``mask[names[i]]`` set, in order; None when an offset is past
+    the mask. One C gather (itemgetter) and a find per hit: half the cost of a Python-level
+    map and compress per symbol, which was an eighth of a venv's scan."""
+    if len(names) < 2:  # itemgetter of one item gives the item, not a tuple
+        got = [mask[n] for n in names if n < len(mask)]
+        return None if len(got) < len(names) else [i for i, bit in enumerate(got) if bit]
+    try:
+        bits = bytes(itemgetter(*names)(mask))
+    except IndexError:  # the mask is .dynstr's size: the bounds check rides on the lookup
+        return None
+    picked = []
+    at = bits.find(1)
+    while at >= 0:
+        picked.append(at)
+        at = bits.find(1, at + 1)
+    return picked
 
 
 class DynamicSymbols:
@@ -181,10 +200,9 @@ class DynamicSymbols:
             while at >= 0:
                 mask[at] = 1
                 at = find(prefix, at + 1)
-        try:
-            picked = list(compress(range(len(names)), map(mask.__getitem__, names)))
-        except IndexError:  # the mask is .dynstr's size: the bounds check rides on the lookup
-            raise self.view.fail(f"a symbol name offset is past .dynstr (size {size})") from None
+        picked = _marked(mask, names)
+        if picked is None:
+            raise self.view.fail(f"a symbol name offset is past .dynstr (size {size})")
         exp_ok, imp_ok = EXPORT_WORDS, IMPORT_WORDS
         export_idx = [i for i in picked if infos[i] > 0xFFFF and infos[i] & 0x3FF in exp_ok]
         import_idx = [i for i in picked if infos[i] <= 0xFFFF and infos[i] & 0xFF in imp_ok]
