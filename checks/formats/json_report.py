@@ -7,7 +7,6 @@ what only the end knows (suppressed, summary). The document is the same JSON as 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from json.encoder import encode_basestring_ascii as _quote
@@ -59,6 +58,8 @@ class FindingEncoder:
         state of (rule, artifact) is made once and copied per symbol."""
         base = self._bases.get((batch.rule, batch.artifact))
         if base is None:
+            import hashlib  # here: OpenSSL's load is 2 ms of every check's start-up, text or JSON
+
             base = self._bases[(batch.rule, batch.artifact)] = hashlib.sha256(
                 fingerprint_prefix(batch.rule, batch.artifact)
             )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
@@ -105,6 +104,8 @@ def fingerprint(rule: str, artifact: str, symbol: str, related: str | None = Non
     rule differ only by it (scan's HIJACK: one finding per captured consumer, each with the
     consumer's first captured name, often the same): code scanning merges results that
     share a fingerprint."""
+    import hashlib  # here: OpenSSL's load is 2 ms of start-up, and text reports hash nothing
+
     key = fingerprint_prefix(rule, artifact) + symbol.encode("utf-8", "surrogatepass")
     if related is not None:
         key += b"\0" + related.encode("utf-8", "surrogatepass")

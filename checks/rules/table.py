@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from itertools import compress
-from typing import Generic, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Generic, NamedTuple, TypeVar
 
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
@@ -40,9 +40,13 @@ from aoti_shim.checks.loader.bindings import (
 )
 from aoti_shim.checks.native import judge as native
 from aoti_shim.checks.native.process import NativeProcess
-from aoti_shim.checks.references.reference import Reference
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 from aoti_shim.torch_names import shipped_names
+
+if TYPE_CHECKING:
+    # Named in annotations only: a scan, which reads no reference, skips the reference
+    # readers' imports (the snapshot and wheel readers, difflib: a tenth of its start-up).
+    from aoti_shim.checks.references.reference import Reference
 
 # Mangled and C names of the C++ runtime (libstdc++, libsupc++, libgcc's unwinder)
 # that a library only exports when it links the runtime statically.

@@ -21,7 +21,6 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TextIO
@@ -173,6 +172,8 @@ def replacing(
     The temp file exists (empty) when the block starts; it is gone when the block ends,
     whatever happens. ``what`` names the output in errors (``--output``, ``snapshot``).
     """
+    import tempfile  # here: only a file written needs it (random, and its hashing, at import)
+
     dest = destination(path, what=what, inputs=inputs)
     private: str | None = None
     try:
