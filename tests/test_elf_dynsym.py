@@ -13,7 +13,7 @@ from aoti_shim.checks.elf.sections import SectionTable, elf_header, section_head
 from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
 from compile_support import compile_shared
-from elf_fixtures import SOURCES, SYNTH_SYMBOLS, pyelftools_truth, synth_elf
+from elf_fixtures import SOURCES, SYNTH_SYMBOLS, SynthSymbol, pyelftools_truth, synth_elf
 
 
 def _symbols(view: ByteView) -> DynamicSymbols:
@@ -95,6 +95,18 @@ def test_tables_holding_refuses_a_name_offset_past_dynstr(count: int) -> None:
     fine = _symbols(ByteView("synth", clean, len(clean), False))
     exports, _ = fine.tables_holding(("aoti_",), ("synth_",))
     assert set(exports) == {n for n in fine.build_tables()[0] if n.startswith(("aoti_", "synth_"))} != set()
+
+
+def test_tables_holding_reads_a_non_ascii_table_as_the_whole_table_does() -> None:
+    # The search runs over the table's bytes where it lies; only picked names are decoded,
+    # as the whole table's reader decodes each (UTF-8, undecodable bytes escaped).
+    names = ["aoti_torch_é", "torch_ü_x", "caf\u00e9", "__cxa_ö", "plain"]
+    data = synth_elf([SynthSymbol(n) for n in names])
+    symbols = _symbols(ByteView("synth", data, len(data), False))
+    exports, _ = symbols.tables_holding(("aoti_", "torch_"), ("__cxa_",))
+    whole = _symbols(ByteView("synth", data, len(data), False)).build_tables()[0]
+    assert set(exports) == {n for n in whole if "aoti_" in n or "torch_" in n or n.startswith("__cxa_")}
+    assert set(exports) == {"aoti_torch_é", "torch_ü_x", "__cxa_ö"}
 
 
 def test_tables_holding_finds_tail_merged_names_as_the_whole_table_does(tmp_path: Path) -> None:

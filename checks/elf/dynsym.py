@@ -5,6 +5,7 @@ one name through ``.gnu.hash``, and whether glibc's lookup takes a definition.""
 
 from __future__ import annotations
 
+import mmap
 import sys
 from array import array
 from collections.abc import Iterator
@@ -30,11 +31,33 @@ from aoti_shim.checks.elf.layout import (
 from aoti_shim.checks.elf.sections import SectionTable
 from aoti_shim.checks.elf.strings import cut_names, decode, name_at, string_table
 from aoti_shim.checks.elf.symbols import DEFINED_BIT, EXPORT_WORDS, IMPORT_WORDS, INDEX_SHIFT, Symbol, SymbolTable
-from aoti_shim.checks.elf.view import ByteView
+from aoti_shim.checks.elf.view import RELEASE_AFTER, ByteView
 
 # The symbol types glibc's lookup takes a definition of (ALLOWED_STT in dl-lookup.c; 5 is
 # STT_COMMON): a definition of another type, or of value 0 outside SHN_ABS and TLS, it passes over.
 _LOADER_TYPES = frozenset((STT_NOTYPE, STT_OBJECT, STT_FUNC, 5, STT_TLS, STT_GNU_IFUNC))
+
+
+def _search(data: bytes | mmap.mmap, base: int, size: int, contains: list[bytes], starts: list[bytes]) -> bytearray:
+    """A byte per offset of the table at ``base``: 1 where a picked name may start. For a
+    ``contains`` needle, from the start of the string holding it up to the needle (a
+    tail-merged name starts inside a longer string); for a ``starts`` prefix, exactly where
+    it occurs. One C pass per needle over the table where it lies in the file."""
+    mask = bytearray(size)
+    end = base + size
+    find, rfind = data.find, data.rfind
+    for needle in contains:
+        at = find(needle, base, end)
+        while at >= 0:
+            start = rfind(b"\0", base, at) + 1 or base
+            mask[start - base : at + 1 - base] = b"\1" * (at + 1 - start)
+            at = find(needle, at + 1, end)
+    for prefix in starts:
+        at = find(prefix, base, end)
+        while at >= 0:
+            mask[at - base] = 1
+            at = find(prefix, at + 1, end)
+    return mask
 
 
 def _marked(mask: bytearray, names: array[int]) -> list[int] | None:
@@ -148,20 +171,22 @@ class DynamicSymbols:
     def _tables_of(
         self,
         size: int,
-        strings: bytes | str,
+        strings: bytes | str | mmap.mmap,
         names: array[int],
         infos: array[int],
         export_idx: list[int],
         import_idx: list[int],
+        base: int = 0,
     ) -> tuple[SymbolTable, SymbolTable]:
-        """The export and import tables of the symbols at ``export_idx`` and ``import_idx``."""
+        """The export and import tables of the symbols at ``export_idx`` and ``import_idx``
+        (names cut from ``strings``, the table at ``base`` in it: see cut_names)."""
         tables = []
         names_bytes = 0
         for idx, defined in ((export_idx, DEFINED_BIT), (import_idx, 0)):
             offsets = [names[i] for i in idx]
             if offsets and max(offsets) >= size:
                 raise self.view.fail(f"a symbol name offset is past .dynstr (size {size})")
-            cut, names_bytes = cut_names(self.view, strings, offsets, names_bytes)
+            cut, names_bytes = cut_names(self.view, strings, offsets, names_bytes, base)
             # The symbol index rides along so .gnu.version is read only for symbols asked about.
             packed = [(infos[i] & 0x3FF) | defined | (i + 1) << INDEX_SHIFT for i in idx]
             table = dict(zip(reversed(cut), reversed(packed)))  # the first of duplicate names wins
@@ -177,36 +202,26 @@ class DynamicSymbols:
 
     def tables_holding(self, contains: tuple[str, ...], starts: tuple[str, ...]) -> tuple[SymbolTable, SymbolTable]:
         """The export and import tables limited to the names that hold one of ``contains``
-        or start with one of ``starts`` (see ElfImage.tables_holding)."""
+        or start with one of ``starts`` (see ElfImage.tables_holding). The table is searched
+        where it lies in the file, not decoded: only the picked names are."""
         _, strtab = self.table.dynsym()
         names, infos = self.columns()
-        size = strtab.size
-        strings = string_table(self.view, strtab)
-        text = strings if isinstance(strings, str) else strings.decode("latin-1")  # one character per byte
-        # 1 at every offset where a picked name may start: for a ``contains`` needle, from the
-        # start of the string holding it up to the needle (a tail-merged name starts inside a
-        # longer string); for a ``starts`` prefix, exactly where it occurs. One C pass over the
-        # names' offsets then picks them all, in table order.
-        mask = bytearray(size)
-        find, rfind = text.find, text.rfind
-        for needle in contains:
-            at = find(needle)
-            while at >= 0:
-                start = rfind("\0", 0, at) + 1
-                mask[start : at + 1] = b"\1" * (at + 1 - start)
-                at = find(needle, at + 1)
-        for prefix in starts:
-            at = find(prefix)
-            while at >= 0:
-                mask[at] = 1
-                at = find(prefix, at + 1)
+        size, base = strtab.size, strtab.offset
+        self.view.check_range(base, size, ".dynstr")
+        data = self.view.map()
+        if size == 0 or data[base + size - 1] != 0:
+            raise self.view.fail(".dynstr does not end in a NUL byte (unterminated name)")
+        mask = _search(data, base, size, [n.encode("ascii") for n in contains], [n.encode("ascii") for n in starts])
         picked = _marked(mask, names)
         if picked is None:
             raise self.view.fail(f"a symbol name offset is past .dynstr (size {size})")
         exp_ok, imp_ok = EXPORT_WORDS, IMPORT_WORDS
         export_idx = [i for i in picked if infos[i] > 0xFFFF and infos[i] & 0x3FF in exp_ok]
         import_idx = [i for i in picked if infos[i] <= 0xFFFF and infos[i] & 0xFF in imp_ok]
-        return self._tables_of(size, strings, names, infos, export_idx, import_idx)
+        tables = self._tables_of(size, data, names, infos, export_idx, import_idx, base)
+        if size >= RELEASE_AFTER:
+            self.view.release(base, size)  # the pages read: a big table would count in the peak memory
+        return tables
 
     def export_name_chunks(self, chunk: int) -> Iterator[list[str]]:
         """The exported names, a list at a time (see ElfImage.export_name_chunks)."""

@@ -50,15 +50,18 @@ def string_table(view: ByteView, strtab: Section) -> bytes | str:
     return raw.decode("ascii") if raw.isascii() else raw
 
 
-def cut_names(view: ByteView, strings: bytes | str, offsets: list[int], used: int) -> tuple[list[str], int]:
+def cut_names(
+    view: ByteView, strings: bytes | str | mmap.mmap, offsets: list[int], used: int, base: int = 0
+) -> tuple[list[str], int]:
     """The names at ``offsets``, in chunks, so a hostile table is refused early: each
     name is looked for only within MAX_NAME_LEN bytes, and all of them together (``used``
-    so far, returned grown) may not pass MAX_NAME_BYTES."""
+    so far, returned grown) may not pass MAX_NAME_BYTES. ``strings``: the table, or (with
+    ``base``, the table's start in it) the file's bytes holding a NUL-terminated table."""
     out: list[str] = []
     nul: bytes | str = "\0" if isinstance(strings, str) else b"\0"
     find = strings.find
     for first in range(0, len(offsets), 4096):
-        chunk = offsets[first : first + 4096]
+        chunk = [o + base for o in offsets[first : first + 4096]] if base else offsets[first : first + 4096]
         ends = [find(nul, o, o + MAX_NAME_LEN) for o in chunk]  # type: ignore[arg-type]  # nul matches strings' type
         if -1 in ends:
             raise view.fail(f"a symbol name is longer than {MAX_NAME_LEN >> 10} KiB")
