@@ -231,7 +231,11 @@ def read_library(file: LibraryFile, owner: str, distribution: str | None) -> Lib
         # runtimes' names; of a program, whose runtime names are its own, shim ABI only):
         # cutting all of them would cost more than nm -D does.
         program = file.kind == "executable"
-        exports, imports = image.tables_holding(_SEARCHED_CONTAINS, () if program else _SEARCHED_STARTS)
+        exports, imports = (
+            image.tables_holding(_ASKED_CONTAINS, ())  # a program: shim ABI only, no runtime names
+            if program
+            else image.tables_holding(_SEARCHED_CONTAINS, _SEARCHED_STARTS)
+        )
         if program and not any(map(prefixes.is_shim_name, (*exports, *imports))):
             # A program is a process of its own: it matters to the environment only as a
             # runner that exports or imports shim ABI (linked -rdynamic, say).
