@@ -8,11 +8,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol
 
 from aoti_shim.checks.formats import escape
-from aoti_shim.checks.formats.github import render_annotations
-from aoti_shim.checks.formats.json_report import stream_json
-from aoti_shim.checks.formats.junit import render_junit
-from aoti_shim.checks.formats.sarif import stream_sarif
 from aoti_shim.checks.formats.text import stream_text
+
+# Each other format's module is imported when it renders: a text report (the default) loads
+# neither json's, SARIF's, JUnit's (xml.etree) nor GitHub's.
 from aoti_shim.checks.report.model import FindingBatch, Header, Report, Tally, assemble, findings_of, header_of
 from aoti_shim.errors import UsageError
 
@@ -34,12 +33,16 @@ def _text(
 def _json(
     header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool
 ) -> None:
+    from aoti_shim.checks.formats.json_report import stream_json
+
     stream_json(header, batches, tally, write)
 
 
 def _sarif(
     header: Header, batches: Iterable[FindingBatch], tally: Tally, write: Write, *, color: bool, verbose: bool
 ) -> None:
+    from aoti_shim.checks.formats.sarif import stream_sarif
+
     stream_sarif(header, batches, tally, write)
 
 
@@ -53,10 +56,14 @@ def _whole(render_report: Callable[[Report], str]) -> StreamRenderer:
 
 
 def _github(report: Report) -> str:
+    from aoti_shim.checks.formats.github import render_annotations
+
     return render_annotations(report)
 
 
 def _junit(report: Report) -> str:
+    from aoti_shim.checks.formats.junit import render_junit  # here: xml.etree only when asked for
+
     return render_junit(report)
 
 

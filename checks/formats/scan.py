@@ -15,9 +15,6 @@ from typing import Any
 
 from aoti_shim import __version__
 from aoti_shim.checks.formats.escape import printable, valid_unicode
-from aoti_shim.checks.formats.github import annotation_lines, findings_table, md_code, md_text, table_row
-from aoti_shim.checks.formats.junit import junit_document
-from aoti_shim.checks.formats.sarif import artifact_uri, level, rule_descriptors, sarif_document
 from aoti_shim.checks.formats.scan_text import counts, prefix_text, render_text, verdict
 from aoti_shim.checks.report.model import Finding, fingerprint
 from aoti_shim.checks.scan.judge import SCAN_RULES, LibraryFacts
@@ -103,6 +100,8 @@ def render_json(report: ScanReport) -> str:
 
 
 def render_sarif(report: ScanReport) -> str:
+    from aoti_shim.checks.formats.sarif import artifact_uri, level, rule_descriptors, sarif_document
+
     f = valid_unicode
     index = {rule.id: i for i, rule in enumerate(SCAN_RULES)}
     results = []
@@ -126,6 +125,8 @@ def render_sarif(report: ScanReport) -> str:
 
 
 def markdown_summary(report: ScanReport) -> str:
+    from aoti_shim.checks.formats.github import findings_table, md_code, md_text, table_row
+
     f = printable
     verdict_line, _ = verdict(report)
     lines = [
@@ -148,6 +149,8 @@ def markdown_summary(report: ScanReport) -> str:
 
 
 def render_annotations(report: ScanReport, *, with_summary: bool = True) -> str:
+    from aoti_shim.checks.formats.github import annotation_lines
+
     out = annotation_lines(report.findings, "aoti-shim scan", printable)
     if with_summary:
         out.append(markdown_summary(report))
@@ -158,6 +161,8 @@ def render_annotations(report: ScanReport, *, with_summary: bool = True) -> str:
 
 
 def render_junit(report: ScanReport) -> str:
+    from aoti_shim.checks.formats.junit import junit_document
+
     return junit_document(
         "aoti-shim scan",
         [("environment", printable(report.scanned.description))],
