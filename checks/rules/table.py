@@ -38,14 +38,13 @@ from aoti_shim.checks.loader.bindings import (
     LoadFailure,
     Process,
 )
-from aoti_shim.checks.native import judge as native
-from aoti_shim.checks.native.process import NativeProcess
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 from aoti_shim.torch_names import shipped_names
 
 if TYPE_CHECKING:
     # Named in annotations only: a scan, which reads no reference, skips the reference
     # readers' imports (the snapshot and wheel readers, difflib: a tenth of its start-up).
+    from aoti_shim.checks.native.process import NativeProcess
     from aoti_shim.checks.references.reference import Reference
 
 # Mangled and C names of the C++ runtime (libstdc++, libsupc++, libgcc's unwinder)
@@ -969,6 +968,21 @@ class Rule(Generic[C]):
     native_doc: str = ""
 
 
+def _native(rule: str) -> Callable[[NativeProcess], Iterator[Found]]:
+    """The native judge's ``rule`` (checks/native/judge.py), imported when a Mach-O or PE
+    process is judged: a scan or an ELF check never loads the Mach-O and PE readers (a
+    fifth of a scan's start-up)."""
+
+    def judge(process: NativeProcess) -> Iterator[Found]:
+        from aoti_shim.checks.native import judge as native
+
+        found: Callable[[NativeProcess], Iterator[Found]] = getattr(native, rule)
+        return found(process)
+
+    judge.__name__ = judge.__qualname__ = rule
+    return judge
+
+
 def _native_only(ctx: Context) -> Iterator[Found]:
     """A rule of the native formats: nothing to find in ELF."""
     return iter(())
@@ -981,28 +995,28 @@ RULES: tuple[Rule[Context], ...] = (
         "A --model library imports unprefixed aoti_torch_* names but exports no AOTInductorModelContainer* entry "
         "point (a stable-ABI extension, say); those imports are not reported one by one.",
         WARNING,
-        native=native.not_an_aoti_model,
+        native=_native("not_an_aoti_model"),
     ),
     Rule(
         "NOT_A_SHIM",
         _not_a_shim,
         "A --shim library exports no aoti_torch_* name, prefixed or not.",
         WARNING,
-        native=native.not_a_shim,
+        native=_native("not_a_shim"),
     ),
     Rule(
         "COLLISION",
         _collision,
         "A shim library exports a symbol that a reference library (libtorch) also exports.",
         BLOCKING,
-        native=native.collision,
+        native=_native("collision"),
     ),
     Rule(
         "UNPREFIXED_EXPORT",
         _unprefixed_export,
         "A shim library exports an aoti_torch_* name without the prefix.",
         BLOCKING,
-        native=native.unprefixed_export,
+        native=_native("unprefixed_export"),
     ),
     Rule(
         "UNPREFIXED_IMPORT",
@@ -1011,7 +1025,7 @@ RULES: tuple[Rule[Context], ...] = (
         "of their DT_NEEDED closure, named with the chain that loaded it) imports a shim-ABI name without the prefix: "
         "it binds to libtorch when libtorch is global, to nothing without it.",
         BLOCKING,
-        native=native.unprefixed_import,
+        native=_native("unprefixed_import"),
         native_doc="Mach-O: a flat (or weak) lookup's import, which dyld binds to libtorch's, loaded first.",
     ),
     Rule(
@@ -1021,7 +1035,7 @@ RULES: tuple[Rule[Context], ...] = (
         "version) that no shim library defines, or defines only where the loader's lookup passes over it: it binds to "
         "nothing.",
         BLOCKING,
-        native=native.unsatisfied_import,
+        native=_native("unsatisfied_import"),
         native_doc="Mach-O and PE: a prefixed import that no checked shim image defines by flat lookup, or whose "
         "install name or DLL is no checked shim's or lacks it.",
     ),
@@ -1032,7 +1046,7 @@ RULES: tuple[Rule[Context], ...] = (
         "prefix than the shims carry (or than the given prefix, with no shims), or the given prefix is one no shim "
         "exports.",
         BLOCKING,
-        native=native.prefix_mismatch,
+        native=_native("prefix_mismatch"),
     ),
     Rule(
         "BINDS_OUTSIDE_SHIMS",
@@ -1041,7 +1055,7 @@ RULES: tuple[Rule[Context], ...] = (
         "reference, a model or a dependency), or a shim-ABI reference (an undefined STB_LOCAL or "
         "non-default-visibility symbol) binds to its own library.",
         BLOCKING,
-        native=native.binds_outside_shims,
+        native=_native("binds_outside_shims"),
         native_doc="Mach-O and PE: a shim-ABI import bound by name to torch (a two-level import from "
         "@rpath/libtorch_cpu.dylib, an import from torch_cpu.dll), or a prefixed one to a reference or a model.",
     ),
@@ -1068,21 +1082,21 @@ RULES: tuple[Rule[Context], ...] = (
         "/opt/homebrew/.../libomp.dylib): dyld finds it only where that file exists on the user's machine; the "
         "message says when the model binds none of its symbols.",
         WARNING,
-        native=native.absolute_dependency,
+        native=_native("absolute_dependency"),
     ),
     Rule(
         "MANGLED_SHIM",
         _mangled_shim,
         "A library exports C++-mangled names holding a shim name: shims defined without extern \"C\".",
         BLOCKING,
-        native=native.mangled_shim,
+        native=_native("mangled_shim"),
     ),
     Rule(
         "MODEL_DEFINES_SHIM",
         _model_defines_shim,
         "A model defines aoti_torch_* or prefixed shim names itself.",
         BLOCKING,
-        native=native.model_defines_shim,
+        native=_native("model_defines_shim"),
     ),
     Rule(
         "DUPLICATE_DEFINER",
@@ -1090,7 +1104,7 @@ RULES: tuple[Rule[Context], ...] = (
         "A shim or thread-local symbol is defined by more than one checked library (GNU_UNIQUE definers share one "
         "instance and count once, as does a program's R_*_COPY copy of a shim's data).",
         BLOCKING,
-        native=native.duplicate_definer,
+        native=_native("duplicate_definer"),
         native_doc="Mach-O: weak definitions coalesce, so every image binds to the first loaded copy.",
     ),
     Rule(
