@@ -23,6 +23,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                                                                          wide=False)}
 
 
+def test_the_magics_are_the_readers_constants() -> None:
+    # magic.py spells them out so that telling a file's kind imports neither reader.
+    from aoti_shim.checks.inputs import magic
+    from aoti_shim.checks.macho import constants
+    from aoti_shim.checks.pe import headers
+
+    assert (magic.MH_MAGIC, magic.MH_MAGIC_64, magic.FAT_MAGIC, magic.FAT_MAGIC_64) == (
+        constants.MH_MAGIC, constants.MH_MAGIC_64, constants.FAT_MAGIC, constants.FAT_MAGIC_64,
+    )
+    assert magic.IMAGE_FILE_DLL == headers.IMAGE_FILE_DLL
+
+
 def test_dylibs_dlls_and_universal_files_are_shared(built: dict[str, Path]) -> None:
     assert path_kind(str(built["dylib"])) == ("macho", "shared")
     assert path_kind(str(built["fat"])) == ("macho", "shared")
