@@ -52,10 +52,14 @@ def one_line(error: AotiShimError) -> None:
 def exercise(path: Path, probe_names: list[str]) -> None:
     """Everything the checker asks an ElfImage, lookups before scans (so .gnu.hash is read)."""
     with ElfImage(path) as image:
+        # The scan's search first, over the table where it lies (no whole table read yet).
+        picked = image.tables_holding(("aoti_", "torch_"), ("synth_", "__cxa_")) if image.has_dynsym else None
         for name in probe_names:
             image.find_export(name)
         _ = image.has_dynsym and image.symbol_count()
         exports = image.exports()
+        if picked is not None:
+            assert set(picked[0]) <= set(exports) and set(picked[1]) <= set(image.imports())
         _ = [exports[name].is_export for name in list(exports)[:5]]
         _ = list(image.imports().values())[:5]
         image.export_names()
