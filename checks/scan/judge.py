@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.abi.prefix import MODEL_ENTRY_PREFIX
@@ -23,17 +23,17 @@ from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import ET_DYN
 from aoti_shim.checks.elf.symbols import SymbolTable
 from aoti_shim.checks.loader import bindings
-from aoti_shim.checks.native import dyld
-from aoti_shim.checks.native.binding import MODEL as NATIVE_MODEL
-from aoti_shim.checks.native.binding import REFERENCE as NATIVE_REFERENCE
-from aoti_shim.checks.native.binding import SHIM as NATIVE_SHIM
-from aoti_shim.checks.native.binding import Loaded
-from aoti_shim.checks.native.image import NativeImage, read_images
 from aoti_shim.checks.report.model import BLOCKING, WARNING, FindingBatch
 from aoti_shim.checks.rules.table import ALWAYS_RUNTIME_NAME, CUDA_RUNTIME_NAME, Columns, Found, Rule, stamped
 from aoti_shim.checks.scan.environment import Environment, LibraryFile
 from aoti_shim.checks.snapshot.torch_libraries import import_closure
 from aoti_shim.torch_names import shipped_names
+
+if TYPE_CHECKING:
+    # checks/native is imported where a Mach-O or PE library is read or judged: a venv of
+    # ELF files loads neither it nor the Mach-O and PE readers under it.
+    from aoti_shim.checks.native.binding import Loaded
+    from aoti_shim.checks.native.image import NativeImage
 
 # The distributions whose unprefixed shim names are the reference ones: libtorch's.
 TORCH_DISTRIBUTIONS = frozenset({"torch"})
@@ -317,6 +317,8 @@ class NativeFacts:
 
 def read_native(file: LibraryFile, owner: str, distribution: str | None) -> NativeFacts:
     """The facts of one Mach-O or PE library; its images' other names are let go."""
+    from aoti_shim.checks.native.image import read_images
+
     images = read_images(file.path, file.display, "member", file.kind)
     is_model = any(n.startswith(MODEL_ENTRY_PREFIX) and "AOTInductor" in n for i in images for n in i.exports)
     cut = tuple(
@@ -538,6 +540,10 @@ def native_captures(ctx: _Context) -> Iterator[tuple[NativeFacts, NativeFacts, l
     dylibs, then the consumer. A two-level import names its image and is never captured; a
     DLL's imports each name their DLL (DLL_COLLISION is Windows's capture)."""
     macho = [lib for lib in ctx.scanned.native if lib.format == "macho"]
+    if not macho:
+        return
+    from aoti_shim.checks.native import dyld
+
     torch = [image for lib in macho if lib.is_torch for image in lib.images]
     for provider in macho:
         taken = ctx.hijacked(provider)
@@ -556,6 +562,11 @@ def native_captures(ctx: _Context) -> Iterator[tuple[NativeFacts, NativeFacts, l
 
 def _process(provider: NativeFacts, torch: list[NativeImage], consumer: NativeImage) -> list[Loaded]:
     """The images of ``consumer``'s architecture in load order: the provider, torch's, the consumer."""
+    from aoti_shim.checks.native.binding import MODEL as NATIVE_MODEL
+    from aoti_shim.checks.native.binding import REFERENCE as NATIVE_REFERENCE
+    from aoti_shim.checks.native.binding import SHIM as NATIVE_SHIM
+    from aoti_shim.checks.native.binding import Loaded
+
     def of(images: Iterable[NativeImage], kind: str) -> list[Loaded]:
         return [Loaded(i.display, i.base_name, kind, i.exports) for i in images
                 if i.architecture == consumer.architecture]
