@@ -280,7 +280,9 @@ AOTITorchError source_waits_for_copy(
     const Tensor& src, int32_t src_device, void* src_stream, int32_t copy_device, void* copy_stream) {
   AOTISHIM_TRY(cuda::stream_wait(src_device, src_stream, copy_device, copy_stream));
   void* block_stream = nullptr;
-  if (src.storage->owner == Owner::Device && cuda::block_stream(src.storage->data, &block_stream) &&
+  // A part of a shared block (Storage::parent) is freed with the block, on the block's stream.
+  const Storage& owning = src.storage->parent ? *src.storage->parent : *src.storage;
+  if (owning.owner == Owner::Device && cuda::block_stream(owning.data, &block_stream) &&
       block_stream != src_stream) {
     AOTISHIM_TRY(cuda::stream_wait(src_device, block_stream, copy_device, copy_stream));
   }

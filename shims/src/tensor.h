@@ -28,6 +28,9 @@ struct Storage {
   int32_t device_type = kCPU;
   int32_t device_index = 0;
   Owner owner = Owner::None;
+  // Set where this storage is a part of another's block (Owner::None): the block lives
+  // while any part does (the attention ops' philox seed and offset share one allocation).
+  std::shared_ptr<Storage> parent;
 
   Storage() = default;
   Storage(const Storage&) = delete;
