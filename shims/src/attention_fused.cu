@@ -172,6 +172,9 @@ __global__ void __launch_bounds__(kWarps * 32) fused_attention_kernel(const Fuse
 
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, t = lane % 4;
+  if (blockIdx.x == 0 && tid < p.zero_count) {
+    p.zeros[tid] = 0;
+  }
   // Heavy (late, for causal) query tiles first: they start while the light ones fill in.
   const int64_t linear = blockIdx.x;
   const int tile = tiles - 1 - static_cast<int>(linear / bh_count);
@@ -522,7 +525,7 @@ bool fused_attention_takes(const FusedPlan& p, int device) {
     return false;
   }
   if (p.q_len < 1 || p.k_len < 1 || p.q_len > (1 << 30) || p.k_len > (1 << 30) || p.kv_heads < 1 ||
-      p.heads % p.kv_heads != 0) {
+      p.heads % p.kv_heads != 0 || p.zero_count < 0 || p.zero_count > 4) {
     return false;
   }
   int64_t tiles = (p.q_len + 15) / 16;  // the most CTAs: one warp per CTA would be 16 rows

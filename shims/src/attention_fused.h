@@ -29,6 +29,10 @@ struct FusedPlan {
   int64_t mask_strides[4] = {0, 0, 0, 0};  // elements over [b, h, l, s]; 0 broadcasts
   float* lse = nullptr;                    // logsumexp per row (natural log); null: not wanted
   int64_t lse_strides[3] = {0, 0, 0};      // elements over [b, h, l]
+  // The op's philox seed and offset words (no dropout: zeros), written by the first CTA so
+  // that they cost no launch of their own; null: none. At most 4 words.
+  uint64_t* zeros = nullptr;
+  int32_t zero_count = 0;
 };
 
 // Whether the fused kernel takes this call: dtype float32, float16 or bfloat16; head dim
