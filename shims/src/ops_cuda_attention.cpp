@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -49,6 +50,14 @@ const char* kind_name(Kind kind) {
   return "attention";
 }
 
+// Which outputs the caller takes: a blob passes nullptr for those it never reads, and an
+// output nobody takes is neither made nor computed.
+struct Takes {
+  bool lse = true;
+  bool rng = true;    // the philox seed or offset
+  bool debug = true;  // flash's empty debug mask
+};
+
 struct Request {
   Kind kind = Kind::Efficient;
   const Tensor* q = nullptr;
@@ -59,6 +68,14 @@ struct Request {
   bool causal = false;
   bool want_lse = false;
   const double* scale = nullptr;
+  Takes takes;
+};
+
+// The philox seed and offset's shared device block, still to be zeroed (null: none, or
+// zeroed already): the fused kernel writes its zeros, the GEMM route a memset.
+struct Zeros {
+  void* data = nullptr;
+  size_t bytes = 0;
 };
 
 // Strides of `sizes` in the dim order of `like`'s strides (largest first), as torch's
@@ -210,14 +227,16 @@ bool fused_plan(const Request& r, const Tensor& out, float* lse, const int64_t* 
   return true;
 }
 
-// The attention itself into `out` (and `lse` with its [b, h, l] strides, when not null):
-// the fused kernel where it takes the call, else the GEMM route.
-AOTITorchError run(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides) {
+// The attention itself into `out` (and `lse` with its [b, h, l] strides, when not null),
+// and `zeros` zeroed: the fused kernel where it takes the call, else the GEMM route.
+AOTITorchError run(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides, const Zeros& zeros) {
 #if AOTI_SHIM_WITH_CUDA
   const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
   int32_t device = q.device_index();
   if (!gemm_route_forced()) {
     kernels::FusedPlan plan;
+    plan.zeros = static_cast<uint64_t*>(zeros.data);
+    plan.zero_count = static_cast<int32_t>(zeros.bytes / sizeof(uint64_t));
     double fused_scale = r.scale != nullptr ? *r.scale : 1.0 / std::sqrt(static_cast<double>(q.sizes[3]));
     if (fused_plan(r, out, lse, lse_strides, fused_scale, &plan) && kernels::fused_attention_takes(plan, device)) {
       cuda::DeviceScope fused_scope;
@@ -240,6 +259,9 @@ AOTITorchError run(const Request& r, const Tensor& out, float* lse, const int64_
   cuda::DeviceScope scope;
   AOTISHIM_TRY(scope.enter(device));
   void* stream = current_stream(device);
+  if (zeros.data != nullptr) {
+    AOTISHIM_TRY(cuda::memset_async(zeros.data, 0, zeros.bytes, stream));
+  }
   int64_t rows = batch * heads * lq;
   std::unique_ptr<Tensor> scores, probs;
   AOTISHIM_TRY(new_cuda({rows, lk}, {lk, 1}, 6, device, &scores));
@@ -305,7 +327,7 @@ AOTITorchError run(const Request& r, const Tensor& out, float* lse, const int64_
   // Scratch and copies are freed on this stream (stream-ordered) after the kernels above.
   return AOTI_SHIM_OK;
 #else
-  (void)r, (void)out, (void)lse, (void)lse_strides;
+  (void)r, (void)out, (void)lse, (void)lse_strides, (void)zeros;
   return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "attention: the shims were built without CUDA");
 #endif
 }
@@ -314,8 +336,56 @@ struct Outputs {
   std::unique_ptr<Tensor> out, lse, seed, offset, debug;
 };
 
+// A contiguous tensor over `nbytes` of `block` from byte `at`. Its own storage (offset 0,
+// its own size, as torch's separate tensors have) keeps the block alive.
+std::unique_ptr<Tensor> part_of(const std::shared_ptr<Storage>& block, int64_t at, int64_t nbytes,
+                                std::vector<int64_t> sizes, int32_t dtype) {
+  auto storage = std::make_shared<Storage>();
+  storage->data = static_cast<char*>(block->data) + at;
+  storage->nbytes = nbytes;
+  storage->device_type = block->device_type;
+  storage->device_index = block->device_index;
+  storage->parent = block;
+  auto part = std::make_unique<Tensor>();
+  part->storage = std::move(storage);
+  part->strides = contiguous_strides(sizes);
+  part->sizes = std::move(sizes);
+  part->dtype = dtype;
+  return part;
+}
+
+// The philox seed (`seed_sizes` of 8-byte `dtype`) and offset ([]): torch 2.11's zeros
+// without dropout. One allocation holds both (one device allocation, not two) and one
+// zeroing covers both: on the GPU it is left to *zeros (run()'s kernel writes them). Not a
+// never-freed zero block shared by every call: the caller owns these tensors and may write
+// them (a blob may reuse a freed output's buffer for a later kernel's output).
+AOTITorchError rng_outputs(int32_t dtype, std::vector<int64_t> seed_sizes, int32_t device_type, int32_t device,
+                           Outputs* o, Zeros* zeros) {
+  int64_t seed_bytes = 8 * std::accumulate(seed_sizes.begin(), seed_sizes.end(), int64_t{1}, std::multiplies<>());
+  std::shared_ptr<Storage> block;
+  AOTISHIM_TRY(allocate_storage(seed_bytes + 8, device_type, device, false, &block));
+  o->seed = part_of(block, 0, seed_bytes, std::move(seed_sizes), dtype);
+  o->offset = part_of(block, seed_bytes, 8, {}, dtype);
+  if (device_type == kCUDA) {
+    *zeros = Zeros{block->data, static_cast<size_t>(seed_bytes + 8)};
+  } else {
+    std::memset(block->data, 0, static_cast<size_t>(seed_bytes + 8));
+  }
+  return AOTI_SHIM_OK;
+}
+
+// Zeroes the block where run() will not (a call with nothing to compute).
+AOTITorchError zero_now(const Zeros& zeros, int32_t device) {
+  if (zeros.data == nullptr) {
+    return AOTI_SHIM_OK;
+  }
+  cuda::DeviceScope scope;
+  AOTISHIM_TRY(scope.enter(device));
+  return cuda::memset_async(zeros.data, 0, zeros.bytes, current_stream(device));
+}
+
 // Makes the outputs torch 2.11's kernel of this kind returns (sizes, strides, dtypes,
-// devices) and runs the attention into them.
+// devices), those the caller takes, and runs the attention into them.
 AOTITorchError attention(const Request& r, Outputs* o) {
   AOTISHIM_TRY(check_arguments(r));
   const char* where = kind_name(r.kind);
@@ -329,59 +399,63 @@ AOTITorchError attention(const Request& r, Outputs* o) {
   }
   int64_t batch = q.sizes[0], heads = q.sizes[1], lq = q.sizes[2], lk = k.sizes[2], ev = v.sizes[3];
   std::vector<int64_t> out_sizes = {batch, heads, lq, ev};
-  std::vector<int64_t> lse_strides;
+  std::vector<int64_t> lse_strides = {heads * lq, lq, 1};
+  Zeros zeros;
   switch (r.kind) {
     case Kind::Efficient: {
-      // [B, L, H, Ev] transposed to [B, H, L, Ev]; logsumexp [B, H, L rounded up to 32] (or 0).
+      // [B, L, H, Ev] transposed to [B, H, L, Ev]; logsumexp [B, H, L rounded up to 32] (or 0);
+      // seed and offset int64 scalars on the CPU.
       AOTISHIM_TRY(new_cuda(out_sizes, {lq * heads * ev, ev, heads * ev, 1}, q.dtype, device, &o->out));
       int64_t padded = r.want_lse ? (lq + 31) / 32 * 32 : 0;
-      AOTISHIM_TRY(new_cuda({batch, heads, padded}, contiguous_strides({batch, heads, padded}), 6, device, &o->lse));
-      AOTISHIM_TRY(new_tensor({}, {}, 4, kCPU, -1, false, &o->seed));
-      AOTISHIM_TRY(new_tensor({}, {}, 4, kCPU, -1, false, &o->offset));
+      if (r.takes.lse) {
+        AOTISHIM_TRY(new_cuda({batch, heads, padded}, contiguous_strides({batch, heads, padded}), 6, device, &o->lse));
+      }
+      if (r.takes.rng) {
+        AOTISHIM_TRY(rng_outputs(4, {}, kCPU, -1, o, &zeros));
+      }
       lse_strides = {heads * padded, padded, 1};
       break;
     }
     case Kind::Cudnn: {
+      // The logsumexp [B, H, L, 1] only when asked for: torch's kernel returns None otherwise.
       AOTISHIM_TRY(new_cuda(out_sizes, matching_layout(q, out_sizes), q.dtype, device, &o->out));
-      AOTISHIM_TRY(new_cuda({batch, heads, lq, 1}, {heads * lq, lq, 1, 1}, 6, device, &o->lse));
-      AOTISHIM_TRY(new_cuda({}, {}, 4, device, &o->seed));
-      AOTISHIM_TRY(new_cuda({}, {}, 4, device, &o->offset));
-      lse_strides = {heads * lq, lq, 1};
+      if (r.want_lse && r.takes.lse) {
+        AOTISHIM_TRY(new_cuda({batch, heads, lq, 1}, {heads * lq, lq, 1, 1}, 6, device, &o->lse));
+      }
+      if (r.takes.rng) {
+        AOTISHIM_TRY(rng_outputs(4, {}, kCUDA, device, o, &zeros));
+      }
       break;
     }
     case Kind::Flash: {
       AOTISHIM_TRY(new_cuda(out_sizes, matching_layout(q, out_sizes), q.dtype, device, &o->out));
-      AOTISHIM_TRY(new_cuda({batch, heads, lq}, contiguous_strides({batch, heads, lq}), 6, device, &o->lse));
-      AOTISHIM_TRY(new_cuda({2}, {1}, 29, device, &o->seed));  // uint64 rng state
-      AOTISHIM_TRY(new_cuda({}, {}, 29, device, &o->offset));
-      AOTISHIM_TRY(new_cuda({0}, {1}, q.dtype, device, &o->debug));
-      lse_strides = {heads * lq, lq, 1};
+      if (r.takes.lse) {
+        AOTISHIM_TRY(new_cuda({batch, heads, lq}, contiguous_strides({batch, heads, lq}), 6, device, &o->lse));
+      }
+      if (r.takes.rng) {
+        AOTISHIM_TRY(rng_outputs(29, {2}, kCUDA, device, o, &zeros));  // uint64 rng state [2] and offset []
+      }
+      if (r.takes.debug) {
+        AOTISHIM_TRY(new_cuda({0}, {1}, q.dtype, device, &o->debug));
+      }
       break;
     }
   }
-  // The seed and offset tensors mean nothing without dropout; zeros, not garbage.
-  for (Tensor* t : {o->seed.get(), o->offset.get()}) {
-    if (t->device_type() == kCUDA) {
-      AOTISHIM_TRY(cuda::memset_async(t->data(), 0, t->element_size() * t->numel(), current_stream(device)));
-    } else {
-      std::fill_n(t->data(), t->element_size() * t->numel(), 0);
-    }
-  }
   if (batch * heads * lq == 0 || ev == 0) {
-    return AOTI_SHIM_OK;
+    return zero_now(zeros, device);
   }
   if (lk == 0) {
     return fail_format(AOTI_SHIM_E_UNSUPPORTED, "%s: an empty key sequence", where);
   }
-  bool lse_wanted = r.kind == Kind::Flash || r.want_lse;
-  return run(r, *o->out, lse_wanted ? reinterpret_cast<float*>(o->lse->data()) : nullptr, lse_strides.data());
+  bool lse_wanted = o->lse != nullptr && (r.kind == Kind::Flash || r.want_lse);
+  return run(r, *o->out, lse_wanted ? reinterpret_cast<float*>(o->lse->data()) : nullptr, lse_strides.data(), zeros);
 }
 
 // An entry point's call: its handles unwrapped into a Request of `kind` with its options,
 // computed into *o. *r keeps the tensors, for the outputs that report their sizes.
 AOTITorchError attend(
     Kind kind, AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
-    double dropout_p, int32_t is_causal, bool want_lse, const double* scale, Request* r, Outputs* o) {
+    double dropout_p, int32_t is_causal, bool want_lse, const double* scale, Takes takes, Request* r, Outputs* o) {
   Tensor *q = nullptr, *k = nullptr, *v = nullptr, *m = nullptr;
   AOTISHIM_TRY(unwrap(query, &q, "query"));
   AOTISHIM_TRY(unwrap(key, &k, "key"));
@@ -390,6 +464,7 @@ AOTITorchError attend(
   r->kind = kind;
   r->q = q, r->k = k, r->v = v, r->mask = m;
   r->dropout = dropout_p, r->causal = is_causal != 0, r->want_lse = want_lse, r->scale = scale;
+  r->takes = takes;
   return attention(*r, o);
 }
 
@@ -397,12 +472,12 @@ AOTITorchError attend(
 // cum_seq_q, cum_seq_k, max_q, max_k, philox_seed, philox_offset, debug_attn_mask. As
 // torch 2.11's kernels: the logsumexp only when asked for (flash always asks; cuDNN's meta
 // function describes one regardless), no cumulative lengths (None), and the debug mask
-// flash's empty tensor or cuDNN's None (attention() makes one for flash only).
+// flash's empty tensor or cuDNN's None (attention() makes them so).
 void deliver_flash_layout(const Request& r, Outputs* o, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
                           AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5,
                           AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
   deliver(ret0, std::move(o->out));
-  deliver(ret1, r.want_lse ? std::move(o->lse) : nullptr);
+  deliver(ret1, std::move(o->lse));
   deliver(ret2, nullptr);
   deliver(ret3, nullptr);
   deliver(ret4, r.q->sizes[2]);
@@ -427,7 +502,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     Request r;
     Outputs o;
     AOTISHIM_TRY(attend(
-        Kind::Efficient, query, key, value, attn_bias, dropout_p, is_causal, compute_log_sumexp != 0, scale, &r, &o));
+        Kind::Efficient, query, key, value, attn_bias, dropout_p, is_causal, compute_log_sumexp != 0, scale,
+        Takes{ret1 != nullptr, ret2 != nullptr || ret3 != nullptr, false}, &r, &o));
     deliver(ret0, std::move(o.out));
     deliver(ret1, std::move(o.lse));
     deliver(ret2, std::move(o.seed));
@@ -448,7 +524,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     Request r;
     Outputs o;
     AOTISHIM_TRY(attend(
-        Kind::Cudnn, query, key, value, attn_bias, dropout_p, is_causal, compute_log_sumexp != 0, scale, &r, &o));
+        Kind::Cudnn, query, key, value, attn_bias, dropout_p, is_causal, compute_log_sumexp != 0, scale,
+        Takes{ret1 != nullptr, ret6 != nullptr || ret7 != nullptr, false}, &r, &o));
     deliver_flash_layout(r, &o, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
     return AOTI_SHIM_OK;
   });
@@ -465,7 +542,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     }
     Request r;
     Outputs o;
-    AOTISHIM_TRY(attend(Kind::Flash, query, key, value, nullptr, dropout_p, is_causal, true, scale, &r, &o));
+    AOTISHIM_TRY(attend(Kind::Flash, query, key, value, nullptr, dropout_p, is_causal, true, scale,
+                        Takes{ret1 != nullptr, ret6 != nullptr || ret7 != nullptr, ret8 != nullptr}, &r, &o));
     deliver_flash_layout(r, &o, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
     return AOTI_SHIM_OK;
   });

@@ -405,6 +405,36 @@ def test_sdpa_outputs_a_blob_does_not_read(shims: Shims, kind: str) -> None:
         shims.delete(*rets)
 
 
+@pytest.mark.parametrize("route", ["fused", "gemm", "empty"])
+@pytest.mark.parametrize("kind", ["efficient", "cudnn", "flash"])
+def test_sdpa_seed_and_offset_are_zeros(shims: Shims, kind: str, route: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The philox seed and offset share one block, zeroed by the fused kernel, by a memset on
+    # the GEMM route or on a call with no rows: zeros even from a dirty block of the
+    # allocator's idle cache (the small blocks freed here, filled with 0xff, come first).
+    torch.manual_seed(9)
+    dtype = torch.float32 if kind == "efficient" else torch.bfloat16
+    if route == "gemm":
+        monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", "gemm")
+    empty = shims.fn("aoti_torch_empty_strided", I64, P, P, I32, I32, I32, P)
+    data = shims.fn("aoti_torch_get_data_ptr", P, P)
+    dirty = []
+    for _ in range(8):
+        h, ptr = P(), P()
+        shims.check(empty(1, (I64 * 1)(64), (I64 * 1)(1), CODES[torch.uint8], 1, 0, ctypes.byref(h)))
+        shims.check(data(h, ctypes.byref(ptr)))
+        torch.as_tensor(_DeviceBytes(ptr.value, 64), device="cuda").fill_(0xFF)
+        dirty.append(h)
+    torch.cuda.synchronize()
+    shims.delete(*dirty)
+    q, k, v = qkv(2, 4, 4, 0 if route == "empty" else 16, 16, 32, 32, dtype, "bhle")
+    code, rets, _ = sdpa_shim(shims, kind, q, k, v, None, True, None, True)
+    shims.check(code)
+    for i in (2, 3) if kind == "efficient" else (6, 7):
+        got = shims.torch_view(rets[i]).view(torch.int64)  # flash's are uint64: few ops take those
+        assert got.numel() and bool((got == 0).all()), (kind, route, i, got)
+    shims.delete(*rets)
+
+
 # Issue 38: the fused kernel (shims/src/attention_fused.cu) takes float32, float16 and
 # bfloat16 at head dims 32, 64, 96 and 128 with equal query and value head dims and
 # 16-byte aligned layouts; the cases below are all of that kind (the ones above with a value
