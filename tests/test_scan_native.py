@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import struct
 import subprocess
+import zipfile
 from importlib import resources
 from pathlib import Path
 
@@ -125,3 +126,45 @@ def test_a_broken_native_library_is_one_line_and_exit_1(tmp_path: Path, member: 
     done = _scan(site, "text")
     (line,) = done.stderr.splitlines()
     assert done.returncode == 1 and said in line, done.stderr
+
+
+def _wheel(out: Path, name: str, tag: str, files: dict[str, Path]) -> Path:
+    """A wheel of ``name`` 1.0 for platform ``tag`` holding ``files`` (member -> built file)."""
+    wheel = out / f"{name}-1.0-cp311-cp311-{tag}.whl"
+    with zipfile.ZipFile(wheel, "w") as zf:
+        zf.writestr(f"{name}-1.0.dist-info/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        for member, built in files.items():
+            zf.write(built, member)
+    return wheel
+
+
+def test_scan_reads_the_mach_o_members_of_macos_wheels(tmp_path: Path) -> None:
+    """As the folder above: rtx's wheel captures ext's flat lookup; a .so bundle is no broken ELF."""
+    torch = dylib(tmp_path, "libtorch_cpu.dylib", "int aoti_torch_a(int x) { return x; }\n")
+    shims = dylib(tmp_path, "librtx_shims.dylib", "int aoti_torch_a(int x) { return x + 1; }\n"
+                  "int rtx_aoti_torch_b(int x) { return x; }\n")
+    ext = dylib(tmp_path, "_ext.cpython-311-darwin.so",
+                "extern int aoti_torch_a(int);\nint PyInit__ext(void) { return aoti_torch_a(0); }\n", FLAT)
+    tag = "macosx_11_0_arm64"
+    wheels = [_wheel(tmp_path, "torch", tag, {"torch/lib/libtorch_cpu.dylib": torch}),
+              _wheel(tmp_path, "rtx", tag, {"rtx/lib/librtx_shims.dylib": shims}),
+              _wheel(tmp_path, "ext", tag, {"ext/_ext.cpython-311-darwin.so": ext})]
+    done = subprocess.run([*CLI, "scan", *map(str, wheels), "--format", "json"], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 8, done.stdout + done.stderr
+    found = {(f["rule"], f["artifact"].split("!")[-1], f["symbol"]) for f in json.loads(done.stdout)["findings"]}
+    assert found == {("HIJACK", "rtx/lib/librtx_shims.dylib", "aoti_torch_a"),
+                     ("UNPREFIXED_PROVIDER", "rtx/lib/librtx_shims.dylib", "aoti_torch_a")}, done.stdout
+
+
+def test_scan_reads_the_dlls_of_windows_wheels_and_not_of_linux_ones(tmp_path: Path) -> None:
+    built = dll(tmp_path, "rtw_shims.dll", ["aoti_torch_a", "rtw_aoti_torch_b"], {})
+    win = _wheel(tmp_path, "rtw", "win_amd64", {"rtw/rtw_shims.dll": built})
+    done = subprocess.run([*CLI, "scan", str(win), "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    found = [(f["rule"], f["artifact"].split("!")[-1]) for f in json.loads(done.stdout)["findings"]]
+    assert found == [("UNPREFIXED_PROVIDER", "rtw/rtw_shims.dll")], done.stdout
+    # The same DLL in a Linux wheel is no library the wheel's platform loads.
+    linux = _wheel(tmp_path / "..", "rtw", "manylinux2014_x86_64", {"rtw/rtw_shims.dll": built})
+    done = subprocess.run([*CLI, "scan", str(linux), "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and json.loads(done.stdout)["findings"] == [], done.stdout + done.stderr

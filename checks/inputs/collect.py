@@ -370,7 +370,7 @@ def extract_elf_members(
             elif native and info.filename.lower().endswith(NATIVE_SUFFIXES):
                 if copy_elf_member(zf, info, shown, open_target, accept=has_native_magic) is not None:
                     found = _native_kind(target)
-                    if found is not None and found[1] == "shared" and _of_platform(os.fspath(wheel), found[0]):
+                    if found is not None and found[1] == "shared" and of_platform(os.fspath(wheel), found[0]):
                         members.append(info.filename)
                     else:
                         os.unlink(target)  # a program, another platform's library, or no Mach-O or PE file
@@ -514,7 +514,7 @@ def wheel_platform_format(wheel: str) -> str | None:
     return "pe" if any(t.startswith("win") for t in tags) else None
 
 
-def _of_platform(wheel: str, fmt: str) -> bool:
+def of_platform(wheel: str, fmt: str) -> bool:
     """Whether a native member of format ``fmt`` is a library of the wheel's platform: not in a
     Linux wheel, nor in a macOS wheel a DLL (a wheel of no known platform takes any)."""
     platform = wheel_platform_format(wheel)
@@ -529,7 +529,7 @@ def _wheel_members(wheel: str, workspace: Workspace, member_limit: int) -> Itera
             kind, art = read_member(zf, info, display, workspace, member_limit)
             if kind == "not-elf" and info.filename.lower().endswith(NATIVE_SUFFIXES):
                 art = native_member(zf, info, display, workspace, member_limit)
-                if art is not None and not _of_platform(wheel, art.format):
+                if art is not None and not of_platform(wheel, art.format):
                     # A dylib or DLL a Linux wheel carries (a tool's, a test's): no library it loads.
                     workspace.ignored.append((display, f"{art.format} library, not of the wheel's platform"))
                 elif art is not None:

@@ -34,7 +34,16 @@ from itertools import compress, filterfalse, repeat
 from operator import methodcaller
 
 from aoti_shim.checks.elf.layout import ELF_MAGIC, file_kind
-from aoti_shim.checks.inputs.collect import MAX_WALK_DEPTH, Workspace, extract_member, open_wheel, read_member
+from aoti_shim.checks.inputs.collect import (
+    MAX_WALK_DEPTH,
+    NATIVE_SUFFIXES,
+    Workspace,
+    extract_member,
+    native_member,
+    of_platform,
+    open_wheel,
+    read_member,
+)
 from aoti_shim.checks.inputs.magic import MACHO, PE, has_native_magic, path_kind
 from aoti_shim.errors import InputError, UsageError
 
@@ -691,6 +700,7 @@ def _wheel_name(zf: zipfile.ZipFile, wheel: str) -> tuple[str, str]:
 def read_wheel(wheel: str, workspace: Workspace, ignored: list[tuple[str, str]]) -> Distribution:
     """A wheel as the distribution it installs: its ELF members streamed (never unpacked)."""
     libraries: list[LibraryFile] = []
+    native: list[LibraryFile] = []
     try:
         zf = open_wheel(wheel)
     except InputError:
@@ -700,6 +710,12 @@ def read_wheel(wheel: str, workspace: Workspace, ignored: list[tuple[str, str]])
         for info in zf.infolist():
             display = f"{wheel}!{info.filename}"
             kind, art = read_member(zf, info, display, workspace, 4 << 30)
+            if kind == "not-elf" and info.filename.lower().endswith(NATIVE_SUFFIXES):
+                # A macOS or Windows wheel's dylib, bundle or DLL: read as check --wheel reads it.
+                taken, found = _native_member(zf, info, display, wheel, workspace, ignored)
+                native += [found] if found is not None else []
+                if taken:
+                    continue
             if kind == "not-elf":
                 if _named_like_library(info.filename.rsplit("/", 1)[-1]) and info.file_size >= len(ELF_MAGIC):
                     raise InputError(f"{display}: named like a shared library but not an ELF file")
@@ -710,7 +726,26 @@ def read_wheel(wheel: str, workspace: Workspace, ignored: list[tuple[str, str]])
                 ignored.append((display, kind))
                 continue
             libraries.append(LibraryFile(path=art.path, display=display, kind=kind, member=art))
-    return Distribution(name=name, version=version, location=wheel, libraries=tuple(libraries), source="wheel")
+    return Distribution(name=name, version=version, location=wheel, libraries=tuple(libraries), source="wheel",
+                        native=tuple(native))
+
+
+def _native_member(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, display: str, wheel: str, workspace: Workspace,
+    ignored: list[tuple[str, str]],
+) -> tuple[bool, LibraryFile | None]:
+    """(whether the member is a Mach-O or PE library, the library when it is one of the wheel's
+    platform); another Mach-O or PE file, or a library of another platform, is said in ``ignored``."""
+    said, said_before = len(workspace.ignored), len(ignored)
+    art = native_member(zf, info, display, workspace, 4 << 30)
+    ignored.extend(workspace.ignored[said:])
+    del workspace.ignored[said:]
+    if art is None:
+        return len(ignored) > said_before, None
+    if not of_platform(wheel, art.format):
+        ignored.append((display, f"{art.format} library, not of the wheel's platform"))
+        return True, None
+    return True, LibraryFile(path=art.path, display=display, kind=art.format, member=art)
 
 
 # -- the whole environment --------------------------------------------------------------------
