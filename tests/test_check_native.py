@@ -19,6 +19,7 @@ from aoti_shim.errors import UsageError
 from cli_support import cli
 from compile_support import compile_shared
 from native_fixtures import PREFIX, Triple, build, draw, expected
+from torch_native_fixtures import dll
 
 # Seeds whose draw holds a finding of each kind the command must carry (a flat unprefixed
 # import, an absolute load; a torch_cpu.dll import).
@@ -278,3 +279,34 @@ def test_a_dll_in_a_linux_or_macos_wheel_is_not_of_its_platform(built, tmp_path:
     # check --wheel too: the Linux wheel's DLL (it exports shim names) takes no role.
     done = cli("check", "--wheel", str(tmp_path / "myrt-1.0-py3-none-manylinux_2_28_x86_64.whl"), "--format", "json")
     assert [a["path"].rsplit("/", 1)[-1] for a in json.loads(done.stdout)["artifacts"]] == ["libs.so"], done.stderr
+
+
+@pytest.fixture(scope="module")
+def forwarding(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """torch_cpu.dll (aoti_torch_a, aoti_torch_c); myrt_shims.dll defining myrt_aoti_torch_b and
+    forwarding myrt_aoti_torch_a to torch_cpu.aoti_torch_a, myrt_aoti_torch_c to torch_cpu's
+    ordinal 2 and myrt_aoti_torch_d to myrt_more.dll's own; a blob importing all four."""
+    out = tmp_path_factory.mktemp("forwarders")
+    dll(out, "torch_cpu.dll", ["aoti_torch_a", "aoti_torch_c"], {})
+    dll(out, "myrt_more.dll", ["myrt_aoti_torch_d"], {})
+    forwards = {"myrt_aoti_torch_a": "torch_cpu.aoti_torch_a", "myrt_aoti_torch_c": "torch_cpu.#2",
+                "myrt_aoti_torch_d": "myrt_more.myrt_aoti_torch_d"}
+    dll(out, "myrt_shims.dll", ["myrt_aoti_torch_b"], {}, forwards=forwards)
+    dll(out, "blob.dll", ["AOTInductorModelContainerCreate"], {"myrt_shims.dll": [
+        "myrt_aoti_torch_a", "myrt_aoti_torch_b", "myrt_aoti_torch_c", "myrt_aoti_torch_d"]})
+    return out
+
+
+@pytest.mark.parametrize("against", [True, False])
+def test_a_shim_dll_forwarding_a_shim_name_into_torch_binds_outside_the_shims(forwarding: Path, against: bool) -> None:
+    """The loader resolves a forwarder in the DLL it names ("PE Format", Export Address Table:
+    a forwarder RVA): an import of myrt_aoti_torch_a from the shims binds to torch_cpu.dll's
+    aoti_torch_a. A forward into another checked shim DLL (myrt_more.dll) is no finding."""
+    shims = ["--shim", str(forwarding / "myrt_shims.dll"), "--shim", str(forwarding / "myrt_more.dll")]
+    reference = ["--against", str(forwarding / "torch_cpu.dll")] if against else []
+    done = cli("check", *shims, "--model", str(forwarding / "blob.dll"), *reference, "--format", "json")
+    assert done.returncode == 8, done.stdout + done.stderr
+    found = {(f["rule"], Path(f["artifact"]).name, f["symbol"]) for f in json.loads(done.stdout)["findings"]}
+    assert found == {("BINDS_OUTSIDE_SHIMS", "myrt_shims.dll", "aoti_torch_a"),
+                     ("BINDS_OUTSIDE_SHIMS", "myrt_shims.dll", "myrt_aoti_torch_c")}, done.stdout
+    assert "forwarded export 'myrt_aoti_torch_a'" in done.stdout

@@ -84,14 +84,17 @@ def macos_torch(out: Path) -> Path:
     return out / "torch"
 
 
-def dll(out: Path, name: str, exports: list[str], imports: dict[str, list[str]], noname: str | None = None) -> Path:
-    """A Windows x64 DLL exporting ``exports`` and importing each DLL's names."""
+def dll(out: Path, name: str, exports: list[str], imports: dict[str, list[str]], noname: str | None = None,
+        forwards: dict[str, str] | None = None) -> Path:
+    """A Windows x64 DLL exporting ``exports`` and importing each DLL's names; ``forwards``:
+    exports forwarded (name -> "DLL.name" or "DLL.#ordinal", the .def file's forwarder)."""
     lines = [f"extern __declspec(dllimport) int {n}(int);" for names in imports.values() for n in names]
     uses = " + ".join(f"{n}(x)" for names in imports.values() for n in names) or "0"
     lines += [f"int {n}(int x) {{ return {uses} + {i}; }}" for i, n in enumerate(exports)]
     stem = name.split(".")[0]
     (out / f"{stem}.c").write_text("\n".join(lines) + "\n")
     hidden = [f"  {noname}={exports[0]} @77 NONAME"] if noname else []
+    hidden += [f"  {n} = {target}" for n, target in (forwards or {}).items()]
     (out / f"{stem}.def").write_text("\n".join([f"LIBRARY {name}", "EXPORTS", *(f"  {n}" for n in exports), *hidden]))
     libs = []
     for dll, names in imports.items():

@@ -9,9 +9,11 @@ underscore (no C name) is kept as it is.
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from aoti_shim.checks import macho, pe
+from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.macho.facts import FLAT, WEAK
 
 # The lookup of a PE import: the DLL it names, and nothing else.
@@ -26,6 +28,9 @@ class NativeImport:
     name: str
     lookup: str
     library: str | None
+    # The image's own export this lookup is made for, when it is one: a PE forwarder or a
+    # Mach-O re-exported symbol, which the loader resolves in ``library`` for every importer.
+    forwards: str | None = None
 
     @property
     def searches_all(self) -> bool:
@@ -52,6 +57,11 @@ class NativeImage:
     @property
     def base_name(self) -> str:
         return base_name(self.name)
+
+    @property
+    def forwarded(self) -> frozenset[str]:
+        """The exports that are another image's definition (forwarders, re-exports)."""
+        return frozenset(i.forwards for i in self.imports if i.forwards is not None)
 
 
 def base_name(name: str) -> str:
@@ -88,13 +98,27 @@ def of_macho(facts: macho.MachOFacts, display: str, role: str) -> NativeImage:
 
 
 def of_pe(facts: pe.PEFacts, display: str, role: str) -> NativeImage:
-    # A forwarded export is the other DLL's definition; the model takes it as this DLL's name
-    # (the loader resolves the forwarder at bind time).
+    # A forwarded export is this DLL's name for the other DLL's definition: exported here, and
+    # an import of the DLL itself, which the loader resolves in the DLL the forwarder names.
     return NativeImage(
         display=display, format="pe", role=role, architecture=facts.architecture,
         name=facts.dll_name or posixpath.basename(facts.path.replace("\\", "/")),
         exports=frozenset(e.name for e in facts.exports if e.name is not None),
         weak_exports=frozenset(),
-        imports=tuple(NativeImport(i.name, DLL, i.dll) for i in facts.imports if not i.name.startswith("#")),
+        imports=tuple(NativeImport(i.name, DLL, i.dll) for i in facts.imports if not i.name.startswith("#"))
+        + tuple(_forwarders(facts.exports)),
         dependencies=tuple((d.name, d.kind) for d in facts.dependencies),
     )
+
+
+def _forwarders(exports: tuple[pe.Export, ...]) -> Iterator[NativeImport]:
+    """Each forwarder ("DLL.name" or "DLL.#ordinal"; the loader adds ".dll") as a lookup of
+    its target name in that DLL, or of the export's own name when the target is no shim-ABI
+    name (an ordinal, a function of another name): whatever it reaches, the shim's name binds there."""
+    for e in exports:
+        if e.forwarder is None:
+            continue
+        dll, _, target = e.forwarder.rpartition(".")
+        own = e.name if e.name is not None else f"#{e.ordinal}"
+        name = target if prefixes.is_shim_name(target) else own
+        yield NativeImport(name, DLL, dll if dll.lower().endswith(".dll") else f"{dll}.dll", forwards=own)

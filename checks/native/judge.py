@@ -93,7 +93,8 @@ def duplicate_definer(p: NativeProcess) -> Iterator[Finding]:
     definitions, Mach-O) one that dyld coalesces to the first loaded."""
     first: dict[tuple[str, str], NativeImage] = {}
     for image in p.images:
-        for name in _shim_names(image):
+        # A forwarded name is the other image's one definition, not a second one.
+        for name in sorted(set(_shim_names(image)) - image.forwarded):
             key = (image.architecture, name)
             if key not in first:
                 first[key] = image
@@ -128,6 +129,8 @@ def unprefixed_import(p: NativeProcess) -> Iterator[Finding]:
 
 
 def _lookup(b: Binding) -> str:
+    if b.imported.forwards is not None:
+        return f"through its forwarded export '{b.imported.forwards}' from {b.imported.library}"
     if b.imported.lookup == DLL:
         return f"from {b.imported.library}"
     if b.imported.searches_all:

@@ -1057,7 +1057,8 @@ RULES: tuple[Rule[Context], ...] = (
         BLOCKING,
         native=_native("binds_outside_shims"),
         native_doc="Mach-O and PE: a shim-ABI import bound by name to torch (a two-level import from "
-        "@rpath/libtorch_cpu.dylib, an import from torch_cpu.dll), or a prefixed one to a reference or a model.",
+        "@rpath/libtorch_cpu.dylib, an import from torch_cpu.dll, a shim DLL's export forwarded into torch_cpu.dll), "
+        "or a prefixed one to a reference or a model.",
     ),
     Rule(
         "LOAD_FAILURE",
