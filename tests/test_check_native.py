@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
+import lief
 import pytest
 
 from aoti_shim.checks.check.native import one_format
@@ -19,7 +20,7 @@ from aoti_shim.errors import UsageError
 from cli_support import cli
 from compile_support import compile_shared
 from native_fixtures import PREFIX, Triple, build, draw, expected
-from torch_native_fixtures import dll
+from torch_native_fixtures import dll, dylib
 
 # Seeds whose draw holds a finding of each kind the command must carry (a flat unprefixed
 # import, an absolute load; a torch_cpu.dll import).
@@ -310,3 +311,38 @@ def test_a_shim_dll_forwarding_a_shim_name_into_torch_binds_outside_the_shims(fo
     assert found == {("BINDS_OUTSIDE_SHIMS", "myrt_shims.dll", "aoti_torch_a"),
                      ("BINDS_OUTSIDE_SHIMS", "myrt_shims.dll", "myrt_aoti_torch_c")}, done.stdout
     assert "forwarded export 'myrt_aoti_torch_a'" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def reexporting(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A blob linked against a stand-in libmyrt_shims.dylib defining aoti_torch_a and
+    myrt_aoti_torch_b (both two-level imports from @rpath/libmyrt_shims.dylib), and the shim
+    dylib shipped in its place: it defines myrt_aoti_torch_b alone and re-exports
+    @rpath/libtorch_cpu.dylib (an LC_REEXPORT_DYLIB, added by LIEF: zig's linker has no
+    -reexport_library). About 1 s of zig."""
+    out = tmp_path_factory.mktemp("reexports")
+    dylib(out, "libtorch_cpu.dylib", "int aoti_torch_a(int x) { return x; }\n")
+    (out / "stand").mkdir()
+    stand = dylib(out / "stand", "libmyrt_shims.dylib",
+                  "int aoti_torch_a(int x) { return x; }\nint myrt_aoti_torch_b(int x) { return x; }\n")
+    dylib(out, "blob.dylib", "extern int aoti_torch_a(int);\nextern int myrt_aoti_torch_b(int);\n"
+          "int AOTInductorModelContainerCreate(int x) { return aoti_torch_a(x) + myrt_aoti_torch_b(x); }\n", str(stand))
+    shim = dylib(out, "libmyrt_shims.dylib", "int myrt_aoti_torch_b(int x) { return x; }\n")
+    binary = lief.MachO.parse(str(shim)).at(0)
+    binary.add(lief.MachO.DylibCommand.reexport_dylib("@rpath/libtorch_cpu.dylib"))
+    binary.write(str(shim))
+    return out
+
+
+@pytest.mark.parametrize("against", [True, False])
+def test_a_two_level_import_reaches_what_the_shim_dylib_re_exports(reexporting: Path, against: bool) -> None:
+    """dyld looks a two-level name up in the image of its install name "and in what it
+    re-exports" (LC_REEXPORT_DYLIB, <mach-o/loader.h>): the blob's aoti_torch_a, bound to
+    @rpath/libmyrt_shims.dylib, binds to libtorch_cpu's through the shim's re-export."""
+    reference = ["--against", str(reexporting / "libtorch_cpu.dylib")] if against else []
+    done = cli("check", "--shim", str(reexporting / "libmyrt_shims.dylib"), "--model", str(reexporting / "blob.dylib"),
+               *reference, "--format", "json")
+    assert done.returncode == 8, done.stdout + done.stderr
+    found = {(f["rule"], Path(f["artifact"]).name, f["symbol"]) for f in json.loads(done.stdout)["findings"]}
+    assert found == {("BINDS_OUTSIDE_SHIMS", "blob.dylib", "aoti_torch_a")}, done.stdout
+    assert "re-exports" in done.stdout

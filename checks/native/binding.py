@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from aoti_shim.checks.abi import prefix as prefixes
 from aoti_shim.checks.native.image import NativeImage, NativeImport, base_name
 
 # Who a name binds to: a checked shim or model, a reference (--against), a torch library the
@@ -31,6 +32,8 @@ class Binding:
     imported: NativeImport
     definer: str | None
     kind: str
+    # The image the import names, when it binds in a library that image re-exports.
+    via: str | None = None
 
     @property
     def name(self) -> str:
@@ -46,15 +49,21 @@ class Loaded:
     base_name: str
     kind: str
     exports: frozenset[str]
+    # The install names it re-exports whole (LC_REEXPORT_DYLIB), by base name.
+    reexports: tuple[str, ...] = ()
 
 
 def loaded(shims: Iterable[NativeImage], models: Iterable[NativeImage], references: Iterable[Exporter]) -> list[Loaded]:
     """The process's images in load order: the references first (``import torch`` loads
     libtorch before any runtime), then the shims, then the models."""
     out = [Loaded(r.display, reference_name(r), REFERENCE, frozenset(r.export_names())) for r in references]
-    out += [Loaded(i.display, i.base_name, SHIM, i.exports) for i in shims]
-    out += [Loaded(i.display, i.base_name, MODEL, i.exports) for i in models]
+    out += [Loaded(i.display, i.base_name, SHIM, i.exports, _reexports(i)) for i in shims]
+    out += [Loaded(i.display, i.base_name, MODEL, i.exports, _reexports(i)) for i in models]
     return out
+
+
+def _reexports(image: NativeImage) -> tuple[str, ...]:
+    return tuple(base_name(name) for name, kind in image.dependencies if kind == "reexport")
 
 
 def reference_name(ref: Exporter) -> str:
@@ -84,4 +93,30 @@ def named_binding(importer: NativeImage, imp: NativeImport, images: list[Loaded]
     # Named in a reference (libtorch): bound there, exported or not (the load fails then).
     if imp.name in found.exports or found.kind == REFERENCE:
         return Binding(importer, imp, found.display, found.kind)
+    reexported = _in_reexports(importer, imp, found, images, torch)
+    if reexported is not None:
+        return reexported
     return Binding(importer, imp, None, NOTHING)
+
+
+def _in_reexports(
+    importer: NativeImage, imp: NativeImport, named: Loaded, images: list[Loaded], torch: frozenset[str]
+) -> Binding | None:
+    """dyld's search of what ``named`` re-exports, depth first ("and in what it re-exports"):
+    the first image exporting the name, or torch's library for an unprefixed shim-ABI name
+    (the check has not read it; libtorch defines those)."""
+    stack, seen = list(reversed(named.reexports)), {named.base_name}
+    while stack:
+        want = stack.pop()
+        if want in seen:
+            continue
+        seen.add(want)
+        found = by_name(images, want, torch)
+        if isinstance(found, str):
+            if found == TORCH and prefixes.is_unprefixed(imp.name):
+                return Binding(importer, imp, want, TORCH, via=named.display)
+            continue
+        if imp.name in found.exports:
+            return Binding(importer, imp, found.display, found.kind, via=named.display)
+        stack.extend(reversed(found.reexports))
+    return None

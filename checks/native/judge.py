@@ -149,6 +149,8 @@ def binds_outside_shims(p: NativeProcess) -> Iterator[Finding]:
         what = {REFERENCE: "a reference library", TORCH: "torch's library", MODEL: "a model"}[b.kind]
         if b.imported.searches_all:
             where = f"which binds to {b.definer} ({what}), first in load order, not to the shims"
+        elif b.via is not None:
+            where = f"which {b.via} re-exports from {b.definer} ({what}): dyld binds it there, never in the shims"
         else:
             where = f"so the loader looks it up in {b.definer} ({what}) alone, never in the shims"
         yield b.importer.display, b.name, f"imports '{b.name}' {_lookup(b)}, {where}", b.definer
