@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from aoti_shim.checks import macho, pe
 from aoti_shim.checks.abi import prefix as prefixes
-from aoti_shim.checks.macho.facts import FLAT, WEAK
+from aoti_shim.checks.macho.facts import FLAT, TWO_LEVEL, WEAK
 
 # The lookup of a PE import: the DLL it names, and nothing else.
 DLL = "dll"
@@ -86,15 +86,29 @@ def read_images(path: str, display: str, role: str, fmt: str) -> tuple[NativeIma
 
 
 def of_macho(facts: macho.MachOFacts, display: str, role: str) -> NativeImage:
-    exports = [e for e in facts.exports if e.reexport_ordinal is None]
+    # A re-exported symbol is this image's name for another library's definition: exported
+    # here (dyld finds it here, two-level or flat), and a two-level lookup in that library.
+    exports = list(facts.exports)
     return NativeImage(
         display=display, format="macho", role=role, architecture=facts.architecture,
         name=facts.install_name or posixpath.basename(facts.path.replace("\\", "/")),
         exports=frozenset(c_name(e.name) for e in exports),
         weak_exports=frozenset(c_name(e.name) for e in exports if e.weak_definition),
-        imports=tuple(NativeImport(c_name(i.name), i.binding, i.library) for i in facts.imports),
+        imports=tuple(NativeImport(c_name(i.name), i.binding, i.library) for i in facts.imports)
+        + tuple(_reexported(facts)),
         dependencies=tuple((d.name, d.kind) for d in facts.dependencies),
     )
+
+
+def _reexported(facts: macho.MachOFacts) -> Iterator[NativeImport]:
+    """Each re-exported symbol as a two-level lookup of its name there (the same name when the
+    trie gives none) in the library of its ordinal (1-based, over every LC_*_DYLIB)."""
+    for e in facts.exports:
+        if e.reexport_ordinal is None:
+            continue
+        ordinal = e.reexport_ordinal
+        library = facts.dependencies[ordinal - 1].name if 0 < ordinal <= len(facts.dependencies) else None
+        yield NativeImport(c_name(e.reexport_name or e.name), TWO_LEVEL, library, forwards=c_name(e.name))
 
 
 def of_pe(facts: pe.PEFacts, display: str, role: str) -> NativeImage:
