@@ -346,3 +346,22 @@ def test_a_two_level_import_reaches_what_the_shim_dylib_re_exports(reexporting: 
     found = {(f["rule"], Path(f["artifact"]).name, f["symbol"]) for f in json.loads(done.stdout)["findings"]}
     assert found == {("BINDS_OUTSIDE_SHIMS", "blob.dylib", "aoti_torch_a")}, done.stdout
     assert "re-exports" in done.stdout
+
+
+def test_a_shim_dll_is_loaded_by_its_file_name_not_its_export_directorys(tmp_path: Path) -> None:
+    """The loader finds a DLL by file name and knows a loaded module by its base name ("Dynamic-
+    link library search order"); the export directory's Name is the link-time name, read by no
+    loader. A shim linked as myrt_shims.dll and shipped as other_shims.dll does not serve a
+    blob importing from myrt_shims.dll (another file of that name does, or none), and the
+    shipped name is the one that serves."""
+    (tmp_path / "ship").mkdir()
+    dll(tmp_path, "myrt_shims.dll", ["myrt_aoti_torch_b"], {})
+    shipped = (tmp_path / "myrt_shims.dll").rename(tmp_path / "ship" / "other_shims.dll")
+    dll(tmp_path, "blob.dll", ["AOTInductorModelContainerCreate"], {"myrt_shims.dll": ["myrt_aoti_torch_b"]})
+    dll(tmp_path, "blob2.dll", ["AOTInductorModelContainerCreate"], {"other_shims.dll": ["myrt_aoti_torch_b"]})
+    done = cli("check", "--shim", str(shipped), "--model", str(tmp_path / "blob.dll"), "--format", "json")
+    assert done.returncode == 8, done.stdout + done.stderr
+    found = {(f["rule"], f["symbol"]) for f in json.loads(done.stdout)["findings"]}
+    assert found == {("UNSATISFIED_IMPORT", "myrt_aoti_torch_b")}, done.stdout
+    done = cli("check", "--shim", str(shipped), "--model", str(tmp_path / "blob2.dll"))
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -80,7 +80,7 @@ def read_images(path: str, display: str, role: str, fmt: str) -> tuple[NativeIma
     """The images of the file at ``path``: a Mach-O file's slices (each named by its
     architecture when there are several), or the one PE image."""
     if fmt == "pe":
-        return (of_pe(pe.read(path, display), display, role),)
+        return (of_pe(pe.read(path, display), display, role, _dll_file_name(path, display)),)
     slices = macho.read(path, display)
     return tuple(of_macho(s, f"{display} ({s.architecture})" if len(slices) > 1 else display, role) for s in slices)
 
@@ -111,12 +111,24 @@ def _reexported(facts: macho.MachOFacts) -> Iterator[NativeImport]:
         yield NativeImport(c_name(e.reexport_name or e.name), TWO_LEVEL, library, forwards=c_name(e.name))
 
 
-def of_pe(facts: pe.PEFacts, display: str, role: str) -> NativeImage:
+def _dll_file_name(path: str, display: str) -> str | None:
+    """The file name a DLL is loaded by: its display's (a wheel member's "wheel!member"), else
+    its path's, whichever is named as a DLL; None when neither is (a temp copy, a label)."""
+    for name in (display.rsplit("!", 1)[-1], path):
+        last = posixpath.basename(name.replace("\\", "/"))
+        if last.lower().endswith((".dll", ".pyd")):
+            return last
+    return None
+
+
+def of_pe(facts: pe.PEFacts, display: str, role: str, file_name: str | None = None) -> NativeImage:
     # A forwarded export is this DLL's name for the other DLL's definition: exported here, and
     # an import of the DLL itself, which the loader resolves in the DLL the forwarder names.
     return NativeImage(
         display=display, format="pe", role=role, architecture=facts.architecture,
-        name=facts.dll_name or posixpath.basename(facts.path.replace("\\", "/")),
+        # The loader finds a DLL by its file name and knows a loaded one by it; the export
+        # directory's name is the link-time name, which no loader reads.
+        name=file_name or facts.dll_name or posixpath.basename(facts.path.replace("\\", "/")),
         exports=frozenset(e.name for e in facts.exports if e.name is not None),
         weak_exports=frozenset(),
         imports=tuple(NativeImport(i.name, DLL, i.dll) for i in facts.imports if not i.name.startswith("#"))
