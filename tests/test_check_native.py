@@ -365,3 +365,19 @@ def test_a_shim_dll_is_loaded_by_its_file_name_not_its_export_directorys(tmp_pat
     assert found == {("UNSATISFIED_IMPORT", "myrt_aoti_torch_b")}, done.stdout
     done = cli("check", "--shim", str(shipped), "--model", str(tmp_path / "blob2.dll"))
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_import_by_ordinal_binds_to_the_name_of_that_ordinal(tmp_path: Path) -> None:
+    """An import by ordinal binds to the export address of that ordinal in the DLL it names
+    ("PE Format", the Import Lookup Table's ordinal bit): ordinal 1 of this torch_cpu.dll is
+    aoti_torch_a, so the blob takes libtorch's shim with no name in its import table."""
+    dll(tmp_path, "torch_cpu.dll", ["aoti_torch_a", "at_cpu"], {})
+    dll(tmp_path, "myrt_shims.dll", ["myrt_aoti_torch_b"], {})
+    dll(tmp_path, "blob.dll", ["AOTInductorModelContainerCreate"],
+        {"torch_cpu.dll": ["aoti_torch_a"], "myrt_shims.dll": ["myrt_aoti_torch_b"]}, ordinals={"aoti_torch_a": 1})
+    done = cli("check", "--shim", str(tmp_path / "myrt_shims.dll"), "--model", str(tmp_path / "blob.dll"),
+               "--against", str(tmp_path / "torch_cpu.dll"), "--format", "json")
+    assert done.returncode == 8, done.stdout + done.stderr
+    found = {(f["rule"], f["symbol"]) for f in json.loads(done.stdout)["findings"]}
+    assert found == {("BINDS_OUTSIDE_SHIMS", "aoti_torch_a")}, done.stdout
+    assert "by ordinal 1" in done.stdout

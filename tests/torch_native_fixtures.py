@@ -85,9 +85,10 @@ def macos_torch(out: Path) -> Path:
 
 
 def dll(out: Path, name: str, exports: list[str], imports: dict[str, list[str]], noname: str | None = None,
-        forwards: dict[str, str] | None = None) -> Path:
+        forwards: dict[str, str] | None = None, ordinals: dict[str, int] | None = None) -> Path:
     """A Windows x64 DLL exporting ``exports`` and importing each DLL's names; ``forwards``:
-    exports forwarded (name -> "DLL.name" or "DLL.#ordinal", the .def file's forwarder)."""
+    exports forwarded (name -> "DLL.name" or "DLL.#ordinal", the .def file's forwarder);
+    ``ordinals``: imported names taken by ordinal only (name -> its ordinal there)."""
     lines = [f"extern __declspec(dllimport) int {n}(int);" for names in imports.values() for n in names]
     uses = " + ".join(f"{n}(x)" for names in imports.values() for n in names) or "0"
     lines += [f"int {n}(int x) {{ return {uses} + {i}; }}" for i, n in enumerate(exports)]
@@ -99,7 +100,9 @@ def dll(out: Path, name: str, exports: list[str], imports: dict[str, list[str]],
     libs = []
     for dll, names in imports.items():
         d = out / f"imp_{dll}.def"
-        d.write_text("\n".join([f"LIBRARY {dll}", "EXPORTS", *(f"  {n}" for n in names)]) + "\n")
+        by = ordinals or {}
+        d.write_text("\n".join([f"LIBRARY {dll}", "EXPORTS",
+                                *(f"  {n} @{by[n]} NONAME" if n in by else f"  {n}" for n in names)]) + "\n")
         run(*ZIG, "lld-link", "/lib", f"/def:{d}", "/machine:x64", f"/out:{d.with_suffix('.lib')}")
         libs.append(str(d.with_suffix(".lib")))
     obj = out / f"{stem}.obj"

@@ -51,14 +51,17 @@ class Loaded:
     exports: frozenset[str]
     # The install names it re-exports whole (LC_REEXPORT_DYLIB), by base name.
     reexports: tuple[str, ...] = ()
+    # A DLL's named exports by ordinal.
+    ordinals: tuple[tuple[int, str], ...] = ()
 
 
 def loaded(shims: Iterable[NativeImage], models: Iterable[NativeImage], references: Iterable[Exporter]) -> list[Loaded]:
     """The process's images in load order: the references first (``import torch`` loads
     libtorch before any runtime), then the shims, then the models."""
-    out = [Loaded(r.display, reference_name(r), REFERENCE, frozenset(r.export_names())) for r in references]
-    out += [Loaded(i.display, i.base_name, SHIM, i.exports, _reexports(i)) for i in shims]
-    out += [Loaded(i.display, i.base_name, MODEL, i.exports, _reexports(i)) for i in models]
+    out = [Loaded(r.display, reference_name(r), REFERENCE, frozenset(r.export_names()),
+                  ordinals=getattr(r, "ordinals", ())) for r in references]
+    out += [Loaded(i.display, i.base_name, SHIM, i.exports, _reexports(i), i.ordinals) for i in shims]
+    out += [Loaded(i.display, i.base_name, MODEL, i.exports, _reexports(i), i.ordinals) for i in models]
     return out
 
 

@@ -31,6 +31,8 @@ class NativeImport:
     # The image's own export this lookup is made for, when it is one: a PE forwarder or a
     # Mach-O re-exported symbol, which the loader resolves in ``library`` for every importer.
     forwards: str | None = None
+    # A PE import by ordinal only: the ordinal (``name`` is "#N" until resolved in its DLL).
+    ordinal: int | None = None
 
     @property
     def searches_all(self) -> bool:
@@ -53,6 +55,8 @@ class NativeImage:
     imports: tuple[NativeImport, ...]
     # (install name or DLL, kind): load, weak, reexport, lazy, upward; normal or delay.
     dependencies: tuple[tuple[str, str], ...]
+    # A DLL's named exports by ordinal, which an import by ordinal binds to.
+    ordinals: tuple[tuple[int, str], ...] = ()
 
     @property
     def base_name(self) -> str:
@@ -131,10 +135,15 @@ def of_pe(facts: pe.PEFacts, display: str, role: str, file_name: str | None = No
         name=file_name or facts.dll_name or posixpath.basename(facts.path.replace("\\", "/")),
         exports=frozenset(e.name for e in facts.exports if e.name is not None),
         weak_exports=frozenset(),
-        imports=tuple(NativeImport(i.name, DLL, i.dll) for i in facts.imports if not i.name.startswith("#"))
-        + tuple(_forwarders(facts.exports)),
+        imports=tuple(_pe_import(i) for i in facts.imports) + tuple(_forwarders(facts.exports)),
         dependencies=tuple((d.name, d.kind) for d in facts.dependencies),
+        ordinals=tuple((e.ordinal, e.name) for e in facts.exports if e.name is not None),
     )
+
+
+def _pe_import(i: pe.Import) -> NativeImport:
+    ordinal = int(i.name[1:]) if i.name.startswith("#") else None
+    return NativeImport(i.name, DLL, i.dll, ordinal=ordinal)
 
 
 def _forwarders(exports: tuple[pe.Export, ...]) -> Iterator[NativeImport]:

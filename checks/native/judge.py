@@ -131,6 +131,8 @@ def unprefixed_import(p: NativeProcess) -> Iterator[Finding]:
 def _lookup(b: Binding) -> str:
     if b.imported.forwards is not None:
         return f"through its forwarded export '{b.imported.forwards}' from {b.imported.library}"
+    if b.imported.ordinal is not None:
+        return f"by ordinal {b.imported.ordinal} from {b.imported.library}"
     if b.imported.lookup == DLL:
         return f"from {b.imported.library}"
     if b.imported.searches_all:

@@ -26,6 +26,8 @@ class NativeReference:
         self.format = fmt
         self.install_name = images[0].name
         self._names = frozenset(n for image in images for n in image.exports)
+        # A DLL's named exports by ordinal: what an import by ordinal from it binds to.
+        self.ordinals = images[0].ordinals
 
     def find_export(self, name: str) -> Symbol | None:
         return Symbol(name, STB_GLOBAL, STT_FUNC, 0, True, False) if name in self._names else None

@@ -11,10 +11,11 @@ name wins: two distributions shipping one DLL name collide (scan's, not check's)
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 
 from aoti_shim.checks.abi import prefix as prefixes
-from aoti_shim.checks.native.binding import Binding, Loaded, named_binding
+from aoti_shim.checks.native.binding import Binding, Loaded, by_name, named_binding
 from aoti_shim.checks.native.image import NativeImage
 
 # torch's Windows DLLs (torch/lib/ of its wheels), lower case.
@@ -25,7 +26,15 @@ TORCH_DLLS = frozenset(
 
 
 def bind(importer: NativeImage, images: list[Loaded]) -> Iterator[Binding]:
-    """Where each shim-ABI import of ``importer`` binds: in the DLL it names, or nowhere."""
+    """Where each shim-ABI import of ``importer`` binds: in the DLL it names, or nowhere. An
+    import by ordinal is the name of that ordinal in the DLL it names, when the check has
+    read that DLL (a checked image or a reference); otherwise its name cannot be known."""
     for imp in importer.imports:
+        if imp.ordinal is not None:
+            found = by_name(images, imp.library, TORCH_DLLS)
+            name = dict(found.ordinals).get(imp.ordinal) if isinstance(found, Loaded) else None
+            if name is None:
+                continue
+            imp = dataclasses.replace(imp, name=name)
         if prefixes.is_shim_name(imp.name):
             yield named_binding(importer, imp, images, TORCH_DLLS)
