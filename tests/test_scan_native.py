@@ -164,6 +164,12 @@ def test_scan_reads_the_dlls_of_windows_wheels_and_not_of_linux_ones(tmp_path: P
     assert done.returncode == 0, done.stderr
     found = [(f["rule"], f["artifact"].split("!")[-1]) for f in json.loads(done.stdout)["findings"]]
     assert found == [("UNPREFIXED_PROVIDER", "rtw/rtw_shims.dll")], done.stdout
+    # Another distribution's wheel shipping a DLL of that base name (in other case): one module.
+    other = _wheel(tmp_path, "rtv", "win_amd64", {"rtv/bin/RTW_Shims.DLL": built})
+    done = subprocess.run([*CLI, "scan", str(win), str(other), "--format", "json"], capture_output=True, text=True,
+                          timeout=120)
+    rules = {f["rule"] for f in json.loads(done.stdout)["findings"]}
+    assert "DLL_COLLISION" in rules, done.stdout + done.stderr
     # The same DLL in a Linux wheel is no library the wheel's platform loads.
     linux = _wheel(tmp_path / "..", "rtw", "manylinux2014_x86_64", {"rtw/rtw_shims.dll": built})
     done = subprocess.run([*CLI, "scan", str(linux), "--format", "json"], capture_output=True, text=True, timeout=120)
