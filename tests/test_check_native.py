@@ -381,3 +381,24 @@ def test_an_import_by_ordinal_binds_to_the_name_of_that_ordinal(tmp_path: Path) 
     found = {(f["rule"], f["symbol"]) for f in json.loads(done.stdout)["findings"]}
     assert found == {("BINDS_OUTSIDE_SHIMS", "aoti_torch_a")}, done.stdout
     assert "by ordinal 1" in done.stdout
+
+
+@pytest.mark.parametrize(("dll_name", "said"), [
+    ("myrt_shims.dll", "which does not export it"),
+    ("other_rt.dll", "which is no checked shim library nor torch's"),
+])
+def test_an_unprefixed_import_named_in_no_torch_dll_is_still_unprefixed(tmp_path: Path, dll_name: str,
+                                                                         said: str) -> None:
+    """Every PE import names its DLL ("PE Format", the import directory): a blob's unprefixed
+    aoti_torch_a from the shim DLL that lacks it fails the load; from another runtime's DLL it
+    binds to that runtime's unprefixed shims. Neither is the prefixed build the check proves."""
+    dll(tmp_path, "myrt_shims.dll", ["myrt_aoti_torch_b"], {})
+    imports = {"myrt_shims.dll": ["myrt_aoti_torch_b"]}
+    imports.setdefault(dll_name, []).append("aoti_torch_a")
+    dll(tmp_path, "blob.dll", ["AOTInductorModelContainerCreate"], imports)
+    done = cli("check", "--shim", str(tmp_path / "myrt_shims.dll"), "--model", str(tmp_path / "blob.dll"),
+               "--format", "json")
+    assert done.returncode == 8, done.stdout + done.stderr
+    (finding,) = json.loads(done.stdout)["findings"]
+    assert (finding["rule"], finding["symbol"]) == ("UNPREFIXED_IMPORT", "aoti_torch_a")
+    assert said in finding["message"], finding["message"]

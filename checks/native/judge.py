@@ -113,7 +113,9 @@ def _prefixed(name: str) -> bool:
 
 
 def unprefixed_import(p: NativeProcess) -> Iterator[Finding]:
-    """An unprefixed shim-ABI import by flat (or weak) lookup: libtorch, loaded first, defines it."""
+    """An unprefixed shim-ABI import by flat (or weak) lookup: libtorch, loaded first, defines
+    it; or one named in an image that lacks it or in a library neither checked nor torch's."""
+    yield from _unprefixed_named(p)
     for b in p.bindings:
         if b.imported.searches_all and prefixes.is_unprefixed(b.name) and not _extension(p, b.importer):
             where = f"here it binds to {b.definer}" if b.definer else "here no image defines it"
@@ -126,6 +128,19 @@ def unprefixed_import(p: NativeProcess) -> Iterator[Finding]:
                 b.importer.display, b.name,
                 f"imports '{b.name}' {how}, so it binds to libtorch's whenever torch is imported first ({where})",
             )
+
+
+def _unprefixed_named(p: NativeProcess) -> Iterator[Finding]:
+    for b in p.bindings:
+        if b.imported.searches_all or not prefixes.is_unprefixed(b.name) or _extension(p, b.importer):
+            continue
+        if b.kind == NOTHING:
+            why = "which does not export it: the load fails"
+        elif b.kind == UNKNOWN:
+            why = "which is no checked shim library nor torch's: another runtime's unprefixed shims serve it"
+        else:
+            continue  # a shim's (UNPREFIXED_EXPORT's), or torch's (BINDS_OUTSIDE_SHIMS')
+        yield b.importer.display, b.name, f"imports '{b.name}' {_lookup(b)}, {why}"
 
 
 def _lookup(b: Binding) -> str:

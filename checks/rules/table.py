@@ -1026,7 +1026,9 @@ RULES: tuple[Rule[Context], ...] = (
         "it binds to libtorch when libtorch is global, to nothing without it.",
         BLOCKING,
         native=_native("unprefixed_import"),
-        native_doc="Mach-O: a flat (or weak) lookup's import, which dyld binds to libtorch's, loaded first.",
+        native_doc="Mach-O: a flat (or weak) lookup's import, which dyld binds to libtorch's, loaded first. Mach-O "
+        "and PE: one named in an image that lacks it (the load fails) or in a library neither checked nor torch's "
+        "(another runtime's shims).",
     ),
     Rule(
         "UNSATISFIED_IMPORT",
