@@ -698,7 +698,8 @@ def _wheel_name(zf: zipfile.ZipFile, wheel: str) -> tuple[str, str]:
 
 
 def read_wheel(wheel: str, workspace: Workspace, ignored: list[tuple[str, str]]) -> Distribution:
-    """A wheel as the distribution it installs: its ELF members streamed (never unpacked)."""
+    """A wheel as the distribution it installs: its ELF members streamed (never unpacked), its
+    Mach-O and PE libraries of the wheel's platform copied out for the native readers."""
     libraries: list[LibraryFile] = []
     native: list[LibraryFile] = []
     try:
