@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from aoti_shim.checks.abi import prefix as prefix_rules
-from aoti_shim.checks.check import native
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.inputs.collect import DEFAULT_MEMBER_LIMIT, Artifact, Workspace, collect, open_wheel
 from aoti_shim.checks.loader import closure, search
@@ -470,7 +469,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
     sups = _suppressions(settings)
     with Workspace() as ws:
         collected = _collected(settings, ws)
-        fmt = native.one_format([*collected["shim"], *collected["model"]])
+        fmt = _one_format([*collected["shim"], *collected["model"]])
         if fmt != "elf":
             with _native_checking(settings, ws, collected, fmt, sups) as run:
                 yield run
@@ -514,12 +513,24 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
                 image.close()
 
 
+def _one_format(arts: list[Artifact]) -> str:
+    """The inputs' one format; the Mach-O and PE side of the checker (readers, lookup models)
+    is imported only when an input is of theirs, so an ELF check loads none of it."""
+    if all(a.format == "elf" for a in arts):
+        return "elf"
+    import aoti_shim.checks.check.native as native
+
+    return native.one_format(arts)
+
+
 @contextmanager
 def _native_checking(
     settings: CheckSettings, ws: Workspace, arts: dict[str, list[Artifact]], fmt: str, sups: tuple[Suppression, ...]
 ) -> Iterator[CheckRun]:
     """:func:`checking` of Mach-O or PE inputs: the native lookup model's process, judged by
     the same rules and reported the same way (no ELF loader facts: nothing is searched)."""
+    import aoti_shim.checks.check.native as native
+
     for role, paths in (("shim", settings.shims), ("model", settings.models)):
         if paths and not arts[role]:
             raise UsageError(_nothing_found(f"--{role}", paths, tuple(ws.ignored)))
