@@ -23,7 +23,6 @@ from aoti_shim.checks.inputs.collect import (
     open_wheel,
     read_member,
 )
-from aoti_shim.checks.native.reference import NativeReference
 from aoti_shim.checks.report.model import AgainstSource
 from aoti_shim.checks.snapshot import record as snapshot
 from aoti_shim.checks.snapshot.record import SNAPSHOT_SUFFIX, shipped_snapshots
@@ -234,6 +233,8 @@ def open_references(
                     continue
                 if art.format != "elf":
                     # A dylib or DLL (a macOS or Windows torch's lib/): its exports by C name.
+                    from aoti_shim.checks.native.reference import NativeReference
+
                     refs.append(NativeReference(art.path, art.display, art.format))
                     continue
                 image = art.open()
