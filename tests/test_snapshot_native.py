@@ -183,3 +183,13 @@ def test_a_fat_dylib_is_one_library_when_its_slices_agree(tmp_path: Path) -> Non
     other = thin("x86b.dylib", "x86_64-macos", same + "int aoti_torch_y(int a) { return a; }\n")
     with pytest.raises(InputError, match="slices export different names"):
         native.read_library(write_fat([arm, other], tmp_path / "mixed.dylib", wide=True), "mixed", native.MACHO)
+
+
+def test_the_magics_are_the_readers() -> None:
+    """snapshot/native.py spells the Mach-O magics itself (no reader loaded for an ELF check)."""
+    from aoti_shim.checks.macho import constants as mc
+    from aoti_shim.checks.snapshot import native
+
+    assert (native.MH_MAGIC, native.MH_MAGIC_64, native.FAT_MAGIC, native.FAT_MAGIC_64) == (
+        mc.MH_MAGIC, mc.MH_MAGIC_64, mc.FAT_MAGIC, mc.FAT_MAGIC_64
+    )
