@@ -574,39 +574,31 @@ def _process(provider: NativeFacts, torch: list[NativeImage], consumer: NativeIm
     return [*of(provider.images, NATIVE_SHIM), *of(torch, NATIVE_REFERENCE), *of((consumer,), NATIVE_MODEL)]
 
 
-def _native_hijack(ctx: _Context) -> Iterator[Found]:
-    for provider, consumer, captured in native_captures(ctx):
-        taken = ctx.hijacked(provider)
-        role = BLOB if consumer.is_model else CONSUMER
-        whose = "outside any distribution" if consumer.owner == NOBODY else f"of {consumer.owner}"
-        ctx.hijacks.append(Hijack(provider.display, consumer.display, len(taken), len(captured)))
-        message = (
-            f"exports {len(taken)} of libtorch's shim names unprefixed; loaded before libtorch (Python loads "
-            f"extensions globally on macOS) it captures {len(captured)} flat-lookup shim import(s) of "
-            f"{consumer.display}, a {role} {whose} (e.g. '{captured[0]}'), which then runs against its tensors, "
-            "not libtorch's"
-        )
-        yield provider.display, captured[0], message, consumer.display
-
-
 def _hijack(ctx: _Context) -> Iterator[Found]:
-    yield from _elf_hijack(ctx)
-    yield from _native_hijack(ctx)
-
-
-def _elf_hijack(ctx: _Context) -> Iterator[Found]:
     for provider, consumer, captured in captures(ctx.scanned, ctx):
-        taken = ctx.hijacked(provider)
-        role = BLOB if consumer.is_model else CONSUMER
-        whose = "outside any distribution" if consumer.owner == NOBODY else f"of {consumer.owner}"
-        # The counts again as numbers, for the text report's grouping (the message keeps them in words).
-        ctx.hijacks.append(Hijack(provider.display, consumer.display, len(taken), len(captured)))
-        message = (
-            f"exports {len(taken)} of libtorch's shim names unprefixed; loaded RTLD_GLOBAL before libtorch it "
-            f"captures {len(captured)} shim import(s) of {consumer.display}, a {role} {whose} "
-            f"(e.g. '{captured[0]}'), which then runs against its tensors, not libtorch's"
-        )
-        yield provider.display, captured[0], message, consumer.display
+        yield _hijack_found(ctx, provider, consumer, captured, "RTLD_GLOBAL before libtorch", "")
+    for native_provider, native_consumer, flat in native_captures(ctx):
+        when = "before libtorch (Python loads extensions globally on macOS)"
+        yield _hijack_found(ctx, native_provider, native_consumer, flat, when, "flat-lookup ")
+
+
+def _hijack_found(
+    ctx: _Context, provider: LibraryFacts | NativeFacts, consumer: LibraryFacts | NativeFacts, captured: list[str],
+    when: str, lookup: str,
+) -> Found:
+    """One HIJACK: ``provider`` loaded ``when`` captures ``captured``, the ``lookup`` shim
+    imports of ``consumer`` (an ELF one's any, a Mach-O one's flat)."""
+    taken = ctx.hijacked(provider)
+    role = BLOB if consumer.is_model else CONSUMER
+    whose = "outside any distribution" if consumer.owner == NOBODY else f"of {consumer.owner}"
+    # The counts again as numbers, for the text report's grouping (the message keeps them in words).
+    ctx.hijacks.append(Hijack(provider.display, consumer.display, len(taken), len(captured)))
+    message = (
+        f"exports {len(taken)} of libtorch's shim names unprefixed; loaded {when} it captures {len(captured)} "
+        f"{lookup}shim import(s) of {consumer.display}, a {role} {whose} (e.g. '{captured[0]}'), which then runs "
+        "against its tensors, not libtorch's"
+    )
+    return provider.display, captured[0], message, consumer.display
 
 
 def _unprefixed_provider(ctx: _Context) -> Iterator[Found]:
