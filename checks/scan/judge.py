@@ -772,27 +772,17 @@ class ProviderRow:
 
 
 def providers(scanned: Scanned) -> tuple[ProviderRow, ...]:
-    rows = []
-    for lib in scanned.libraries:
-        if lib.kind == "executable":  # its own process: it provides no other library a shim
-            continue
-        counts: dict[str, int] = {}
-        for name in lib.shim_exports:
-            p = prefixes.prefix_of(name)
-            if p is not None:
-                counts[p] = counts.get(p, 0) + 1
-        rows += [ProviderRow(lib.owner, lib.display, p, n) for p, n in sorted(counts.items())]
-    return tuple(rows) + _native_providers(scanned)
+    """The providers table: the ELF libraries' rows (a program is its own process: it provides
+    no other library a shim), then the Mach-O and PE libraries' (none in an ELF environment)."""
+    libs: list[LibraryFacts | NativeFacts] = [lib for lib in scanned.libraries if lib.kind != "executable"]
+    return tuple(row for lib in [*libs, *scanned.native] for row in _provider_rows(lib))
 
 
-def _native_providers(scanned: Scanned) -> tuple[ProviderRow, ...]:
-    """The providers table's rows of the Mach-O and PE libraries (none in an ELF environment)."""
-    rows = []
-    for lib in scanned.native:
-        counts: dict[str, int] = {}
-        for name in lib.shim_exports:
-            p = prefixes.prefix_of(name)
-            if p is not None:
-                counts[p] = counts.get(p, 0) + 1
-        rows += [ProviderRow(lib.owner, lib.display, p, n) for p, n in sorted(counts.items())]
-    return tuple(rows)
+def _provider_rows(lib: LibraryFacts | NativeFacts) -> list[ProviderRow]:
+    """One row per prefix ``lib``'s shim-ABI exports carry, with how many carry it."""
+    counts: dict[str, int] = {}
+    for name in lib.shim_exports:
+        p = prefixes.prefix_of(name)
+        if p is not None:
+            counts[p] = counts.get(p, 0) + 1
+    return [ProviderRow(lib.owner, lib.display, p, n) for p, n in sorted(counts.items())]
