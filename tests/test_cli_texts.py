@@ -46,8 +46,8 @@ def test_an_unknown_snapshot_name_lists_the_shipped_ones(checker_libs, tmp_path:
 
 
 def test_the_command_and_the_plugin_share_one_resolver() -> None:
-    from aoti_shim.checks.references.reference import resolve_snapshot_name, shipped_snapshots
-    from aoti_shim.checks.snapshot.record import shipped
+    from aoti_shim.checks.references.reference import resolve_snapshot_name
+    from aoti_shim.checks.snapshot.record import shipped, shipped_snapshots
 
     assert set(shipped_snapshots()) >= {"torch-2.11.0+cu130", "torch-2.13.0+cpu", "torch-2.14.1+cu130"}
     for path in shipped():

@@ -90,3 +90,25 @@ def test_the_build_backend_imports_no_checker_until_a_hook_checks() -> None:
     # get_requires_for_build_* and build_sdist only pass settings on (today 22 of aoti_shim, was 100+).
     assert not [n for n in names if n in HEAVY or n.startswith("aoti_shim.plugin.gate")], names
     assert len([n for n in names if n.startswith("aoti_shim")]) <= 26
+
+
+def test_a_clean_check_imports_no_snapshot_environment_or_hash_reader(
+    checker_libs: dict[str, Path], torch_lib: Path
+) -> None:
+    # A check of a shim against a torch lib/ folder reads no snapshot and no environment:
+    # the snapshot reader (gzip, json, OpenSSL's hashlib), scan's environment reader (csv,
+    # glob) and difflib were 19 of its 197 modules and a tenth of its time (issue 35 §4).
+    names = _modules_after("check", "--shim", str(checker_libs["clean_shim"]), "--against", str(torch_lib))
+    own = [n for n in names if n == "aoti_shim" or n.startswith("aoti_shim.")]
+    print(f"clean check: {len(names)} modules, {len(own)} of aoti_shim (today 178, 55; was 197, 60)")
+    skipped = (
+        "aoti_shim.checks.snapshot.record",
+        "aoti_shim.checks.scan.environment",
+        "hashlib",
+        "gzip",
+        "difflib",
+        "csv",
+    )
+    assert "aoti_shim.checks.check.run" in names  # it did check
+    assert not [n for n in names if n in skipped], names
+    assert len(names) <= 184 and len(own) <= 58, names

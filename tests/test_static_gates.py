@@ -97,6 +97,8 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("aoti_shim.checks.rules.table", "aoti_shim.checks.native"): "a Mach-O or PE check only; ELF loads no native judge",
     ("aoti_shim.checks.check.run", "aoti_shim.checks.check.native"): "a Mach-O or PE input only; ELF loads no reader",
     ("aoti_shim.checks.references.reference", "aoti_shim.checks.native.reference"): "a dylib or DLL reference only",
+    ("aoti_shim.checks.references.reference", "aoti_shim.checks.snapshot.record"): "a snapshot reference only",
+    ("aoti_shim.torch_names", "aoti_shim.atomic"): "the list's maintainer tool only; the checker reads the list",
     ("aoti_shim.checks.snapshot.native", "aoti_shim.checks.macho.facts"): "a macOS library recorded only",
     ("aoti_shim.checks.snapshot.native", "aoti_shim.checks.pe.facts"): "a Windows library recorded only",
     ("aoti_shim.checks.scan.judge", "aoti_shim.checks.native"): "a macOS venv's HIJACK only; ELF loads no dyld model",

@@ -6,7 +6,6 @@ import argparse
 import contextlib
 import os
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,6 +103,8 @@ def _wheel_members(wheels: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[s
         yield (), (), None
         return
     # Lazy (this and _run's): `check --help` and a parse error need none of the checker.
+    import tempfile  # lazy: a check of no wheel writes no temp folder
+
     from aoti_shim.checks.formats.escape import printable
     from aoti_shim.checks.inputs.collect import extract_elf_members
     from aoti_shim.checks.loader.roles import classify_by_symbols

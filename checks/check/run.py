@@ -33,13 +33,15 @@ from aoti_shim.checks.report.model import (
 )
 from aoti_shim.checks.report.suppressions import Suppression
 from aoti_shim.checks.rules.table import RULES_BY_ID, Context, Library, evaluate
-from aoti_shim.checks.scan.environment import running_interpreter
+from aoti_shim.checks.scan.interpreter import running_interpreter
 from aoti_shim.errors import AotiShimError, InputError, UsageError
 from aoti_shim.guard import input_folder
 
 
 @dataclass(frozen=True)
 class CheckSettings:
+    """What to check and how: the CLI's arguments, or the build backend's settings."""
+
     shims: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     against: tuple[str, ...] = ()
@@ -394,6 +396,8 @@ def _inputs(
 
 @dataclass(frozen=True)
 class _Prefix:
+    """The run's prefix, where it came from, and the shim names it was read from."""
+
     prefix: str | None
     source: str  # "given", "inferred" or "none"
     inferred_from: str

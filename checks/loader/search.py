@@ -82,6 +82,8 @@ def is_driver_library(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Found:
+    """Where the loader finds one DT_NEEDED entry, or why it finds none."""
+
     how: str  # FILE, SYSTEM, UNSEEN, MISSING or FAILED
     path: str | None = None
     # What found it ("RUNPATH", "--library-path"...), for UNSEEN why it may be absent, for

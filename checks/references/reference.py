@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import sys
 import zipfile
@@ -24,8 +23,6 @@ from aoti_shim.checks.inputs.collect import (
     read_member,
 )
 from aoti_shim.checks.report.model import AgainstSource
-from aoti_shim.checks.snapshot import record as snapshot
-from aoti_shim.checks.snapshot.record import SNAPSHOT_SUFFIX, shipped_snapshots
 from aoti_shim.checks.snapshot.torch_libraries import TORCH_TEST_LIBRARIES, import_closure, is_torch_lib_dir
 from aoti_shim.errors import InputError
 from aoti_shim.torch_location import TorchLocation, locate, package_lib, version_in
@@ -85,6 +82,9 @@ def resolve_snapshot_name(item: str) -> Path | None:
     """
     if not item or os.sep in item or (os.altsep and os.altsep in item):
         return None
+    # Lazy, as every snapshot use here: a check against a folder or a wheel reads none.
+    from aoti_shim.checks.snapshot.record import SNAPSHOT_SUFFIX, shipped_snapshots
+
     name = item[: -len(SNAPSHOT_SUFFIX)] if item.endswith(SNAPSHOT_SUFFIX) else item
     return shipped_snapshots().get(name)
 
@@ -92,6 +92,10 @@ def resolve_snapshot_name(item: str) -> Path | None:
 def snapshot_hint(item: str) -> str:
     """``"; did you mean 'torch-2.14.1+cu130'?"`` for a name a shipped snapshot's name extends
     (a version without its local part) or resembles; empty when none does."""
+    import difflib
+
+    from aoti_shim.checks.snapshot.record import SNAPSHOT_SUFFIX, shipped_snapshots
+
     names = list(shipped_snapshots())
     name = item[: -len(SNAPSHOT_SUFFIX)] if item.endswith(SNAPSHOT_SUFFIX) else item
     extended = [n for n in names if n.startswith(name + "+")]
@@ -104,6 +108,8 @@ def _named_snapshot(item: str) -> Path | None:
     None for a missing path with a folder part, which the input reader reports."""
     found = resolve_snapshot_name(item)
     if found is None and os.sep not in item:
+        from aoti_shim.checks.snapshot.record import shipped_snapshots
+
         names = ", ".join(shipped_snapshots()) or "none"
         raise InputError(
             f"--against {item}: no such file, nor a shipped snapshot{snapshot_hint(item)} (shipped: {names})"
@@ -112,7 +118,11 @@ def _named_snapshot(item: str) -> Path | None:
 
 
 def _is_snapshot(path: str) -> bool:
-    return os.path.isfile(path) and snapshot.is_snapshot(path)
+    if not os.path.isfile(path):
+        return False
+    from aoti_shim.checks.snapshot.record import is_snapshot
+
+    return is_snapshot(path)
 
 
 def _torch_dir_paths(lib_dir: str, with_tests: bool) -> list[str]:
@@ -209,7 +219,9 @@ def open_references(
             elif not os.path.exists(item) and (named := _named_snapshot(item)) is not None:
                 item = str(named)
             if _is_snapshot(item):
-                libs = snapshot.load(item)
+                from aoti_shim.checks.snapshot.record import load
+
+                libs = load(item)
                 refs.extend(lib for lib in libs if with_tests or lib.name not in TORCH_TEST_LIBRARIES)
                 _account(raw, item, found_by, libs[0].torch_version if libs else None, refs, before, sources)
                 continue

@@ -114,12 +114,16 @@ def fingerprint(rule: str, artifact: str, symbol: str, related: str | None = Non
 
 @dataclass(frozen=True)
 class Suppressed:
+    """A finding a suppression table matched, with the reason it gives."""
+
     finding: Finding
     reason: str
 
 
 @dataclass(frozen=True)
 class CheckedArtifact:
+    """A checked file, as reports name it, and its role."""
+
     display: str
     role: str  # "shim" or "model"
 
@@ -166,6 +170,8 @@ class AgainstSource:
 
 @dataclass(frozen=True)
 class Report:
+    """A whole check: its findings, prefix, files and references, as the formats render it."""
+
     findings: tuple[Finding, ...]
     prefix: str | None
     prefix_source: str  # "given", "inferred" or "none"

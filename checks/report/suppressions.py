@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import stat
@@ -26,6 +25,8 @@ def _toml() -> Any:
 
 @dataclass(frozen=True)
 class Suppression:
+    """One [[suppress]] table: the findings it matches and why."""
+
     rule: str
     symbol: str
     artifact: str
@@ -56,6 +57,8 @@ def _unknown(names: Iterable[str], known: Iterable[str], what: str, where: str) 
     known = tuple(known)
     for name in sorted(names):
         if name not in known:
+            import difflib  # lazy: only a misspelt key needs it
+
             close = difflib.get_close_matches(name, known, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(known)})"
             raise UsageError(f"{where}: unknown {what} {name!r}{hint}")

@@ -155,6 +155,8 @@ class Library:
 
 @dataclass(frozen=True)
 class Context:
+    """What every rule reads: the prefix, the checked libraries and the references."""
+
     prefix: str | None
     shims: Sequence[Library]
     models: Sequence[Library]

@@ -25,8 +25,6 @@ import os
 import re
 import stat
 import subprocess
-import sys
-import sysconfig
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -45,6 +43,7 @@ from aoti_shim.checks.inputs.collect import (
     read_member,
 )
 from aoti_shim.checks.inputs.magic import MACHO, PE, has_native_magic, path_kind
+from aoti_shim.checks.scan.interpreter import InterpreterPaths, running_interpreter, site_entries
 from aoti_shim.errors import InputError, UsageError
 
 # importlib.metadata's Prepared.normalize: runs of "-", "_" and "." are one separator.
@@ -123,38 +122,6 @@ class Environment:
 # -- where an environment's site folders are ----------------------------------------------
 
 
-@dataclass(frozen=True)
-class InterpreterPaths:
-    executable: str
-    version: str
-    folders: tuple[str, ...]
-
-
-def _site_entries(path: list[object], stdlib: list[object]) -> tuple[str, ...]:
-    """The folders of ``sys.path`` that may hold distributions: not the standard library,
-    not zips, not the current folder, each once."""
-    std = {os.path.realpath(p) for p in stdlib if isinstance(p, str) and p}
-    out: list[str] = []
-    for entry in path:
-        if not isinstance(entry, str) or not entry:
-            continue
-        real = os.path.realpath(entry)
-        if real in std or not os.path.isdir(real):
-            continue
-        out.append(os.path.abspath(entry))
-    return tuple(dict.fromkeys(out))
-
-
-def running_interpreter() -> InterpreterPaths:
-    paths = sysconfig.get_paths()
-    stdlib: list[object] = [paths.get("stdlib", ""), paths.get("platstdlib", "")]
-    stdlib += [os.path.join(p, "lib-dynload") for p in list(stdlib) if isinstance(p, str) and p]
-    # sys.path[0] is the folder of the script that started us (the console script's bin/,
-    # or the current folder under -m): not part of the environment.
-    entries: list[object] = list(sys.path[1:])
-    return InterpreterPaths(sys.executable, "{}.{}.{}".format(*sys.version_info[:3]), _site_entries(entries, stdlib))
-
-
 def ask_interpreter(python: str) -> InterpreterPaths:
     """``python``'s site folders and the folders their ``.pth`` files add, asked in a child in
     isolated mode (no current folder, no ``PYTHON*`` variables, no user site), without site.py
@@ -185,7 +152,7 @@ def ask_interpreter(python: str) -> InterpreterPaths:
         raise InputError(
             f"--python {python}: not a Python interpreter (its answer about its paths is not JSON)"
         ) from None
-    sites = _site_entries(path, stdlib)
+    sites = site_entries(path, stdlib)
     return InterpreterPaths(
         executable, version, tuple(dict.fromkeys([*sites, *(f for site in sites for f in pth_folders(site))]))
     )

@@ -20,12 +20,11 @@ import os
 import re
 import stat
 import sys
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
-from aoti_shim.atomic import write_text_atomically
 from aoti_shim.errors import AotiShimError, InputError
 from aoti_shim.paths import REINSTALL
 from aoti_shim.stable_abi import (
@@ -107,6 +106,8 @@ def _read_header(header: Path) -> str:
 
 def names_in_wheel(wheel: Path) -> set[str]:
     """The names the shim headers inside a torch wheel declare, read from the archive."""
+    import zipfile  # lazy: the checker reads the shipped list, never a wheel's headers
+
     prefix = PurePosixPath("torch/include") / SHIM_HEADER_DIR
     names: set[str] = set()
     found = 0
@@ -177,8 +178,10 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0]))
 
 
+@lru_cache(maxsize=4)
 def shipped_names(path: Path = SHIPPED_LIST) -> ShippedNames:
-    """The names and releases of the list shipped with aoti-shim."""
+    """The names and releases of the list shipped with aoti-shim. Package data: read once
+    per process (a check asks for it from three rules)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -214,6 +217,8 @@ def _stable_lines(sources: list[Path], snapshots: list[Path], notes: list[str]) 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from aoti_shim.atomic import write_text_atomically  # lazy: the checker only reads the list
+
     parser = argparse.ArgumentParser(
         prog="python -m aoti_shim.torch_names",
         description="Write the union of the shim-ABI names that torch wheels' (or include folders') shim headers "
