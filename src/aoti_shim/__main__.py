@@ -1,5 +1,5 @@
 from __future__ import annotations
 
-from aoti_shim.cli import main
+from aoti_shim.cli import console
 
-raise SystemExit(main())
+console()
