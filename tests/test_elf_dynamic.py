@@ -4,7 +4,6 @@ describe another symbol table than the loader's are refused."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
@@ -122,14 +121,14 @@ def test_section_headers_that_hide_the_loaders_table_are_refused(kinds: Path) ->
         at = next(i for i, s in enumerate(sections) if s.type == SHT_DYNSYM)
         moved = list(sections)
         sym = sections[at]
-        moved[at] = dataclasses.replace(sym, offset=sym.offset + sym.entsize, size=sym.size - sym.entsize)
+        moved[at] = sym._replace(offset=sym.offset + sym.entsize, size=sym.size - sym.entsize)
         with pytest.raises(InputError, match="section headers disagree with the dynamic segment about .dynsym"):
             verify_sections(view, hdr.lay, segment, *_checked(view, hdr.lay, moved))
         shorter = list(sections)
-        shorter[at] = dataclasses.replace(sections[at], size=sections[at].size - sections[at].entsize)
+        shorter[at] = sections[at]._replace(size=sections[at].size - sections[at].entsize)
         with pytest.raises(InputError, match="hidden symbols"):
             verify_sections(view, hdr.lay, segment, *_checked(view, hdr.lay, shorter))
-        hidden = [dataclasses.replace(s, type=0) if s.type == SHT_DYNSYM else s for s in sections]
+        hidden = [s._replace(type=0) if s.type == SHT_DYNSYM else s for s in sections]
         with pytest.raises(InputError, match="the sections hide it"):
             verify_sections(view, hdr.lay, segment, *_checked(view, hdr.lay, hidden))
     finally:

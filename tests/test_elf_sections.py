@@ -3,7 +3,6 @@ with pyelftools, and a bad identification or a bad .dynsym link is one InputErro
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -83,11 +82,11 @@ def test_a_dynsym_that_links_badly_is_refused(kinds: Path) -> None:
         cases = ((at, "names itself"), (len(sections), "links to missing section"), (0, "not a string table"))
         for link, message in cases:
             bad = list(sections)
-            bad[at] = dataclasses.replace(sections[at], link=link)
+            bad[at] = sections[at]._replace(link=link)
             with pytest.raises(InputError, match=message):
                 SectionTable(view, hdr.lay, bad).dynsym()
         bad = list(sections)
-        bad[at] = dataclasses.replace(sections[at], entsize=16)
+        bad[at] = sections[at]._replace(entsize=16)
         with pytest.raises(InputError, match="bad .dynsym entry size 16"):
             SectionTable(view, hdr.lay, bad).dynsym()
     finally:

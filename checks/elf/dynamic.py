@@ -7,7 +7,7 @@ describing another symbol table than the one the loader loads."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from aoti_shim.checks.elf import gnu_hash
 from aoti_shim.checks.elf.gnu_hash import GnuHash
@@ -49,8 +49,7 @@ from aoti_shim.checks.elf.view import ByteView
 from aoti_shim.errors import InputError
 
 
-@dataclass(frozen=True)
-class DynamicSegment:
+class DynamicSegment(NamedTuple):
     """What the dynamic loader reads: the PT_LOAD extents (vaddr, offset, size), the PT_NOTEs
     (offset, size), and PT_DYNAMIC's place, whole entries and tags up to DT_NULL."""
 

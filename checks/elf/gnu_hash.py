@@ -7,8 +7,7 @@ from __future__ import annotations
 import struct
 from array import array
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from aoti_shim.checks.elf.layout import MAX_SYMBOLS, Layout, Section
 from aoti_shim.checks.elf.view import ByteView
@@ -17,8 +16,7 @@ if TYPE_CHECKING:
     from aoti_shim.checks.elf.symbols import Symbol
 
 
-@dataclass(frozen=True)
-class GnuHash:
+class GnuHash(NamedTuple):
     """Where a checked ``.gnu.hash`` table's parts lie in the file."""
 
     nbuckets: int

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -58,8 +58,7 @@ TABLE_NAMES = {
 }
 
 
-@dataclass(frozen=True)
-class Layout:
+class Layout(NamedTuple):
     """struct formats for one ELF class and byte order."""
 
     ehdr: struct.Struct
@@ -105,8 +104,7 @@ def layout(elf_class: int, endian: str) -> Layout:
     )
 
 
-@dataclass(frozen=True)
-class Section:
+class Section(NamedTuple):
     """One table the readers use: from a section header, or made from what PT_DYNAMIC
     names when the file is read the loader's way."""
 

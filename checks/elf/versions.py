@@ -8,7 +8,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from aoti_shim.checks.elf.layout import (
     MAX_VERSIONS,
@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from aoti_shim.checks.elf.symbols import Symbol
 
 
-@dataclass(frozen=True)
-class Versions:
+class Versions(NamedTuple):
     """What ``.gnu.version_d`` and ``.gnu.version_r`` say, by version index (the numbers
     ``.gnu.version`` holds): the versions a library defines (its base version, named after
     the library, among them) and the versions it needs, each from a file."""

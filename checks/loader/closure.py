@@ -234,7 +234,7 @@ class Walk:
         # library's needs are looked up as the process's (it does not load either way).
         needer, header = needs.needer, self._process.header
         if header is not None and needer.header is not None and needer.header != header:
-            needer = dataclasses.replace(needer, header=header)
+            needer = needer._replace(header=header)
         where = self._finder.find(name, needer, loaders, self._program)
         if not system and not search.GLIBC_LIBRARY.fullmatch(name):
             # (The machine's own libraries' needs are the machine's either way; glibc's own

@@ -33,7 +33,6 @@ none the loader can load) or ``MISSING``.
 
 from __future__ import annotations
 
-import dataclasses
 import errno
 import os
 import posixpath
@@ -44,7 +43,7 @@ import sysconfig
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 FILE, SYSTEM, UNSEEN, MISSING, FAILED = "file", "system", "unseen", "missing", "failed"
 
@@ -80,8 +79,7 @@ def is_driver_library(name: str) -> bool:
     return bool(DRIVER_LIBRARY.fullmatch(os.path.basename(name)))
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(NamedTuple):
     """Where the loader finds one DT_NEEDED entry, or why it finds none."""
 
     how: str  # FILE, SYSTEM, UNSEEN, MISSING or FAILED
@@ -95,8 +93,7 @@ class Found:
     facts: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True)
-class Needer:
+class Needer(NamedTuple):
     """A library whose DT_NEEDED entries are looked up: where it is and what it says.
 
     ``origin`` is its folder ($ORIGIN): that of the path it was opened by, symlinks not resolved. A wheel's member has
@@ -323,8 +320,7 @@ def expand(folder: str, origin: str | None, paths: SearchPaths) -> str | None:
     return None if unknown else out
 
 
-@dataclass(frozen=True)
-class LoaderFacts:
+class LoaderFacts(NamedTuple):
     """What this machine's dynamic linker says of itself."""
 
     platform: str = ""  # AT_PLATFORM, $PLATFORM's value
@@ -503,7 +499,7 @@ class Search:
             found = Found(FAILED, e.path, "its first candidate", e.why)
         if found.how == MISSING and "/" not in name:
             self._facts |= self._looked_in(needer)
-        return dataclasses.replace(found, facts=frozenset(self._facts)) if self._facts else found
+        return found._replace(facts=frozenset(self._facts)) if self._facts else found
 
     def _looked_in(self, needer: Needer) -> set[str]:
         """The facts of this machine that a search finding nothing depended on: every place it

@@ -22,8 +22,7 @@ import shutil
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.guard import no_kernel_file, the_input
@@ -31,8 +30,7 @@ from aoti_shim.guard import no_kernel_file, the_input
 _STDOUT_NAMES = frozenset({"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"})
 
 
-@dataclass(frozen=True)
-class Destination:
+class Destination(NamedTuple):
     """Where an output really goes: a regular file's path, or standard output."""
 
     path: str | None  # None: standard output

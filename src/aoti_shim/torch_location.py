@@ -17,8 +17,8 @@ import re
 import stat
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from aoti_shim.errors import InputError
 
@@ -33,8 +33,7 @@ SHIM_HEADER = "torch/csrc/inductor/aoti_torch/c/shim.h"
 _VERSION_RE = re.compile(r"""^__version__\s*=\s*['"]([^'"\n]+)['"]""", re.M)
 
 
-@dataclass(frozen=True)
-class TorchLocation:
+class TorchLocation(NamedTuple):
     """A torch installation: ``site`` holds ``torch/``; ``how`` says, for people, how it was found."""
 
     site: Path

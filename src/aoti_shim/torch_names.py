@@ -21,9 +21,9 @@ import re
 import stat
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from aoti_shim.errors import AotiShimError, InputError
 from aoti_shim.paths import REINSTALL
@@ -137,8 +137,7 @@ def torch_version_of(source: Path) -> str:
     raise InputError(f"{source}: cannot tell which torch version it is")
 
 
-@dataclass(frozen=True)
-class ShippedNames:
+class ShippedNames(NamedTuple):
     """The shipped union and the torch releases it was made from."""
 
     names: frozenset[str]
