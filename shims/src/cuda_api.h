@@ -5,6 +5,7 @@
 #include "aoti_shim/shim.h"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace aotishim::cuda {
 
@@ -22,6 +23,12 @@ AOTITorchError free_async(void* ptr, int32_t device, void* stream);
 // The stream a block of this library was allocated on (and is freed on), in *stream;
 // false when the pointer is not the start of one of its blocks.
 bool block_stream(const void* ptr, void** stream);
+// The stream guards' memo (issue 38): while a CUDA stream guard lives on this thread, the
+// block cache reads its stream's CUDA id and capture state once (at the first allocation or
+// free on it) instead of on every call; cuda_api.cpp says why that is safe. Deleting the
+// guard forgets it; guards may be deleted in any order.
+void remember_stream(uint64_t guard_id, int32_t device, void* stream) noexcept;
+void forget_stream(uint64_t guard_id) noexcept;
 // Cross-stream ordering through an event: `waiter` (on waiter_device) waits for all
 // work queued so far on `signaller` (on signaller_device). Either stream may be null
 // (that device's legacy default stream). A no-op when both are the same stream of

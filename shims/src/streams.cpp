@@ -170,6 +170,7 @@ AOTITorchError aoti_torch_create_cuda_stream_guard(
     guarded_streams.reserve(guarded_streams.size() + 1);  // the push below cannot throw
     AOTISHIM_TRY(guard->device.move_to(device_index));
     guarded_streams.push_back(GuardedStream{guard->id, device_index, stream});
+    cuda::remember_stream(guard->id, device_index, stream);  // the block cache's memo, until the delete
     *ret_guard = reinterpret_cast<CUDAStreamGuardHandle>(guard.release());
     return AOTI_SHIM_OK;
   });
@@ -187,6 +188,7 @@ AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle handle)
         AOTI_SHIM_E_INVALID_ARGUMENT, "a CUDA stream guard must be deleted on the thread that created it");
   }
   std::unique_ptr<StreamGuard> guard(reinterpret_cast<StreamGuard*>(handle));
+  cuda::forget_stream(guard->id);
   for (auto it = guarded_streams.begin(); it != guarded_streams.end(); ++it) {
     if (it->id == guard->id) {
       guarded_streams.erase(it);

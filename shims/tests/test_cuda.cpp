@@ -4,7 +4,10 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 using namespace testing_helpers;
 
@@ -278,4 +281,173 @@ TEST(cuda, device_guards) {
   CHECK_OK(aoti_torch_delete_cuda_guard(cuda_guard));
   CHECK_OK(aoti_torch_get_current_device_index(&now));
   CHECK_EQ(now, before);
+}
+
+// ---- the stream guards' memo (issue 38): a guarded stream's id and capture state are
+// read once per guard, not per allocation and free; everything else still asks CUDA.
+namespace {
+
+// The profile row of the CUDA queries the block cache makes about a stream.
+constexpr const char* kStreamQueries = "cuda: cudaStreamIsCapturing + cudaStreamGetId";
+
+// How many times the shims asked CUDA a stream's capture state and id while body ran.
+template <typename Body>
+uint64_t stream_queries(Body&& body) {
+  int32_t was = 0;
+  CHECK_OK(aoti_shim_profile_enable(1, &was));
+  CHECK_OK(aoti_shim_profile_reset());
+  body();
+  CHECK_OK(aoti_shim_profile_enable(was, nullptr));
+  size_t needed = 0;
+  CHECK_OK(aoti_shim_profile_read(nullptr, 0, &needed));
+  std::string text(needed, '\0');
+  CHECK_OK(aoti_shim_profile_read(text.data(), text.size(), &needed));
+  if (text.find("(shim total") == std::string::npos) {
+    SKIP("the shims were built without the profile (AOTI_SHIM_PROFILING=OFF)");
+  }
+  std::istringstream lines(text);
+  std::string line;
+  const std::string prefix = std::string(kStreamQueries) + "\t";
+  while (std::getline(lines, line)) {
+    if (line.compare(0, prefix.size(), prefix) == 0) {
+      return std::stoull(line.substr(prefix.size()));  // "calls<TAB>ns": stoull stops at the tab
+    }
+  }
+  return 0;
+}
+
+CUDAStreamGuardHandle guard_on(cudaStream_t stream) {
+  CUDAStreamGuardHandle guard = nullptr;
+  CHECK_OK(aoti_torch_create_cuda_stream_guard(stream, 0, &guard));
+  return guard;
+}
+
+// The block a 1000-float tensor gets on the current stream; freed (kept idle) on return.
+void* block_here() {
+  Owned t = empty({1000}, {1}, kFloat32, kCUDA, 0);
+  return data_of<void>(t);
+}
+
+// The same, inside a stream guard of its own on `stream`.
+void* block_in_guard(cudaStream_t stream) {
+  CUDAStreamGuardHandle guard = guard_on(stream);
+  void* block = block_here();
+  CHECK_OK(aoti_torch_delete_cuda_stream_guard(guard));
+  return block;
+}
+
+}  // namespace
+
+TEST(cuda, stream_memo_is_used_inside_a_guard) {
+  require_gpu();
+  Stream s;
+  void* first = block_in_guard(s.stream);
+  void* seen[4] = {};
+  uint64_t inside = stream_queries([&] {
+    CUDAStreamGuardHandle guard = guard_on(s.stream);
+    for (void*& block : seen) {
+      block = block_here();  // an allocation and a free on s
+    }
+    CHECK_OK(aoti_torch_delete_cuda_stream_guard(guard));
+  });
+  CHECK_EQ(inside, uint64_t{1});  // read at the first allocation, then remembered
+  for (void* block : seen) {
+    CHECK(block == first);  // and the idle block is still reused
+  }
+  // A guard whose run allocates nothing asks nothing.
+  CHECK_EQ(stream_queries([&] { CHECK_OK(aoti_torch_delete_cuda_stream_guard(guard_on(s.stream))); }), uint64_t{0});
+  // Without a guard (a caller selection alone) every allocation and free asks.
+  uint64_t outside = stream_queries([&] {
+    aoti_shim::CallerStreamGuard selected(s.stream);
+    for (int i = 0; i < 4; ++i) {
+      CHECK(block_here() == first);
+    }
+  });
+  CHECK_EQ(outside, uint64_t{8});
+  CHECK_EQ(cudaStreamSynchronize(s.stream), cudaSuccess);
+}
+
+// A capture begun after the guard is gone is seen: the memo went with the guard. A guard
+// made during the capture (as a blob's is when torch captures it) reads "capturing".
+TEST(cuda, stream_capture_after_the_guard_is_treated_as_capturing) {
+  require_gpu();
+  Stream s;
+  void* idle = block_in_guard(s.stream);  // kept idle for s, read as "not capturing"
+  CHECK_EQ(cudaStreamBeginCapture(s.stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  void* selected_block = nullptr;
+  {
+    aoti_shim::CallerStreamGuard selected(s.stream);
+    selected_block = block_here();  // a graph allocation and free, not the idle block
+  }
+  void* guarded_block = block_in_guard(s.stream);
+  cudaGraph_t graph = nullptr;
+  CHECK_EQ(cudaStreamEndCapture(s.stream, &graph), cudaSuccess);
+  CHECK(graph != nullptr);
+  CHECK(selected_block != nullptr && selected_block != idle);
+  CHECK(guarded_block != nullptr && guarded_block != idle);
+  if (graph != nullptr) {
+    CHECK_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  }
+  CHECK(block_in_guard(s.stream) == idle);  // the capture neither took nor gave idle blocks
+  CHECK_EQ(cudaStreamSynchronize(s.stream), cudaSuccess);
+}
+
+// A stream destroyed with a block idle, then new streams (CUDA may hand the old handle
+// back): none gets that block, through a guard's memo or otherwise.
+TEST(cuda, a_new_stream_at_a_recycled_handle_gets_no_old_idle_block) {
+  require_gpu();
+  auto old = std::make_unique<Stream>();
+  void* idle = block_in_guard(old->stream);
+  CHECK(block_in_guard(old->stream) == idle);
+  cudaStream_t old_handle = old->stream;
+  old.reset();
+  std::vector<std::unique_ptr<Stream>> fresh;
+  bool recycled = false;
+  for (int i = 0; i < 16 && !recycled; ++i) {
+    fresh.push_back(std::make_unique<Stream>());
+    recycled = fresh.back()->stream == old_handle;
+  }
+  for (const auto& stream : fresh) {
+    CHECK(block_in_guard(stream->stream) != idle);
+    CHECK(block_in_guard(stream->stream) != idle);  // its memo, read afresh, is its own id
+  }
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// Nested guards each keep their own stream's memo; deleted out of order, a stream whose
+// guard is gone is asked again while the other guard's memo stays.
+TEST(cuda, nested_guards_keep_and_drop_their_own_memo) {
+  require_gpu();
+  Stream s1;
+  Stream s2;
+  void* idle1 = block_in_guard(s1.stream);
+  void* idle2 = block_in_guard(s2.stream);
+  void* current = nullptr;
+  uint64_t nested = stream_queries([&] {
+    CUDAStreamGuardHandle outer = guard_on(s1.stream);
+    CHECK(block_here() == idle1);  // s1 read once
+    CUDAStreamGuardHandle inner = guard_on(s2.stream);
+    CHECK(block_here() == idle2);  // s2 read once
+    CHECK(block_here() == idle2);
+    CHECK_OK(aoti_torch_delete_cuda_stream_guard(inner));
+    CHECK(block_here() == idle1);  // the outer memo again: no query
+    CHECK_OK(aoti_torch_delete_cuda_stream_guard(outer));
+  });
+  CHECK_EQ(nested, uint64_t{2});
+  uint64_t out_of_order = stream_queries([&] {
+    CUDAStreamGuardHandle first = guard_on(s1.stream);
+    Owned on_s1 = empty({1000}, {1}, kFloat32, kCUDA, 0);  // s1 read once
+    CUDAStreamGuardHandle second = guard_on(s2.stream);
+    CHECK_OK(aoti_torch_delete_cuda_stream_guard(first));  // the outer one first
+    CHECK_OK(aoti_torch_get_current_cuda_stream(0, &current));
+    CHECK(current == s2.stream);
+    CHECK(block_here() == idle2);                           // s2 read once
+    CHECK_OK(aoti_torch_delete_tensor_object(on_s1.handle));  // s1's guard is gone: asked
+    on_s1.handle = nullptr;
+    CHECK_OK(aoti_torch_delete_cuda_stream_guard(second));
+  });
+  CHECK_EQ(out_of_order, uint64_t{3});
+  CHECK_OK(aoti_torch_get_current_cuda_stream(0, &current));
+  CHECK(current == nullptr);
+  CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
