@@ -81,6 +81,14 @@ AOTITorchError device_count(int32_t* out) {
 }
 
 AOTITorchError get_device(int32_t* out) {
+  // With one visible device it is the current one (cudaSetDevice takes no other index):
+  // no runtime call (issue 38: a stream guard and a new block each asked, 0.15-0.24 us of
+  // profiled time per inference on an H200).
+  int32_t count = 0;
+  if (device_count(&count) == AOTI_SHIM_OK && count == 1) {
+    *out = 0;
+    return AOTI_SHIM_OK;
+  }
   AOTISHIM_PROFILE_STEP("cuda: cudaGetDevice");
   int device = 0;
   AOTISHIM_TRY(check(cudaGetDevice(&device), "cudaGetDevice"));
