@@ -28,6 +28,7 @@ OWN_ABI = {
     "aoti_shim_profile_enable",
     "aoti_shim_profile_reset",
     "aoti_shim_profile_read",
+    "aoti_shim_profile_probe",
 }
 # aoti_shim.h's error codes used below.
 E_UNSUPPORTED_DEVICE = 12

@@ -52,6 +52,7 @@
 #define aoti_shim_profile_enable AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_profile_enable)
 #define aoti_shim_profile_reset AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_profile_reset)
 #define aoti_shim_profile_read AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_profile_read)
+#define aoti_shim_profile_probe AOTI_SHIM_OWN_PASTE(AOTI_SHIM_SYMBOL_PREFIX, aoti_shim_profile_probe)
 #endif
 
 /* Only the functions below are exported; the library is built with hidden visibility. */
@@ -369,6 +370,11 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_shim_profile_reset(void);
  * another entry point. Written NUL-terminated into buffer (truncated to size bytes);
  * *needed gets the full length plus one. */
 AOTI_SHIM_EXPORT AOTITorchError aoti_shim_profile_read(char* buffer, size_t size, size_t* needed);
+/* Does nothing inside one profiled entry point ("(profile probe)"), with `steps` empty
+ * nested steps and `counts` counted events in it: timed with the profile on, the rows
+ * it leaves are what the profile itself adds to an entry point's time, a nested scope's
+ * and an event's (bench/shim_latency.py nets the shims' share of them). */
+AOTI_SHIM_EXPORT AOTITorchError aoti_shim_profile_probe(int32_t steps, int32_t counts);
 
 #ifdef __cplusplus
 } /* extern "C" */
