@@ -28,7 +28,10 @@ outside the timed window.
 If the shim library has the profile ABI (``aoti_shim_profile_*``), a sixth variant runs
 (a) with the profile on: its ratio to (a) is what counting costs, and its counts give
 the per-inference table of calls and host time per shim function (only calls made by
-the blob inside the timed window are counted).
+the blob inside the timed window are counted). The shims' share is printed raw (the total
+over the profiled mean inference) and net of the profile's own cost (the clock reads and
+counter updates inside the spans it times, calibrated on ``aoti_shim_profile_probe`` in the
+same process) over (a)'s mean inference with the profile off.
 
 Then an allocation micro-benchmark: ``empty_strided`` + ``delete_tensor_object`` pairs
 per second through each shim set, in interleaved rounds with a per-round ratio and its
@@ -198,6 +201,8 @@ class ModelResult:
     profile: list[ProfileRow] = field(default_factory=list)
     profiled_inferences: int = 0
     profiled_mean_us: float = float("nan")  # the profiled runs' mean latency: the table's shares
+    unprofiled_mean_us: float = float("nan")  # (a)'s mean latency, profile off: the net share's base
+    profile_net_us: float = float("nan")  # the shim total less the profile's own cost (ProfileCost.net_us)
     torch_loader: Latency | None = None
     torch_loader_note: str = ""
     error: str = ""
@@ -222,6 +227,7 @@ class BenchReport:
     alloc_floor_us: float = float("nan")
     alloc_ratio: Interval | None = None
     alloc_rounds: int = 0
+    profile_cost: ProfileCost | None = None
 
 
 # ---------------------------------------------------------------- header
@@ -415,6 +421,10 @@ class ProfileApi:
             self.available = False
             return
         self.available = True
+        # aoti_shim_profile_probe: newer libraries only; without it the shares are not netted.
+        self._probe = getattr(library, f"{prefix}aoti_shim_profile_probe", None)
+        if self._probe is not None:
+            self._probe.argtypes, self._probe.restype = [ctypes.c_int32, ctypes.c_int32], ctypes.c_int32
         self._enable.argtypes, self._enable.restype = [ctypes.c_int32, ctypes.c_void_p], ctypes.c_int32
         self._reset.argtypes, self._reset.restype = [], ctypes.c_int32
         self._read.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
@@ -439,6 +449,63 @@ class ProfileApi:
             name, calls, nanos = line.rsplit("\t", 2)
             rows.append((name, int(calls), int(nanos)))
         return rows
+
+
+    def calibrate(self, calls: int = 4000, repeats: int = 7) -> ProfileCost | None:
+        """What the profile itself adds inside the scopes it times, from an empty probe timed
+        with the profile on in this process; None for a library without the probe."""
+        if self._probe is None:
+            return None
+        probe = self._probe
+
+        def per_call(steps: int, counts: int) -> float:
+            seen = []
+            for _ in range(repeats):
+                self.reset()
+                self.enable(True)
+                for _ in range(calls):
+                    probe(steps, counts)
+                self.enable(False)
+                rows = {name: (n, ns) for name, n, ns in self.read()}
+                n, ns = rows.get(PROBE_ROW, (0, 0))
+                seen.append(ns / n if n else float("nan"))
+            self.reset()
+            return statistics.median(seen)
+
+        empty = per_call(0, 0)
+        return ProfileCost(empty, per_call(1, 0) - empty, per_call(0, 1) - empty, calls * repeats)
+
+
+PROBE_ROW = "(profile probe)"
+TOTAL_ROW = "(shim total: outermost entry points)"
+
+
+@dataclass(frozen=True)
+class ProfileCost:
+    """The profile's own cost inside the times it reports, in nanoseconds: an outermost entry
+    point's scope (the span between its two clock reads, body empty), a scope nested in one
+    (a step or an inner entry point: two clock reads and a counter update, all inside the
+    outer span) and a counted event (a counter update), each the median over repeats of an
+    empty ``aoti_shim_profile_probe`` call with 0 or 1 nested step or event."""
+
+    outermost_ns: float
+    nested_ns: float
+    count_ns: float
+    probe_calls: int
+
+    def net_us(self, rows: list[ProfileRow]) -> float:
+        """The shim total of one inference less what the profile added inside it: the number
+        of outermost calls, nested scopes (every timed row's calls but the total's, less the
+        outermost calls) and counted events (rows with no time) times their costs."""
+        by_name = {row.name: row for row in rows}
+        total = by_name.get(TOTAL_ROW)
+        if total is None:
+            return float("nan")
+        timed = sum(r.calls_per_inference for r in rows if r.name != TOTAL_ROW and r.us_per_inference > 0)
+        counted = sum(r.calls_per_inference for r in rows if r.us_per_inference == 0)
+        nested = max(timed - total.calls_per_inference, 0.0)
+        own_ns = total.calls_per_inference * self.outermost_ns + nested * self.nested_ns + counted * self.count_ns
+        return total.us_per_inference - own_ns / 1e3
 
 
 # ---------------------------------------------------------------- measuring
@@ -656,6 +723,7 @@ def measure_model(
             if profiled is not None and profile is not None:
                 result.profiled_inferences = profiled.runs
                 result.profiled_mean_us = statistics.fmean(samples[PROFILED])
+                result.unprofiled_mean_us = statistics.fmean(samples[OURS])
                 result.profile = [
                     ProfileRow(name, calls / profiled.runs, nanos / 1e3 / profiled.runs)
                     for name, calls, nanos in profile.read()
@@ -880,6 +948,12 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
                 report.models.append(ModelResult(model=model, error=str(e)))
             # Each row as soon as it is measured: a run cut short still shows what it had.
             progress(f"row ({time.perf_counter() - began:.1f} s): " + render_row(report.models[-1]))
+    if profile.available and any(m.profile for m in report.models):
+        progress("the profile's own cost (an empty probe, this process)")
+        report.profile_cost = profile.calibrate()
+        for m in report.models:
+            if report.profile_cost is not None and m.profile:
+                m.profile_net_us = report.profile_cost.net_us(m.profile)
     progress("allocation micro-benchmark")
     with torch.inference_mode():
         report.alloc, report.alloc_floor_us, report.alloc_ratio = measure_alloc(
@@ -951,16 +1025,7 @@ def render(report: BenchReport) -> str:
     if errs:
         lines.append("max abs error against eager's recorded outputs: " + "; ".join(errs))
     for m in report.models:
-        if not m.profile:
-            continue
-        per_inference = m.profiled_mean_us
-        lines.append("")
-        lines.append(f"shim profile, {m.model}: per inference of (a), means over {m.profiled_inferences} profiled "
-                     f"inferences (mean inference {per_inference:.1f} us with the profile on)")
-        lines.append(f"  {'function / step':<52} {'calls':>7} {'us':>8} {'% of inference':>15}")
-        for row in m.profile:
-            share = 100.0 * row.us_per_inference / per_inference if per_inference == per_inference else float("nan")
-            lines.append(f"  {row.name:<52} {row.calls_per_inference:7.2f} {row.us_per_inference:8.2f} {share:14.1f}%")
+        lines += render_profile(m, report.profile_cost)
     if report.alloc:
         lines.append("")
         lines.append(
@@ -986,6 +1051,33 @@ def render(report: BenchReport) -> str:
     return "\n".join(lines)
 
 
+def render_profile(m: ModelResult, cost: ProfileCost | None) -> list[str]:
+    """A model's profile table (raw shares: of the profiled mean inference) and the shims'
+    share net of the profile's own cost."""
+    if not m.profile:
+        return []
+    per_inference = m.profiled_mean_us
+    lines = ["", f"shim profile, {m.model}: per inference of (a), means over {m.profiled_inferences} profiled "
+                 f"inferences (mean inference {per_inference:.1f} us with the profile on)",
+             f"  {'function / step':<52} {'calls':>7} {'us':>8} {'% of inference':>15}"]
+    for row in m.profile:
+        share = 100.0 * row.us_per_inference / per_inference if per_inference == per_inference else float("nan")
+        lines.append(f"  {row.name:<52} {row.calls_per_inference:7.2f} {row.us_per_inference:8.2f} {share:14.1f}%")
+    if cost is None:
+        lines.append("  net of the profile's own cost: not measured (the library has no aoti_shim_profile_probe)")
+        return lines
+    total = next((r for r in m.profile if r.name == TOTAL_ROW), None)
+    raw = 100.0 * total.us_per_inference / per_inference if total else float("nan")
+    net = 100.0 * m.profile_net_us / m.unprofiled_mean_us if m.unprofiled_mean_us else float("nan")
+    lines.append(f"  shims' share: raw {raw:.1f}% (the total over the profiled mean inference); net {net:.1f}% "
+                 f"({m.profile_net_us:.2f} us over (a)'s mean inference with the profile off, "
+                 f"{m.unprofiled_mean_us:.1f} us)")
+    lines.append(f"  net = the total less, per inference, each outermost call x {cost.outermost_ns:.0f} ns, "
+                 f"each nested scope x {cost.nested_ns:.0f} ns, each counted event x {cost.count_ns:.0f} ns: the "
+                 f"profile's own cost, timed on an empty probe in this process ({cost.probe_calls} calls per figure)")
+    return lines
+
+
 def to_json(report: BenchReport) -> dict[str, Any]:
     return {
         "header": report.header,
@@ -994,6 +1086,7 @@ def to_json(report: BenchReport) -> dict[str, Any]:
         "alloc_floor_us": report.alloc_floor_us,
         "alloc_ratio": asdict(report.alloc_ratio) if report.alloc_ratio else None,
         "alloc_rounds": report.alloc_rounds,
+        "profile_cost": asdict(report.profile_cost) if report.profile_cost else None,
     }
 
 

@@ -4,14 +4,18 @@ libtorch-linked twin (b'), compiled on CPU here since the GPU kit runs it only o
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from shims_support import reference_shims
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "shim_latency.py"
 
@@ -91,3 +95,38 @@ def test_a_cpu_run_keeps_the_current_stream(bench: ModuleType, tmp_path: Path) -
                                    shim_library=tmp_path / "lib.so", stream="none")
     with bench.caller_stream(settings):
         pass  # no CUDA call: a CPU machine runs it
+
+
+def test_the_profiles_own_cost_is_netted_per_scope_and_event(bench: ModuleType) -> None:
+    # One inference: 3 outermost calls, 2 scopes nested in them (an inner step, a nested entry
+    # point) and 4 counted events; each costs what the calibration says.
+    cost = bench.ProfileCost(outermost_ns=100.0, nested_ns=50.0, count_ns=10.0, probe_calls=1)
+    rows = [bench.ProfileRow(bench.TOTAL_ROW, 3, 5.0), bench.ProfileRow("aoti_torch_empty_strided", 2, 4.0),
+            bench.ProfileRow("aoti_torch_new_tensor_handle", 2, 1.0), bench.ProfileRow("cuda: a step", 1, 0.5),
+            bench.ProfileRow("alloc: counted", 4, 0.0)]
+    assert cost.net_us(rows) == pytest.approx(5.0 - (300 + 100 + 40) / 1e3)
+    assert math.isnan(cost.net_us(rows[1:]))  # no total row, no net
+
+
+def test_an_empty_entry_point_nets_to_about_nothing(bench: ModuleType) -> None:
+    # The real library's probe, calibrated in this process, then timed again with nested steps
+    # and events in it: net of the profile's own cost, nothing is left but noise. (About 0.2 s.)
+    library, prefix = reference_shims()
+    shims = ctypes.CDLL(str(library))
+    profile = bench.ProfileApi(shims, prefix)
+    cost = profile.calibrate()
+    assert cost is not None and cost.outermost_ns > 0 and cost.nested_ns > cost.count_ns >= 0
+    probe = getattr(shims, f"{prefix}aoti_shim_profile_probe")
+    probe.argtypes, probe.restype = [ctypes.c_int32, ctypes.c_int32], ctypes.c_int32
+    calls, raw, net = 4000, [], []
+    for _ in range(7):
+        profile.reset()
+        profile.enable(True)
+        for _ in range(calls):
+            probe(2, 3)
+        profile.enable(False)
+        rows = [bench.ProfileRow(name, n / calls, ns / 1e3 / calls) for name, n, ns in profile.read()]
+        raw.append(next(r.us_per_inference for r in rows if r.name == bench.TOTAL_ROW))
+        net.append(cost.net_us(rows))
+    profile.reset()
+    assert abs(statistics.median(net)) < 0.35 * statistics.median(raw), (raw, net, cost)

@@ -322,7 +322,7 @@ if [ -f "$OUT/04_bench.log" ]; then
          /^stream: / && n {print "bench run " n ", " $0}
          /^one inference, median/ {on = 1} /^shim profile, |^allocation:|^== / {on = 0}
          on && !/^max abs error/ && !/^-+$/' "$OUT/04_bench.log"
-    grep -E '^shim profile, |^  \(shim total|^  time per pair' "$OUT/04_bench.log" | sed 's/ per inference of (a), means over / over /'
+    grep -E '^shim profile, |^  \(shim total|^  shims. share|^  time per pair' "$OUT/04_bench.log" | sed 's/ per inference of (a), means over / over /'
   else
     grep '^bench: row' "$OUT/04_bench.log"  # cut short: the rows it measured
   fi
