@@ -73,6 +73,15 @@ def test_shim_names_and_libtorchs_spelling() -> None:
     assert prefix.is_unprefixed("aoti_torch_x") and not prefix.is_unprefixed("myrt_aoti_torch_x")
 
 
+def test_shim_names_picks_what_is_shim_name_picks_in_order() -> None:
+    names = [
+        "memcpy", "myrt_aoti_torch_x", "aoti_torch_y", "_ZN5torch3jitE", "torch_from_blob", "xtorch_from_blob",
+        "aoti_record_function_start", "aoti_torchx", "_Z20myrt_aoti_torch_xv", "myrt_torch_from_blob", "9_aoti_torch_q",
+    ]
+    assert prefix.shim_names(names) == [n for n in names if prefix.is_shim_name(n)]
+    assert prefix.shim_names(names)[:2] == ["myrt_aoti_torch_x", "aoti_torch_y"]
+
+
 def test_carried_counts_each_non_empty_prefix() -> None:
     names = ["a_aoti_torch_x", "a_aoti_torch_y", "b_aoti_torch_x", "aoti_torch_z", "memcpy", "9_aoti_torch_q"]
     assert prefix.carried(names) == {"a_": 2, "b_": 1}

@@ -33,7 +33,10 @@ import pytest
 from aoti_shim.checks import CheckSettings, run_check
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GLOBAL, STB_GNU_UNIQUE, STB_WEAK, STT_TLS
+from aoti_shim.checks.elf.symbols import Symbol
+from aoti_shim.checks.loader.bindings import Linked
 from aoti_shim.checks.rules.table import ELF_RULES as RULES  # the Mach-O rule's: tests/test_native_judge.py
+from aoti_shim.checks.rules.table import Library
 from compile_support import compile_shared
 
 PREFIX = "myrt_"
@@ -745,3 +748,16 @@ def test_one_file_in_both_roles_is_one_definer_but_a_copy_after_it_is_another(ma
     report = run_check(CheckSettings(shims=(lib,), models=(lib, copy), prefix=PREFIX))
     assert {s for _, s in _found(report, "DUPLICATE_DEFINER")} == {BASE, P, U}
     assert {f.artifact for f in report.findings if f.rule == "DUPLICATE_DEFINER"} == {copy}
+
+
+def test_a_library_with_another_loader_view_keeps_what_its_tables_gave() -> None:
+    # The run gives each library its dependency search's view after the prefix was read from
+    # its names: a 75k-name library's sort and shim-name scan are not done twice.
+    exports = {n: Symbol(n, STB_GLOBAL, 2, 0, True, False) for n in ("b_aoti_torch_x", "memcpy", "a_aoti_torch_y")}
+    lib = Library(display="libx.so", role="shim", exports=exports, imports={})
+    marked = lib.marked_exports
+    assert marked == ["a_aoti_torch_y", "b_aoti_torch_x"]
+    view = Linked("libx.so", "shim", frozenset({"libx.so"}))
+    moved = lib.with_linked(view)
+    assert moved.linked is view and lib.linked is None
+    assert moved.marked_exports is marked and moved.sorted_exports is lib.sorted_exports

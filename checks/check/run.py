@@ -117,7 +117,7 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
             lazy=relocated[0] if relocated is not None else frozenset(),
             referenced=relocated[1] if relocated is not None else None,
             local_references=image.local_references(),
-            unseen=image.unseen_definitions(exports, (n for n in exports if prefix_rules.is_shim_name(n))),
+            unseen=image.unseen_definitions(exports, prefix_rules.shim_names(exports)),
         )
         # A program's copies of shim data (R_*_COPY) are the one instance, not a definition of its own.
         at = image.copy_relocated_indexes() if executable else frozenset()
@@ -263,7 +263,7 @@ def _with_needs(checked: list[tuple[Artifact, Library]], walked: closure.Closure
     for art, lib in checked:
         node = walked.nodes.get(_key(art))
         if lib.linked is not None and node is not None:
-            lib = dataclasses.replace(lib, linked=node.said_of(lib.linked))
+            lib = lib.with_linked(node.said_of(lib.linked))
         out.append(lib)
     return out
 

@@ -132,7 +132,7 @@ class Library:
     def marked_exports(self) -> list[str]:
         """The shim-ABI exports (prefixed or not; aoti_torch_* and the stable C ABI's torch_*),
         sorted: one pass, shared by the prefix inference and the rules about shim names."""
-        return [n for n in self.sorted_exports if prefixes.is_shim_name(n)]
+        return prefixes.shim_names(self.sorted_exports)
 
     @property
     def exports_shims(self) -> bool:
@@ -141,16 +141,31 @@ class Library:
     @cached_property
     def shim_imports(self) -> list[str]:
         """Its shim-ABI imports (prefixed or not), sorted."""
-        return [n for n in self.sorted_imports if prefixes.is_shim_name(n)]
+        return prefixes.shim_names(self.sorted_imports)
 
     @cached_property
     def mangled_shim_exports(self) -> list[str]:
         """C++-mangled exports holding a shim name: shims defined without extern "C"."""
         return [n for n in self.marked_exports if prefixes.is_mangled(n)]
 
+    def with_linked(self, linked: Linked) -> Library:
+        """The library with another loader view, what was worked out from its unchanged
+        symbol tables kept (sorted names, shim names: a 75k-name sort and scan)."""
+        new = dataclasses.replace(self, linked=linked)
+        new.__dict__.update((k, v) for k, v in self.__dict__.items() if k in _OF_TABLES)
+        return new
+
     def imports_prefix(self, prefixes_: frozenset[str]) -> bool:
         """True when it imports a shim name with one of ``prefixes_``: a consumer of the prefixed ABI."""
         return any(prefixes.prefix_of(n) in prefixes_ for n in self.shim_imports)
+
+
+# Library's cached properties worked out from its exports and imports alone: with_linked
+# keeps them (one not named here is worked out again, never stale).
+_OF_TABLES = frozenset({
+    "sorted_exports", "sorted_imports", "runtime_exports", "cuda_runtime_exports", "_runtime_candidates",
+    "is_aoti_model", "marked_exports", "shim_imports", "mangled_shim_exports",
+})
 
 
 @dataclass(frozen=True)
