@@ -170,3 +170,32 @@ def test_a_process_reports_the_refusals_of_its_libraries() -> None:
     ]
     assert process.scope_of(shim) is None and process.scope_of(blob) is None
     assert process.global_scope == [ref]
+
+
+def _counted(definitions: dict[str, DynamicEntry], asked: list[str]) -> Any:
+    def lookup(name: str) -> list[DynamicEntry]:
+        asked.append(name)
+        return [definitions[name]] if name in definitions else []
+
+    return lookup
+
+
+def test_each_library_is_asked_a_name_once_and_each_import_bound_once() -> None:
+    # Blobs of one process ask the same libraries the same names (issue 38 §3): a library's
+    # answer is kept, the global scope's first definer kept per name, a binding kept per import.
+    libc_asked: list[str] = []
+    libc = lib("libc.so.6", SYSTEM, lookup=_counted({"malloc": entry("malloc", defined=True)}, libc_asked))
+    ref_asked: list[str] = []
+    shim_x = entry("aoti_torch_x", defined=True)
+    ref = lib("libtorch.so", REFERENCE, lookup=_counted({"aoti_torch_x": shim_x}, ref_asked))
+    imports = (entry("malloc", defined=False), entry("aoti_torch_x", defined=False))
+    blobs = [lib(f"blob{i}.so", MODEL, needed=("libc.so.6",), imports=imports) for i in range(3)]
+    process = bindings.Process(references=[ref], models=blobs, machine=[libc])
+    first = list(process.resolve(bindings.every_import))
+    assert [(b.name, b.definer.display if b.definer else None, b.scope) for b in first] == [
+        ("malloc", "libc.so.6", "global"), ("aoti_torch_x", "libtorch.so", "global")
+    ] * 3
+    # Loading bound the blobs' imports, judging them asked again: no library was asked twice.
+    assert sorted(libc_asked) == ["aoti_torch_x", "malloc"] and ref_asked == ["aoti_torch_x"]
+    again = list(process.resolve(bindings.every_import))
+    assert all(b is a for a, b in zip(first, again)) and len(again) == 6

@@ -119,9 +119,15 @@ class Linked:
     # The .dynsym indexes some relocation refers to (ld.so looks up no other); None when the
     # relocation tables were not read (every import counts then).
     referenced: frozenset[int] | None = None
+    # Each name's answer, asked once: every blob asks the same libraries (libc, libtorch) the
+    # same names (the answers are shared lists: read, never changed).
+    _answers: dict[str, list[DynamicEntry]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def definitions(self, name: str) -> list[DynamicEntry]:
-        return self.lookup(name)
+        found = self._answers.get(name)
+        if found is None:
+            found = self._answers[name] = self.lookup(name)
+        return found
 
     @cached_property
     def defined_versions(self) -> frozenset[str]:
@@ -395,6 +401,35 @@ def unmet_version(root: Linked, new: list[Linked], by_name: Mapping[str, Linked]
     return None
 
 
+class _Kept:
+    """Answers that hold while the global scope stands (each change of it is a generation):
+    the first definer of a name in the global scope's first n libraries, and each import's
+    binding (a blob's imports are bound when it loads and again when they are judged)."""
+
+    def __init__(self) -> None:
+        self.generation = 0
+        self.first: dict[tuple[int, int, str, str | None, bool], tuple[Linked, DynamicEntry] | None] = {}
+        self.bound: dict[tuple[int, int, int, int, int], Binding] = {}
+
+    def first_definer(
+        self, scope: list[Linked], n: int, name: str, want: DynamicEntry
+    ) -> tuple[Linked, DynamicEntry] | None:
+        """The first of ``scope``'s first ``n`` libraries with a definition of ``name`` that
+        ``want`` binds to, and that definition: searched once per scope, name and the version
+        wanted (what :func:`pick` reads of the import), however many libraries import it."""
+        key = (self.generation, n, name, want.version, want.hidden)
+        if key in self.first:
+            return self.first[key]
+        found = None
+        for definer in scope[:n]:
+            d = pick(definer, definer.definitions(name), want)
+            if d is not None:
+                found = (definer, d)
+                break
+        self.first[key] = found
+        return found
+
+
 class Process:
     """The coalesced process: its libraries in load order and their scopes."""
 
@@ -486,6 +521,7 @@ class Process:
         self._failed_bindings: list[Binding] = []
         # Imports of the global libraries bound to nothing at their first call.
         self._call_failures: list[LoadFailure] = []
+        self._kept = _Kept()
         self._opening = True
         for root in (*self.machine, *self.programs, *self.references, *self.shims):
             self._open(root, glob=True)
@@ -559,6 +595,7 @@ class Process:
                 self._before[id(lib)] = seen
         if glob:
             self._global.extend(new)
+            self._kept.generation += 1
 
     @staticmethod
     def _is_lazy(lib: Linked, entry: DynamicEntry) -> bool:
@@ -573,14 +610,13 @@ class Process:
         if shim_abi.is_shim_name(entry.symbol.name) or _binds_itself(entry):
             return self.bind(lib, entry)
         name = entry.symbol.name
-        seen: set[int] = set()
-        for definer in (*self._search_list(lib), *self.visible_global(lib, entry)):
-            if id(definer) in seen:
-                continue
-            seen.add(id(definer))
+        for definer in self._search_list(lib):
             d = pick(definer, definer.definitions(name), entry)
             if d is not None:
                 return Binding(lib, entry, definer, d, "global" if definer in self._global else "local")
+        first = self._kept.first_definer(self._global, self._visible(lib, entry), name, entry)
+        if first is not None:
+            return Binding(lib, entry, first[0], first[1], "global")
         return Binding(lib, entry, None, None, "none")
 
     def _unbound(self, b: Binding) -> bool:
@@ -664,6 +700,7 @@ class Process:
             self._before.pop(id(lib), None)
         if glob:
             del self._global[len(self._global) - len(new) :]
+            self._kept.generation += 1
 
     def load_failures(self, *, undefined: bool = True) -> list[LoadFailure]:
         """What dlopen refuses; ``undefined=False`` leaves out the imports bound to nothing."""
@@ -686,47 +723,67 @@ class Process:
     def visible_global(self, lib: Linked, entry: DynamicEntry | None = None) -> list[Linked]:
         """The part of the global scope ``lib``'s lookups see: what was loaded before it
         (all of it for a global library's function import, bound at its first call)."""
+        n = self._visible(lib, entry)
+        return self._global if n == len(self._global) else self._global[:n]
+
+    def _visible(self, lib: Linked, entry: DynamicEntry | None = None) -> int:
+        """How many of the global scope's libraries :meth:`visible_global` is."""
         self._ensure()
         if entry is not None and entry.index in lib.lazy and id(lib) in self._before and not self._opening:
-            return self._global
+            return len(self._global)
         if id(lib) in self._before:
-            return self._global[: self._before[id(lib)]]
+            return self._before[id(lib)]
         if id(lib) in self._local:
-            return self._global  # loaded local (a blob's search list), maybe after a failed try
+            return len(self._global)  # loaded local (a blob's search list), maybe after a failed try
         if id(lib) in self._tried:
             seen = self._tried[id(lib)][1]
-            return self._global if seen is None else self._global[:seen]
-        return self._global
+            return len(self._global) if seen is None else seen
+        return len(self._global)
 
     # -- binding ------------------------------------------------------------------------
 
     def bind(self, lib: Linked, entry: DynamicEntry) -> Binding:
-        """Where ``lib``'s import ``entry`` binds."""
+        """Where ``lib``'s import ``entry`` binds: worked out once while the scopes it reads
+        stand (a GNU_UNIQUE answer, which depends on the blobs loaded so far, every time)."""
         if _binds_itself(entry) and entry.symbol.visibility != STV_PROTECTED:
             return Binding(lib, entry, None, None, "itself")
+        n = self._visible(lib, entry)
         local = self._search_list(lib)
+        key = (id(lib), id(entry), self._kept.generation, n, id(local))
+        known = self._kept.bound.get(key)
+        if known is not None:
+            return known
+        b = self._bind(lib, entry, n, local)
+        if b.definition is None or b.definition.symbol.bind != STB_GNU_UNIQUE:
+            self._kept.bound[key] = b
+        return b
+
+    def _bind(self, lib: Linked, entry: DynamicEntry, n: int, local: list[Linked]) -> Binding:
+        """:meth:`bind`'s search: itself (-Bsymbolic), the global scope's first ``n``, its search
+        list (a library met twice answers the same, so the second ask is no other answer)."""
         name = entry.symbol.name
-        searched: list[tuple[Linked, str]] = []
+        found = None
         if lib.symbolic:
-            searched.append((lib, "self"))
-        searched.extend((g, "global") for g in self.visible_global(lib, entry))
-        searched.extend((g, "local") for g in local)
-        seen: set[int] = set()
-        for definer, scope in searched:
-            if id(definer) in seen:
-                continue
-            seen.add(id(definer))
+            d = pick(lib, lib.definitions(name), entry)
+            found = None if d is None else (lib, d, "self")
+        if found is None:
+            first = self._kept.first_definer(self._global, n, name, entry)
+            found = None if first is None else (*first, "global")
+        for definer in local if found is None else ():
             d = pick(definer, definer.definitions(name), entry)
-            if d is None:
-                continue
-            if entry.symbol.visibility == STV_PROTECTED and not versions_asserted(definer, entry):
-                return Binding(lib, entry, lib, None, "itself")  # glibc's answer: the reference itself
-            if d.symbol.bind == STB_GNU_UNIQUE:
-                first = self._unique_owner(name, entry)
-                if first is not None and first[0] is not definer:
-                    return Binding(lib, entry, first[0], first[1], "unique")
-            return Binding(lib, entry, definer, d, scope)
-        return Binding(lib, entry, None, None, "none")
+            if d is not None:
+                found = (definer, d, "local")
+                break
+        if found is None:
+            return Binding(lib, entry, None, None, "none")
+        definer, d, scope = found
+        if entry.symbol.visibility == STV_PROTECTED and not versions_asserted(definer, entry):
+            return Binding(lib, entry, lib, None, "itself")  # glibc's answer: the reference itself
+        if d.symbol.bind == STB_GNU_UNIQUE:
+            first_unique = self._unique_owner(name, entry)
+            if first_unique is not None and first_unique[0] is not definer:
+                return Binding(lib, entry, first_unique[0], first_unique[1], "unique")
+        return Binding(lib, entry, definer, d, scope)
 
     def _unique_owner(self, name: str, entry: DynamicEntry) -> tuple[Linked, DynamicEntry] | None:
         """The first loaded library defining ``name`` GNU_UNIQUE: its copy is the process's."""
