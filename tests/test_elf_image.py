@@ -166,6 +166,20 @@ def test_close_is_idempotent_and_reads_after_close_fail_cleanly(elf_libs: dict[s
         image.exports()
 
 
+def test_dynamic_strings_are_read_once_and_handed_out_as_copies(torch_lib: Path) -> None:
+    # A library's needs, soname and filtees are asked several times per check: .dynamic is
+    # read once, each tag's names once; a caller changing its list changes no later answer.
+    with ElfImage(torch_lib / "libtorch.so") as image:
+        needed = image.needed
+        assert "libtorch_cpu.so" in needed and image.soname == "libtorch.so"
+        needed.clear()
+        assert "libtorch_cpu.so" in image.needed and image.filtees == [] and image.runpath
+        assert image._segment() is image._segment()  # the program headers parsed once
+    image.close()
+    with pytest.raises(InputError):
+        image._segment()  # a closed image still fails
+
+
 def test_is_elf(elf_libs: dict[str, Path], tmp_path: Path) -> None:
     assert is_elf(elf_libs["tiny"])
     (tmp_path / "x.so").write_bytes(b"MZ\0\0")

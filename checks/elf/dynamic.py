@@ -223,9 +223,22 @@ def dynamic_strings(
     view: ByteView, lay: Layout, table: SectionTable, tag: int, dynamic_data: bytes | None
 ) -> list[str]:
     """The strings of every ``tag`` entry of .dynamic (DT_NEEDED, DT_RUNPATH...), in order."""
+    found = dynamic_entries(view, lay, table, dynamic_data)
+    if found is None:
+        return []
+    strtab, values = found
+    return [name_at(view, strtab, v) for v in values.get(tag, ())]
+
+
+def dynamic_entries(
+    view: ByteView, lay: Layout, table: SectionTable, dynamic_data: bytes | None
+) -> tuple[Section, dict[int, list[int]]] | None:
+    """.dynamic's string table and its entries' values by tag, in order (up to DT_NULL): one
+    pass serves every tag asked (a library's needs, sonames, run paths and filtees); None
+    without a .dynamic."""
     sec = table.first(SHT_DYNAMIC)
     if sec is None or sec.size == 0:
-        return []
+        return None
     strtab = table.section(sec.link, ".dynamic")
     if strtab.type != SHT_STRTAB:
         raise view.fail(f".dynamic links to section {sec.link}, which is not a string table")
@@ -236,10 +249,9 @@ def dynamic_strings(
         data = dynamic_data[: count * entsize]
     else:
         data = view.bytes(sec.offset, count * entsize, ".dynamic")
-    out = []
+    values: dict[int, list[int]] = {}
     for d_tag, d_val in lay.dyn.iter_unpack(data):
         if d_tag == DT_NULL:
             break
-        if d_tag == tag:
-            out.append(name_at(view, strtab, d_val))
-    return out
+        values.setdefault(d_tag, []).append(d_val)
+    return strtab, values

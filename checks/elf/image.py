@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 
 from aoti_shim.checks.elf.dynamic import (
     DynamicSegment,
-    dynamic_strings,
+    dynamic_entries,
     load_extent,
     loader_sections,
     read_segment,
@@ -72,6 +72,7 @@ from aoti_shim.checks.elf.layout import (
 )
 from aoti_shim.checks.elf.relocations import COPY_RELOCATION, copy_relocated, relocated, relocation_bytes
 from aoti_shim.checks.elf.sections import ElfHeader, SectionTable, elf_header, section_headers
+from aoti_shim.checks.elf.strings import name_at
 from aoti_shim.checks.elf.symbol_count import relocation_tables
 from aoti_shim.checks.elf.symbols import Symbol, SymbolTable
 from aoti_shim.checks.elf.versions import NO_VERSIONS, DynamicEntry, Versions, entry_of_word, read_versions
@@ -214,10 +215,16 @@ class ElfImage:
         self._symbols = DynamicSymbols(view, lay, self._table)
         segment = read_segment(view, lay, hdr.phoff, hdr.phentsize, phnum, self._dynamic_data)
         verify_sections(view, lay, segment, self._table, self._symbols.gnu_table)
+        self._segment_read = (phnum, segment)
 
     def _segment(self) -> DynamicSegment | None:
         hdr = self._header()
-        return read_segment(self._view, hdr.lay, hdr.phoff, hdr.phentsize, hdr.phnum, self._dynamic_data)
+        read: tuple[int, DynamicSegment | None] | None = getattr(self, "_segment_read", None)
+        if read is not None and read[0] == hdr.phnum:
+            return read[1]  # the program headers as parsed (what they say does not change)
+        segment = read_segment(self._view, hdr.lay, hdr.phoff, hdr.phentsize, hdr.phnum, self._dynamic_data)
+        self._segment_read = (hdr.phnum, segment)
+        return segment
 
     # -- the dynamic symbol table ---------------------------------------------
 
@@ -352,7 +359,21 @@ class ElfImage:
     # -- .dynamic and notes -----------------------------------------------------------
 
     def _dynamic_strings(self, tag: int) -> list[str]:
-        return dynamic_strings(self._view, self._lay, self._table, tag, self._dynamic_data)
+        """The strings of ``tag``'s entries; .dynamic read once, each tag's names once (a
+        library's needs, soname and filtees are asked several times)."""
+        cache: dict[int, list[str]] | None = getattr(self, "_strings_cache", None)
+        if cache is None:
+            cache = {}
+            self._entries = dynamic_entries(self._view, self._lay, self._table, self._dynamic_data)
+            self._strings_cache = cache
+        found = cache.get(tag)
+        if found is None:
+            found = []
+            if self._entries is not None:
+                strtab, values = self._entries
+                found = [name_at(self._view, strtab, v) for v in values.get(tag, ())]
+            cache[tag] = found
+        return list(found)
 
     def dynamic_tags(self) -> dict[int, int]:
         """PT_DYNAMIC's tags (the first value of each), as the loader reads them."""
