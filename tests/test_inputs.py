@@ -1400,3 +1400,14 @@ def test_a_file_its_reader_may_not_read_is_refused_in_its_words(libs, tmp_path) 
             collect([str(path)], ws)
     assert str(raised.value) == f"{path}: cannot read: permission denied"
     assert os.getresuid() == before
+
+
+def test_an_artifacts_real_path_resolves_its_links_once(tmp_path: Path) -> None:
+    target = tmp_path / "real" / "libx.so"
+    target.parent.mkdir()
+    target.write_bytes(b"\x7fELF")
+    (tmp_path / "link").symlink_to(target.parent)
+    art = inputs.Artifact(path=str(tmp_path / "link" / "libx.so"), display="libx.so")
+    assert art.real_path == os.path.realpath(target)
+    (tmp_path / "link").unlink()  # asked once: the check's keys of one library agree
+    assert art.real_path == os.path.realpath(target)

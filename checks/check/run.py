@@ -167,7 +167,7 @@ MISSING_FIX = "give its folder with --library-path DIR, or suppress LOAD_FAILURE
 
 def _key(art: Artifact) -> closure.Key:
     """A checked file's identity for the walk: its real path, or a streamed member's name."""
-    return art.display if art.wheel is not None else os.path.realpath(art.path)
+    return art.display if art.wheel is not None else art.real_path
 
 
 class _Found:
@@ -271,6 +271,8 @@ def _with_needs(checked: list[tuple[Artifact, Library]], walked: closure.Closure
 def _hosts(arts: list[Artifact], libs: list[Library], settings: CheckSettings) -> list[Library]:
     """Marks the programs the user named (a file given, not a wheel's member nor one a folder
     holds) as the program hosting the blobs; any other program is a process of its own."""
+    if not any(lib.executable for lib in libs):
+        return libs
     named = {os.path.realpath(x) for x in (*settings.shims, *settings.models) if os.path.isfile(x)}
     inside = tuple(os.path.join(os.path.abspath(r), "") for r in settings.wheel_roots)
     return [
@@ -486,7 +488,7 @@ def checking(settings: CheckSettings) -> Iterator[CheckRun]:
         sources: list[AgainstSource] = []
         refs = open_references(
             settings.against, ws, torch_search_paths=settings.torch_search_paths,
-            exclude=frozenset(os.path.realpath(a.path) for a, _ in checked), sources=sources,
+            exclude=frozenset(a.real_path for a, _ in checked), sources=sources,
         )
         # (A checked library is known by its soname from when it loads: the walk's.)
         known = {os.path.basename(r.display.split("!")[-1]) for r in refs}

@@ -19,6 +19,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import PurePosixPath
 from typing import IO, Any, BinaryIO
 
@@ -56,6 +57,12 @@ class Artifact:
 
     def open(self) -> ElfImage:
         return self.image if self.image is not None else ElfImage(self.path, display=self.display)
+
+    @cached_property
+    def real_path(self) -> str:
+        """Its path with every symlink resolved, asked once (the check keys a library by it
+        in several places: a realpath is a stat per folder of the path)."""
+        return os.path.realpath(self.path)
 
     @property
     def file_name(self) -> str:
