@@ -26,7 +26,13 @@ each printed with its anchor:
 - whole wheels: ``check --shim WHEEL`` (``--check-wheel``, default ``--wheel``) at most
   1.3x the time of inflating the wheel's ELF members once (``unzip -p`` of them to
   /dev/null, timed alternately in the same run), its peak temp-disk use (TMPDIR sampled)
-  no more than the wheel's largest member.
+  no more than the wheel's largest member;
+- per model: what each extra model blob adds, ``check --shim SHIM --model`` 1 blob against
+  ``--models`` N (tiny blobs the bench compiles from fixtures/checker/good_model.c with the
+  system compiler, half prefixed, half unprefixed; SHIM from clean_shim.c) ``--against
+  LIB_DIR``, over (N - 1): within 1.2x of the same for ``nm -D`` over the same files in one
+  process; the floor's (the mmap+struct scan over them) printed too, what any Python
+  reader pays per file. All six timed in turn, round after round (``--model-repeat``).
 
 CPU seconds are printed beside wall seconds: on a shared machine the wall clock also
 counts waiting for a core.
@@ -57,6 +63,11 @@ GOAL_NM_RATIO = 1.2  # issue 38: the clean check within 1.2x of nm -D in one pro
 GOAL_PEAK_MIB = 64
 GOAL_MANY_SECONDS = 0.5
 GOAL_WHEEL_RATIO = 1.3
+GOAL_MODEL_RATIO = 1.2  # issue 38: each extra model within 1.2x of nm -D's marginal cost
+FIXTURES = REPO / "fixtures" / "checker"
+# The blob's two imports unprefixed: what a blob built without the rename header imports.
+UNPREFIXED = ("-Dmyrt_aoti_torch_empty_strided=aoti_torch_empty_strided",
+    "-Dmyrt_aoti_torch_delete_tensor_object=aoti_torch_delete_tensor_object")
 
 FLOOR = r"""
 import mmap, struct, sys
@@ -237,6 +248,74 @@ def whole_wheel_goal(py: str, wheel: Path, work: str, repeat: int) -> tuple[Run,
     return anchor, check, largest, ok
 
 
+def _compile(source: Path, target: str, flags: tuple[str, ...] = ()) -> None:
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc")
+    if cc is None:
+        raise SystemExit("a C compiler ($CC, gcc or cc) is needed for the per-model case")
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", target, str(source), *flags], check=True)
+
+
+def model_blobs(work: str, count: int) -> tuple[str, list[str]]:
+    """The shim (clean_shim.c, prefix myrt_) and ``count`` blobs, each a file of its own:
+    good_model.c built prefixed and unprefixed, taken in turn."""
+    folder = os.path.join(work, "models")
+    os.makedirs(folder, exist_ok=True)
+    shim = os.path.join(folder, "libmyrt_shims.so")
+    _compile(FIXTURES / "clean_shim.c", shim)
+    built = [os.path.join(folder, "prefixed.so"), os.path.join(folder, "unprefixed.so")]
+    _compile(FIXTURES / "good_model.c", built[0])
+    _compile(FIXTURES / "good_model.c", built[1], UNPREFIXED)
+    blobs = []
+    for i in range(count):
+        blobs.append(os.path.join(folder, f"blob{i:04d}.so"))
+        shutil.copyfile(built[i % 2], blobs[-1])
+    return shim, blobs
+
+
+@dataclass(frozen=True)
+class PerModel:
+    """Each tool's runs over 1 blob and over N, and its marginal seconds per blob."""
+
+    label: str
+    one: Run
+    many: Run
+    count: int
+
+    @property
+    def marginal(self) -> float:
+        return (self.many.seconds - self.one.seconds) / (self.count - 1)
+
+
+def per_model_goal(py: str, lib_dir: Path, work: str, repeat: int, count: int) -> list[PerModel]:
+    """The checker's, nm -D's and the floor's cost of each extra blob, all six commands
+    timed in turn each round, so every pair meets the same machine load."""
+    shim, blobs = model_blobs(work, count)
+    nm = shutil.which("nm")
+    if nm is None:
+        raise SystemExit("nm is needed for the per-model anchor")
+    commands = {
+        "check --shim SHIM --model BLOBS --against LIB_DIR": lambda models: [
+            py, "-m", "aoti_shim", "check", "--shim", shim, "--model", *models, "--against", str(lib_dir),
+            "--fail-on", "never",
+        ],
+        "nm -D SHIM BLOBS, one process": lambda models: [nm, "-D", shim, *models],
+        "floor: mmap+struct scan of SHIM BLOBS": lambda models: [py, "-c", FLOOR, shim, *models],
+    }
+    runs: dict[tuple[str, int], list[Run]] = {}
+    for make in commands.values():
+        run_process(make(blobs), work)  # warm
+    for _ in range(repeat):
+        for label, make in commands.items():
+            for n in (1, count):
+                runs.setdefault((label, n), []).append(run_process(make(blobs[:n]), work))
+    out = []
+    for label in commands:
+        one, many = runs[(label, 1)], runs[(label, count)]
+        bad = [r for r in (*one, *many) if r.status != "ok"]
+        out.append(PerModel(label, bad[0] if bad else summary(one), bad[0] if bad else summary(many), count))
+    return out
+
+
 def nm_runs(files: list[str], cwd: str, repeat: int) -> Run:
     nm = shutil.which("nm")
     if nm is None:
@@ -307,6 +386,28 @@ def default_shim(work: str) -> str:
         sys.exit(f"check_speed: {e}; or give --shim")
 
 
+def model_lines(per_model: list[PerModel]) -> list[tuple[str, bool]]:
+    """Prints the per-model table; its goal line (the checker's marginal against nm's)."""
+    if not per_model:
+        return []
+    check, nm, floor = per_model
+    count = check.count
+    print(f"\n{'per model':52} {'1 blob s':>9} {f'{count} blobs s':>11} {'ms/blob':>8}  status")
+    for p in per_model:
+        status = p.many.status if p.one.status == "ok" else p.one.status
+        print(f"{p.label:52} {p.one.seconds:9.3f} {p.many.seconds:11.3f} {p.marginal * 1000:8.3f}  {status}")
+    ok = all(p.one.status == p.many.status == "ok" for p in per_model)
+    ratio = check.marginal / nm.marginal if nm.marginal > 0 else float("inf")
+    floor_ratio = floor.marginal / nm.marginal if nm.marginal > 0 else float("inf")
+    return [
+        (
+            f"each extra model {check.marginal * 1000:.3f} ms = {ratio:.2f}x nm -D's {nm.marginal * 1000:.3f} ms "
+            f"(the floor's {floor.marginal * 1000:.3f} ms = {floor_ratio:.2f}x), goal <= {GOAL_MODEL_RATIO:g}x",
+            ok and ratio <= GOAL_MODEL_RATIO,
+        )
+    ]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     where = parser.add_mutually_exclusive_group()
@@ -325,6 +426,8 @@ def main() -> int:
     parser.add_argument(
         "--wheel-repeat", type=int, default=3, help="runs of the whole-wheel goal (each pair alternates)"
     )
+    parser.add_argument("--models", type=int, default=128, help="blobs of the per-model case (0: skip it)")
+    parser.add_argument("--model-repeat", type=int, default=9, help="rounds of the per-model case")
     args = parser.parse_args()
     # The timed processes run in a scratch folder: relative paths would name nothing there.
     for name in ("wheel", "lib_dir", "check_wheel"):
@@ -391,6 +494,7 @@ def main() -> int:
         many = many_findings_goal(py, lib_dir, work, args.repeat) if (lib_dir / "libtorch_cpu.so").is_file() else []
         check_wheel = args.check_wheel or args.wheel
         whole = whole_wheel_goal(py, check_wheel, work, args.wheel_repeat) if check_wheel else None
+        per_model = per_model_goal(py, lib_dir, work, args.model_repeat, args.models) if args.models > 1 else []
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -466,6 +570,7 @@ def main() -> int:
                 check.status == "ok" and check.peak_disk <= largest,
             )
         )
+    goals += model_lines(per_model)
     for label, ok in goals:
         print(f"goal: {label}: {'met' if ok else 'MISSED'}")
     return 0 if all(ok for _, ok in goals) else 1
