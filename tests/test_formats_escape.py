@@ -117,3 +117,16 @@ def test_a_report_for_the_terminal_and_for_unicode() -> None:
     unicode = escape.for_unicode(report)
     assert unicode.findings == (odd._replace(artifact="lib\\xff\n.so"),)
     assert (shown.prefix, shown.against, shown.references) == (report.prefix, report.against, report.references)
+
+
+def test_a_batch_read_escaped_escapes_what_is_read_as_a_whole_batch_would() -> None:
+    # The text report reads a sample of each group: its columns are escaped as they are read.
+    raw = FindingBatch(
+        "COLLISION", "blocking", "lib\x1b[2J.so", ["a\x07", "b", "c\u202e"], ["m\x1b", "n", "o\n"],
+        [None, "r\x00", None],
+    )
+    lazy, whole = escape.read_escaped(raw, escape.printable), escape.batch(raw, escape.printable)
+    assert lazy.artifact == whole.artifact == "lib\\x1b[2J.so"
+    assert lazy.messages[:2] == list(whole.messages[:2]) == ["m\\x1b", "n"]
+    assert lazy.messages[2] == "o\\x0a" and len(lazy.symbols) == lazy.size == 3
+    assert list(lazy.symbols) == whole.symbols and list(lazy.related) == whole.related == [None, "r\\x00", None]

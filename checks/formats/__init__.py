@@ -92,9 +92,14 @@ def _escaped(
         f, safe = escape.valid_unicode, str.isascii  # ASCII holds no lone surrogate
     else:
         f, safe = escape.printable, str.isprintable
+    if fmt == "text":
+        # A group's count and a sample of its messages are all it prints: escaped as read.
+        escaped: Iterable[FindingBatch] = (escape.read_escaped(b, f) for b in batches)
+    else:
+        escaped = _escaped_batches(batches, f, safe)
     return (
         escape.header(header, f),
-        _escaped_batches(batches, f, safe),
+        escaped,
         escape.EscapedTally(tally, f),  # type: ignore[return-value]  # a view with Tally's reads, not a subclass
     )
 
