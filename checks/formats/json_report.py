@@ -35,12 +35,17 @@ def _finding(f: Finding) -> dict[str, Any]:
 _ESCAPED = str.maketrans(dict.fromkeys([*range(0x20), 0x7F, ord('"'), ord("\\")]))
 
 
-def quote_each(texts: Sequence[str]) -> Iterable[str]:
-    """Each text as a JSON string literal, as ``json`` quotes it. A column of ASCII with no
-    character to escape (checked by one C pass that deletes them: nothing deleted, nothing
-    to escape) is only wrapped in quotes, at a fraction of the cost."""
+def _plain(texts: Sequence[str]) -> bool:
+    """True for a column of ASCII with no character to escape (checked by one C pass that
+    deletes them: nothing deleted, nothing to escape): each is its own literal, quoted."""
     joined = "".join(texts)
-    if joined.isascii() and len(joined.translate(_ESCAPED)) == len(joined):
+    return joined.isascii() and len(joined.translate(_ESCAPED)) == len(joined)
+
+
+def quote_each(texts: Sequence[str]) -> Iterable[str]:
+    """Each text as a JSON string literal, as ``json`` quotes it (a plain column is only
+    wrapped in quotes, at a fraction of the cost)."""
+    if _plain(texts):
         return [f'"{text}"' for text in texts]
     return map(_quote, texts)
 
@@ -94,6 +99,14 @@ class FindingEncoder:
         head = (
             f'{{"rule": {q(batch.rule)}, "severity": {q(batch.severity)}, "artifact": {q(batch.artifact)}, "symbol": '
         )
+        if _plain(batch.symbols) and _plain(batch.messages):
+            # The common case, quoted where the line is made (no literal made per text first).
+            return [
+                f'{head}"{symbol}", "message": "{message}", "related": {related}, "fingerprint": "{fingerprint}"}}'
+                for symbol, message, related, fingerprint in zip(
+                    batch.symbols, batch.messages, self.quoted_related(batch), self.fingerprints(batch)
+                )
+            ]
         return [
             f'{head}{symbol}, "message": {message}, "related": {related}, "fingerprint": "{fingerprint}"}}'
             for symbol, message, related, fingerprint in zip(
