@@ -761,3 +761,11 @@ def test_a_library_with_another_loader_view_keeps_what_its_tables_gave() -> None
     moved = lib.with_linked(view)
     assert moved.linked is view and lib.linked is None
     assert moved.marked_exports is marked and moved.sorted_exports is lib.sorted_exports
+
+
+def test_the_shim_names_a_reader_picked_are_the_marked_exports_sorted() -> None:
+    exports = {n: Symbol(n, STB_GLOBAL, 2, 0, True, False) for n in ("b_aoti_torch_x", "memcpy", "a_aoti_torch_y")}
+    shims = ["b_aoti_torch_x", "a_aoti_torch_y"]
+    picked = Library(display="libx.so", role="shim", exports=exports, imports={}, shim_exports=shims)
+    assert picked.marked_exports == Library(display="libx.so", role="shim", exports=exports, imports={}).marked_exports
+    assert "sorted_exports" not in picked.__dict__  # the prefix is read without sorting every export

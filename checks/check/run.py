@@ -101,6 +101,7 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
             if shim_imports or image.relocation_bytes() <= RELOCATION_READ_LIMIT
             else None
         )
+        shim_exports = prefix_rules.shim_names(exports)
         linked = Linked.of_tables(
             art.display,
             "shim" if role == "shim" else "model",
@@ -117,7 +118,7 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
             lazy=relocated[0] if relocated is not None else frozenset(),
             referenced=relocated[1] if relocated is not None else None,
             local_references=image.local_references(),
-            unseen=image.unseen_definitions(exports, prefix_rules.shim_names(exports)),
+            unseen=image.unseen_definitions(exports, shim_exports),
         )
         # A program's copies of shim data (R_*_COPY) are the one instance, not a definition of its own.
         at = image.copy_relocated_indexes() if executable else frozenset()
@@ -128,7 +129,7 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
         needs = closure.Needs(_needer(art, image, wheel_roots), tuple(dict.fromkeys(wanted)), auxiliary, image.soname)
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
-            executable=executable, copied=copied,
+            executable=executable, copied=copied, shim_exports=shim_exports,
         ), needs
 
 
@@ -253,7 +254,7 @@ def _shim_names_only(lib: Library) -> Library:
     exports = {
         n: lib.exports[n] for n in lib.exports if prefix_rules.may_be_shim_name(n) and prefix_rules.is_shim_name(n)
     }
-    return dataclasses.replace(lib, exports=exports, imports={})
+    return dataclasses.replace(lib, exports=exports, imports={}, shim_exports=None)
 
 
 def _with_needs(checked: list[tuple[Artifact, Library]], walked: closure.Closure) -> list[Library]:

@@ -90,6 +90,9 @@ class Library:
     hosts: bool = False
     # Its exports that are copies (R_*_COPY) of a library's data: the process's one instance.
     copied: frozenset[str] = frozenset()
+    # Its shim-ABI exports, in any order, when the reader picked them already (given with
+    # ``exports``, never kept past a change of them): marked_exports sorts them.
+    shim_exports: Sequence[str] | None = field(default=None, repr=False, compare=False)
 
     @cached_property
     def sorted_exports(self) -> list[str]:
@@ -132,6 +135,8 @@ class Library:
     def marked_exports(self) -> list[str]:
         """The shim-ABI exports (prefixed or not; aoti_torch_* and the stable C ABI's torch_*),
         sorted: one pass, shared by the prefix inference and the rules about shim names."""
+        if self.shim_exports is not None:
+            return sorted(self.shim_exports)  # the same names: a per-name test, sorted after
         return prefixes.shim_names(self.sorted_exports)
 
     @property
