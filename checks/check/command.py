@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -135,8 +136,16 @@ def _wheel_members(wheels: list[str]) -> Iterator[tuple[tuple[str, ...], tuple[s
 
 
 def run(args: argparse.Namespace) -> int:
-    with _wheel_members(args.wheel) as (wheel_shims, wheel_models, wheel_root):
-        return _run(args, wheel_shims, wheel_models, wheel_root)
+    # A check makes many small objects (a 71k-finding check: millions) and no garbage cycles:
+    # the cyclic collector's passes over them find nothing (2 to 3% of such a check).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        with _wheel_members(args.wheel) as (wheel_shims, wheel_models, wheel_root):
+            return _run(args, wheel_shims, wheel_models, wheel_root)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def _run(
