@@ -12,6 +12,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -113,12 +114,17 @@ def _empty_zip() -> bytes:
 _THREE = ("a/libsmall.so", "b/libbig.so", "c/libother.so")
 
 
-def _three(libs: dict[str, bytes], tmp_path: Path, note: bytes = b"") -> tuple[Path, list[int]]:
+def _three(
+    libs: dict[str, bytes], tmp_path: Path, note: bytes = b"", *, streamed: bool = False
+) -> tuple[Path, list[int]]:
+    """The wheel, and the bytes a reader inflates of each library: all of it for a copy, up
+    to where its loader tables end for the checker's stream (``streamed``)."""
     members = [(name, libs[name.split("/lib")[1][:-3]]) for name in _THREE]
     if note:
         members.insert(1, ("a/NOTES.txt", note))  # not ELF: between the libraries
     wheel = make_wheel(tmp_path / "w.whl", members, compression=zipfile.ZIP_DEFLATED)
-    return wheel, [len(data) for _, data in members if data[:4] == b"\x7fELF"]
+    read = _tables_read_to if streamed else len
+    return wheel, [read(data) for _, data in members if data[:4] == b"\x7fELF"]
 
 
 # (budget less the bytes of all members before it, the member named on refusal): one byte
@@ -140,9 +146,9 @@ def test_the_budget_holds_at_every_member_and_byte(
     libs, tmp_path, monkeypatch, members_before, extra, refused, reader
 ) -> None:
     note = b"not a library\n" * 10
-    wheel, sizes = _three(libs, tmp_path, note)
-    # The checker's reader charges a member's first bytes before it knows it is no ELF file;
-    # the gate's copy charges ELF members only.
+    wheel, sizes = _three(libs, tmp_path, note, streamed=reader == "check")
+    # The checker's reader charges a member's first bytes before it knows it is no ELF file,
+    # and a library's up to where its tables end; the gate's copy charges ELF members, whole.
     before = sum(sizes[: members_before + (refused is not None)]) + (
         len(note) if reader == "check" and members_before >= 1 else 0
     )
@@ -728,12 +734,32 @@ def _dynamic_extent(data: bytes) -> tuple[int, int]:
     return struct.unpack_from("<Q", data, ph + 8)[0], struct.unpack_from("<Q", data, ph + 32)[0]
 
 
-def test_a_member_up_to_the_small_size_is_kept_whole_a_larger_one_to_pt_dynamic(libs, tmp_path, monkeypatch) -> None:
+def _tables_read_to(data: bytes) -> int:
+    """Where the stream stops in a library gcc laid out: the end of PT_DYNAMIC, as readelf
+    -l says, which lies past the first PT_LOAD (the one holding .dynsym and the other tables)."""
+    with tempfile.NamedTemporaryFile(suffix=".so") as f:
+        f.write(data)
+        f.flush()
+        segments = subprocess.run(["readelf", "-lW", f.name], capture_output=True, check=True).stdout
+    rows = [line.split() for line in segments.decode().splitlines() if line.strip().startswith(("LOAD", "DYNAMIC"))]
+    first_load = next(r for r in rows if r[0] == "LOAD")
+    dynamic = next(r for r in rows if r[0] == "DYNAMIC")
+    end = int(dynamic[1], 16) + int(dynamic[4], 16)
+    assert int(first_load[1], 16) + int(first_load[4], 16) <= end
+    return end
+
+
+def test_a_member_is_read_to_where_its_tables_end_a_large_one_skipped_to_pt_dynamic(
+    libs, tmp_path, monkeypatch
+) -> None:
+    """Small (read on from its start) or large (its first bytes kept, then skipped to
+    PT_DYNAMIC), a library's stream stops where the tables PT_DYNAMIC names end: here at
+    PT_DYNAMIC's end, the data after it (.got, .data, the section headers) never inflated."""
     data = libs["big"]  # as gcc lays it out: PT_DYNAMIC in the middle, data after it
     off, size = _dynamic_extent(data)
-    assert off + size < len(data)
+    assert off + size < len(data) and _tables_read_to(data) == off + size
     wheel = make_wheel(tmp_path / "w.whl", [("lib/libbig.so", data)])
-    for small, charged in ((len(data), len(data)), (len(data) - 1, off + size)):
+    for small, charged in ((len(data), off + size), (len(data) - 1, off + size)):
         monkeypatch.setattr(inputs, "SMALL_MEMBER", small)
         with open_wheel(str(wheel)) as zf, Workspace() as ws:
             (info,) = zf.infolist()
@@ -1345,8 +1371,11 @@ def test_the_zip64_record_is_read_where_the_locator_points_up_to_the_last_56_byt
 
 def test_a_member_that_inflates_to_less_than_its_declared_size_is_read_as_far_as_it_goes(libs, tmp_path) -> None:
     """A stored member whose declared size is 4 KiB more than its data (its CRC that of the
-    data): the stream ends early, the reading goes on with what came, the library is read."""
-    wheel = make_wheel(tmp_path / "w.whl", [("lib/libsmall.so", libs["small"])], compression=zipfile.ZIP_STORED)
+    data): the stream ends early, the reading goes on with what came, the library is read.
+    (Its PT_DYNAMIC is its last bytes: the stream reads to the data's end.)"""
+    small = _dynamic_at(libs["small"], len(libs["small"]) + 8)
+    libs = {"small": small}
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libsmall.so", small)], compression=zipfile.ZIP_STORED)
     data = bytearray(wheel.read_bytes())
     declared = len(libs["small"]) + 4096
     struct.pack_into("<I", data, 22, declared)  # the local header's size
@@ -1411,3 +1440,47 @@ def test_an_artifacts_real_path_resolves_its_links_once(tmp_path: Path) -> None:
     assert art.real_path == os.path.realpath(target)
     (tmp_path / "link").unlink()  # asked once: the check's keys of one library agree
     assert art.real_path == os.path.realpath(target)
+
+
+# -- the listing: names judged as pathlib would, read once per reading ----------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", ".", "./", "a", "a/", "a//b", "a/./b", "./a", "/a", "//a", "///a", "a/../b", "..", "../a", "C:/x",
+     "a:b/c", "x/:y", "a\\b", "\\a", "\\\\a", "a\\..\\b", "a/.", "..a", "a..", "a/b/", "./..", " ", "a/ /b"],
+)
+def test_a_member_name_is_judged_as_pathlib_splits_it(name) -> None:
+    """The string split is PurePosixPath's (backslashes as separators): same parts, same key."""
+    from pathlib import PurePosixPath
+
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    safe = bool(parts) and not parts[0].startswith("/") and ".." not in parts and ":" not in parts[0]
+    assert inputs.safe_member_name(name) == safe
+    if safe:
+        assert inputs.member_key(name) == PurePosixPath(name.replace("\\", "/")).as_posix()
+
+
+def test_a_wheel_is_listed_once_in_a_reading_and_afresh_after_it(libs, tmp_path, monkeypatch) -> None:
+    wheel = make_wheel(tmp_path / "w.whl", [("lib/libsmall.so", libs["small"]), ("lib/NOTES", b"hi")])
+    dup = make_wheel(tmp_path / "dup.whl", [("x.so", libs["small"]), ("x.so", libs["small"])])
+    parses: list[str] = []
+    real = zipfile.ZipFile._RealGetContents  # type: ignore[attr-defined]  # private: not in the stubs
+
+    def counted(self: zipfile.ZipFile) -> None:
+        parses.append(str(self.filename))
+        real(self)
+
+    monkeypatch.setattr(zipfile.ZipFile, "_RealGetContents", counted)
+    with Workspace():
+        with open_wheel(str(wheel)) as first:
+            names = first.namelist()
+        with open_wheel(str(wheel)) as again:
+            assert again.listed_before and again.namelist() == names
+        for _ in range(2):  # a refused wheel is judged at each opening, never remembered
+            with pytest.raises(InputError, match="two members named 'x.so'"):
+                open_wheel(str(dup))
+    assert parses == [str(wheel), str(dup), str(dup)]
+    with open_wheel(str(wheel)) as after:  # the reading ended: listed afresh
+        assert not after.listed_before and after.namelist() == names
+    assert parses[-1] == str(wheel) and len(parses) == 4

@@ -25,6 +25,7 @@ from typing import IO, Any, BinaryIO
 
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import ELF_MAGIC, ET_DYN, PT_DYNAMIC, file_kind, has_elf_magic, is_elf, segments_of
+from aoti_shim.checks.inputs.inflate import MemberReader, open_member
 from aoti_shim.checks.inputs.magic import has_native_magic, path_kind
 from aoti_shim.errors import InputError
 
@@ -116,10 +117,14 @@ class Workspace:
             self._dir = None
 
     def __enter__(self) -> Workspace:
+        _OPEN_WORKSPACES[0] += 1
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+        _OPEN_WORKSPACES[0] -= 1
+        if _OPEN_WORKSPACES[0] <= 0:
+            _LISTED.clear()
 
 
 def _is_zip(path: str) -> bool:
@@ -192,8 +197,26 @@ def safe_member_name(name: str) -> bool:
     backslashes count as separators, as Windows zip tools write them. Every reader of
     wheels (the checker, snapshots, the build gate) refuses such a wheel outright.
     """
-    parts = PurePosixPath(name.replace("\\", "/")).parts
+    parts = _name_parts(name)
     return bool(parts) and not parts[0].startswith("/") and ".." not in parts and ":" not in parts[0]
+
+
+def _name_parts(name: str) -> list[str]:
+    """``PurePosixPath(name).parts`` with backslashes as separators, as string operations
+    (a wheel of 24k members is listed twice as fast): empty and ``.`` parts dropped, a
+    leading ``/`` (or exactly two, as POSIX allows) the first part."""
+    path = name.replace("\\", "/")
+    root = ""
+    if path.startswith("/"):
+        root = "//" if path.startswith("//") and not path.startswith("///") else "/"
+    parts = [p for p in path.split("/") if p and p != "."]
+    return [root, *parts] if root else parts
+
+
+def member_key(name: str) -> str:
+    """A member's name as two names for one file compare (``a//b``, ``a/./b`` and ``a\\b``
+    are ``a/b``): ``PurePosixPath(name).as_posix()`` of a safe name, backslashes as separators."""
+    return "/".join(_name_parts(name))
 
 
 def _declared_member_count(wheel: str) -> int:
@@ -231,6 +254,23 @@ WHEEL_INFLATE_RATIO = 16
 MAX_WHEEL_INFLATE = 32 << 30
 
 
+# The central directory of every wheel listed and accepted while a Workspace is open (one
+# check's reading), by the file's identity: a check lists a wheel again for the loader's file
+# search (check/run.py's _members), and torch's takes 0.1 s to parse and judge. Forgotten
+# when the last Workspace closes: a file rewritten in place keeps its inode, and maybe its
+# size and mtime (a coarse clock), so nothing outlives the reading.
+_LISTED: dict[tuple[int, int, int, int], tuple[list[zipfile.ZipInfo], int, bytes]] = {}
+_OPEN_WORKSPACES = [0]
+
+
+def _identity_of(f: IO[bytes] | None) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.fstat(f.fileno()) if f is not None else None
+    except (OSError, ValueError, AttributeError):
+        return None
+    return None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 class Wheel(zipfile.ZipFile):
     """A wheel whose member names and count were checked, with a budget of inflated bytes
     shared by every member read from it (the checker's, the snapshot's and the build gate's)."""
@@ -238,6 +278,24 @@ class Wheel(zipfile.ZipFile):
     path: str = ""
     inflate_budget: int = MAX_WHEEL_INFLATE
     inflate_left: int = MAX_WHEEL_INFLATE
+    # True when this file's listing was judged before in this process (and taken from then).
+    listed_before: bool = False
+
+    def _RealGetContents(self) -> None:  # zipfile's name: it lists the central directory
+        listed = _LISTED.get(_identity_of(self.fp) or (-1, -1, -1, -1))
+        if listed is None:
+            zipfile.ZipFile._RealGetContents(self)  # type: ignore[attr-defined]  # private: not in the stubs, in 3.10 to 3.14
+            return
+        infos, self.start_dir, self._comment = listed
+        self.filelist = list(infos)
+        self.NameToInfo = {info.filename: info for info in infos}
+        self.listed_before = True
+
+    def remember(self) -> None:
+        """Keep this wheel's listing, judged sound, for the next opening of the same file."""
+        key = _identity_of(self.fp)
+        if key is not None and _OPEN_WORKSPACES[0] > 0:
+            _LISTED[key] = (list(self.filelist), self.start_dir, self._comment)
 
     def charge(self, n: int, display: str) -> None:
         self.inflate_left -= n
@@ -270,6 +328,8 @@ def open_wheel(wheel: str, display: str | None = None) -> Wheel:
         raise InputError(f"{shown}: not a readable wheel (zip): {e}") from None
     zf.path = wheel
     zf.inflate_budget = zf.inflate_left = min(MAX_WHEEL_INFLATE, max(MIN_WHEEL_INFLATE, WHEEL_INFLATE_RATIO * size))
+    if zf.listed_before:
+        return zf  # judged when it was first opened: the same file
     try:
         infos = zf.infolist()
         if len(infos) > MAX_WHEEL_MEMBERS:  # the end record can understate the central directory
@@ -278,7 +338,7 @@ def open_wheel(wheel: str, display: str | None = None) -> Wheel:
         for info in infos:
             if not safe_member_name(info.filename):
                 raise InputError(f"{shown}: unsafe member name {info.filename!r} in wheel")
-            key = PurePosixPath(info.filename.replace("\\", "/")).as_posix()
+            key = member_key(info.filename)
             if key in seen:
                 raise InputError(
                     f"{shown}: two members named {info.filename!r} in wheel "
@@ -288,6 +348,7 @@ def open_wheel(wheel: str, display: str | None = None) -> Wheel:
     except BaseException:
         zf.close()
         raise
+    zf.remember()
     return zf
 
 
@@ -311,7 +372,7 @@ def copy_elf_member(
         return None  # too short to start with the magic: skip without inflating
     charge = zf.charge if isinstance(zf, Wheel) else (lambda n, d: None)
     try:
-        with zf.open(info) as src:
+        with open_member(zf, info) as src:
             head = src.read(len(ELF_MAGIC))
             if not accept(bytes(head[:4])):
                 return None
@@ -401,15 +462,17 @@ def read_member(
 
     Nothing goes to disk: the member is inflated as it streams, its first bytes kept (up
     to STREAM_HEAD), the rest skipped up to PT_DYNAMIC, which is read, and the stream is
-    left there (the member's CRC, at its end, is not verified: the loader never reads it
-    either). Only a library whose tables lie past STREAM_HEAD is copied to a temp file.
+    left where the loader's tables end (PT_DYNAMIC says where they are): the member's CRC is
+    checked only where the stream reaches the member's end (as zipfile checks it), the loader
+    never reads it. Only a library whose tables lie past STREAM_HEAD and before PT_DYNAMIC is
+    copied to a temp file.
     """
     if info.is_dir() or info.file_size < len(ELF_MAGIC):
         return "not-elf", None  # too short to start with the magic: skip without inflating
     # Every byte inflated counts against the wheel's budget, kept or skipped over.
     charge = zf.charge if isinstance(zf, Wheel) else (lambda n, d: None)
     try:
-        with zf.open(info) as src:
+        with open_member(zf, info) as src:
             head = bytearray(src.read(_FIRST_BYTES))
             charge(len(head), display)
             if not has_elf_magic(head):
@@ -425,48 +488,81 @@ def read_member(
                 return kind, Artifact(
                     path=display, display=display, image=ElfImage.from_loaded_parts(display, head, b"")
                 )
-            dyn_off, dyn_size = dynamic
-            if dyn_off + dyn_size > info.file_size:
+            if dynamic[0] + dynamic[1] > info.file_size:
                 raise InputError(f"{display}: PT_DYNAMIC lies outside the member")
-            # A small library is kept whole (its tables may follow PT_DYNAMIC); a big one up to
-            # PT_DYNAMIC, where linkers put them before.
-            keep = info.file_size if info.file_size <= SMALL_MEMBER else min(dyn_off, STREAM_HEAD)
-            while len(head) < keep:
-                chunk = src.read(min(keep - len(head), 1 << 22))
-                if not chunk:
-                    break
-                charge(len(chunk), display)
-                head += chunk
-            if dyn_off + dyn_size <= len(head):
-                dyn = bytes(head[dyn_off : dyn_off + dyn_size])
-                at = len(head)
-            elif dyn_off <= len(head):
-                charge(dyn_off + dyn_size - len(head), display)
-                dyn = bytes(head[dyn_off:]) + src.read(dyn_off + dyn_size - len(head))
-                at = dyn_off + dyn_size
-            else:
-                charge(dyn_off + dyn_size - len(head), display)
-                src.seek(dyn_off)  # inflates and drops what lies between
-                dyn = src.read(dyn_size)
-                at = dyn_off + dyn_size
-            try:
-                image = ElfImage.from_loaded_parts(display, head, dyn)
-            except InputError:
-                if len(head) >= info.file_size:
-                    raise
-                # A table lies past what was kept: fetch the tables ahead of the stream, or
-                # read the whole file when one was already passed.
-                sparse = _tables_ahead(src, info, display, head, dyn, at, charge)
-                if sparse is None:
-                    return kind, extract_member(zf, info, display, workspace, member_limit)
-                image = ElfImage.from_loaded_parts(display, sparse, dyn)
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError) as e:
+            image = _streamed_image(src, info, display, head, dynamic, charge)
+            if image is None:
+                return kind, extract_member(zf, info, display, workspace, member_limit)
+    except _EXTRACT_ERRORS as e:
         raise InputError(f"{display}: cannot extract: {e}") from None
     return kind, Artifact(path=display, display=display, image=image)
 
 
+def _fill(src: MemberReader, head: bytearray, upto: int, display: str, charge: Callable[[int, str], None]) -> None:
+    """Read ``src`` on into ``head`` until it holds ``upto`` bytes (or the member ends)."""
+    while len(head) < upto:
+        chunk = src.read(min(upto - len(head), 1 << 22))
+        if not chunk:
+            break
+        charge(len(chunk), display)
+        head += chunk
+
+
+def _streamed_image(
+    src: MemberReader, info: zipfile.ZipInfo, display: str, head: bytearray, dynamic: tuple[int, int],
+    charge: Callable[[int, str], None],
+) -> ElfImage | None:
+    """The loader's view of a member whose first bytes are ``head``; None when a table lies
+    in what the stream skipped (only a second pass, a temp copy, can read it)."""
+    dyn_off, dyn_size = dynamic
+    small = info.file_size <= SMALL_MEMBER
+    # A small library is kept up to where its tables end (they may follow PT_DYNAMIC); a big
+    # one up to PT_DYNAMIC, where linkers put them, at most STREAM_HEAD of it.
+    _fill(src, head, dyn_off if small else min(dyn_off, STREAM_HEAD), display, charge)
+    if dyn_off + dyn_size <= len(head):
+        dyn = bytes(head[dyn_off : dyn_off + dyn_size])
+        at = len(head)
+    elif dyn_off <= len(head):
+        charge(dyn_off + dyn_size - len(head), display)
+        dyn = bytes(head[dyn_off:]) + src.read(dyn_off + dyn_size - len(head))
+        at = dyn_off + dyn_size
+        if small:
+            head += dyn[len(head) - dyn_off :]
+    else:
+        charge(dyn_off + dyn_size - len(head), display)
+        src.seek(dyn_off)  # inflates and drops what lies between
+        dyn = src.read(dyn_size)
+        at = dyn_off + dyn_size
+    if small:
+        _fill(src, head, _tables_end(display, head, dyn, info.file_size), display, charge)
+    try:
+        return ElfImage.from_loaded_parts(display, head, dyn)
+    except InputError:
+        if small and len(head) < info.file_size:
+            # What the tables' extents did not cover: the whole member, read as it was before.
+            _fill(src, head, info.file_size, display, charge)
+            return ElfImage.from_loaded_parts(display, head, dyn)
+        if len(head) >= info.file_size:
+            raise
+        # A table lies past what was kept: fetch the tables ahead of the stream, or
+        # read the whole file when one was already passed.
+        sparse = _tables_ahead(src, info, display, head, dyn, at, charge)
+        return None if sparse is None else ElfImage.from_loaded_parts(display, sparse, dyn)
+
+
+def _tables_end(display: str, head: bytearray, dyn: bytes, size: int) -> int:
+    """Where the last of the loader's tables ends in a member of ``size`` bytes (at least
+    the end of ``head``, which holds PT_DYNAMIC), from its program headers and PT_DYNAMIC;
+    the member's end when they cannot say."""
+    try:
+        extents = ElfImage.loader_table_extents(display, head, dyn)
+    except InputError:
+        return size  # the image says what is wrong, from the whole member
+    return min(size, max([len(head), *(end for _, end in extents)]))
+
+
 def _tables_ahead(
-    src: IO[bytes], info: zipfile.ZipInfo, display: str, head: bytearray, dyn: bytes, at: int,
+    src: MemberReader, info: zipfile.ZipInfo, display: str, head: bytearray, dyn: bytes, at: int,
     charge: Callable[[int, str], None],
 ) -> mmap.mmap | None:
     """The member's loader view as a sparse anonymous map (its size, only the kept head and
