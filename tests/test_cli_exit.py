@@ -15,12 +15,12 @@ SNAPSHOT = "torch-2.14.1+cu130"  # a shipped snapshot: no torch needed
 # A child that sets up what the interpreter's teardown would show (an object whose __del__
 # prints), an atexit function, optionally a thread, then runs the console entry.
 _CHILD = """
-import atexit, sys, threading, time
+import atexit, gc, sys, threading, time
 class Witness:
     def __del__(self):
         print("teardown ran", file=sys.stderr, flush=True)
 witness = Witness()
-atexit.register(lambda: print("atexit ran", file=sys.stderr, flush=True))
+atexit.register(lambda: print(f"atexit ran, gc {gc.isenabled()}", file=sys.stderr, flush=True))
 if sys.argv.pop(1) == "thread":
     threading.Thread(target=lambda: (time.sleep(0.5), print("thread done", file=sys.stderr))).start()
 from aoti_shim.cli import console
@@ -43,7 +43,7 @@ def test_a_check_writes_its_whole_report_runs_atexit_and_skips_the_teardown(chec
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)  # whole: a cut report is no JSON
     assert report["summary"]["blocking"] == 0 and report["artifacts"], report
-    assert "atexit ran" in done.stderr
+    assert "atexit ran, gc False" in done.stderr  # no cyclic collection in a short check
     assert "teardown ran" not in done.stderr
 
 
@@ -64,4 +64,4 @@ def test_another_thread_running_gets_the_interpreters_own_exit(checker_libs: dic
 def test_other_commands_keep_the_interpreters_exit() -> None:
     done = _console("--version")
     assert done.returncode == 0 and done.stdout.startswith("aoti-shim ")
-    assert "atexit ran" in done.stderr and "teardown ran" in done.stderr
+    assert "atexit ran, gc True" in done.stderr and "teardown ran" in done.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import errno
+import gc
 import importlib
 import os
 import sys
@@ -151,8 +152,13 @@ _FAST_EXIT = frozenset({"check", "scan"})
 def console() -> NoReturn:
     """The console script and ``python -m aoti_shim``: :func:`main`, then the exit."""
     argv = sys.argv[1:]
+    fast = _named_command(argv) in _FAST_EXIT
+    if fast:
+        # Short processes of bounded memory: the cyclic collector's passes over the objects
+        # that importing the checker makes (6% of a clean check's instructions) buy nothing.
+        gc.disable()
     code = main(argv)
-    if _named_command(argv) in _FAST_EXIT:
+    if fast:
         _exit_without_teardown(code)
     sys.exit(code)
 
