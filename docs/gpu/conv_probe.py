@@ -1,10 +1,10 @@
 """Where the shims' CUDA convolution spends its host time (the zoo bench's profile puts 85 %
 of mobilenet_v3_small's inference inside cuDNN's forward call): one device call,
 
-    PYTHONPATH=/tmp/site python3 docs/gpu/conv_probe.py
+    PYTHONPATH=/tmp/site python3 docs/gpu/conv_probe.py [float32|bfloat16|float16]
 
-after run_h200.sh's install. For a few of the zoo's convolution shapes (float32, TF32 off, as
-the smoke runs them) it prints, per call:
+after run_h200.sh's install. For a few of the zoo's convolution shapes (float32 by default, TF32
+off, as the smoke runs them; or the 16-bit type a bfloat16 zoo run uses) it prints, per call:
 
 - host: microseconds the shim call takes on the host, with the GPU idle;
 - busy: the same while the stream still runs a long sleep kernel queued before the calls
@@ -17,6 +17,7 @@ the smoke runs them) it prints, per call:
 from __future__ import annotations
 
 import ctypes
+import sys
 import time
 
 import torch
@@ -27,6 +28,8 @@ from aoti_shim.paths import shim_library
 
 P, I64, I32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int32
 CALLS = 200
+# torch dtype -> c10::ScalarType, as the shims take it.
+DTYPES = {"float32": (torch.float32, 6), "bfloat16": (torch.bfloat16, 15), "float16": (torch.float16, 5)}
 
 # (name, input NCHW, out channels, kernel, stride, padding, groups)
 SHAPES = [
@@ -55,7 +58,10 @@ class Shims:
     def handle(self, t: torch.Tensor) -> P:
         out = P()
         sizes, strides = (I64 * t.dim())(*t.shape), (I64 * t.dim())(*t.stride())
-        code = self.from_blob(t.data_ptr(), t.dim(), sizes, strides, 0, 6, 1, t.device.index or 0, ctypes.byref(out))
+        scalar_type = next(code for dtype, code in DTYPES.values() if dtype == t.dtype)
+        code = self.from_blob(
+            t.data_ptr(), t.dim(), sizes, strides, 0, scalar_type, 1, t.device.index or 0, ctypes.byref(out)
+        )
         assert code == 0, code
         return out
 
@@ -66,14 +72,18 @@ def ints(v: tuple[int, ...]):
 
 def main() -> None:
     torch.backends.cudnn.allow_tf32 = False
+    dtype = DTYPES[sys.argv[1] if len(sys.argv) > 1 else "float32"][0]
     shims = Shims()
-    print(f"shims {shim_library()} prefix {shims.prefix}; torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
+    print(
+        f"shims {shim_library()} prefix {shims.prefix}; torch {torch.__version__}, "
+        f"cuDNN {torch.backends.cudnn.version()}; {dtype}"
+    )
     print(f"{'shape':24} {'layout':6} {'ours host':>10} {'busy':>8} {'gpu':>8}   {'torch host':>10} {'busy':>8} {'gpu':>8}")
     for name, shape, cout, k, s, pad, groups in SHAPES:
         for layout in ("NCHW", "NHWC"):
             fmt = torch.channels_last if layout == "NHWC" else torch.contiguous_format
-            x = torch.randn(*shape, device="cuda").to(memory_format=fmt)
-            w = torch.randn(cout, shape[1] // groups, k, k, device="cuda").to(memory_format=fmt)
+            x = torch.randn(*shape, device="cuda", dtype=dtype).to(memory_format=fmt)
+            w = torch.randn(cout, shape[1] // groups, k, k, device="cuda", dtype=dtype).to(memory_format=fmt)
             hx, hw = shims.handle(x), shims.handle(w)
             args = (*ints((s, s)), *ints((pad, pad)), *ints((1, 1)), 0, *ints((0, 0)), groups)
 
