@@ -130,6 +130,69 @@ __global__ void channel_bias(T* out, const T* bias, int64_t bias_stride, int64_t
   }
 }
 
+template <typename T>
+__device__ inline float to_acc(T v);
+template <>
+__device__ inline float to_acc(float v) { return v; }
+template <>
+__device__ inline float to_acc(__half v) { return __half2float(v); }
+template <>
+__device__ inline float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ inline T from_acc(float v);
+template <>
+__device__ inline float from_acc(float v) { return v; }
+template <>
+__device__ inline __half from_acc(float v) { return __float2half_rn(v); }
+template <>
+__device__ inline __nv_bfloat16 from_acc(float v) { return __float2bfloat16_rn(v); }
+
+// Acc: float, or double for double (the legacy path's float64 sums in float64).
+template <typename T, typename Acc>
+__global__ void depthwise(DepthwisePlan p) {
+  const T* x = static_cast<const T*>(p.x);
+  const T* w = static_cast<const T*>(p.w);
+  T* out = static_cast<T*>(p.out);
+  int64_t numel = p.out_sizes[0] * p.out_sizes[1] * p.out_sizes[2] * p.out_sizes[3];
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < numel;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t ow = i % p.out_sizes[3];
+    int64_t rest = i / p.out_sizes[3];
+    int64_t oh = rest % p.out_sizes[2];
+    rest /= p.out_sizes[2];
+    int64_t c = rest % p.out_sizes[1];
+    int64_t n = rest / p.out_sizes[1];
+    const T* xc = x + n * p.x_strides[0] + c * p.x_strides[1];
+    const T* wc = w + c * p.w_strides[0];
+    Acc sum = 0;
+    for (int64_t kh = 0; kh < p.kernel[0]; ++kh) {
+      int64_t ih = oh * p.stride[0] - p.padding[0] + kh * p.dilation[0];
+      if (ih < 0 || ih >= p.x_sizes[2]) {
+        continue;
+      }
+      for (int64_t kw = 0; kw < p.kernel[1]; ++kw) {
+        int64_t iw = ow * p.stride[1] - p.padding[1] + kw * p.dilation[1];
+        if (iw < 0 || iw >= p.x_sizes[3]) {
+          continue;
+        }
+        if constexpr (sizeof(Acc) == 8) {
+          sum += static_cast<Acc>(xc[ih * p.x_strides[2] + iw * p.x_strides[3]]) *
+                 static_cast<Acc>(wc[kh * p.w_strides[2] + kw * p.w_strides[3]]);
+        } else {
+          sum += to_acc(xc[ih * p.x_strides[2] + iw * p.x_strides[3]]) * to_acc(wc[kh * p.w_strides[2] + kw * p.w_strides[3]]);
+        }
+      }
+    }
+    T* o = out + n * p.out_strides[0] + c * p.out_strides[1] + oh * p.out_strides[2] + ow * p.out_strides[3];
+    if constexpr (sizeof(Acc) == 8) {
+      *o = static_cast<T>(sum);
+    } else {
+      *o = from_acc<T>(sum);
+    }
+  }
+}
+
 }  // namespace
 
 int attention_softmax(const SoftmaxPlan& plan, void* stream) {
@@ -166,6 +229,33 @@ int add_channel_bias(
     case 15:
       channel_bias<<<grid, 256, 0, s>>>(
           static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(bias), bias_stride, numel, channels, inner);
+      break;
+    default:
+      return static_cast<int>(cudaErrorInvalidValue);
+  }
+  return static_cast<int>(cudaGetLastError());
+}
+
+int depthwise_conv2d(const DepthwisePlan& plan, void* stream) {
+  int64_t numel = plan.out_sizes[0] * plan.out_sizes[1] * plan.out_sizes[2] * plan.out_sizes[3];
+  if (numel == 0) {
+    return 0;
+  }
+  int64_t blocks = (numel + 255) / 256;
+  dim3 grid(static_cast<unsigned>(blocks < 4096 ? blocks : 4096));
+  auto s = static_cast<cudaStream_t>(stream);
+  switch (plan.dtype) {
+    case 6:
+      depthwise<float, float><<<grid, 256, 0, s>>>(plan);
+      break;
+    case 7:
+      depthwise<double, double><<<grid, 256, 0, s>>>(plan);
+      break;
+    case 5:
+      depthwise<__half, float><<<grid, 256, 0, s>>>(plan);
+      break;
+    case 15:
+      depthwise<__nv_bfloat16, float><<<grid, 256, 0, s>>>(plan);
       break;
     default:
       return static_cast<int>(cudaErrorInvalidValue);

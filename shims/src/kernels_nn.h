@@ -32,4 +32,28 @@ int add_channel_bias(
     void* out, int32_t dtype, const void* bias, int64_t bias_stride, int64_t numel, int64_t channels, int64_t inner,
     void* stream);
 
+// A 2-D depthwise convolution (groups == input channels == output channels), one thread per
+// output element: out[n, c, oh, ow] = sum over (kh, kw) of x[n, c, ih, iw] * w[c, 0, kh, kw],
+// accumulated in float32 (float64 for double), any strides of x, w and out (elements, [N, C,
+// H, W] order; out's may be channels-last). For the small ones a direct kernel is launch-bound
+// anyway, and cuDNN's plan for some 16-bit shapes took 2.3 ms of host time a call (a 5x5
+// depthwise convolution of 576 channels at 2x2, run13).
+struct DepthwisePlan {
+  const void* x = nullptr;
+  const void* w = nullptr;
+  void* out = nullptr;
+  int32_t dtype = 6;  // c10: 6, 7, 5 or 15, of all three
+  int64_t out_sizes[4] = {0, 0, 0, 0};
+  int64_t x_sizes[4] = {0, 0, 0, 0};
+  int64_t x_strides[4] = {0, 0, 0, 0};
+  int64_t w_strides[4] = {0, 0, 0, 0};
+  int64_t out_strides[4] = {0, 0, 0, 0};
+  int64_t kernel[2] = {1, 1};
+  int64_t stride[2] = {1, 1};
+  int64_t padding[2] = {0, 0};
+  int64_t dilation[2] = {1, 1};
+};
+
+int depthwise_conv2d(const DepthwisePlan& plan, void* stream);
+
 }  // namespace aotishim::kernels

@@ -695,6 +695,62 @@ AOTITorchError execute_plan(Handle handle, const Prepared& prep, void* in, void*
   return check(api.backend_execute(handle, prep.plan, pack), "cudnnBackendExecute");
 }
 
+// A small 2-D depthwise convolution (groups == input channels == output channels, one weight
+// channel each) runs on a direct kernel: launch-bound there whatever computes it, and cuDNN's
+// plan for some 16-bit shapes took 2.3 ms of host time a call (a 5x5 depthwise convolution of
+// 576 channels at 2x2 in mobilenet_v3_small, bfloat16: run13), torch's own depthwise kernel
+// 10 us. Bigger ones, where cuDNN's kernels earn their keep, stay with cuDNN.
+constexpr int64_t kDirectDepthwiseMacs = int64_t(1) << 22;
+
+bool direct_depthwise(const Tensor& x, const Tensor& w, const Params& p, const Tensor& out) {
+  if (x.dim() != 4 || p.transposed || p.spatial != 2 || w.dim() != 4 || p.groups != x.sizes[1] ||
+      w.sizes[0] != p.groups || w.sizes[1] != 1 || out.sizes[1] != p.groups || w.dtype != x.dtype ||
+      out.dtype != x.dtype || (x.dtype != 5 && x.dtype != 6 && x.dtype != 7 && x.dtype != 15)) {
+    return false;
+  }
+  int64_t macs = out.numel();
+  for (int d = 2; d < 4; ++d) {
+    if (w.sizes[d] > kDirectDepthwiseMacs) {
+      return false;
+    }
+    macs *= w.sizes[d];
+  }
+  return macs <= kDirectDepthwiseMacs;
+}
+
+AOTITorchError run_depthwise(const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, bool channels_last,
+                             const Tensor& out) {
+  AOTISHIM_PROFILE_STEP("conv: direct depthwise kernel");
+  void* stream = current_stream(out.device_index());
+  kernels::DepthwisePlan plan;
+  plan.x = x.data();
+  plan.w = w.data();
+  plan.out = out.data();
+  plan.dtype = x.dtype;
+  for (int d = 0; d < 4; ++d) {
+    plan.out_sizes[d] = out.sizes[d];
+    plan.x_sizes[d] = x.sizes[d];
+    plan.x_strides[d] = x.strides[d];
+    plan.w_strides[d] = w.strides[d];
+    plan.out_strides[d] = out.strides[d];
+  }
+  for (int d = 0; d < 2; ++d) {
+    plan.kernel[d] = w.sizes[2 + d];
+    plan.stride[d] = p.stride[d];
+    plan.padding[d] = p.padding[d];
+    plan.dilation[d] = p.dilation[d];
+  }
+  AOTISHIM_TRY(cuda::check_status(kernels::depthwise_conv2d(plan, stream), "cuda_convolution depthwise kernel"));
+  if (bias != nullptr) {
+    int64_t inner = channels_last ? 1 : out.sizes[2] * out.sizes[3];
+    AOTISHIM_TRY(cuda::check_status(
+        kernels::add_channel_bias(out.data(), out.dtype, bias->data(), bias->strides[0], out.numel(), out.sizes[1], inner,
+                                  stream),
+        "cuda_convolution bias kernel"));
+  }
+  return AOTI_SHIM_OK;
+}
+
 AOTITorchError run_cudnn(
     const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, bool channels_last, const Tensor& out) {
   int32_t device = out.device_index();
@@ -892,7 +948,11 @@ AOTITorchError convolution(const Tensor& x, const Tensor& w, const Tensor* bias,
     if (x.numel() == 0 || w.numel() == 0) {
       return fail_format(AOTI_SHIM_E_UNSUPPORTED, "%s: an empty input or weight with a non-empty output", kWhere);
     }
-    AOTISHIM_TRY(run_cudnn(x, w, bias, p, channels_last, *out));
+    if (direct_depthwise(x, w, p, *out)) {
+      AOTISHIM_TRY(run_depthwise(x, w, bias, p, channels_last, *out));
+    } else {
+      AOTISHIM_TRY(run_cudnn(x, w, bias, p, channels_last, *out));
+    }
   }
   *ret = to_handle(out.release());
   return AOTI_SHIM_OK;

@@ -155,6 +155,7 @@ ZOO_CONVS = [
     (2, 3, 64, 64, 16, 3, 2, 1, 1, False),    # mobilenet stem
     (2, 16, 32, 32, 16, 3, 2, 1, 16, False),  # mobilenet depthwise
     (2, 72, 8, 8, 72, 5, 2, 2, 72, False),    # mobilenet depthwise 5x5
+    (2, 576, 2, 2, 576, 5, 1, 2, 576, True),  # mobilenet's last 5x5 depthwise (2.3 ms in cuDNN, bf16)
     (2, 16, 1, 1, 8, 1, 1, 0, 1, True),       # squeeze-excite 1x1 with bias
     (2, 3, 64, 64, 192, 16, 16, 0, 1, True),  # ViT patch embedding
 ]
@@ -171,6 +172,24 @@ def test_conv_zoo_shapes(shims: Shims, dtype: torch.dtype, layout: str) -> None:
             x, w = x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)
         b = torch.randn(o, device="cuda", dtype=dtype) if bias else None
         run_conv(shims, x, w, b, [s, s], [p, p], [1, 1], False, [0, 0], g, f"zoo {n, c, h, wd, o, k, s, p, g}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+def test_conv_depthwise_direct_and_cudnn(shims: Shims, dtype: torch.dtype) -> None:
+    """Small depthwise convolutions run on the shims' direct kernel, big ones on cuDNN: both
+    against torch, with dilation, bias, a strided (sliced) input and both layouts."""
+    torch.manual_seed(2)
+    d = "cuda"
+    for c, size, k, stride, pad, dil in ((576, 2, 5, 1, 2, 1), (24, 9, 3, 2, 2, 2), (64, 128, 3, 1, 1, 1)):
+        w = torch.randn(c, 1, k, k, device=d, dtype=dtype) / k
+        b = torch.randn(c, device=d, dtype=dtype)
+        x = torch.randn(2, c, size, size, device=d, dtype=dtype)
+        sliced = torch.randn(2, c, 2 * size, size + 1, device=d, dtype=dtype)[:, :, ::2, 1:]
+        cases = [(x, w), (sliced, w)]
+        if dtype != torch.float64:  # float64 stays contiguous (test_conv_every_argument)
+            cases.append((x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last)))
+        for i, (xi, wi) in enumerate(cases):
+            run_conv(shims, xi, wi, b, [stride] * 2, [pad] * 2, [dil] * 2, False, [0, 0], c, f"dw {c} {size} {i}")
 
 
 def test_conv_every_argument(shims: Shims) -> None:
