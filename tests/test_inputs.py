@@ -33,7 +33,7 @@ from aoti_shim.checks.inputs.collect import (
 from aoti_shim.errors import InputError
 from cli_support import CLI
 from compile_support import compile_object, compile_program, compile_shared
-from wheel_support import make_wheel
+from wheel_support import break_crc, make_wheel
 
 # Three libraries of different sizes: a padding array makes the big one big.
 _SOURCE = """
@@ -449,21 +449,6 @@ def test_no_end_record_is_no_declared_count(tmp_path) -> None:
 # -- what a member copy does with what it reads ----------------------------------------------
 
 
-def _bad_crc(path: Path, name: str) -> None:
-    """Break ``name``'s CRC in the central directory and its local header: a reader that
-    inflates the member to its end fails; one that reads only its first bytes does not."""
-    data = bytearray(path.read_bytes())
-    with zipfile.ZipFile(path) as zf:
-        info = zf.getinfo(name)
-    # The local header's CRC at +14; the central record's at +16 (found by the member's name).
-    struct.pack_into("<I", data, info.header_offset + 14, info.CRC ^ 1)
-    central = data.find(b"PK\x01\x02")
-    while central >= 0:
-        (name_len,) = struct.unpack_from("<H", data, central + 28)
-        if data[central + 46 : central + 46 + name_len] == name.encode():
-            struct.pack_into("<I", data, central + 16, info.CRC ^ 1)
-        central = data.find(b"PK\x01\x02", central + 4)
-    path.write_bytes(bytes(data))
 
 
 def test_members_are_skipped_after_their_first_bytes_unverified(libs, tmp_path) -> None:
@@ -472,7 +457,7 @@ def test_members_are_skipped_after_their_first_bytes_unverified(libs, tmp_path) 
     wheel = make_wheel(tmp_path / "w.whl", [("short", b"abc"), ("notes.txt", b"not ELF " * 1000), ("magic", b"\x7fELF"),
                                            ("lib/x.so", libs["small"])], compression=zipfile.ZIP_STORED)
     for name in ("short", "notes.txt", "magic", "lib/x.so"):
-        _bad_crc(wheel, name)
+        break_crc(wheel, name)
     with zipfile.ZipFile(wheel) as zf:
         infos = {i.filename: i for i in zf.infolist()}
         for name in ("short", "notes.txt"):

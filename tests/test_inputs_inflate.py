@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import random
-import struct
 import zipfile
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from aoti_shim.checks.inputs import inflate
 from aoti_shim.checks.inputs.inflate import MemberStream, open_member
+from wheel_support import break_crc
 
 _RANDOM = random.Random(38)
 # Compressible (repeats), incompressible (random) and mixed, around the chunk size.
@@ -59,25 +59,12 @@ def test_every_way_of_reading_gives_zipfiles_bytes(tmp_path, compression) -> Non
                         stream.seek(0)
 
 
-def _break_crc(path: Path, name: str) -> None:
-    """Flip a bit of ``name``'s CRC in its local header and its central record."""
-    data = bytearray(path.read_bytes())
-    with zipfile.ZipFile(path) as zf:
-        info = zf.getinfo(name)
-    struct.pack_into("<I", data, info.header_offset + 14, info.CRC ^ 1)
-    central = data.find(b"PK\x01\x02")
-    while central >= 0:
-        (name_len,) = struct.unpack_from("<H", data, central + 28)
-        if data[central + 46 : central + 46 + name_len] == name.encode():
-            struct.pack_into("<I", data, central + 16, info.CRC ^ 1)
-        central = data.find(b"PK\x01\x02", central + 4)
-    path.write_bytes(bytes(data))
 
 
 @pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
 def test_a_bad_crc_fails_at_the_end_in_zipfiles_words(tmp_path, compression) -> None:
     wheel = _zip(tmp_path / "w.zip", compression)
-    _break_crc(wheel, "mixed")
+    break_crc(wheel, "mixed")
     with zipfile.ZipFile(wheel) as zf:
         info = zf.getinfo("mixed")
         with zf.open(info) as theirs, pytest.raises(zipfile.BadZipFile) as said:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import struct
 import warnings
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -59,3 +60,20 @@ def make_wheel(
         if name:
             zf.writestr(f"{info}/RECORD", "".join(record) + f"{info}/RECORD,,\n")
     return path
+
+
+def break_crc(path: Path, name: str) -> None:
+    """Break ``name``'s CRC in the central directory and its local header: a reader that
+    inflates the member to its end fails; one that reads only its first bytes does not."""
+    data = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(name)
+    # The local header's CRC at +14; the central record's at +16 (found by the member's name).
+    struct.pack_into("<I", data, info.header_offset + 14, info.CRC ^ 1)
+    central = data.find(b"PK\x01\x02")
+    while central >= 0:
+        (name_len,) = struct.unpack_from("<H", data, central + 28)
+        if data[central + 46 : central + 46 + name_len] == name.encode():
+            struct.pack_into("<I", data, central + 16, info.CRC ^ 1)
+        central = data.find(b"PK\x01\x02", central + 4)
+    path.write_bytes(bytes(data))
