@@ -708,14 +708,17 @@ bool direct_depthwise(const Tensor& x, const Tensor& w, const Params& p, const T
       out.dtype != x.dtype || (x.dtype != 5 && x.dtype != 6 && x.dtype != 7 && x.dtype != 15)) {
     return false;
   }
-  int64_t macs = out.numel();
+  int64_t macs = out.numel();  // the bound checked before each product: no overflow
+  if (macs > kDirectDepthwiseMacs) {
+    return false;
+  }
   for (int d = 2; d < 4; ++d) {
-    if (w.sizes[d] > kDirectDepthwiseMacs) {
+    if (w.sizes[d] <= 0 || macs > kDirectDepthwiseMacs / w.sizes[d]) {
       return false;
     }
     macs *= w.sizes[d];
   }
-  return macs <= kDirectDepthwiseMacs;
+  return true;
 }
 
 AOTITorchError run_depthwise(const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, bool channels_last,
