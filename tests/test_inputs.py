@@ -822,14 +822,18 @@ def test_a_wheel_yields_its_libraries_and_exporting_programs_and_says_what_it_le
         assert ws.ignored == [(f"{wheel}!bin/tool", "executable"), (f"{wheel}!obj/main.o", "object")]
 
 
-def test_is_zip_and_is_elf_strict_read_the_first_bytes(tmp_path) -> None:
+def test_a_files_kind_and_is_elf_strict_read_the_first_bytes(tmp_path) -> None:
     for name, data, zip_, elf in (("z", b"PK\x03\x04rest", True, False), ("z4", b"PK\x03\x04", True, False),
                                   ("short", b"PK\x03", False, False), ("e", b"\x7fELF\x02rest", False, True),
                                   ("e4", b"\x7fELF", False, True), ("other", b"pk\x03\x04", False, False)):
         (tmp_path / name).write_bytes(data)
-        assert inputs._is_zip(str(tmp_path / name)) is zip_, name
+        head = inputs._read_head(str(tmp_path / name))
+        assert head == data and head.startswith(b"PK\x03\x04") is zip_, name  # collect's wheel test
+        assert (inputs._elf_kind(str(tmp_path / name), head) is not None) is elf, name
         assert inputs.is_elf_strict(str(tmp_path / name)) is elf, name
-    assert inputs._is_zip(str(tmp_path / "absent")) is False
+    with pytest.raises(InputError) as raised:
+        inputs._read_head(str(tmp_path / "absent"))
+    assert str(raised.value) == f"{tmp_path / 'absent'}: cannot read: No such file or directory"
     with pytest.raises(InputError) as raised:
         inputs.is_elf_strict(str(tmp_path))
     assert str(raised.value) == f"{tmp_path}: cannot read: Is a directory"

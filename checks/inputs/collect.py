@@ -24,7 +24,7 @@ from pathlib import PurePosixPath
 from typing import IO, Any, BinaryIO
 
 from aoti_shim.checks.elf.image import ElfImage
-from aoti_shim.checks.elf.layout import ELF_MAGIC, ET_DYN, PT_DYNAMIC, file_kind, has_elf_magic, is_elf, segments_of
+from aoti_shim.checks.elf.layout import ELF_MAGIC, ET_DYN, PT_DYNAMIC, file_kind, has_elf_magic, segments_of
 from aoti_shim.checks.inputs.inflate import MemberReader, open_member
 from aoti_shim.checks.inputs.magic import has_native_magic, path_kind
 from aoti_shim.errors import InputError
@@ -125,14 +125,6 @@ class Workspace:
         _OPEN_WORKSPACES[0] -= 1
         if _OPEN_WORKSPACES[0] <= 0:
             _LISTED.clear()
-
-
-def _is_zip(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(4) == b"PK\x03\x04"
-    except OSError:
-        return False
 
 
 def _walk(
@@ -687,14 +679,19 @@ def _program_exports(path: str) -> bool:
         return exports_symbols(image)
 
 
-def _folder_kind(path: str) -> str | None:
-    """file_kind of a file found in a folder, or None when it is not ELF; a file that
-    cannot be read is an error (an unreadable library must not drop out of the check)."""
+def _read_head(path: str) -> bytes:
+    """A file's first bytes, which every kind test reads (read once: a check of 128 blobs
+    opened each three times before its reader did); one that cannot be read is an error (an
+    unreadable library must not drop out of the check)."""
     try:
         with open(path, "rb") as f:
-            head = f.read(_FIRST_BYTES)
+            return f.read(_FIRST_BYTES)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def _elf_kind(path: str, head: bytes) -> str | None:
+    """file_kind of a file whose first bytes are ``head``, or None when it is not ELF."""
     if not has_elf_magic(head):
         return None
     kind = file_kind(head)
@@ -702,6 +699,11 @@ def _folder_kind(path: str) -> str | None:
         return kind
     with ElfImage(path) as image:
         return linked_as(kind, image)
+
+
+def _folder_kind(path: str) -> str | None:
+    """file_kind of a file found in a folder, or None when it is not ELF."""
+    return _elf_kind(path, _read_head(path))
 
 
 def collect(
@@ -743,15 +745,12 @@ def collect(
             raise InputError(f"{raw}: not a regular file or folder")
         elif not os.access(raw, os.R_OK):
             raise InputError(f"{raw}: cannot read: permission denied")
-        elif raw.endswith(".whl") or _is_zip(raw):
+        elif raw.endswith(".whl") or (head := _read_head(raw)).startswith(b"PK\x03\x04"):
             for art in _wheel_members(raw, workspace, member_limit):
                 add(art, art.display)
-        elif is_elf(raw):
-            kind = _folder_kind(raw) or "shared"
-            add(
-                Artifact(path=raw, display=raw, kind="executable" if kind == "executable" else "shared"),
-                os.path.realpath(raw),
-            )
+        elif (kind := _elf_kind(raw, head)) is not None:
+            art = Artifact(path=raw, display=raw, kind="executable" if kind == "executable" else "shared")
+            add(art, art.real_path)  # resolved once: the check keys the library by it again
         elif (native := _native_kind(raw)) is not None:
             add(Artifact(path=raw, display=raw, format=native[0]), os.path.realpath(raw))
         else:
