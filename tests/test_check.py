@@ -465,3 +465,22 @@ def test_output_never_replaces_a_device_node(checker_libs):
     result = cli("check", "--shim", str(checker_libs["clean_shim"]), "-o", "/dev/null")
     assert result.returncode == 1 and "not a regular file" in result.stderr
     assert not os.path.isfile("/dev/null")
+
+
+def test_a_big_librarys_shim_names_from_its_string_table_are_every_name_tested(torch_lib: Path) -> None:
+    """check reads a library of more than TABLE_SEARCH_ABOVE exports' shim names from its
+    string table (C passes) instead of testing each name: the same names as the test of
+    every export, on torch's own libtorch_cpu.so (381 of 74k) and a shim of a few."""
+    from aoti_shim.checks.abi import prefix
+    from aoti_shim.checks.check.run import TABLE_SEARCH_ABOVE
+    from aoti_shim.checks.elf.image import ElfImage
+
+    counts = {}
+    for path in (torch_lib / "libtorch_cpu.so", torch_lib / "libc10.so"):
+        with ElfImage(path) as image:
+            exports = image.exports()
+            every = prefix.shim_names(exports)
+            picked = prefix.shim_names(image.tables_holding(contains=prefix.SHIM_NAME_NEEDLES)[0])
+        assert sorted(picked) == sorted(every), path
+        counts[path.name] = (len(exports), len(every))
+    assert counts["libtorch_cpu.so"][0] > TABLE_SEARCH_ABOVE and counts["libtorch_cpu.so"][1] > 300, counts
