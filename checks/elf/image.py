@@ -190,11 +190,15 @@ class ElfImage:
             pass
 
     def _header(self) -> ElfHeader:
-        """The ELF header, read again (a closed image fails here); its class and byte order set."""
-        hdr = elf_header(self._view)
-        self.elf_class = hdr.elf_class
-        self.big_endian = hdr.big_endian
-        self._lay: Layout = hdr.lay
+        """The ELF header, parsed once (a closed image fails here, as before it was kept: a
+        blob's was parsed three times a check); its class and byte order set."""
+        self._view.map()  # raises after close
+        hdr: ElfHeader | None = getattr(self, "_parsed_header", None)
+        if hdr is None:
+            hdr = self._parsed_header = elf_header(self._view)
+            self.elf_class = hdr.elf_class
+            self.big_endian = hdr.big_endian
+            self._lay: Layout = hdr.lay
         return hdr
 
     def _parse_header(self) -> None:
