@@ -190,9 +190,8 @@ class ElfImage:
             pass
 
     def _header(self) -> ElfHeader:
-        """The ELF header, parsed once (a closed image fails here, as before it was kept: a
-        blob's was parsed three times a check); its class and byte order set."""
-        self._view.map()  # raises after close
+        """The ELF header, parsed once (it was three times a check); its class and byte order set."""
+        self._view.map()  # a closed image fails here
         hdr: ElfHeader | None = getattr(self, "_parsed_header", None)
         if hdr is None:
             hdr = self._parsed_header = elf_header(self._view)
