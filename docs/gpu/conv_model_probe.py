@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import ctypes
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+from conv_probe import DTYPES, I32, I64, P, Shims, host_us, ints
 
 from aoti_shim.smoke import zoo
-from conv_probe import DTYPES, I32, I64, P, Shims, ints
 
 CALLS = 50
 
@@ -65,18 +64,10 @@ def main() -> None:
         def theirs() -> None:
             F.conv2d(x, w, b, m.stride, m.padding, m.dilation, m.groups)
 
-        times = []
-        for fn in (ours, theirs):
-            for _ in range(3):
-                fn()
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(CALLS):
-                fn()
-            times.append((time.perf_counter() - t0) / CALLS * 1e6)
-            torch.cuda.synchronize()
+        times = [host_us(fn, CALLS, warm=3) for fn in (ours, theirs)]
         layout = "NHWC" if fmt == torch.channels_last else "NCHW"
-        shape = f"{tuple(x.shape)} -> {tuple(w.shape)} g{m.groups} s{m.stride[0]} {layout}{' +bias' if b is not None else ''}"
+        with_bias = " +bias" if b is not None else ""
+        shape = f"{tuple(x.shape)} -> {tuple(w.shape)} g{m.groups} s{m.stride[0]} {layout}{with_bias}"
         rows.append((times[0], times[1], shape))
         for h in (hx, hw, hb):
             if h is not None:

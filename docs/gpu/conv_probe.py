@@ -70,6 +70,20 @@ def ints(v: tuple[int, ...]):
     return (I64 * len(v))(*v), len(v)
 
 
+def host_us(fn, calls: int = CALLS, warm: int = 10) -> float:
+    """Host microseconds a call of ``fn`` takes, timed over ``calls`` after ``warm`` untimed
+    ones, with the GPU idle before and drained after."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return host
+
+
 def main() -> None:
     torch.backends.cudnn.allow_tf32 = False
     dtype = DTYPES[sys.argv[1] if len(sys.argv) > 1 else "float32"][0]
@@ -98,14 +112,7 @@ def main() -> None:
 
             row = []
             for fn in (ours, theirs):
-                for _ in range(10):
-                    fn()
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                for _ in range(CALLS):
-                    fn()
-                host = (time.perf_counter() - t0) / CALLS * 1e6
-                torch.cuda.synchronize()
+                host = host_us(fn)
                 # Calls queued behind a long sleep kernel: the host's time per call, and
                 # the GPU's time between the events, with no host gaps between the calls.
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
