@@ -44,6 +44,11 @@ HEAVY = (
 )
 
 
+def _own(names: list[str]) -> list[str]:
+    """The modules of ``names`` that are aoti-shim's own."""
+    return [n for n in names if n == "aoti_shim" or n.startswith("aoti_shim.")]
+
+
 def _modules_after(*argv: str) -> list[str]:
     done = subprocess.run([sys.executable, "-c", _COUNT, *argv], capture_output=True, text=True, timeout=120)
     last = done.stderr.strip().splitlines()[-1]
@@ -54,7 +59,7 @@ def _modules_after(*argv: str) -> list[str]:
 @pytest.mark.parametrize("argv", sorted(BUDGETS), ids=" ".join)
 def test_a_command_line_imports_within_its_budget(argv: tuple[str, ...]) -> None:
     names = _modules_after(*argv)
-    own = [n for n in names if n == "aoti_shim" or n.startswith("aoti_shim.")]
+    own = _own(names)
     budget, own_budget, today = BUDGETS[argv]
     print(f"{' '.join(argv)}: {len(names)} modules, {len(own)} of aoti_shim ({today})")
     assert len(own) <= own_budget, own
@@ -67,7 +72,7 @@ def test_a_scan_imports_no_reference_reader_and_no_hash(tmp_path: Path) -> None:
     # files) reads no Mach-O or PE file: the snapshot and wheel readers, OpenSSL (2 ms) and
     # the native readers and judge were a quarter of its start-up.
     names = _modules_after("scan", str(tmp_path))
-    own = [n for n in names if n == "aoti_shim" or n.startswith("aoti_shim.")]
+    own = _own(names)
     print(f"scan EMPTY: {len(names)} modules, {len(own)} of aoti_shim (today 182, 53; was 224, 83)")
     skipped = (
         "aoti_shim.checks.references.reference",
@@ -99,7 +104,7 @@ def test_a_clean_check_imports_no_snapshot_environment_or_hash_reader(
     # the snapshot reader (gzip, json, OpenSSL's hashlib), scan's environment reader (csv,
     # glob) and difflib were 19 of its 197 modules and a tenth of its time (issue 35 §4).
     names = _modules_after("check", "--shim", str(checker_libs["clean_shim"]), "--against", str(torch_lib))
-    own = [n for n in names if n == "aoti_shim" or n.startswith("aoti_shim.")]
+    own = _own(names)
     print(f"clean check: {len(names)} modules, {len(own)} of aoti_shim (today 178, 55; was 197, 60)")
     skipped = (
         "aoti_shim.checks.snapshot.record",
