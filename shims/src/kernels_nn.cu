@@ -108,48 +108,42 @@ __global__ void softmax_rows(SoftmaxPlan plan) {
   }
 }
 
+// Each element type's arithmetic type: float for the 16-bit ones (and float), double for
+// double; to_acc widens, from_acc rounds back to nearest.
 template <typename T>
-__device__ inline T add_as(T a, T b);
+struct Arith {
+  using type = float;
+};
 template <>
-__device__ inline float add_as(float a, float b) { return a + b; }
-template <>
-__device__ inline double add_as(double a, double b) { return a + b; }
-template <>
-__device__ inline __half add_as(__half a, __half b) { return __float2half_rn(__half2float(a) + __half2float(b)); }
-template <>
-__device__ inline __nv_bfloat16 add_as(__nv_bfloat16 a, __nv_bfloat16 b) {
-  return __float2bfloat16_rn(__bfloat162float(a) + __bfloat162float(b));
+struct Arith<double> {
+  using type = double;
+};
+
+__device__ inline float to_acc(float v) { return v; }
+__device__ inline double to_acc(double v) { return v; }
+__device__ inline float to_acc(__half v) { return __half2float(v); }
+__device__ inline float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+template <typename T>
+__device__ inline T from_acc(typename Arith<T>::type v) {
+  return v;  // float and double: already the type
 }
+template <>
+__device__ inline __half from_acc<__half>(float v) { return __float2half_rn(v); }
+template <>
+__device__ inline __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 template <typename T>
 __global__ void channel_bias(T* out, const T* bias, int64_t bias_stride, int64_t numel, int64_t channels, int64_t inner) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < numel;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t c = (i / inner) % channels;
-    out[i] = add_as(out[i], bias[c * bias_stride]);
+    out[i] = from_acc<T>(to_acc(out[i]) + to_acc(bias[c * bias_stride]));
   }
 }
 
+// Sums in Arith<T>: float, or float64 for double (the legacy path's float64 sums).
 template <typename T>
-__device__ inline float to_acc(T v);
-template <>
-__device__ inline float to_acc(float v) { return v; }
-template <>
-__device__ inline float to_acc(__half v) { return __half2float(v); }
-template <>
-__device__ inline float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ inline T from_acc(float v);
-template <>
-__device__ inline float from_acc(float v) { return v; }
-template <>
-__device__ inline __half from_acc(float v) { return __float2half_rn(v); }
-template <>
-__device__ inline __nv_bfloat16 from_acc(float v) { return __float2bfloat16_rn(v); }
-
-// Acc: float, or double for double (the legacy path's float64 sums in float64).
-template <typename T, typename Acc>
 __global__ void depthwise(DepthwisePlan p) {
   const T* x = static_cast<const T*>(p.x);
   const T* w = static_cast<const T*>(p.w);
@@ -165,7 +159,7 @@ __global__ void depthwise(DepthwisePlan p) {
     int64_t n = rest / p.out_sizes[1];
     const T* xc = x + n * p.x_strides[0] + c * p.x_strides[1];
     const T* wc = w + c * p.w_strides[0];
-    Acc sum = 0;
+    typename Arith<T>::type sum = 0;
     for (int64_t kh = 0; kh < p.kernel[0]; ++kh) {
       int64_t ih = oh * p.stride[0] - p.padding[0] + kh * p.dilation[0];
       if (ih < 0 || ih >= p.x_sizes[2]) {
@@ -176,20 +170,11 @@ __global__ void depthwise(DepthwisePlan p) {
         if (iw < 0 || iw >= p.x_sizes[3]) {
           continue;
         }
-        if constexpr (sizeof(Acc) == 8) {
-          sum += static_cast<Acc>(xc[ih * p.x_strides[2] + iw * p.x_strides[3]]) *
-                 static_cast<Acc>(wc[kh * p.w_strides[2] + kw * p.w_strides[3]]);
-        } else {
-          sum += to_acc(xc[ih * p.x_strides[2] + iw * p.x_strides[3]]) * to_acc(wc[kh * p.w_strides[2] + kw * p.w_strides[3]]);
-        }
+        sum += to_acc(xc[ih * p.x_strides[2] + iw * p.x_strides[3]]) * to_acc(wc[kh * p.w_strides[2] + kw * p.w_strides[3]]);
       }
     }
     T* o = out + n * p.out_strides[0] + c * p.out_strides[1] + oh * p.out_strides[2] + ow * p.out_strides[3];
-    if constexpr (sizeof(Acc) == 8) {
-      *o = static_cast<T>(sum);
-    } else {
-      *o = from_acc<T>(sum);
-    }
+    *o = from_acc<T>(sum);
   }
 }
 
@@ -246,16 +231,16 @@ int depthwise_conv2d(const DepthwisePlan& plan, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   switch (plan.dtype) {
     case 6:
-      depthwise<float, float><<<grid, 256, 0, s>>>(plan);
+      depthwise<float><<<grid, 256, 0, s>>>(plan);
       break;
     case 7:
-      depthwise<double, double><<<grid, 256, 0, s>>>(plan);
+      depthwise<double><<<grid, 256, 0, s>>>(plan);
       break;
     case 5:
-      depthwise<__half, float><<<grid, 256, 0, s>>>(plan);
+      depthwise<__half><<<grid, 256, 0, s>>>(plan);
       break;
     case 15:
-      depthwise<__nv_bfloat16, float><<<grid, 256, 0, s>>>(plan);
+      depthwise<__nv_bfloat16><<<grid, 256, 0, s>>>(plan);
       break;
     default:
       return static_cast<int>(cudaErrorInvalidValue);
