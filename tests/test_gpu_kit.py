@@ -179,3 +179,25 @@ def test_every_package_name_the_gpu_kit_imports_exists(path: Path) -> None:
             except ImportError:
                 missing.append(f"{module}.{name}")
     assert not missing, missing
+
+
+@pytest.mark.slow
+def test_the_attention_probe_compiles_without_a_gpu(tmp_path: Path) -> None:
+    """docs/gpu/attention_probe.cu includes the shims' kernel source and names its launch
+    template: a renamed file or template argument fails here, not on a borrowed GPU. One dtype,
+    compiled (not linked: CI has no static CUDA runtime) by the test env's nvcc wheels."""
+    import importlib.util
+
+    from cuda_support import wheels_root
+
+    spec = importlib.util.spec_from_file_location("attention_probe", REPO / "docs" / "gpu" / "attention_probe.py")
+    assert spec is not None and spec.loader is not None
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    out = tmp_path / "probe.o"
+    env = {**os.environ, "PATH": f"{wheels_root() / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(probe.nvcc_command(out, "bfloat16", link=False), env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert out.stat().st_size > 0
+    assert "probe_attention" in subprocess.run(["nm", str(out)], capture_output=True, text=True, check=True).stdout

@@ -1,6 +1,6 @@
 // The fused attention forward kernel (issue 38): one CTA per (batch * head, query tile),
-// four warps of 16 query rows each (the template has 32-row warps too, unused). Key and value tiles of BN rows are staged in
-// shared memory by cp.async (the next key tile loads while this one's softmax and P @ V
+// 4 warps of 16 query rows each (the template has 8 warps and 32-row warps too). Key and value tiles of BN
+// rows are staged in shared memory by cp.async (the next key tile loads while this one's softmax and P @ V
 // run); the scores stay in registers, softmax is online (running max and sum per row,
 // base 2 with the scale folded in), and the output is normalised once at the end. Causal
 // tiles past the diagonal are never loaded; the mask is read per score in the tile.
@@ -152,10 +152,9 @@ __device__ inline float fast_exp2(float x) {
   return y;
 }
 
-// kWarps warps per CTA, each MT m-tiles of 16 query rows; BN keys per tile.
-constexpr int kWarps = 4;
-
-template <typename T, int D, int MT, int BN>
+// kWarps warps per CTA, each MT m-tiles of 16 query rows; BN keys per tile. kMask: the
+// call has a mask (without one, no per-row mask offsets live in registers).
+template <typename T, int D, int MT, int BN, int kWarps, bool kMask>
 __global__ void __launch_bounds__(kWarps * 32) fused_attention_kernel(const FusedPlan p, int tiles, int64_t bh_count) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   constexpr int kRows = 16 * MT;  // query rows per warp
@@ -196,8 +195,8 @@ __global__ void __launch_bounds__(kWarps * 32) fused_attention_kernel(const Fuse
 
   const int wr = warp * kRows;  // this warp's first row in the tile
   const float scale2 = p.scale * kLog2e;
-  int64_t mask_base[MT][2] = {};
-  if (p.mask != nullptr) {
+  int64_t mask_base[kMask ? MT : 1][2] = {};
+  if constexpr (kMask) {
     int64_t common = b * p.mask_strides[0] + h * p.mask_strides[1];
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
@@ -307,7 +306,7 @@ __global__ void __launch_bounds__(kWarps * 32) fused_attention_kernel(const Fuse
             float x = s[mt][nt][e] * scale2;
             if (edge && (col >= lk || (p.causal && col > row))) {
               x = -CUDART_INF_F;
-            } else if (p.mask != nullptr) {
+            } else if constexpr (kMask) {
               x += mask_value(p, mask_base[mt][e / 2] + col * p.mask_strides[3]) * kLog2e;
             }
             s[mt][nt][e] = x;
@@ -431,10 +430,11 @@ __global__ void __launch_bounds__(kWarps * 32) fused_attention_kernel(const Fuse
 #endif
 }
 
-template <typename T, int D, int MT, int BN>
-int launch(const FusedPlan& p, cudaStream_t stream) {
+template <typename T, int D, int MT, int BN, int kWarps, bool kMask>
+int launch_kernel(const FusedPlan& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * MT * kWarps;
   constexpr size_t smem = static_cast<size_t>(kBlockM + 2 * BN) * (D + row_pad<T>()) * sizeof(T);
+  auto kernel = fused_attention_kernel<T, D, MT, BN, kWarps, kMask>;
   // Over 48 KiB of dynamic shared memory needs the opt-in, once per device.
   static std::atomic<unsigned long long> opted_in{0};
   if (smem > 48 * 1024) {
@@ -445,8 +445,7 @@ int launch(const FusedPlan& p, cudaStream_t stream) {
     }
     unsigned long long bit = device < 64 ? 1ull << device : 0;
     if (bit == 0 || (opted_in.load(std::memory_order_relaxed) & bit) == 0) {
-      e = cudaFuncSetAttribute(fused_attention_kernel<T, D, MT, BN>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(smem));
+      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
       if (e != cudaSuccess) {
         return static_cast<int>(e);
       }
@@ -455,18 +454,20 @@ int launch(const FusedPlan& p, cudaStream_t stream) {
   }
   int tiles = static_cast<int>((p.q_len + kBlockM - 1) / kBlockM);
   int64_t bh = p.batch * p.heads;
-  fused_attention_kernel<T, D, MT, BN><<<static_cast<unsigned>(tiles * bh), kWarps * 32, smem, stream>>>(p, tiles, bh);
+  kernel<<<static_cast<unsigned>(tiles * bh), kWarps * 32, smem, stream>>>(p, tiles, bh);
   return static_cast<int>(cudaGetLastError());
 }
 
+template <typename T, int D, int MT, int BN, int kWarps>
+int launch(const FusedPlan& p, cudaStream_t stream) {
+  return p.mask != nullptr ? launch_kernel<T, D, MT, BN, kWarps, true>(p, stream)
+                           : launch_kernel<T, D, MT, BN, kWarps, false>(p, stream);
+}
+
 // The tile: 16 query rows per warp (64 per CTA) by 64 keys, for every dtype and head dim.
-// The kernel's template also has 32-row warps (MT = 2) and 32-key tiles; on the H200 (run 2,
-// docs/gpu/attention.md) 32 x 64 spilled registers and was slower everywhere, and 32 x 32
-// was 5% faster only for float32 at head dim 128 but was timed there, not checked for
-// values, so it is not instantiated.
 template <typename T, int D>
 int launch_tile(const FusedPlan& p, cudaStream_t stream) {
-  return launch<T, D, 1, 64>(p, stream);
+  return launch<T, D, 1, 64, 4>(p, stream);
 }
 
 template <typename T>

@@ -1,0 +1,142 @@
+"""The fused attention kernel's tiles against torch's own kernels, per call on the GPU.
+
+    python3 docs/gpu/attention_probe.py [--out DIR]
+
+Builds docs/gpu/attention_probe.cu (the shims' kernel source at several template arguments:
+query rows per warp, keys per tile, warps per CTA) with nvcc, once per dtype, and for each
+shape and dtype prints each tile's GPU time per call (CUDA events around 50 back-to-back calls,
+the median of 3), its ratio to torch's kernel on the same inputs (flash and cuDNN for 16-bit
+types, the memory-efficient kernel for float32), and its worst error against float64 math over
+max|reference|. Causal, `[B, L, H, E]` inputs viewed as `[B, H, L, E]`, as the zoo's
+transformers pass them. Needs torch with CUDA and nvcc on PATH.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+HERE = Path(__file__).resolve().parent
+DTYPES = {"float32": (torch.float32, 6, "float"), "bfloat16": (torch.bfloat16, 15, "__nv_bfloat16"),
+          "float16": (torch.float16, 5, "__half")}
+SHAPES = [(4, 16, 512, 64), (1, 32, 2048, 128), (2, 16, 1024, 64), (8, 16, 256, 128)]
+P, I64 = ctypes.c_void_p, ctypes.c_int64
+
+
+def nvcc_command(out: Path, dtype: str, *, link: bool = True) -> list[str]:
+    """nvcc for one dtype's probe: a shared library, or (link=False) an object only, as
+    tests/test_gpu_kit.py builds it on a machine without a GPU or a static CUDA runtime."""
+    kind = ["-shared"] if link else ["-c"]
+    return ["nvcc", "-O3", "-std=c++17", "-arch=sm_90", *kind, "-Xcompiler", "-fPIC", f"-DPROBE_T={DTYPES[dtype][2]}",
+            "-Xptxas", "-v", str(HERE / "attention_probe.cu"), "-o", str(out)]
+
+
+def build(work: Path, dtype: str) -> ctypes.CDLL:
+    out = work / f"probe_{dtype}.so"
+    cmd = nvcc_command(out, dtype)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    spills = [ln for ln in done.stderr.splitlines() if "spill" in ln and ("bytes spill stores" in ln)]
+    regs = [ln.strip() for ln in done.stderr.splitlines() if "Used" in ln and "registers" in ln]
+    if done.returncode != 0:
+        sys.exit(f"nvcc failed for {dtype}:\n{done.stderr[-4000:]}")
+    print(f"# {dtype}: built; ptxas per kernel (registers, spills):")
+    for r, s in zip(regs, spills):
+        print(f"#   {r} | {s.strip()}")
+    return ctypes.CDLL(str(out))
+
+
+def time_ms(fn, iters: int = 50) -> float:
+    for _ in range(3):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    runs = []
+    for _ in range(3):
+        start.record()
+        for _ in range(iters):
+            fn()
+        end.record()
+        end.synchronize()
+        runs.append(start.elapsed_time(end) / iters)
+    return sorted(runs)[1]
+
+
+def torch_kernels(dtype: torch.dtype):
+    aten = torch.ops.aten
+    if dtype == torch.float32:
+        return {"efficient": lambda q, k, v: aten._scaled_dot_product_efficient_attention(q, k, v, None, False, 0.0, True)}
+    return {
+        "flash": lambda q, k, v: aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True, False),
+        "cudnn": lambda q, k, v: aten._scaled_dot_product_cudnn_attention(q, k, v, None, False, 0.0, True, False),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dtypes", default="bfloat16,float16,float32")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    dtypes = args.dtypes.split(",")
+    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(len(dtypes)) as pool:
+        libs = dict(zip(dtypes, pool.map(lambda d: build(Path(tmp), d), dtypes)))
+        first = next(iter(libs.values()))
+        count = first.probe_variants(None)
+        table = (ctypes.c_int * (3 * count))()
+        first.probe_variants(table)
+        tiles = [tuple(table[3 * i:3 * i + 3]) for i in range(count)]
+        print(f"# device: {torch.cuda.get_device_name()}; torch {torch.__version__}")
+        print("# tile: (query rows per warp, keys per tile, warps per CTA)")
+        stream = torch.cuda.current_stream().cuda_stream
+        for shape in SHAPES:
+            b, h, n, e = shape
+            for dtype in dtypes:
+                tdtype, code, _ = DTYPES[dtype]
+                lib = libs[dtype]
+                fn = lib.probe_attention
+                fn.restype = ctypes.c_int
+                fn.argtypes = [ctypes.c_int, ctypes.c_int, P, P, P, P, P, P, P, ctypes.c_float, ctypes.c_int, P]
+                q, k, v = (torch.randn(b, n, h, e, device="cuda", dtype=tdtype).transpose(1, 2) for _ in range(3))
+                want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
+                peak = want.abs().max().item()
+                out = torch.empty(b, h, n, e, device="cuda", dtype=tdtype)
+                dims = (I64 * 6)(b, h, h, n, n, e)
+                st = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], 0, 0, 0]
+                strides = (I64 * 15)(*st)
+                scale = e ** -0.5
+                theirs = {name: time_ms(lambda f=f: f(q, k, v)) for name, f in torch_kernels(tdtype).items()}
+                best = min(theirs.values())
+                flops = 4 * b * h * n * n * e / 2  # causal: half the score matrix
+                label = f"{dtype} B,H,L,E={shape}"
+                print(f"\n## {label}: torch " + ", ".join(f"{k} {t:.4f} ms" for k, t in theirs.items()))
+                for i, tile in enumerate(tiles):
+                    def call(i=i) -> None:
+                        rc = fn(i, code, P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(out.data_ptr()), None,
+                                ctypes.cast(dims, P), ctypes.cast(strides, P), scale, 1, P(stream))
+                        if rc != 0:
+                            raise RuntimeError(f"probe_attention returned {rc}")
+                    try:
+                        out.zero_()
+                        call()
+                        torch.cuda.synchronize()
+                        err = (out.double() - want).abs().max().item() / peak
+                        t = time_ms(call)
+                    except RuntimeError as exc:
+                        print(f"   tile {tile}: {exc}")
+                        continue
+                    ratios = "  ".join(f"/{k} {t / tt:5.2f}" for k, tt in theirs.items())
+                    print(f"   tile {tile}: {t:.4f} ms  {flops / t / 1e9:6.1f} TFLOP/s  {ratios}  err {err:.2e}"
+                          f"{'  (best)' if t < best else ''}")
+                del q, k, v, out, want
+                torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
