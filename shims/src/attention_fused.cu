@@ -1,5 +1,5 @@
 // The fused attention forward kernel (issue 38): one CTA per (batch * head, query tile),
-// 4 warps of 16 query rows each (the template has 8 warps and 32-row warps too). Key and value tiles of BN
+// 4 or 8 warps of 16 or 32 query rows each (launch_tile picks). Key and value tiles of BN
 // rows are staged in shared memory by cp.async (the next key tile loads while this one's softmax and P @ V
 // run); the scores stay in registers, softmax is online (running max and sum per row,
 // base 2 with the scale folded in), and the output is normalised once at the end. Causal
@@ -464,9 +464,25 @@ int launch(const FusedPlan& p, cudaStream_t stream) {
                            : launch_kernel<T, D, MT, BN, kWarps, false>(p, stream);
 }
 
-// The tile: 16 query rows per warp (64 per CTA) by 64 keys, for every dtype and head dim.
+// The tile, by measurement (docs/gpu/attention_probe.py on an H100, causal; the table is in
+// docs/gpu/attention.md): 16 query rows per warp, 4 warps, 64 keys per tile by default, and
+// where at least 512 query rows give the grid enough CTAs and no mask is read:
+// - head dim 128 from 1024 rows: 32 rows per warp (64 keys; 32 keys and 8 warps for float32),
+//   which halves the key and value fragments read from shared memory per product;
+// - head dim 64: 128 keys per tile (fewer rescales of the output per key).
+// A mask keeps the default tile, whose registers have room for the mask's row offsets.
 template <typename T, int D>
 int launch_tile(const FusedPlan& p, cudaStream_t stream) {
+  constexpr bool kF32 = std::is_same_v<T, float>;
+  if (p.mask == nullptr && p.q_len >= 512) {
+    if constexpr (D == 128) {
+      if (p.q_len >= 1024) {
+        return kF32 ? launch_kernel<T, D, 2, 32, 8, false>(p, stream) : launch_kernel<T, D, 2, 64, 4, false>(p, stream);
+      }
+    } else if constexpr (D == 64) {
+      return launch_kernel<T, D, 1, 128, 4, false>(p, stream);
+    }
+  }
   return launch<T, D, 1, 64, 4>(p, stream);
 }
 

@@ -514,6 +514,23 @@ def test_sdpa_fused_grouped_query_heads(shims: Shims, kind: str, dtype: torch.dt
             run_sdpa(shims, kind, q, k, v, mask=bias, tag=f"fused gqa {hq}/{hk} mask")
 
 
+@pytest.mark.parametrize("kind,dtype", FUSED_KINDS)
+def test_sdpa_fused_long_sequence_tiles(shims: Shims, kind: str, dtype: torch.dtype) -> None:
+    """The tiles the kernel picks for long sequences without a mask (head dim 64 from 512
+    query rows, head dim 128 from 1024): values and logsumexp against float64 math, causal and
+    not, grouped-query heads, a query length off the tile and a key length unlike it."""
+    torch.manual_seed(9)
+    for b, hq, hk, lq, lk, e, layout in [
+        (1, 4, 2, 1100, 1100, 128, "blhe"),
+        (1, 2, 2, 1024, 1300, 128, "bhle"),
+        (2, 2, 1, 520, 520, 64, "blhe"),
+        (1, 2, 2, 777, 600, 64, "bhle"),
+    ]:
+        q, k, v = qkv(b, hq, hk, lq, lk, e, e, dtype, layout)
+        run_sdpa(shims, kind, q, k, v, causal=True, tag=f"long {lq}x{lk} e={e} causal")
+        run_sdpa(shims, kind, q, k, v, causal=False, tag=f"long {lq}x{lk} e={e}")
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_sdpa_gemm_route_still_right(shims: Shims, dtype: torch.dtype, monkeypatch: pytest.MonkeyPatch) -> None:
     """The GEMM route (the fallback for what the fused kernel does not take), forced by
