@@ -2,8 +2,8 @@
 
     python3 docs/gpu/attention_probe.py [--out DIR]
 
-Builds docs/gpu/attention_probe.cu (the shims' kernel source at several template arguments:
-query rows per warp, keys per tile, warps per CTA) with nvcc, once per dtype, and for each
+Builds docs/gpu/attention_probe.cu (the shims' kernel sources at several template arguments:
+the mma.sync kernel's tiles, the Hopper kernel) with nvcc, once per dtype, and for each
 shape and dtype prints each tile's GPU time per call (CUDA events around 50 back-to-back calls,
 the median of 3), its ratio to torch's kernel on the same inputs (flash and cuDNN for 16-bit
 types, the memory-efficient kernel for float32), and its worst error against float64 math over
@@ -28,6 +28,8 @@ HERE = Path(__file__).resolve().parent
 DTYPES = {"float32": (torch.float32, 6, "float"), "bfloat16": (torch.bfloat16, 15, "__nv_bfloat16"),
           "float16": (torch.float16, 5, "__half")}
 SHAPES = [(4, 16, 512, 64), (1, 32, 2048, 128), (2, 16, 1024, 64), (8, 16, 256, 128)]
+# Also timed without the causal cut (the zoo's encoders).
+FULL = [(1, 32, 2048, 128), (4, 16, 512, 64)]
 P, I64 = ctypes.c_void_p, ctypes.c_int64
 
 
@@ -35,8 +37,8 @@ def nvcc_command(out: Path, dtype: str, *, link: bool = True) -> list[str]:
     """nvcc for one dtype's probe: a shared library, or (link=False) an object only, as
     tests/test_gpu_kit.py builds it on a machine without a GPU or a static CUDA runtime."""
     kind = ["-shared"] if link else ["-c"]
-    return ["nvcc", "-O3", "-std=c++17", "-arch=sm_90", *kind, "-Xcompiler", "-fPIC", f"-DPROBE_T={DTYPES[dtype][2]}",
-            "-Xptxas", "-v", str(HERE / "attention_probe.cu"), "-o", str(out)]
+    return ["nvcc", "-O3", "-std=c++17", "--generate-code=arch=compute_90a,code=sm_90a", *kind, "-Xcompiler",
+            "-fPIC", f"-DPROBE_T={DTYPES[dtype][2]}", "-Xptxas", "-v", str(HERE / "attention_probe.cu"), "-o", str(out)]
 
 
 def build(work: Path, dtype: str) -> ctypes.CDLL:
@@ -68,72 +70,108 @@ def time_ms(fn, iters: int = 50) -> float:
     return sorted(runs)[1]
 
 
-def torch_kernels(dtype: torch.dtype):
+def torch_kernels(dtype: torch.dtype, causal: bool):
     aten = torch.ops.aten
     if dtype == torch.float32:
-        return {"efficient": lambda q, k, v: aten._scaled_dot_product_efficient_attention(q, k, v, None, False, 0.0, True)}
+        return {
+            "efficient": lambda q, k, v: aten._scaled_dot_product_efficient_attention(q, k, v, None, False, 0.0, causal)
+        }
     return {
-        "flash": lambda q, k, v: aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True, False),
-        "cudnn": lambda q, k, v: aten._scaled_dot_product_cudnn_attention(q, k, v, None, False, 0.0, True, False),
+        "flash": lambda q, k, v: aten._scaled_dot_product_flash_attention(q, k, v, 0.0, causal, False),
+        "cudnn": lambda q, k, v: aten._scaled_dot_product_cudnn_attention(q, k, v, None, False, 0.0, causal, False),
     }
+
+
+def check_products(lib: ctypes.CDLL, dtype: torch.dtype, stream: int) -> None:
+    """The Hopper kernel's two products alone against float64 math: S = Q K^T and O = P V."""
+    fn = lib.probe_products
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, P, P, P, P, P]
+    for e in (64, 128):
+        q = torch.randn(128, e, device="cuda", dtype=dtype)
+        k = torch.randn(128, e, device="cuda", dtype=dtype)
+        v = torch.randn(128, e, device="cuda", dtype=dtype)
+        pin = torch.rand(128, 128, device="cuda")
+        cases = [
+            ("S = Q K^T", 0, q, k, q.double() @ k.double().T, (128, 128)),
+            ("O = P V", 1, None, v, pin.to(dtype).double() @ v.double(), (128, e)),
+        ]
+        for name, which, a, b, want, shape in cases:
+            out = torch.full(shape, float("nan"), device="cuda")
+            rc = fn(which, e, P(a.data_ptr() if a is not None else 0), P(b.data_ptr()), P(pin.data_ptr()),
+                    P(out.data_ptr()), P(stream))
+            torch.cuda.synchronize()
+            err = (out.double() - want).abs().max().item() / want.abs().max().item()
+            print(f"# products {str(dtype)[6:]} E={e}: {name:26s} rc {rc}  error {err:.2e}")
+
+
+def time_case(lib: ctypes.CDLL, tiles: list[str], dtype: str, shape: tuple[int, ...], causal: bool, stream: int) -> None:
+    """One shape and dtype: torch's kernels, then every variant, with its error against float64."""
+    b, h, n, e = shape
+    tdtype, code, _ = DTYPES[dtype]
+    fn = lib.probe_attention
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_int, ctypes.c_int, P, P, P, P, P, P, P, ctypes.c_float, ctypes.c_int, P]
+    q, k, v = (torch.randn(b, n, h, e, device="cuda", dtype=tdtype).transpose(1, 2) for _ in range(3))
+    want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=causal)
+    peak = want.abs().max().item()
+    out = torch.empty(b, h, n, e, device="cuda", dtype=tdtype)
+    dims = (I64 * 6)(b, h, h, n, n, e)
+    strides = (I64 * 15)(*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], 0, 0, 0)
+    theirs = {name: time_ms(lambda f=f: f(q, k, v)) for name, f in torch_kernels(tdtype, causal).items()}
+    best = min(theirs.values())
+    flops = 4 * b * h * n * n * e / (2 if causal else 1)  # causal: half the score matrix
+    label = f"{dtype} B,H,L,E={shape}{'' if causal else ' not causal'}"
+    print(f"\n## {label}: torch " + ", ".join(f"{name} {t:.4f} ms" for name, t in theirs.items()))
+    args = (code, P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(out.data_ptr()), None,
+            ctypes.cast(dims, P), ctypes.cast(strides, P), e**-0.5, int(causal), P(stream))
+    for i, tile in enumerate(tiles):
+        def call(i: int = i) -> None:
+            rc = fn(i, *args)
+            if rc != 0:
+                raise RuntimeError(f"probe_attention returned {rc}")
+
+        try:
+            out.zero_()
+            call()
+            torch.cuda.synchronize()
+            err = (out.double() - want).abs().max().item() / peak
+            t = time_ms(call)
+        except RuntimeError as exc:
+            print(f"   {tile:26s} {exc}")
+            continue
+        ratios = "  ".join(f"/{name} {t / tt:5.2f}" for name, tt in theirs.items())
+        print(f"   {tile:26s} {t:.4f} ms  {flops / t / 1e9:6.1f} TFLOP/s  {ratios}  err {err:.2e}"
+              f"{'  (best)' if t < best else ''}")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtypes", default="bfloat16,float16,float32")
+    ap.add_argument("--products-only", action="store_true",
+                    help="only the Hopper kernel's two products (a fault there ends the process)")
     args = ap.parse_args()
     torch.manual_seed(0)
     dtypes = args.dtypes.split(",")
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(len(dtypes)) as pool:
         libs = dict(zip(dtypes, pool.map(lambda d: build(Path(tmp), d), dtypes)))
         first = next(iter(libs.values()))
-        count = first.probe_variants(None)
-        table = (ctypes.c_int * (3 * count))()
-        first.probe_variants(table)
-        tiles = [tuple(table[3 * i:3 * i + 3]) for i in range(count)]
+        first.probe_variant.restype = ctypes.c_char_p
+        tiles: list[str] = []
+        while (name := first.probe_variant(len(tiles))) is not None:
+            tiles.append(name.decode())
         print(f"# device: {torch.cuda.get_device_name()}; torch {torch.__version__}")
-        print("# tile: (query rows per warp, keys per tile, warps per CTA)")
+        print("# mma RxN wW: the mma.sync kernel (R query rows per warp, N keys per tile, W warps); "
+              "wgmma: the Hopper kernel")
         stream = torch.cuda.current_stream().cuda_stream
-        for shape in SHAPES:
-            b, h, n, e = shape
+        for dtype in dtypes:
+            if dtype != "float32":
+                check_products(libs[dtype], DTYPES[dtype][0], stream)
+        if args.products_only:
+            return 0
+        for shape, causal in [(s, True) for s in SHAPES] + [(s, False) for s in FULL]:
             for dtype in dtypes:
-                tdtype, code, _ = DTYPES[dtype]
-                lib = libs[dtype]
-                fn = lib.probe_attention
-                fn.restype = ctypes.c_int
-                fn.argtypes = [ctypes.c_int, ctypes.c_int, P, P, P, P, P, P, P, ctypes.c_float, ctypes.c_int, P]
-                q, k, v = (torch.randn(b, n, h, e, device="cuda", dtype=tdtype).transpose(1, 2) for _ in range(3))
-                want = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True)
-                peak = want.abs().max().item()
-                out = torch.empty(b, h, n, e, device="cuda", dtype=tdtype)
-                dims = (I64 * 6)(b, h, h, n, n, e)
-                st = [*q.stride()[:3], *k.stride()[:3], *v.stride()[:3], *out.stride()[:3], 0, 0, 0]
-                strides = (I64 * 15)(*st)
-                scale = e ** -0.5
-                theirs = {name: time_ms(lambda f=f: f(q, k, v)) for name, f in torch_kernels(tdtype).items()}
-                best = min(theirs.values())
-                flops = 4 * b * h * n * n * e / 2  # causal: half the score matrix
-                label = f"{dtype} B,H,L,E={shape}"
-                print(f"\n## {label}: torch " + ", ".join(f"{k} {t:.4f} ms" for k, t in theirs.items()))
-                for i, tile in enumerate(tiles):
-                    def call(i=i) -> None:
-                        rc = fn(i, code, P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(out.data_ptr()), None,
-                                ctypes.cast(dims, P), ctypes.cast(strides, P), scale, 1, P(stream))
-                        if rc != 0:
-                            raise RuntimeError(f"probe_attention returned {rc}")
-                    try:
-                        out.zero_()
-                        call()
-                        torch.cuda.synchronize()
-                        err = (out.double() - want).abs().max().item() / peak
-                        t = time_ms(call)
-                    except RuntimeError as exc:
-                        print(f"   tile {tile}: {exc}")
-                        continue
-                    ratios = "  ".join(f"/{k} {t / tt:5.2f}" for k, tt in theirs.items())
-                    print(f"   tile {tile}: {t:.4f} ms  {flops / t / 1e9:6.1f} TFLOP/s  {ratios}  err {err:.2e}"
-                          f"{'  (best)' if t < best else ''}")
-                del q, k, v, out, want
+                time_case(libs[dtype], tiles, dtype, shape, causal, stream)
                 torch.cuda.empty_cache()
     return 0
 

@@ -1,7 +1,7 @@
 // The fused attention forward kernel (issue 38): one CTA per (batch * head, query tile),
 // 4 or 8 warps of 16 or 32 query rows each (launch_tile picks). Key and value tiles of BN
-// rows are staged in shared memory by cp.async (the next key tile loads while this one's softmax and P @ V
-// run); the scores stay in registers, softmax is online (running max and sum per row,
+// rows are staged in shared memory by cp.async (the next key tile loads while this one's
+// softmax and P @ V run); the scores stay in registers, softmax is online (running max and sum per row,
 // base 2 with the scale folded in), and the output is normalised once at the end. Causal
 // tiles past the diagonal are never loaded; the mask is read per score in the tile.
 //
@@ -11,6 +11,9 @@
 // hi*hi, each operand split in a tf32 high part and a tf32 remainder): float32 accuracy,
 // the split torch's memory-efficient kernel uses on sm80+ for float32.
 #include "attention_fused.h"
+
+#include "attention_device.cuh"
+#include "attention_hopper.h"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -24,24 +27,13 @@
 namespace aotishim::kernels {
 namespace {
 
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
+using namespace device;
 
 // Shared-memory rows are padded by 16 bytes: ldmatrix's 8 rows (and the float32 path's
 // scalar fragment loads) then fall in distinct banks.
 template <typename T>
 __host__ __device__ constexpr int row_pad() {
   return 16 / static_cast<int>(sizeof(T));
-}
-
-__device__ inline void cp_async16(void* dst, const void* src, int bytes) {
-  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
-}
-__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ inline void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
 }
 
 // rows x D elements from global rows `row_stride` apart into shared rows D + pad apart;
@@ -107,32 +99,6 @@ __device__ inline void split_tf32(float x, uint32_t& hi, uint32_t& lo) {
   asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(lo) : "f"(rest));
 }
 
-template <typename T>
-__device__ inline uint32_t pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return u;
-  } else {
-    __half2 v = __floats2half2_rn(lo, hi);
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return u;
-  }
-}
-
-template <typename T>
-__device__ inline void store2(T* p, float a, float b) {
-  if constexpr (std::is_same_v<T, float>) {
-    *reinterpret_cast<float2*>(p) = make_float2(a, b);
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
-  } else {
-    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
-  }
-}
-
 __device__ inline float mask_value(const FusedPlan& p, int64_t i) {
   switch (p.mask_dtype) {
     case 11:
@@ -144,12 +110,6 @@ __device__ inline float mask_value(const FusedPlan& p, int64_t i) {
     default:
       return static_cast<const float*>(p.mask)[i];
   }
-}
-
-__device__ inline float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
-  return y;
 }
 
 // kWarps warps per CTA, each MT m-tiles of 16 query rows; BN keys per tile. kMask: the
@@ -435,22 +395,10 @@ int launch_kernel(const FusedPlan& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * MT * kWarps;
   constexpr size_t smem = static_cast<size_t>(kBlockM + 2 * BN) * (D + row_pad<T>()) * sizeof(T);
   auto kernel = fused_attention_kernel<T, D, MT, BN, kWarps, kMask>;
-  // Over 48 KiB of dynamic shared memory needs the opt-in, once per device.
   static std::atomic<unsigned long long> opted_in{0};
-  if (smem > 48 * 1024) {
-    int device = 0;
-    cudaError_t e = cudaGetDevice(&device);
-    if (e != cudaSuccess) {
-      return static_cast<int>(e);
-    }
-    unsigned long long bit = device < 64 ? 1ull << device : 0;
-    if (bit == 0 || (opted_in.load(std::memory_order_relaxed) & bit) == 0) {
-      e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-      if (e != cudaSuccess) {
-        return static_cast<int>(e);
-      }
-      opted_in.fetch_or(bit, std::memory_order_relaxed);
-    }
+  int status = opt_in_shared_memory(reinterpret_cast<const void*>(kernel), smem, opted_in);
+  if (status != 0) {
+    return status;
   }
   int tiles = static_cast<int>((p.q_len + kBlockM - 1) / kBlockM);
   int64_t bh = p.batch * p.heads;
@@ -514,22 +462,25 @@ bool strides_aligned(const int64_t (&strides)[3], const int64_t (&sizes)[3], siz
   return true;
 }
 
-int compute_major(int device) {
-  static std::atomic<int> majors[64] = {};
+// major * 10 + minor, asked of CUDA once per device; 0 where CUDA cannot say.
+int compute_capability(int device) {
+  static std::atomic<int> known[64] = {};
   if (device >= 0 && device < 64) {
-    int known = majors[device].load(std::memory_order_relaxed);
-    if (known != 0) {
-      return known;
+    int cached = known[device].load(std::memory_order_relaxed);
+    if (cached != 0) {
+      return cached;
     }
   }
-  int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    (void)cudaGetLastError();
     return 0;
   }
   if (device >= 0 && device < 64) {
-    majors[device].store(major, std::memory_order_relaxed);
+    known[device].store(major * 10 + minor, std::memory_order_relaxed);
   }
-  return major;
+  return major * 10 + minor;
 }
 
 }  // namespace
@@ -557,11 +508,21 @@ bool fused_attention_takes(const FusedPlan& p, int device) {
       !strides_aligned(p.v_strides, kv_sizes, element) || !strides_aligned(p.out_strides, q_sizes, element)) {
     return false;
   }
-  return compute_major(device) >= 8;
+  return compute_capability(device) >= 80;
 }
 
-int fused_attention(const FusedPlan& p, void* stream) {
+int fused_attention(const FusedPlan& p, int device, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
+  const int cc = compute_capability(device);
+  if (p.hopper && hopper_attention_takes(p, cc / 10, cc % 10)) {
+    int status = hopper_attention(p, stream);
+    // A build without the sm_90a image (a CMAKE_CUDA_ARCHITECTURES of one's own) has no
+    // Hopper kernel to launch: the mma.sync kernel takes the call instead.
+    if (status != cudaErrorNoKernelImageForDevice && status != cudaErrorInvalidDeviceFunction) {
+      return status;
+    }
+    (void)cudaGetLastError();
+  }
   switch (p.dtype) {
     case 6:
       return launch_dim<float>(p, s);

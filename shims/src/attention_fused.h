@@ -33,6 +33,9 @@ struct FusedPlan {
   // that they cost no launch of their own; null: none. At most 4 words.
   uint64_t* zeros = nullptr;
   int32_t zero_count = 0;
+  // Whether the Hopper kernel (attention_hopper.h) may take the call where it can;
+  // AOTI_SHIM_ATTENTION_ROUTE=mma says no, to compare both kernels.
+  bool hopper = true;
 };
 
 // Whether the fused kernel takes this call: dtype float32, float16 or bfloat16; head dim
@@ -41,7 +44,8 @@ struct FusedPlan {
 // `device` is the CUDA device the call runs on.
 bool fused_attention_takes(const FusedPlan& plan, int device);
 
-// Launches the kernel on `stream`; returns the CUDA status of the launch (0: launched).
-int fused_attention(const FusedPlan& plan, void* stream);
+// Launches the kernel on `stream` of CUDA device `device`: the Hopper kernel where it takes
+// the call, else the mma.sync kernel. Returns the CUDA status of the launch (0: launched).
+int fused_attention(const FusedPlan& plan, int device, void* stream);
 
 }  // namespace aotishim::kernels

@@ -179,11 +179,16 @@ AOTITorchError new_cuda(std::vector<int64_t> sizes, std::vector<int64_t> strides
   return new_tensor(std::move(sizes), std::move(strides), dtype, kCUDA, device, false, out);
 }
 
-// AOTI_SHIM_ATTENTION_ROUTE=gemm sends every call down the GEMM route (read per call, so
-// that a test can compare both routes on the same shapes).
-bool gemm_route_forced() {
+// AOTI_SHIM_ATTENTION_ROUTE, read per call so that a test can compare the routes on the same
+// shapes: gemm sends every call down the GEMM route; mma keeps fused calls off the Hopper
+// kernel (the mma.sync kernel takes them).
+enum class Route { Any, Mma, Gemm };
+Route forced_route() {
   const char* route = std::getenv("AOTI_SHIM_ATTENTION_ROUTE");
-  return route != nullptr && std::strcmp(route, "gemm") == 0;
+  if (route != nullptr && std::strcmp(route, "gemm") == 0) {
+    return Route::Gemm;
+  }
+  return route != nullptr && std::strcmp(route, "mma") == 0 ? Route::Mma : Route::Any;
 }
 
 // The fused kernel's plan for this call, or false where an operand's layout rules it out
@@ -233,15 +238,17 @@ AOTITorchError run(const Request& r, const Tensor& out, float* lse, const int64_
 #if AOTI_SHIM_WITH_CUDA
   const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
   int32_t device = q.device_index();
-  if (!gemm_route_forced()) {
+  const Route route = forced_route();
+  if (route != Route::Gemm) {
     kernels::FusedPlan plan;
+    plan.hopper = route != Route::Mma;
     plan.zeros = static_cast<uint64_t*>(zeros.data);
     plan.zero_count = static_cast<int32_t>(zeros.bytes / sizeof(uint64_t));
     double fused_scale = r.scale != nullptr ? *r.scale : 1.0 / std::sqrt(static_cast<double>(q.sizes[3]));
     if (fused_plan(r, out, lse, lse_strides, fused_scale, &plan) && kernels::fused_attention_takes(plan, device)) {
       cuda::DeviceScope fused_scope;
       AOTISHIM_TRY(fused_scope.enter(device));
-      return cuda::check_status(kernels::fused_attention(plan, current_stream(device)), "fused attention kernel");
+      return cuda::check_status(kernels::fused_attention(plan, device, current_stream(device)), "fused attention kernel");
     }
   }
   int64_t batch = q.sizes[0], heads = q.sizes[1], lq = q.sizes[2], e = q.sizes[3];

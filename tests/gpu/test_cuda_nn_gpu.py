@@ -514,11 +514,18 @@ def test_sdpa_fused_grouped_query_heads(shims: Shims, kind: str, dtype: torch.dt
             run_sdpa(shims, kind, q, k, v, mask=bias, tag=f"fused gqa {hq}/{hk} mask")
 
 
+@pytest.mark.parametrize("route", ["any", "mma"])
 @pytest.mark.parametrize("kind,dtype", FUSED_KINDS)
-def test_sdpa_fused_long_sequence_tiles(shims: Shims, kind: str, dtype: torch.dtype) -> None:
-    """The tiles the kernel picks for long sequences without a mask (head dim 64 from 512
-    query rows, head dim 128 from 1024): values and logsumexp against float64 math, causal and
-    not, grouped-query heads, a query length off the tile and a key length unlike it."""
+def test_sdpa_fused_long_sequence_tiles(
+    shims: Shims, kind: str, dtype: torch.dtype, route: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Long sequences without a mask: route "any" takes the Hopper kernel on an H100/H200 for
+    16-bit calls (head dim 64 from 512 query rows, 128 from 1024) and the mma.sync kernel's
+    long-sequence tiles for float32; route "mma" keeps every call on the mma.sync kernel and
+    its tiles. Values and logsumexp against float64 math, causal and not, grouped-query heads,
+    a query length off the tile and a key length unlike it."""
+    if route == "mma":
+        monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", "mma")
     torch.manual_seed(9)
     for b, hq, hk, lq, lk, e, layout in [
         (1, 4, 2, 1100, 1100, 128, "blhe"),
@@ -611,7 +618,8 @@ def blob_call(shims: Shims, kind: str, q, k, v):
 
 def test_speed_against_torch(shims: Shims, monkeypatch: pytest.MonkeyPatch) -> None:
     """Not a pass/fail check: prints ours against torch's own kernels (median of 3 x 50 runs),
-    for attention both routes: the fused kernel and the GEMM route (AOTI_SHIM_ATTENTION_ROUTE=gemm)."""
+    for attention each route: fused (the Hopper kernel where it takes the call), the mma.sync
+    kernel (AOTI_SHIM_ATTENTION_ROUTE=mma) and the GEMM route (=gemm)."""
     rows = []
     attention = []
     for shape in [(2, 4, 16, 32), (4, 16, 512, 64), (1, 32, 2048, 128)]:  # the zoo's, then two larger
@@ -626,9 +634,9 @@ def test_speed_against_torch(shims: Shims, monkeypatch: pytest.MonkeyPatch) -> N
                 torch_op(kind, q, k, v, None, True, None, False)  # noqa: B023 - timed within this iteration
 
             times = {}
-            for label, gemm in [("fused", False), ("gemm", True)]:
-                if gemm:
-                    monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", "gemm")
+            for label in ("fused", "mma", "gemm"):
+                if label != "fused":
+                    monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", label)
                 times[label] = sorted(bench_ms(ours) for _ in range(3))[1]
             monkeypatch.delenv("AOTI_SHIM_ATTENTION_ROUTE")
             shims.delete(*handles)
@@ -636,8 +644,9 @@ def test_speed_against_torch(shims: Shims, monkeypatch: pytest.MonkeyPatch) -> N
             attention.append((f"sdpa {kind} {str(dtype)[6:]} causal B,H,L,E={shape}", times, t_theirs))
     print("\n# attention speed, ms per call (ours through ctypes, called as a blob calls it)")
     for name, t, theirs in attention:
-        print(f"{name:52s} fused {t['fused']:7.3f}  gemm {t['gemm']:7.3f}  "
-              f"torch {theirs:7.3f}  fused/torch {t['fused'] / theirs:5.2f}  gemm/torch {t['gemm'] / theirs:5.2f}")
+        print(f"{name:52s} fused {t['fused']:7.3f}  mma {t['mma']:7.3f}  gemm {t['gemm']:7.3f}  "
+              f"torch {theirs:7.3f}  fused/torch {t['fused'] / theirs:5.2f}  mma/torch {t['mma'] / theirs:5.2f}  "
+              f"gemm/torch {t['gemm'] / theirs:5.2f}")
     for dtype in (torch.float32, torch.bfloat16):
         x = torch.randn(32, 64, 56, 56, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)
         w = torch.randn(64, 64, 3, 3, device="cuda", dtype=dtype).to(memory_format=torch.channels_last)

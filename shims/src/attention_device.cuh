@@ -1,0 +1,86 @@
+// Device helpers both attention kernels share (attention_fused.cu, the mma.sync kernel for
+// sm_80 and later; attention_hopper.cu, the wgmma kernel for sm_90a): asynchronous copies
+// to shared memory, base-2 exponentials, 16-bit packing and stores, and the host's opt-in to
+// large shared memory.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace aotishim::kernels::device {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+__device__ inline void cp_async16(void* dst, const void* src, int bytes) {
+  unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes));
+}
+__device__ inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ inline void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+template <typename T>
+__device__ inline uint32_t pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+  } else {
+    __half2 v = __floats2half2_rn(lo, hi);
+    uint32_t u;
+    memcpy(&u, &v, 4);
+    return u;
+  }
+}
+
+template <typename T>
+__device__ inline void store2(T* p, float a, float b) {
+  if constexpr (std::is_same_v<T, float>) {
+    *reinterpret_cast<float2*>(p) = make_float2(a, b);
+  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(a, b);
+  } else {
+    *reinterpret_cast<__half2*>(p) = __floats2half2_rn(a, b);
+  }
+}
+
+__device__ inline float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// Over 48 KiB of dynamic shared memory needs the kernel's opt-in, once per device (`done`:
+// one bit per device, the kernel's own). Returns the CUDA status (0: done).
+inline int opt_in_shared_memory(const void* kernel, size_t bytes, std::atomic<unsigned long long>& done) {
+  if (bytes <= 48 * 1024) {
+    return 0;
+  }
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) {
+    return static_cast<int>(e);
+  }
+  unsigned long long bit = device < 64 ? 1ull << device : 0;
+  if (bit != 0 && (done.load(std::memory_order_relaxed) & bit) != 0) {
+    return 0;
+  }
+  e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (e != cudaSuccess) {
+    return static_cast<int>(e);
+  }
+  done.fetch_or(bit, std::memory_order_relaxed);
+  return 0;
+}
+
+}  // namespace aotishim::kernels::device

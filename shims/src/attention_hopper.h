@@ -1,0 +1,19 @@
+// The Hopper attention kernel (attention_hopper.cu, built for sm_90a only): wgmma tensor-core
+// products with both operands of Q K^T and the values of P V read from shared memory by
+// descriptor. fused_attention() tries it first; it takes the bfloat16 and float16 calls it
+// runs faster than the mma.sync kernel (hopper_attention_takes says which) on a device of
+// compute capability 9.0.
+#pragma once
+
+#include "attention_fused.h"
+
+namespace aotishim::kernels {
+
+// Whether the Hopper kernel takes this call (the plan already passed fused_attention_takes):
+// its dtype, head dim and mask, and the device's compute capability (`major`, `minor`).
+bool hopper_attention_takes(const FusedPlan& plan, int major, int minor);
+
+// Launches it on `stream`; returns the CUDA status of the launch (0: launched).
+int hopper_attention(const FusedPlan& plan, void* stream);
+
+}  // namespace aotishim::kernels
