@@ -94,7 +94,7 @@ def run_group(binary: Path, group: str, expect_gpu: bool | None = None) -> Group
 
 
 # The fewest tests each group must run: a test that stops registering fails here.
-@pytest.mark.parametrize(("group", "expected"), [("core", 13), ("copy", 7), ("ops", 10), ("streams", 6)])
+@pytest.mark.parametrize(("group", "expected"), [("core", 14), ("copy", 7), ("ops", 10), ("streams", 6)])
 def test_cpu_group(shim_test_binary: Path, group: str, expected: int) -> None:
     result = run_group(shim_test_binary, group)
     assert result.returncode == 0 and result.failed == 0, result.output

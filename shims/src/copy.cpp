@@ -20,9 +20,9 @@ namespace {
 
 // A view flattened for iteration: sizes with byte strides of the destination and source.
 struct CopyPlan {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> dst_strides;  // bytes
-  std::vector<int64_t> src_strides;  // bytes
+  Dims sizes;
+  Dims dst_strides;  // bytes
+  Dims src_strides;  // bytes
 };
 
 // Aligns src to dst's shape (broadcasting) and merges dims that are contiguous in both.
@@ -35,9 +35,9 @@ AOTITorchError plan_copy(const Tensor& dst, const Tensor& src, CopyPlan* plan) {
   }
   int64_t dst_element = static_cast<int64_t>(dst.element_size());
   int64_t src_element = static_cast<int64_t>(src.element_size());
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> dst_strides;
-  std::vector<int64_t> src_strides;
+  Dims sizes;
+  Dims dst_strides;
+  Dims src_strides;
   int64_t lead = ndim - src.dim();
   for (int64_t d = 0; d < ndim; ++d) {
     int64_t size = dst.sizes[d];
@@ -88,7 +88,7 @@ AOTITorchError plan_copy(const Tensor& dst, const Tensor& src, CopyPlan* plan) {
 template <typename Row>
 void for_each_row(const CopyPlan& plan, Row&& row) {
   size_t outer = plan.sizes.empty() ? 0 : plan.sizes.size() - 1;
-  std::vector<int64_t> index(outer, 0);
+  Dims index(outer, 0);
   int64_t dst_offset = 0;
   int64_t src_offset = 0;
   while (true) {

@@ -35,8 +35,8 @@ bool convert_scalar(const Tensor& dst, const Tensor& src, unsigned char* out) {
 }  // namespace
 
 AOTITorchError copy_on_device(
-    const Tensor& dst, const Tensor& src, const std::vector<int64_t>& sizes, const std::vector<int64_t>& dst_strides,
-    const std::vector<int64_t>& src_strides, void* stream, bool* done) {
+    const Tensor& dst, const Tensor& src, const Dims& sizes, const Dims& dst_strides,
+    const Dims& src_strides, void* stream, bool* done) {
   *done = false;
   if (dst.device_type() != kCUDA || sizes.size() > static_cast<size_t>(kernels::kMaxDims)) {
     return AOTI_SHIM_OK;
@@ -76,8 +76,8 @@ AOTITorchError copy_on_device(
 #else  // !AOTI_SHIM_WITH_CUDA
 
 AOTITorchError copy_on_device(
-    const Tensor&, const Tensor&, const std::vector<int64_t>&, const std::vector<int64_t>&,
-    const std::vector<int64_t>&, void*, bool* done) {
+    const Tensor&, const Tensor&, const Dims&, const Dims&,
+    const Dims&, void*, bool* done) {
   *done = false;
   return AOTI_SHIM_OK;
 }

@@ -13,7 +13,7 @@ namespace aotishim {
 // needs another route: built without CUDA, more dims than a launch takes, devices
 // differ, a host source that is not one broadcast element, or a dtype without a kernel.
 AOTITorchError copy_on_device(
-    const Tensor& dst, const Tensor& src, const std::vector<int64_t>& sizes, const std::vector<int64_t>& dst_strides,
-    const std::vector<int64_t>& src_strides, void* stream, bool* done);
+    const Tensor& dst, const Tensor& src, const Dims& sizes, const Dims& dst_strides,
+    const Dims& src_strides, void* stream, bool* done);
 
 }  // namespace aotishim

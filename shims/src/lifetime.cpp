@@ -11,7 +11,7 @@ namespace {
 // a non-negative storage offset.
 AOTITorchError read_view_args(
     int32_t dtype, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
-    size_t* element, std::vector<int64_t>* sizes, std::vector<int64_t>* strides) {
+    size_t* element, Dims* sizes, Dims* strides) {
   *element = dtype_size(dtype);
   if (*element == 0) {
     return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
@@ -30,8 +30,8 @@ AOTITorchError new_view(
     int64_t storage_offset, AtenTensorHandle* ret) {
   AOTISHIM_TRY(require_output(ret, "ret_new_tensor"));
   size_t element = 0;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  Dims sizes;
+  Dims strides;
   AOTISHIM_TRY(read_view_args(dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &sizes, &strides));
   int64_t span = 0;
   AOTISHIM_TRY(span_elements(sizes, strides, &span));
@@ -63,8 +63,8 @@ AOTITorchError from_blob(
     int32_t dtype, int32_t device_type, int32_t device_index, AtenTensorHandle* ret) {
   AOTISHIM_TRY(require_output(ret, "ret"));
   size_t element = 0;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  Dims sizes;
+  Dims strides;
   AOTISHIM_TRY(read_view_args(dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &sizes, &strides));
   AOTISHIM_TRY(check_device(device_type, device_index));
   int64_t span = 0;
@@ -97,8 +97,8 @@ AOTITorchError empty(
     int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype, int32_t device_type,
     int32_t device_index, bool pinned, AtenTensorHandle* ret) {
   AOTISHIM_TRY(require_output(ret, "ret_new_tensor"));
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  Dims sizes;
+  Dims strides;
   AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, &sizes, &strides));
   std::unique_ptr<Tensor> tensor;
   AOTISHIM_TRY(new_tensor(std::move(sizes), std::move(strides), dtype, device_type, device_index, pinned, &tensor));

@@ -36,7 +36,7 @@ void gemm<double>(const GemmArgs<double>& args);
 // tensor (ops_conv.cpp).
 bool strides_like_channels_last(const Tensor& t);
 // Channels-last strides: C innermost, then the spatial dims from last to first, then N.
-std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes);
+Dims channels_last_strides(const Dims& sizes);
 
 // All non-null operands are CPU tensors of one dtype, float32 or float64.
 AOTITorchError check_cpu_float(const Tensor* const* operands, size_t count);

@@ -129,8 +129,8 @@ AOTITorchError attention(
     mask_view.dtype = mask->dtype;
   }
   // Layouts as torch's meta function: output like empty_like(query), logsumexp [B, L, H] transposed.
-  std::vector<int64_t> out_sizes = {batch, heads, lq, ev};
-  std::vector<int64_t> out_strides =
+  Dims out_sizes = {batch, heads, lq, ev};
+  Dims out_strides =
       (ev == e && non_overlapping_and_dense(q)) ? q.strides : contiguous_strides(out_sizes);
   std::unique_ptr<Tensor> out;
   std::unique_ptr<Tensor> lse;

@@ -8,7 +8,7 @@ namespace aotishim {
 
 // torch's channels-last stride test (c10 is_channels_last_strides_2d/3d).
 bool strides_like_channels_last(const Tensor& t) {
-  std::vector<int64_t> order;
+  Dims order;
   if (t.dim() == 4) {
     order = {1, 3, 2, 0};
   } else if (t.dim() == 5) {
@@ -33,8 +33,8 @@ bool strides_like_channels_last(const Tensor& t) {
 }
 
 // Channels-last strides: C innermost, then the spatial dims from last to first, then N.
-std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size());
+Dims channels_last_strides(const Dims& sizes) {
+  Dims strides(sizes.size());
   int64_t running = 1;
   strides[1] = running;
   running *= std::max<int64_t>(sizes[1], 1);
@@ -204,7 +204,7 @@ AOTITorchError convolution(
   if (bias != nullptr && (bias->dim() != 1 || bias->sizes[0] != s.out_channels)) {
     return fail_format(AOTI_SHIM_E_SHAPE_MISMATCH, "bias must be 1-dim of size %lld", static_cast<long long>(s.out_channels));
   }
-  std::vector<int64_t> out_sizes = {s.batch, s.out_channels};
+  Dims out_sizes = {s.batch, s.out_channels};
   for (int d = 0; d < spatial; ++d) {
     int a = kMaxSpatial - spatial + d;
     s.in[a] = input.sizes[2 + d];
@@ -229,7 +229,7 @@ AOTITorchError convolution(
       (groups > 1 || (s.kernel[2] > 3 && s.kernel[1] > 3) || s.batch > 1 ||
        s.batch * s.in_channels * s.in[0] * s.in[1] > 20480);
   bool channels_last = either_channels_last && (ndim == 4 || (ndim == 5 && mkldnn_3d));
-  std::vector<int64_t> out_strides =
+  Dims out_strides =
       channels_last ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
   std::unique_ptr<Tensor> out;
   AOTISHIM_TRY(new_tensor(out_sizes, out_strides, input.dtype, kCPU, -1, false, &out));

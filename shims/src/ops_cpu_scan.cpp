@@ -87,7 +87,7 @@ void scan(const Tensor& in, const Tensor& out, int64_t dim) {
   size_t out_size = out.element_size();
   int64_t in_step = ndim == 0 ? 0 : in.strides[dim];
   int64_t out_step = ndim == 0 ? 0 : out.strides[dim];
-  std::vector<int64_t> index(static_cast<size_t>(ndim), 0);
+  Dims index(static_cast<size_t>(ndim), 0);
   for (int64_t line = 0; line < lines; ++line) {
     int64_t in_offset = 0, out_offset = 0;
     for (int64_t d = 0; d < ndim; ++d) {

@@ -80,14 +80,14 @@ struct Zeros {
 
 // Strides of `sizes` in the dim order of `like`'s strides (largest first), as torch's
 // alloc_with_matching_layout (cuDNN attention's output) and empty_like (flash's) do.
-std::vector<int64_t> matching_layout(const Tensor& like, const std::vector<int64_t>& sizes) {
+Dims matching_layout(const Tensor& like, const Dims& sizes) {
   if (like.sizes == sizes && non_overlapping_and_dense(like)) {
     return like.strides;
   }
   std::vector<size_t> order(sizes.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return like.strides[a] > like.strides[b]; });
-  std::vector<int64_t> strides(sizes.size());
+  Dims strides(sizes.size());
   int64_t running = 1;
   for (size_t i = order.size(); i-- > 0;) {
     strides[order[i]] = running;
@@ -174,7 +174,7 @@ bool as_matrices(const Tensor& t, Matrices* out) {
   return AOTI_SHIM_OK;
 }
 
-AOTITorchError new_cuda(std::vector<int64_t> sizes, std::vector<int64_t> strides, int32_t dtype, int32_t device,
+AOTITorchError new_cuda(Dims sizes, Dims strides, int32_t dtype, int32_t device,
                         std::unique_ptr<Tensor>* out) {
   return new_tensor(std::move(sizes), std::move(strides), dtype, kCUDA, device, false, out);
 }
@@ -346,7 +346,7 @@ struct Outputs {
 // A contiguous tensor over `nbytes` of `block` from byte `at`. Its own storage (offset 0,
 // its own size, as torch's separate tensors have) keeps the block alive.
 std::unique_ptr<Tensor> part_of(const std::shared_ptr<Storage>& block, int64_t at, int64_t nbytes,
-                                std::vector<int64_t> sizes, int32_t dtype) {
+                                Dims sizes, int32_t dtype) {
   auto storage = std::make_shared<Storage>();
   storage->data = static_cast<char*>(block->data) + at;
   storage->nbytes = nbytes;
@@ -366,7 +366,7 @@ std::unique_ptr<Tensor> part_of(const std::shared_ptr<Storage>& block, int64_t a
 // zeroing covers both: on the GPU it is left to *zeros (run()'s kernel writes them). Not a
 // never-freed zero block shared by every call: the caller owns these tensors and may write
 // them (a blob may reuse a freed output's buffer for a later kernel's output).
-AOTITorchError rng_outputs(int32_t dtype, std::vector<int64_t> seed_sizes, int32_t device_type, int32_t device,
+AOTITorchError rng_outputs(int32_t dtype, Dims seed_sizes, int32_t device_type, int32_t device,
                            Outputs* o, Zeros* zeros) {
   int64_t seed_bytes = 8 * std::accumulate(seed_sizes.begin(), seed_sizes.end(), int64_t{1}, std::multiplies<>());
   std::shared_ptr<Storage> block;
@@ -405,8 +405,8 @@ AOTITorchError attention(const Request& r, Outputs* o) {
     }
   }
   int64_t batch = q.sizes[0], heads = q.sizes[1], lq = q.sizes[2], lk = k.sizes[2], ev = v.sizes[3];
-  std::vector<int64_t> out_sizes = {batch, heads, lq, ev};
-  std::vector<int64_t> lse_strides = {heads * lq, lq, 1};
+  Dims out_sizes = {batch, heads, lq, ev};
+  Dims lse_strides = {heads * lq, lq, 1};
   Zeros zeros;
   switch (r.kind) {
     case Kind::Efficient: {

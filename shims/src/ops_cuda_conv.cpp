@@ -332,7 +332,7 @@ AOTITorchError read_param(
 
 // Whether t's memory is already packed in the layout `packed` describes (dims of size 1 may
 // have any stride), so cuDNN can read it in place.
-[[maybe_unused]] bool packed_as(const Tensor& t, const std::vector<int64_t>& packed) {
+[[maybe_unused]] bool packed_as(const Tensor& t, const Dims& packed) {
   for (size_t d = 0; d < t.sizes.size(); ++d) {
     if (t.sizes[d] != 1 && t.strides[d] != packed[d]) {
       return false;
@@ -351,7 +351,7 @@ struct Params {
 
 // Checks everything that needs no device and works out the output's sizes.
 AOTITorchError check_arguments(
-    const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, std::vector<int64_t>* out_sizes) {
+    const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, Dims* out_sizes) {
   int64_t ndim = x.dim();
   if (ndim < 3 || ndim > 5) {
     return fail_format(
@@ -446,7 +446,7 @@ int cudnn_type(int32_t dtype) {
 }
 
 // Sizes and strides as cuDNN's ints.
-AOTITorchError as_ints(const std::vector<int64_t>& values, std::vector<int>* out) {
+AOTITorchError as_ints(const Dims& values, std::vector<int>* out) {
   out->clear();
   for (int64_t v : values) {
     if (v > std::numeric_limits<int32_t>::max()) {
@@ -459,16 +459,15 @@ AOTITorchError as_ints(const std::vector<int64_t>& values, std::vector<int>* out
 }
 
 // The 4-dim view cuDNN gets of a 1-D convolution's operand: a unit dim before the length.
-std::vector<int64_t> widened(const std::vector<int64_t>& v, int64_t unit) {
-  std::vector<int64_t> out = v;
-  if (out.size() == 3) {
-    out.insert(out.begin() + 2, unit);
+Dims widened(const Dims& v, int64_t unit) {
+  if (v.size() != 3) {
+    return v;
   }
-  return out;
+  return Dims{v[0], v[1], unit, v[2]};
 }
 
 AOTITorchError packed_operand(const Tensor& t, bool channels_last, std::unique_ptr<Tensor>* copy, const Tensor** use) {
-  std::vector<int64_t> packed = channels_last ? channels_last_strides(t.sizes) : contiguous_strides(t.sizes);
+  Dims packed = channels_last ? channels_last_strides(t.sizes) : contiguous_strides(t.sizes);
   *use = &t;
   if (!packed_as(t, packed)) {
     AOTISHIM_PROFILE_STEP("conv: operand copied to the packed layout");
@@ -533,8 +532,8 @@ struct GraphShape {
   int type = kDataFloat;
   bool transposed = false;
   bool fp32_strict = false;
-  std::vector<int64_t> in_dims, in_strides, w_dims, w_strides, out_dims, out_strides;
-  std::vector<int64_t> pad, stride, dilation;
+  Dims in_dims, in_strides, w_dims, w_strides, out_dims, out_strides;
+  Dims pad, stride, dilation;
   int64_t in_align = 16, w_align = 16, out_align = 16;
 };
 
@@ -581,7 +580,7 @@ bool build_plan(Handle handle, const GraphShape& g, Prepared* out) {
   auto set = [&](Desc d, int name, int type, int64_t count, const void* values) {
     return api.backend_set(d, name, type, count, values) == 0;
   };
-  auto tensor = [&](int64_t id, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides,
+  auto tensor = [&](int64_t id, const Dims& dims, const Dims& strides,
                     int64_t align) -> Desc {
     Desc t = parts.make(graph::kTensorDesc);
     auto rank = static_cast<int64_t>(dims.size());
@@ -764,8 +763,8 @@ AOTITorchError run_cudnn(
   const Cudnn& api = cudnn();
   // cuDNN's operands: the forward convolution's x (input), w, y (output); for a transposed
   // convolution the forward one whose data gradient it is (x = our output, y = our input).
-  std::vector<int64_t> x_sizes = widened(x.sizes, 1), out_sizes = widened(out.sizes, 1), w_sizes = widened(w.sizes, 1);
-  auto packed = [&](const std::vector<int64_t>& sizes) {
+  Dims x_sizes = widened(x.sizes, 1), out_sizes = widened(out.sizes, 1), w_sizes = widened(w.sizes, 1);
+  auto packed = [&](const Dims& sizes) {
     return channels_last ? channels_last_strides(sizes) : contiguous_strides(sizes);
   };
   std::vector<int> x_dims, x_strides, out_dims, out_strides, w_dims;
@@ -808,7 +807,7 @@ AOTITorchError run_cudnn(
     AOTISHIM_PROFILE_STEP("cudnn: descriptors and algorithm (first call of a shape)");
     auto fresh = std::make_unique<Prepared>();
     if (!legacy_only() && x.dtype != 7) {
-      auto to64 = [](const std::vector<int>& v) { return std::vector<int64_t>(v.begin(), v.end()); };
+      auto to64 = [](const std::vector<int>& v) { return Dims(v.begin(), v.end()); };
       GraphShape g;
       g.type = type;
       g.transposed = p.transposed;
@@ -928,7 +927,7 @@ AOTITorchError run_cudnn(
 
 AOTITorchError convolution(const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, AtenTensorHandle* ret) {
   AOTISHIM_TRY(require_output(ret, "ret0"));
-  std::vector<int64_t> out_sizes;
+  Dims out_sizes;
   AOTISHIM_TRY(check_arguments(x, w, bias, p, &out_sizes));
 #if AOTI_SHIM_WITH_CUDA
   // The library before the devices: a process without cuDNN learns that first, with its fix.
@@ -944,7 +943,7 @@ AOTITorchError convolution(const Tensor& x, const Tensor& w, const Tensor* bias,
   int64_t ndim = x.dim();
   bool channels_last = x.dtype != 7 && (ndim == 4 || ndim == 5) &&
                        (strides_like_channels_last(x) || strides_like_channels_last(w));
-  std::vector<int64_t> out_strides = channels_last ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
+  Dims out_strides = channels_last ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
   std::unique_ptr<Tensor> out;
   AOTISHIM_TRY(new_tensor(out_sizes, out_strides, x.dtype, kCUDA, device, false, &out));
   if (out->numel() > 0) {

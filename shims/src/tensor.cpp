@@ -136,8 +136,8 @@ bool non_overlapping_and_dense(const Tensor& t) {
   return true;
 }
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> strides(sizes.size());
+Dims contiguous_strides(const Dims& sizes) {
+  Dims strides(sizes.size());
   int64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     strides[i] = running;
@@ -147,15 +147,14 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
 }
 
 AOTITorchError read_layout(
-    int64_t ndim, const int64_t* sizes, const int64_t* strides, std::vector<int64_t>* out_sizes,
-    std::vector<int64_t>* out_strides) {
+    int64_t ndim, const int64_t* sizes, const int64_t* strides, Dims* out_sizes, Dims* out_strides) {
   if (ndim < 0) {
     return fail_format(AOTI_SHIM_E_NEGATIVE_RANK, "ndim %lld is negative", static_cast<long long>(ndim));
   }
   if (ndim > 0 && sizes == nullptr) {
     return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "sizes is null for ndim %lld", static_cast<long long>(ndim));
   }
-  std::vector<int64_t> new_sizes(sizes, sizes + ndim);
+  Dims new_sizes(sizes, sizes + ndim);
   for (int64_t d = 0; d < ndim; ++d) {
     if (new_sizes[d] < 0) {
       return fail_format(
@@ -163,7 +162,7 @@ AOTITorchError read_layout(
           static_cast<long long>(d));
     }
   }
-  std::vector<int64_t> new_strides;
+  Dims new_strides;
   if (strides == nullptr) {
     new_strides = contiguous_strides(new_sizes);
   } else {
@@ -191,7 +190,7 @@ AOTITorchError read_layout(
   return AOTI_SHIM_OK;
 }
 
-AOTITorchError span_elements(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t* out) {
+AOTITorchError span_elements(const Dims& sizes, const Dims& strides, int64_t* out) {
   int64_t span = 1;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 0) {
@@ -338,7 +337,7 @@ AOTITorchError allocate_storage(
 }
 
 AOTITorchError new_tensor(
-    std::vector<int64_t> sizes, std::vector<int64_t> strides, int32_t dtype, int32_t device_type,
+    Dims sizes, Dims strides, int32_t dtype, int32_t device_type,
     int32_t device_index, bool pinned, std::unique_ptr<Tensor>* out) {
   size_t element = dtype_size(dtype);
   if (element == 0) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "aoti_shim/shim.h"
+#include "dims.h"
 
 #include <cstdint>
 #include <memory>
@@ -47,8 +48,8 @@ constexpr uint64_t kTensorMagic = 0x41'4F'54'49'53'48'49'4DULL;  // "AOTISHIM"
 struct Tensor {
   uint64_t magic = kTensorMagic;
   std::shared_ptr<Storage> storage;
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  Dims sizes;
+  Dims strides;
   int64_t storage_offset = 0;  // in elements
   int32_t dtype = 6;
 
@@ -108,15 +109,14 @@ size_t dtype_size(int32_t dtype);
 const char* dtype_name(int32_t dtype);
 
 // ---- layout checks ----
-// Validates ndim/sizes/strides; fills the vectors (contiguous strides when strides is null).
+// Validates ndim/sizes/strides; fills the Dims (contiguous strides when strides is null).
 AOTITorchError read_layout(
-    int64_t ndim, const int64_t* sizes, const int64_t* strides, std::vector<int64_t>* out_sizes,
-    std::vector<int64_t>* out_strides);
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+    int64_t ndim, const int64_t* sizes, const int64_t* strides, Dims* out_sizes, Dims* out_strides);
+Dims contiguous_strides(const Dims& sizes);
 // Whether a layout is a permutation of a contiguous one (torch's "non-overlapping and dense").
 bool non_overlapping_and_dense(const Tensor& t);
 // Elements spanned by a view (0 if empty): 1 + sum (size-1)*stride.
-AOTITorchError span_elements(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, int64_t* out);
+AOTITorchError span_elements(const Dims& sizes, const Dims& strides, int64_t* out);
 AOTITorchError checked_bytes(int64_t elements, size_t element_size, int64_t* out);
 
 // ---- devices and allocation ----
@@ -126,9 +126,9 @@ AOTITorchError check_device(int32_t device_type, int32_t device_index);
 AOTITorchError allocate_storage(
     int64_t nbytes, int32_t device_type, int32_t device_index, bool pinned, std::shared_ptr<Storage>* out);
 // New owning tensor with the given layout; *out is set only on success. The layout is
-// taken by value: a caller done with its vectors moves them in (no copy per tensor).
+// taken by value: a caller done with its Dims moves them in (a heap one is not copied).
 AOTITorchError new_tensor(
-    std::vector<int64_t> sizes, std::vector<int64_t> strides, int32_t dtype, int32_t device_type,
+    Dims sizes, Dims strides, int32_t dtype, int32_t device_type,
     int32_t device_index, bool pinned, std::unique_ptr<Tensor>* out);
 
 // ---- copies ----

@@ -337,6 +337,46 @@ TEST(core, reinterpret_and_views) {
   CHECK(out == sentinel());
 }
 
+// Sizes and strides sit inline up to a few dims, on the heap past them: ranks on both
+// sides, and copies and assignments between them, keep every value.
+TEST(core, ranks_past_the_inline_dims) {
+  std::vector<int64_t> sizes(9, 1), strides(9, 2);
+  sizes[0] = 3, sizes[8] = 2;
+  strides[0] = 4, strides[8] = 1;
+  Owned deep = empty(sizes, strides);
+  CHECK_EQ(sizes_of(deep), sizes);
+  CHECK_EQ(strides_of(deep), strides);
+  int64_t value = -1;
+  CHECK_OK(aoti_torch_get_numel(deep, &value));
+  CHECK_EQ(value, 6);
+  CHECK_OK(aoti_torch_get_storage_size(deep, &value));
+  CHECK_EQ(value, (1 + 2 * 4 + 1) * 4);
+  Owned second;
+  CHECK_OK(aoti_torch_new_tensor_handle(deep, second.out()));
+  CHECK_EQ(strides_of(second), strides);
+  // A 2-dim tensor takes the 9-dim layout and gives it back.
+  Owned flat = tensor({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  CHECK_OK(aoti_torch_assign_tensors(deep, flat));
+  CHECK_EQ(sizes_of(flat), sizes);
+  Owned narrow = empty({2}, {1});
+  CHECK_OK(aoti_torch_assign_tensors(narrow, second));
+  CHECK_EQ(sizes_of(second), (std::vector<int64_t>{2}));
+  // A 7-dim view of a 1-dim tensor, bounds checked as any view.
+  Owned base = tensor({12}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11});
+  std::vector<int64_t> view_sizes = {2, 1, 1, 1, 1, 1, 3}, view_strides = {1, 9, 9, 9, 9, 9, 4};
+  Owned view;
+  CHECK_OK(aoti_torch__reinterpret_tensor(base, 7, view_sizes.data(), view_strides.data(), 1, view.out()));
+  CHECK_EQ(values<float>(view), (std::vector<float>{1, 5, 9, 2, 6, 10}));
+  AtenTensorHandle out = sentinel();
+  CHECK_EQ(aoti_torch__reinterpret_tensor(base, 7, view_sizes.data(), view_strides.data(), 3, &out),
+           AOTI_SHIM_E_OUT_OF_BOUNDS);
+  CHECK(out == sentinel());
+  Owned copy;
+  CHECK_OK(aoti_torch_clone(view, copy.out()));
+  CHECK_EQ(strides_of(copy), (std::vector<int64_t>{3, 3, 3, 3, 3, 3, 1}));
+  CHECK_EQ(values<float>(copy), (std::vector<float>{1, 5, 9, 2, 6, 10}));
+}
+
 TEST(core, clone_and_clone_preserve_strides) {
   // A transposed 2x3 view of a 3x2 buffer.
   Owned source = tensor({2, 3}, {1, 2, 3, 4, 5, 6}, {1, 2});
