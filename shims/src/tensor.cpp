@@ -7,7 +7,6 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <numeric>
 
 namespace aotishim {
@@ -175,13 +174,13 @@ AOTITorchError read_layout(
       }
     }
   }
-  // numel must fit int64 even when the span is small (zero strides).
+  // numel must fit int64 even when the span is small (zero strides). The overflow builtin,
+  // not a division per dim: a 64-bit idiv was a third of this function's time.
   int64_t numel = 1;
   for (int64_t size : new_sizes) {
-    if (size != 0 && numel > std::numeric_limits<int64_t>::max() / size) {
+    if (__builtin_mul_overflow(numel, size, &numel)) {
       return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "element count overflows int64");
     }
-    numel *= size;
   }
   int64_t span = 0;
   AOTISHIM_TRY(span_elements(new_sizes, new_strides, &span));
