@@ -30,11 +30,12 @@ AOTITorchError new_view(
     int64_t storage_offset, AtenTensorHandle* ret) {
   AOTISHIM_TRY(require_output(ret, "ret_new_tensor"));
   size_t element = 0;
-  Dims sizes;
-  Dims strides;
-  AOTISHIM_TRY(read_view_args(dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &sizes, &strides));
+  // The layout is read straight into the view (freed if a check fails): no Dims moved.
+  auto view = std::make_unique<Tensor>();
+  AOTISHIM_TRY(read_view_args(
+      dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &view->sizes, &view->strides));
   int64_t span = 0;
-  AOTISHIM_TRY(span_elements(sizes, strides, &span));
+  AOTISHIM_TRY(span_elements(view->sizes, view->strides, &span));
   if (span > 0) {
     int64_t end = 0;
     int64_t end_bytes = 0;
@@ -48,10 +49,7 @@ AOTITorchError new_view(
           static_cast<long long>(end_bytes), static_cast<long long>(base.storage->nbytes));
     }
   }
-  auto view = std::make_unique<Tensor>();
   view->storage = base.storage;
-  view->sizes = std::move(sizes);
-  view->strides = std::move(strides);
   view->storage_offset = storage_offset;
   view->dtype = dtype;
   *ret = to_handle(view.release());
@@ -97,11 +95,10 @@ AOTITorchError empty(
     int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int32_t dtype, int32_t device_type,
     int32_t device_index, bool pinned, AtenTensorHandle* ret) {
   AOTISHIM_TRY(require_output(ret, "ret_new_tensor"));
-  Dims sizes;
-  Dims strides;
-  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, &sizes, &strides));
-  std::unique_ptr<Tensor> tensor;
-  AOTISHIM_TRY(new_tensor(std::move(sizes), std::move(strides), dtype, device_type, device_index, pinned, &tensor));
+  // As new_view: the layout is read straight into the tensor.
+  auto tensor = std::make_unique<Tensor>();
+  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, &tensor->sizes, &tensor->strides));
+  AOTISHIM_TRY(allocate_tensor_storage(tensor.get(), dtype, device_type, device_index, pinned));
   *ret = to_handle(tensor.release());
   return AOTI_SHIM_OK;
 }

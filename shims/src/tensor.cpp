@@ -153,7 +153,10 @@ AOTITorchError read_layout(
   if (ndim > 0 && sizes == nullptr) {
     return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "sizes is null for ndim %lld", static_cast<long long>(ndim));
   }
-  Dims new_sizes(sizes, sizes + ndim);
+  // Filled in place: a caller's Dims are its own locals, dropped when this fails.
+  Dims& new_sizes = *out_sizes;
+  Dims& new_strides = *out_strides;
+  new_sizes.assign(sizes, sizes + ndim);
   for (int64_t d = 0; d < ndim; ++d) {
     if (new_sizes[d] < 0) {
       return fail_format(
@@ -161,7 +164,6 @@ AOTITorchError read_layout(
           static_cast<long long>(d));
     }
   }
-  Dims new_strides;
   if (strides == nullptr) {
     new_strides = contiguous_strides(new_sizes);
   } else {
@@ -183,10 +185,7 @@ AOTITorchError read_layout(
     }
   }
   int64_t span = 0;
-  AOTISHIM_TRY(span_elements(new_sizes, new_strides, &span));
-  *out_sizes = std::move(new_sizes);
-  *out_strides = std::move(new_strides);
-  return AOTI_SHIM_OK;
+  return span_elements(new_sizes, new_strides, &span);
 }
 
 AOTITorchError span_elements(const Dims& sizes, const Dims& strides, int64_t* out) {
@@ -335,9 +334,8 @@ AOTITorchError allocate_storage(
   return AOTI_SHIM_OK;
 }
 
-AOTITorchError new_tensor(
-    Dims sizes, Dims strides, int32_t dtype, int32_t device_type,
-    int32_t device_index, bool pinned, std::unique_ptr<Tensor>* out) {
+AOTITorchError allocate_tensor_storage(
+    Tensor* tensor, int32_t dtype, int32_t device_type, int32_t device_index, bool pinned) {
   size_t element = dtype_size(dtype);
   if (element == 0) {
     return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
@@ -345,13 +343,20 @@ AOTITorchError new_tensor(
   AOTISHIM_TRY(check_device(device_type, device_index));
   int64_t span = 0;
   int64_t nbytes = 0;
-  AOTISHIM_TRY(span_elements(sizes, strides, &span));
+  AOTISHIM_TRY(span_elements(tensor->sizes, tensor->strides, &span));
   AOTISHIM_TRY(checked_bytes(span, element, &nbytes));
-  auto tensor = std::make_unique<Tensor>();
   AOTISHIM_TRY(allocate_storage(nbytes, device_type, device_index, pinned, &tensor->storage));
+  tensor->dtype = dtype;
+  return AOTI_SHIM_OK;
+}
+
+AOTITorchError new_tensor(
+    Dims sizes, Dims strides, int32_t dtype, int32_t device_type,
+    int32_t device_index, bool pinned, std::unique_ptr<Tensor>* out) {
+  auto tensor = std::make_unique<Tensor>();
   tensor->sizes = std::move(sizes);
   tensor->strides = std::move(strides);
-  tensor->dtype = dtype;
+  AOTISHIM_TRY(allocate_tensor_storage(tensor.get(), dtype, device_type, device_index, pinned));
   *out = std::move(tensor);
   return AOTI_SHIM_OK;
 }
