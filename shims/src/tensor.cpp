@@ -24,17 +24,12 @@ AOTITorchError fail_format(AOTITorchError code, const char* format, ...) noexcep
   return code;
 }
 
-AOTITorchError unwrap(AtenTensorHandle handle, Tensor** out, const char* what) {
+AOTITorchError unwrap_failed(AtenTensorHandle handle, const char* what) {
   if (handle == nullptr) {
     return fail_format(AOTI_SHIM_E_NULL_HANDLE, "%s handle is null", what);
   }
-  auto* tensor = reinterpret_cast<Tensor*>(handle);
-  if (tensor->magic != kTensorMagic) {
-    return fail_format(
-        AOTI_SHIM_E_INVALID_HANDLE, "%s handle %p is not a live aoti_shim tensor", what, static_cast<void*>(handle));
-  }
-  *out = tensor;
-  return AOTI_SHIM_OK;
+  return fail_format(
+      AOTI_SHIM_E_INVALID_HANDLE, "%s handle %p is not a live aoti_shim tensor", what, static_cast<void*>(handle));
 }
 
 AOTITorchError unwrap_optional(const AtenTensorHandle* handle, Tensor** out, const char* what) {
@@ -45,48 +40,9 @@ AOTITorchError unwrap_optional(const AtenTensorHandle* handle, Tensor** out, con
   return unwrap(*handle, out, what);
 }
 
-AOTITorchError require_output(const void* ptr, const char* what) {
-  if (ptr == nullptr) {
-    return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "%s is null", what);
-  }
-  return AOTI_SHIM_OK;
-}
+AOTITorchError null_output(const char* what) { return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "%s is null", what); }
 
 // ---- dtypes (c10::ScalarType numbering) ----
-
-size_t dtype_size(int32_t dtype) {
-  switch (dtype) {
-    case 0:   // uint8
-    case 1:   // int8
-    case 11:  // bool
-    case 23:  // float8_e5m2
-    case 24:  // float8_e4m3fn
-    case 25:  // float8_e5m2fnuz
-    case 26:  // float8_e4m3fnuz
-    case 44:  // float8_e8m0fnu
-    case 45:  // float4_e2m1fn_x2 (two values per byte)
-      return 1;
-    case 2:   // int16
-    case 5:   // float16
-    case 15:  // bfloat16
-    case 27:  // uint16
-      return 2;
-    case 3:   // int32
-    case 6:   // float32
-    case 8:   // complex32
-    case 28:  // uint32
-      return 4;
-    case 4:   // int64
-    case 7:   // float64
-    case 9:   // complex64
-    case 29:  // uint64
-      return 8;
-    case 10:  // complex128
-      return 16;
-    default:
-      return 0;
-  }
-}
 
 const char* dtype_name(int32_t dtype) {
   switch (dtype) {
@@ -237,15 +193,6 @@ bool Tensor::is_contiguous() const {
     expected *= sizes[i];
   }
   return true;
-}
-
-size_t Tensor::element_size() const { return dtype_size(dtype); }
-
-char* Tensor::data() const {
-  if (storage->data == nullptr) {
-    return nullptr;
-  }
-  return static_cast<char*>(storage->data) + storage_offset * static_cast<int64_t>(element_size());
 }
 
 // ---- devices and allocation ----

@@ -87,12 +87,24 @@ AOTITorchError guarded(const char* where, Body&& body) noexcept;
     }                                       \
   } while (0)
 
-// Resolves a handle to a live tensor.
-AOTITorchError unwrap(AtenTensorHandle handle, Tensor** out, const char* what = "tensor");
+// Resolves a handle to a live tensor. Inline, as require_output: every entry point calls
+// them, and three calls were half of get_data_ptr's time; their messages are out of line.
+AOTITorchError unwrap_failed(AtenTensorHandle handle, const char* what);
+inline AOTITorchError unwrap(AtenTensorHandle handle, Tensor** out, const char* what = "tensor") {
+  auto* tensor = reinterpret_cast<Tensor*>(handle);
+  if (__builtin_expect(handle == nullptr || tensor->magic != kTensorMagic, 0)) {
+    return unwrap_failed(handle, what);
+  }
+  *out = tensor;
+  return AOTI_SHIM_OK;
+}
 // An optional tensor argument as torchgen passes one: a null pointer, or one to a null
 // handle, is None (*out = nullptr); else the handle it points at, resolved.
 AOTITorchError unwrap_optional(const AtenTensorHandle* handle, Tensor** out, const char* what);
-AOTITorchError require_output(const void* ptr, const char* what);
+AOTITorchError null_output(const char* what);
+inline AOTITorchError require_output(const void* ptr, const char* what) {
+  return __builtin_expect(ptr != nullptr, 1) ? AOTI_SHIM_OK : null_output(what);
+}
 
 // The outputs of the ops torchgen generates with ret_pointer_can_be_null (the attention
 // ops among them): a blob passes nullptr for an output it never reads, and libtorch's shim
@@ -109,9 +121,50 @@ inline void deliver(int64_t* slot, int64_t value) {
 }
 
 // ---- dtypes ----
-// Element byte size, 0 if the dtype is unknown.
-size_t dtype_size(int32_t dtype);
+// Element byte size, 0 if the dtype is unknown. Inline: Tensor::data() needs it.
+inline size_t dtype_size(int32_t dtype) {
+  switch (dtype) {
+    case 0:   // uint8
+    case 1:   // int8
+    case 11:  // bool
+    case 23:  // float8_e5m2
+    case 24:  // float8_e4m3fn
+    case 25:  // float8_e5m2fnuz
+    case 26:  // float8_e4m3fnuz
+    case 44:  // float8_e8m0fnu
+    case 45:  // float4_e2m1fn_x2 (two values per byte)
+      return 1;
+    case 2:   // int16
+    case 5:   // float16
+    case 15:  // bfloat16
+    case 27:  // uint16
+      return 2;
+    case 3:   // int32
+    case 6:   // float32
+    case 8:   // complex32
+    case 28:  // uint32
+      return 4;
+    case 4:   // int64
+    case 7:   // float64
+    case 9:   // complex64
+    case 29:  // uint64
+      return 8;
+    case 10:  // complex128
+      return 16;
+    default:
+      return 0;
+  }
+}
 const char* dtype_name(int32_t dtype);
+
+inline size_t Tensor::element_size() const { return dtype_size(dtype); }
+
+inline char* Tensor::data() const {
+  if (storage->data == nullptr) {
+    return nullptr;
+  }
+  return static_cast<char*>(storage->data) + storage_offset * static_cast<int64_t>(element_size());
+}
 
 // ---- layout checks ----
 // Validates ndim/sizes/strides; fills the Dims (contiguous strides when strides is null).
