@@ -179,11 +179,15 @@ struct KnownStream {
   int32_t device;
   bool read;
 };
-// Plain data, so a thread's first use runs no constructor. Guards nested deeper than
-// this are not remembered: their streams are asked per call, as before.
+// Plain data, so a thread's first use runs no constructor, and one thread_local, so a
+// lookup costs one __tls_get_addr, not one per variable. Guards nested deeper than this
+// are not remembered: their streams are asked per call, as before.
 constexpr int kMaxKnownStreams = 8;
-thread_local KnownStream known_streams[kMaxKnownStreams];
-thread_local int known_count = 0;
+struct KnownStreams {
+  KnownStream streams[kMaxKnownStreams];
+  int count;
+};
+thread_local KnownStreams known_streams = {};
 
 // The stream's key in the cache: legacy, its CUDA id, or kUncachedStream; from the
 // innermost live guard of this thread on that stream where there is one.
@@ -191,14 +195,15 @@ uint64_t stream_key(int32_t device, void* stream) {
   if (is_legacy(stream)) {
     return kLegacyStreamId;  // never captured, never destroyed
   }
-  for (int i = known_count - 1; i >= 0; --i) {
-    KnownStream& known = known_streams[i];
-    if (known.stream == stream && known.device == device) {
-      if (!known.read) {
-        known.key = ask_stream_key(stream);
-        known.read = true;
+  KnownStreams& mine = known_streams;
+  for (int i = mine.count - 1; i >= 0; --i) {
+    KnownStream& entry = mine.streams[i];
+    if (entry.stream == stream && entry.device == device) {
+      if (!entry.read) {
+        entry.key = ask_stream_key(stream);
+        entry.read = true;
       }
-      return known.key;
+      return entry.key;
     }
   }
   return ask_stream_key(stream);
@@ -404,20 +409,22 @@ AOTITorchError malloc_async(void** ptr, size_t nbytes, int32_t device, void* str
 }
 
 void remember_stream(uint64_t guard_id, int32_t device, void* stream) noexcept {
-  if (known_count < kMaxKnownStreams && !is_legacy(stream)) {
+  KnownStreams& mine = known_streams;
+  if (mine.count < kMaxKnownStreams && !is_legacy(stream)) {
     // Read lazily, at the first allocation or free: a guard whose run allocates nothing
     // asks nothing.
-    known_streams[known_count++] = KnownStream{guard_id, stream, 0, device, false};
+    mine.streams[mine.count++] = KnownStream{guard_id, stream, 0, device, false};
   }
 }
 
 void forget_stream(uint64_t guard_id) noexcept {
-  for (int i = 0; i < known_count; ++i) {
-    if (known_streams[i].guard_id == guard_id) {
-      for (int j = i + 1; j < known_count; ++j) {
-        known_streams[j - 1] = known_streams[j];
+  KnownStreams& mine = known_streams;
+  for (int i = 0; i < mine.count; ++i) {
+    if (mine.streams[i].guard_id == guard_id) {
+      for (int j = i + 1; j < mine.count; ++j) {
+        mine.streams[j - 1] = mine.streams[j];
       }
-      --known_count;
+      --mine.count;
       return;
     }
   }

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <cstdint>
 #include <thread>
-#include <vector>
 
 namespace aotishim {
 namespace {
@@ -15,17 +14,6 @@ struct Selection {
   void* stream = nullptr;
 };
 
-// The caller-stream selection. This library is its only definer in a process;
-// other code reaches it through aoti_shim_caller_stream_* only.
-thread_local Selection caller_selection;
-
-struct GuardedStream {
-  uint64_t id;
-  int32_t device_index;
-  void* stream;
-};
-// Streams made current by live stream guards on this thread, innermost last.
-thread_local std::vector<GuardedStream> guarded_streams;
 // Guard ids are unique in the process, so a guard handed to another thread can never
 // match (and erase) one of that thread's own guards.
 std::atomic<uint64_t> next_guard_id{1};
@@ -67,7 +55,24 @@ struct StreamGuard {
   uint64_t id;
   std::thread::id owner;  // the thread whose current stream it changed
   DeviceSwitch device;
+  int32_t device_index = 0;
+  void* stream = nullptr;
+  // The owner's live stream guards, a list: `outer` was made before this one, `inner` after.
+  StreamGuard* outer = nullptr;
+  StreamGuard* inner = nullptr;
 };
+
+// A thread's streams, plain data in one thread_local (no constructor, no destructor):
+// current_stream, twice per CUDA tensor, costs one __tls_get_addr where a guard of the
+// device is live, two where none is (GCC looks the address up again on that branch). A
+// std::vector here cost a TLS wrapper, its init guard and three lookups per read. This
+// library is the only definer of the caller selection in a process; other code reaches
+// it through aoti_shim_caller_stream_* only.
+struct ThreadStreams {
+  Selection caller;                   // the caller-stream selection
+  StreamGuard* innermost = nullptr;   // the live stream guards made on this thread
+};
+thread_local ThreadStreams thread_streams;
 
 template <typename Handle>
 AOTITorchError create_device_switch(int32_t device_index, Handle* ret_guard) {
@@ -98,12 +103,13 @@ AOTITorchError set_device_switch(Handle handle, int32_t device_index) {
 }  // namespace
 
 void* current_stream(int32_t device_index) {
-  for (auto it = guarded_streams.rbegin(); it != guarded_streams.rend(); ++it) {
-    if (it->device_index == device_index) {
-      return it->stream;
+  const ThreadStreams& state = thread_streams;
+  for (const StreamGuard* guard = state.innermost; guard != nullptr; guard = guard->outer) {
+    if (guard->device_index == device_index) {
+      return guard->stream;
     }
   }
-  return caller_selection.selected ? caller_selection.stream : nullptr;
+  return state.caller.selected ? state.caller.stream : nullptr;
 }
 
 }  // namespace aotishim
@@ -115,6 +121,7 @@ extern "C" {
 AOTITorchError aoti_shim_caller_stream_select(void* stream, AotiShimStreamSelection* previous) {
   AOTISHIM_PROFILE_API("aoti_shim_caller_stream_select");
   AOTISHIM_TRY(require_output(previous, "previous"));
+  Selection& caller_selection = thread_streams.caller;
   previous->selected = caller_selection.selected ? 1 : 0;
   previous->stream = caller_selection.stream;
   caller_selection.selected = true;
@@ -125,6 +132,7 @@ AOTITorchError aoti_shim_caller_stream_select(void* stream, AotiShimStreamSelect
 AOTITorchError aoti_shim_caller_stream_restore(const AotiShimStreamSelection* previous) {
   AOTISHIM_PROFILE_API("aoti_shim_caller_stream_restore");
   AOTISHIM_TRY(require_output(previous, "previous"));
+  Selection& caller_selection = thread_streams.caller;
   caller_selection.selected = previous->selected != 0;
   caller_selection.stream = caller_selection.selected ? previous->stream : nullptr;
   return AOTI_SHIM_OK;
@@ -133,6 +141,7 @@ AOTITorchError aoti_shim_caller_stream_restore(const AotiShimStreamSelection* pr
 AOTITorchError aoti_shim_caller_stream_get(AotiShimStreamSelection* current) {
   AOTISHIM_PROFILE_API("aoti_shim_caller_stream_get");
   AOTISHIM_TRY(require_output(current, "current"));
+  const Selection& caller_selection = thread_streams.caller;
   current->selected = caller_selection.selected ? 1 : 0;
   current->stream = caller_selection.stream;
   return AOTI_SHIM_OK;
@@ -167,9 +176,15 @@ AOTITorchError aoti_torch_create_cuda_stream_guard(
     auto guard = std::make_unique<StreamGuard>();
     guard->id = next_guard_id.fetch_add(1, std::memory_order_relaxed);
     guard->owner = std::this_thread::get_id();
-    guarded_streams.reserve(guarded_streams.size() + 1);  // the push below cannot throw
+    guard->device_index = device_index;
+    guard->stream = stream;
     AOTISHIM_TRY(guard->device.move_to(device_index));
-    guarded_streams.push_back(GuardedStream{guard->id, device_index, stream});
+    ThreadStreams& state = thread_streams;
+    guard->outer = state.innermost;
+    if (state.innermost != nullptr) {
+      state.innermost->inner = guard.get();
+    }
+    state.innermost = guard.get();
     cuda::remember_stream(guard->id, device_index, stream);  // the block cache's memo, until the delete
     *ret_guard = reinterpret_cast<CUDAStreamGuardHandle>(guard.release());
     return AOTI_SHIM_OK;
@@ -189,11 +204,15 @@ AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle handle)
   }
   std::unique_ptr<StreamGuard> guard(reinterpret_cast<StreamGuard*>(handle));
   cuda::forget_stream(guard->id);
-  for (auto it = guarded_streams.begin(); it != guarded_streams.end(); ++it) {
-    if (it->id == guard->id) {
-      guarded_streams.erase(it);
-      break;
-    }
+  // Unlinked wherever it is in this thread's list (guards may be deleted out of order).
+  ThreadStreams& state = thread_streams;
+  if (guard->inner != nullptr) {
+    guard->inner->outer = guard->outer;
+  } else {
+    state.innermost = guard->outer;
+  }
+  if (guard->outer != nullptr) {
+    guard->outer->inner = guard->inner;
   }
   return guard->device.restore();
 }
