@@ -1,0 +1,69 @@
+"""The shim-call bench (bench/shim_calls.py, loaded from the checkout): its summary of
+per-round samples, and one short real run (the system C compiler, the installed reference
+shims, the installed torch's libtorch_cpu.so; about two seconds) whose table it checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "shim_calls.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("shim_calls_under_test", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_summary_is_medians_and_the_median_of_per_round_ratios(bench: ModuleType) -> None:
+    samples = []
+    for r, (ours, torch) in enumerate([(10.0, 20.0), (30.0, 20.0), (12.0, 40.0)]):
+        for call in bench.CALLS:
+            samples += [bench.Sample(r, call, "ours", ours), bench.Sample(r, call, bench.ANCHOR, torch)]
+    rows = bench.summarize(samples, ["ours", bench.ANCHOR])
+    assert [row.call for row in rows] == list(bench.CALLS)
+    for row in rows:
+        assert row.ns == {"ours": 12.0, bench.ANCHOR: 20.0}
+        # Per round 0.5, 1.5, 0.3: the median is 0.5, not the ratio of the medians (0.6).
+        assert row.ratio == {"ours": pytest.approx(0.5)}
+
+
+def test_a_short_run_prints_one_line_per_call(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--iterations", "2000", "--rounds", "3"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("# shim calls:") and "median of 3 rounds of 2000 iterations" in lines[0]
+    assert "libtorch_cpu.so" in done.stdout
+    header = next(line for line in lines if line.startswith("call"))
+    assert header.split()[1:] == ["ours", "ns", "libtorch", "ns", "ours", "x", "torch"]
+    rows = lines[lines.index(header) + 1:]
+    assert [re.split(r"\s{2,}", row)[0] for row in rows] == [
+        "empty_strided + delete_tensor_object", "_reinterpret_tensor + delete_tensor_object", "get_data_ptr",
+    ]
+    for row in rows:
+        ours, torch, ratio = (float(cell) for cell in row.split()[-3:])
+        assert ours > 0 and torch > 0 and ratio > 0
+
+
+def test_a_missing_anchor_is_a_one_line_error(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--prefix", "myrt_", "--torch-lib", str(tmp_path / "missing.so")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("shim_calls: error:"), done.stderr
+    assert "missing.so: no such library" in done.stderr
