@@ -5,16 +5,15 @@ libtorch-linked twin (b'), compiled on CPU here since the GPU kit runs it only o
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import json
 import math
 import statistics
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
+from script_support import load_script
 from shims_support import reference_shims
 
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "shim_latency.py"
@@ -22,12 +21,7 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "shim_latency.py"
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("shim_latency_under_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their annotations through it
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "shim_latency_under_test")
 
 
 def test_constant_ratios_give_a_point_interval(bench: ModuleType) -> None:

@@ -4,7 +4,6 @@ shims, the installed torch's libtorch_cpu.so; about two seconds) whose table it 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import subprocess
 import sys
@@ -13,17 +12,14 @@ from types import ModuleType
 
 import pytest
 
+from script_support import load_script
+
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "shim_calls.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("shim_calls_under_test", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their annotations through it
-    spec.loader.exec_module(module)
-    return module
+    return load_script(BENCH, "shim_calls_under_test")
 
 
 def test_summary_is_medians_and_the_median_of_per_round_ratios(bench: ModuleType) -> None:

@@ -186,14 +186,10 @@ def test_the_attention_probe_compiles_without_a_gpu(tmp_path: Path) -> None:
     """docs/gpu/attention_probe.cu includes the shims' kernel source and names its launch
     template: a renamed file or template argument fails here, not on a borrowed GPU. One dtype,
     compiled (not linked: CI has no static CUDA runtime) by the test env's nvcc wheels."""
-    import importlib.util
-
     from cuda_support import wheels_root
+    from script_support import load_script
 
-    spec = importlib.util.spec_from_file_location("attention_probe", REPO / "docs" / "gpu" / "attention_probe.py")
-    assert spec is not None and spec.loader is not None
-    probe = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(probe)
+    probe = load_script(REPO / "docs" / "gpu" / "attention_probe.py", "attention_probe_under_test")
     out = tmp_path / "probe.o"
     env = {**os.environ, "PATH": f"{wheels_root() / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
     done = subprocess.run(probe.nvcc_command(out, "bfloat16", link=False), env=env, capture_output=True, text=True,

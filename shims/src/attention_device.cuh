@@ -4,6 +4,8 @@
 // large shared memory.
 #pragma once
 
+#include "attention_fused.h"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -81,6 +83,21 @@ inline int opt_in_shared_memory(const void* kernel, size_t bytes, std::atomic<un
   }
   done.fetch_or(bit, std::memory_order_relaxed);
   return 0;
+}
+
+// One CTA per (batch * head, block_m query rows), the heaviest query tiles first: each kernel
+// takes (plan, query tiles, batch * heads). `opted_in`: the kernel's own opt-in bits.
+template <typename Kernel>
+int launch_attention(Kernel kernel, const FusedPlan& p, int block_m, int threads, size_t smem,
+                     std::atomic<unsigned long long>& opted_in, cudaStream_t stream) {
+  int status = opt_in_shared_memory(reinterpret_cast<const void*>(kernel), smem, opted_in);
+  if (status != 0) {
+    return status;
+  }
+  int tiles = static_cast<int>((p.q_len + block_m - 1) / block_m);
+  int64_t bh = p.batch * p.heads;
+  kernel<<<static_cast<unsigned>(tiles * bh), threads, smem, stream>>>(p, tiles, bh);
+  return static_cast<int>(cudaGetLastError());
 }
 
 }  // namespace aotishim::kernels::device

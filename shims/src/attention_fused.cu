@@ -394,16 +394,9 @@ template <typename T, int D, int MT, int BN, int kWarps, bool kMask>
 int launch_kernel(const FusedPlan& p, cudaStream_t stream) {
   constexpr int kBlockM = 16 * MT * kWarps;
   constexpr size_t smem = static_cast<size_t>(kBlockM + 2 * BN) * (D + row_pad<T>()) * sizeof(T);
-  auto kernel = fused_attention_kernel<T, D, MT, BN, kWarps, kMask>;
   static std::atomic<unsigned long long> opted_in{0};
-  int status = opt_in_shared_memory(reinterpret_cast<const void*>(kernel), smem, opted_in);
-  if (status != 0) {
-    return status;
-  }
-  int tiles = static_cast<int>((p.q_len + kBlockM - 1) / kBlockM);
-  int64_t bh = p.batch * p.heads;
-  kernel<<<static_cast<unsigned>(tiles * bh), kWarps * 32, smem, stream>>>(p, tiles, bh);
-  return static_cast<int>(cudaGetLastError());
+  return launch_attention(fused_attention_kernel<T, D, MT, BN, kWarps, kMask>, p, kBlockM, kWarps * 32, smem,
+                          opted_in, stream);
 }
 
 template <typename T, int D, int MT, int BN, int kWarps>
