@@ -35,6 +35,10 @@ from aoti_shim.checks.elf.view import RELEASE_AFTER, ByteView
 
 # The symbol types glibc's lookup takes a definition of (ALLOWED_STT in dl-lookup.c; 5 is
 # STT_COMMON): a definition of another type, or of value 0 outside SHN_ABS and TLS, it passes over.
+# A .dynsym up to this size keeps its columns once read (a blob's are read twice); a
+# bigger one reads them again rather than hold them (libtorch_cpu's: 600 KB).
+_COLUMNS_KEPT_UP_TO = 64 << 10
+
 _LOADER_TYPES = frozenset((STT_NOTYPE, STT_OBJECT, STT_FUNC, 5, STT_TLS, STT_GNU_IFUNC))
 
 
@@ -83,7 +87,7 @@ class DynamicSymbols:
     """One file's dynamic symbols, read on demand: ``.gnu.version``, ``.gnu.hash`` and the
     export and import tables are each read once and kept."""
 
-    __slots__ = ("view", "lay", "table", "tables", "_versym", "_gnu")
+    __slots__ = ("view", "lay", "table", "tables", "_versym", "_gnu", "_columns")
 
     def __init__(self, view: ByteView, lay: Layout, table: SectionTable) -> None:
         self.view = view
@@ -93,6 +97,7 @@ class DynamicSymbols:
         self.tables: tuple[SymbolTable, SymbolTable] | None = None
         self._versym: array[int] | None | bool = False
         self._gnu: GnuHash | None | bool = False
+        self._columns: tuple[array[int], array[int]] | None = None
 
     def count(self) -> int:
         sym, _ = self.table.dynsym()
@@ -140,6 +145,8 @@ class DynamicSymbols:
     def columns(self) -> tuple[array[int], array[int]]:
         """``st_name`` of every entry but the null one, and a word per entry whose low
         byte is ``st_info``, next byte ``st_other`` and top half non-zero when defined."""
+        if self._columns is not None:
+            return self._columns
         sym, _ = self.table.dynsym()
         words = array("I", self.view.bytes(sym.offset, sym.size, ".dynsym"))
         per = sym.entsize // 4
@@ -152,6 +159,8 @@ class DynamicSymbols:
             # st_info, st_other, st_shndx are bytes 0..3 of the word in either file
             # order (shndx only matters as zero or not), so read them little-endian.
             infos.byteswap()
+        if sym.size <= _COLUMNS_KEPT_UP_TO:
+            self._columns = names, infos  # asked again for the local references; never changed
         return names, infos
 
     def build_tables(self) -> tuple[SymbolTable, SymbolTable]:

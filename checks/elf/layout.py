@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import struct
 import sys
+from functools import lru_cache
+from operator import itemgetter
 from typing import NamedTuple
 
 ELF_MAGIC = b"\x7fELF"
@@ -78,7 +80,10 @@ class Layout(NamedTuple):
         return (self.endian == ">") != (sys.byteorder == "big")
 
 
+@lru_cache(maxsize=None)
 def layout(elf_class: int, endian: str) -> Layout:
+    """The struct formats of one class and byte order, made once a process (four layouts at
+    most: a check of 128 blobs made them 128 times)."""
     if elf_class == 2:
         return Layout(
             ehdr=struct.Struct(endian + "16sHHIQQQIHHHHHH"),
@@ -153,11 +158,8 @@ def segments_of(head: bytes | bytearray) -> list[tuple[int, int, int]] | None:
         return None
     end = "<" if head[5] == 1 else ">"
     phdr = struct.Struct(end + ("IIQQQQQQ" if is64 else "IIIIIIII"))
-    out = []
-    for i in range(phnum):
-        raw = phdr.unpack_from(head, phoff + i * phentsize)
-        out.append((raw[0], raw[2], raw[5]) if is64 else (raw[0], raw[1], raw[4]))
-    return out
+    fields = itemgetter(0, 2, 5) if is64 else itemgetter(0, 1, 4)
+    return list(map(fields, phdr.iter_unpack(head[phoff : phoff + phnum * phentsize])))
 
 
 def file_kind(head: bytes | bytearray) -> str:

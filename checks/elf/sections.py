@@ -6,6 +6,8 @@ once) over sections read from the headers or made from PT_DYNAMIC (see dynamic.p
 from __future__ import annotations
 
 import struct
+from functools import partial
+from operator import itemgetter
 
 from aoti_shim.checks.elf.layout import (
     ELF_MAGIC,
@@ -54,6 +56,12 @@ def elf_header(view: ByteView) -> ElfHeader:
     return ElfHeader(lay, 64 if ident[4] == 2 else 32, big_endian, fields)
 
 
+# sh_type, sh_offset, sh_size, sh_link, sh_entsize, sh_info of a raw section header.
+_SECTION_FIELDS = itemgetter(1, 4, 5, 6, 9, 7)
+_new_section = partial(tuple.__new__, Section)
+_SECTION_TYPE = itemgetter(0)
+
+
 def section_headers(view: ByteView, hdr: ElfHeader) -> tuple[list[Section], int]:
     """The section header table, and the program header count (PN_XNUM resolved from
     section 0's sh_info, extended numbering)."""
@@ -68,10 +76,9 @@ def section_headers(view: ByteView, hdr: ElfHeader) -> tuple[list[Section], int]
         raise view.fail(f"implausible section count {shnum}")
     table = view.bytes(hdr.shoff, shnum * lay.shdr.size, "section header table")
     raw_sections = list(lay.shdr.iter_unpack(table))
-    sections = [
-        Section(type=raw[1], offset=raw[4], size=raw[5], link=raw[6], entsize=raw[9], info=raw[7])
-        for raw in raw_sections
-    ]
+    # Section(type, offset, size, link, entsize, info) of each, made in C loops: a small
+    # library's 30 headers cost more than the rest of its ELF header's reading in Python.
+    sections: list[Section] = list(map(_new_section, map(_SECTION_FIELDS, raw_sections)))
     if phnum == PN_XNUM and raw_sections:
         phnum = raw_sections[0][7]  # extended numbering: section 0's sh_info
     return sections, phnum
@@ -81,13 +88,16 @@ class SectionTable:
     """The sections the readers use, found by type; ``.dynsym`` and its string table
     checked against the file once, on first use."""
 
-    __slots__ = ("view", "lay", "sections", "dynsym_index", "_dynsym")
+    __slots__ = ("view", "lay", "sections", "dynsym_index", "_dynsym", "_first")
 
     def __init__(self, view: ByteView, lay: Layout, sections: list[Section]) -> None:
         self.view = view
         self.lay = lay
         self.sections = sections
-        self.dynsym_index = next((i for i, s in enumerate(sections) if s.type == SHT_DYNSYM), None)
+        types = list(map(_SECTION_TYPE, sections))
+        # The first section of each type, found once (a reader asks for four or five).
+        self._first = dict(zip(reversed(types), reversed(sections)))
+        self.dynsym_index = types.index(SHT_DYNSYM) if SHT_DYNSYM in self._first else None
         self._dynsym: tuple[Section, Section] | None = None
 
     def section(self, index: int, what: str) -> Section:
@@ -96,7 +106,7 @@ class SectionTable:
         return self.sections[index]
 
     def first(self, sh_type: int) -> Section | None:
-        return next((s for s in self.sections if s.type == sh_type), None)
+        return self._first.get(sh_type)
 
     def dynsym(self) -> tuple[Section, Section]:
         """(``.dynsym``, its string table), both checked against the file."""
