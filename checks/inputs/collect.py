@@ -55,6 +55,10 @@ class Artifact:
     wheel: str | None = None
     # "elf", or "macho" / "pe" for a file the native readers read (it has no ElfImage).
     format: str = "elf"
+    # real_path, when collect worked it out (its folder resolved once for all its files).
+    resolved: str | None = dataclasses.field(default=None, compare=False, repr=False)
+    # (st_dev, st_ino) of a named file, from collect's stat of it: what makes it one library.
+    file_id: tuple[int, int] | None = dataclasses.field(default=None, compare=False, repr=False)
 
     def open(self) -> ElfImage:
         return self.image if self.image is not None else ElfImage(self.path, display=self.display)
@@ -63,7 +67,7 @@ class Artifact:
     def real_path(self) -> str:
         """Its path with every symlink resolved, asked once (the check keys a library by it
         in several places: a realpath is a stat per folder of the path)."""
-        return os.path.realpath(self.path)
+        return self.resolved if self.resolved is not None else os.path.realpath(self.path)
 
     @property
     def file_name(self) -> str:
@@ -715,6 +719,7 @@ def collect(
     """Every ELF file named by ``inputs``. A named file that is not ELF is an error."""
     seen: set[str] = set()
     out: list[Artifact] = []
+    folders: dict[str, str] = {}  # each named file's folder, resolved once this call
 
     def add(art: Artifact, key: str) -> None:
         if key not in seen:
@@ -749,13 +754,27 @@ def collect(
             for art in _wheel_members(raw, workspace, member_limit):
                 add(art, art.display)
         elif (kind := _elf_kind(raw, head)) is not None:
-            art = Artifact(path=raw, display=raw, kind="executable" if kind == "executable" else "shared")
-            add(art, art.real_path)  # resolved once: the check keys the library by it again
+            real = _real_path(raw, folders)  # the check keys the library by it again
+            add(Artifact(path=raw, display=raw, kind="executable" if kind == "executable" else "shared",
+                         resolved=real, file_id=(st.st_dev, st.st_ino)), real)
         elif (native := _native_kind(raw)) is not None:
             add(Artifact(path=raw, display=raw, format=native[0]), os.path.realpath(raw))
         else:
             raise InputError(f"{raw}: not an ELF file, folder or wheel (nor a Mach-O or PE file)")
     return out
+
+
+def _real_path(path: str, folders: dict[str, str]) -> str:
+    """``os.path.realpath(path)``, its folder resolved once per ``folders`` (128 blobs of one
+    folder: one realpath of it, and a link test of each name, not a stat per folder each)."""
+    folder, name = os.path.split(path)
+    if name in ("", ".", ".."):
+        return os.path.realpath(path)
+    real_folder = folders.get(folder)
+    if real_folder is None:
+        real_folder = folders[folder] = os.path.realpath(folder or os.curdir)
+    joined = os.path.join(real_folder, name)
+    return os.path.realpath(path) if os.path.islink(joined) else joined
 
 
 def display_name(path: str) -> str:
