@@ -72,6 +72,8 @@ def _identity(art: Artifact) -> object:
     """What makes two inputs one library: the file, or the wheel member (each is a fresh temp copy)."""
     if art.path != art.display:
         return art.display
+    if art.file_id is not None:
+        return art.file_id  # collect's stat of it
     try:
         st = os.stat(art.path)
     except OSError:
@@ -147,7 +149,7 @@ def _needer(art: Artifact, image: ElfImage, wheel_roots: tuple[str, ...]) -> sea
     if art.wheel is not None:
         member = art.display.rsplit("!", 1)[-1].replace("\\", "/")
         return search.Needer(None, root=art.wheel, member_dir=posixpath.dirname(member) or ".", streamed=True, **common)
-    path = os.path.abspath(art.path)
+    path = os.path.abspath(art.path) if wheel_roots else ""
     for root in wheel_roots:
         inside = os.path.join(os.path.abspath(root), "")
         if path.startswith(inside):
@@ -271,7 +273,9 @@ def _with_needs(checked: list[tuple[Artifact, Library]], walked: closure.Closure
     for art, lib in checked:
         node = walked.nodes.get(_key(art))
         if lib.linked is not None and node is not None:
-            lib = lib.with_linked(node.said_of(lib.linked))
+            said = node.said_of(lib.linked)
+            if said is not lib.linked:  # (a blob the search says nothing of stays as read)
+                lib = lib.with_linked(said)
         out.append(lib)
     return out
 

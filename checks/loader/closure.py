@@ -406,7 +406,8 @@ class Walk:
                 frozenset(self._aliases.get(key, ())),
                 frozenset(self._unloaded_filtees.get(key, ())),
             )
-            nodes[key] = dataclasses.replace(node, linked=node.said_of(linked))
+            said = node.said_of(linked)
+            nodes[key] = node if said is linked else dataclasses.replace(node, linked=said)
         return Closure(
             nodes=nodes,
             found=tuple(nodes[k].linked for k in self._found),
