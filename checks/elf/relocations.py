@@ -5,6 +5,7 @@ refers to, and which a copy relocation names."""
 from __future__ import annotations
 
 import struct
+from array import array
 
 from aoti_shim.checks.elf.dynamic import DynamicSegment, file_offset
 from aoti_shim.checks.elf.layout import (
@@ -64,7 +65,6 @@ def relocated(
     rela = tags.get(DT_PLTREL, DT_RELA) == DT_RELA
     is64 = lay.sym.size == 24
     shift = 32 if is64 else 8
-    word = struct.Struct(lay.endian + ("Q" if is64 else "I"))
 
     def indexes(tag: int, size_tag: int, rela: bool) -> set[int]:
         if tag not in tags:
@@ -72,8 +72,11 @@ def relocated(
         entsize = (24 if rela else 16) if is64 else (12 if rela else 8)
         at = file_offset(view, segment, "a relocation table", tags[tag])
         size = tags.get(size_tag, 0)
-        data = view.bytes(at, size - size % entsize, "a relocation table")
-        return {word.unpack_from(data, i + word.size)[0] >> shift for i in range(0, len(data), entsize)}
+        # The entries as words (r_offset, r_info[, r_addend]): every r_info is one slice.
+        words = array("Q" if is64 else "I", view.bytes(at, size - size % entsize, "a relocation table"))
+        if lay.swapped:
+            words.byteswap()
+        return {info >> shift for info in words[1 :: entsize // words.itemsize]}
 
     plt = indexes(DT_JMPREL, DT_PLTRELSZ, rela)
     eager = indexes(DT_RELA, DT_RELASZ, True) | indexes(DT_REL, DT_RELSZ, False)
