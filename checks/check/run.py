@@ -111,15 +111,16 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
         big = len(exports) > TABLE_SEARCH_ABOVE
         holding = image.tables_holding(contains=prefix_rules.SHIM_NAME_NEEDLES)[0] if big else exports
         shim_exports = prefix_rules.shim_names(holding)
+        soname, needed, filtees = image.soname, image.needed, image.filtees  # each asked once
         linked = Linked.of_tables(
             art.display,
             "shim" if role == "shim" else "model",
             exports,
             imports,
             file_name=art.file_name,
-            soname=image.soname,
-            needed=image.needed,
-            filtees=image.filtees,
+            soname=soname,
+            needed=needed,
+            filtees=filtees,
             symbolic=image.symbolic,
             noopen=image.noopen,
             header=(image.elf_class, image.big_endian, image.machine),
@@ -134,8 +135,8 @@ def _read(art: Artifact, role: str, wheel_roots: tuple[str, ...] = ()) -> tuple[
         copied = frozenset(n for n in exports if exports.entry(n, image.versions()).index in at) if at else frozenset()
         # (glibc ignores an auxiliary filtee it cannot find.)
         auxiliary = frozenset(image.auxiliary_filtees)
-        wanted = [*image.needed, *(n for n in image.filtees if n not in auxiliary), *auxiliary]
-        needs = closure.Needs(_needer(art, image, wheel_roots), tuple(dict.fromkeys(wanted)), auxiliary, image.soname)
+        wanted = [*needed, *(n for n in filtees if n not in auxiliary), *auxiliary]
+        needs = closure.Needs(_needer(art, image, wheel_roots), tuple(dict.fromkeys(wanted)), auxiliary, soname)
         return Library(
             display=art.display, role=role, exports=exports, imports=imports, identity=identity, linked=linked,
             executable=executable, copied=copied, shim_exports=shim_exports,

@@ -688,8 +688,14 @@ def _read_head(path: str) -> bytes:
     opened each three times before its reader did); one that cannot be read is an error (an
     unreadable library must not drop out of the check)."""
     try:
-        with open(path, "rb") as f:
-            return f.read(_FIRST_BYTES)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))  # no buffered file object: one read
+        try:
+            head = os.read(fd, _FIRST_BYTES)
+            while len(head) < _FIRST_BYTES and (more := os.read(fd, _FIRST_BYTES - len(head))):
+                head += more  # a short read (as f.read would go on)
+            return head
+        finally:
+            os.close(fd)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
 
