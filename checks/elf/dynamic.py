@@ -75,11 +75,9 @@ def read_segment(
     loads: list[tuple[int, int, int]] = []
     notes: list[tuple[int, int]] = []
     dynamic: tuple[int, int] | None = None
-    for raw in lay.phdr.iter_unpack(view.bytes(phoff, phnum * lay.phdr.size, "program header table")):
-        if lay.phdr.size == 56:
-            p_type, offset, vaddr, filesz = raw[0], raw[2], raw[3], raw[5]
-        else:
-            p_type, offset, vaddr, filesz = raw[0], raw[1], raw[2], raw[4]
+    for p_type, offset, vaddr, filesz in lay.phdr_key.iter_unpack(
+        view.bytes(phoff, phnum * lay.phdr.size, "program header table")
+    ):
         if p_type == PT_LOAD:
             loads.append((vaddr, offset, filesz))
         elif p_type == PT_DYNAMIC and dynamic is None:

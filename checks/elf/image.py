@@ -209,8 +209,8 @@ class ElfImage:
             # No section headers (stripped as sstrip does; the loader never needs them), or
             # a stream's parts: read it the loader's way, from PT_DYNAMIC.
             self.loader_view = True
-            sections = loader_sections(view, lay, hdr.phoff, hdr.phentsize, hdr.phnum, self._dynamic_data)
-            self._table = SectionTable(view, lay, sections)
+            self._table = SectionTable(view, lay, loader_sections(view, lay, hdr.phoff, hdr.phentsize, hdr.phnum,
+                                                                  self._dynamic_data))
             self._symbols = DynamicSymbols(view, lay, self._table)
             return
         sections, phnum = section_headers(view, hdr)

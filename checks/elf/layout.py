@@ -65,7 +65,11 @@ class Layout(NamedTuple):
 
     ehdr: struct.Struct
     shdr: struct.Struct
+    # (sh_type, sh_offset, sh_size, sh_link, sh_info, sh_entsize) of a section header, the rest skipped.
+    shdr_key: struct.Struct
     phdr: struct.Struct
+    # (p_type, p_offset, p_vaddr, p_filesz) of a program header, the rest skipped.
+    phdr_key: struct.Struct
     sym: struct.Struct
     # (st_name, st_info, st_other, st_shndx) of one symbol, the rest skipped.
     sym_key: struct.Struct
@@ -88,7 +92,9 @@ def layout(elf_class: int, endian: str) -> Layout:
         return Layout(
             ehdr=struct.Struct(endian + "16sHHIQQQIHHHHHH"),
             shdr=struct.Struct(endian + "IIQQQQIIQQ"),
+            shdr_key=struct.Struct(endian + "4xI16xQQII8xQ"),
             phdr=struct.Struct(endian + "IIQQQQQQ"),
+            phdr_key=struct.Struct(endian + "I4xQQ8xQ16x"),
             sym=struct.Struct(endian + "IBBHQQ"),
             sym_key=struct.Struct(endian + "IBBH16x"),
             dyn=struct.Struct(endian + "qQ"),
@@ -99,7 +105,9 @@ def layout(elf_class: int, endian: str) -> Layout:
     return Layout(
         ehdr=struct.Struct(endian + "16sHHIIIIIHHHHHH"),
         shdr=struct.Struct(endian + "IIIIIIIIII"),
+        shdr_key=struct.Struct(endian + "4xI8xIIII4xI"),
         phdr=struct.Struct(endian + "IIIIIIII"),
+        phdr_key=struct.Struct(endian + "III4xI12x"),
         sym=struct.Struct(endian + "IIIBBH"),
         sym_key=struct.Struct(endian + "I8xBBH"),
         dyn=struct.Struct(endian + "iI"),

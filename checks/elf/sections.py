@@ -6,8 +6,8 @@ once) over sections read from the headers or made from PT_DYNAMIC (see dynamic.p
 from __future__ import annotations
 
 import struct
-from functools import partial
-from operator import itemgetter
+from collections.abc import Sequence
+from typing import overload
 
 from aoti_shim.checks.elf.layout import (
     ELF_MAGIC,
@@ -56,13 +56,40 @@ def elf_header(view: ByteView) -> ElfHeader:
     return ElfHeader(lay, 64 if ident[4] == 2 else 32, big_endian, fields)
 
 
-# sh_type, sh_offset, sh_size, sh_link, sh_entsize, sh_info of a raw section header.
-_SECTION_FIELDS = itemgetter(1, 4, 5, 6, 9, 7)
-_new_section = partial(tuple.__new__, Section)
-_SECTION_TYPE = itemgetter(0)
+class SectionHeaders(Sequence[Section]):
+    """The section header table's Sections, each made when first read: a blob's 26 headers
+    cost more as objects than the rest of its headers' reading, and the readers read five."""
+
+    __slots__ = ("_raw", "_made")
+
+    def __init__(self, raw: list[tuple[int, int, int, int, int, int]]) -> None:
+        self._raw = raw  # (type, offset, size, link, info, entsize) of each: Layout.shdr_key's
+        self._made: dict[int, Section] = {}
+
+    def __len__(self) -> int:
+        return len(self._raw)
+
+    @overload
+    def __getitem__(self, index: int) -> Section: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Section]: ...
+
+    def __getitem__(self, index: int | slice) -> Section | list[Section]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._raw)))]
+        made = self._made.get(index)
+        if made is None:
+            sh_type, offset, size, link, info, entsize = self._raw[index]
+            made = self._made[index] = Section(sh_type, offset, size, link, entsize, info)
+        return made
+
+    def types(self) -> list[int]:
+        """Each section's type, in order, no Section made."""
+        return [raw[0] for raw in self._raw]
 
 
-def section_headers(view: ByteView, hdr: ElfHeader) -> tuple[list[Section], int]:
+def section_headers(view: ByteView, hdr: ElfHeader) -> tuple[SectionHeaders, int]:
     """The section header table, and the program header count (PN_XNUM resolved from
     section 0's sh_info, extended numbering)."""
     lay = hdr.lay
@@ -75,29 +102,26 @@ def section_headers(view: ByteView, hdr: ElfHeader) -> tuple[list[Section], int]
     if shnum > MAX_SECTIONS:
         raise view.fail(f"implausible section count {shnum}")
     table = view.bytes(hdr.shoff, shnum * lay.shdr.size, "section header table")
-    raw_sections = list(lay.shdr.iter_unpack(table))
-    # Section(type, offset, size, link, entsize, info) of each, made in C loops: a small
-    # library's 30 headers cost more than the rest of its ELF header's reading in Python.
-    sections: list[Section] = list(map(_new_section, map(_SECTION_FIELDS, raw_sections)))
+    raw_sections: list[tuple[int, int, int, int, int, int]] = list(lay.shdr_key.iter_unpack(table))
     if phnum == PN_XNUM and raw_sections:
-        phnum = raw_sections[0][7]  # extended numbering: section 0's sh_info
-    return sections, phnum
+        phnum = raw_sections[0][4]  # extended numbering: section 0's sh_info
+    return SectionHeaders(raw_sections), phnum
 
 
 class SectionTable:
     """The sections the readers use, found by type; ``.dynsym`` and its string table
     checked against the file once, on first use."""
 
-    __slots__ = ("view", "lay", "sections", "dynsym_index", "_dynsym", "_first")
+    __slots__ = ("view", "lay", "sections", "dynsym_index", "_dynsym", "_types", "_first")
 
-    def __init__(self, view: ByteView, lay: Layout, sections: list[Section]) -> None:
+    def __init__(self, view: ByteView, lay: Layout, sections: Sequence[Section]) -> None:
         self.view = view
         self.lay = lay
         self.sections = sections
-        types = list(map(_SECTION_TYPE, sections))
-        # The first section of each type, found once (a reader asks for four or five).
-        self._first = dict(zip(reversed(types), reversed(sections)))
-        self.dynsym_index = types.index(SHT_DYNSYM) if SHT_DYNSYM in self._first else None
+        self._types = sections.types() if type(sections) is SectionHeaders else [s.type for s in sections]
+        # The index of the first section of each type, found once (a reader asks for five).
+        self._first = dict(zip(reversed(self._types), reversed(range(len(self._types)))))
+        self.dynsym_index = self._first.get(SHT_DYNSYM)
         self._dynsym: tuple[Section, Section] | None = None
 
     def section(self, index: int, what: str) -> Section:
@@ -106,7 +130,12 @@ class SectionTable:
         return self.sections[index]
 
     def first(self, sh_type: int) -> Section | None:
-        return self._first.get(sh_type)
+        at = self._first.get(sh_type)
+        return None if at is None else self.sections[at]
+
+    def all_of(self, *sh_types: int) -> list[Section]:
+        """Every section of one of ``sh_types``, in order."""
+        return [self.sections[i] for i, t in enumerate(self._types) if t in sh_types]
 
     def dynsym(self) -> tuple[Section, Section]:
         """(``.dynsym``, its string table), both checked against the file."""
@@ -137,8 +166,8 @@ class SectionTable:
     def build_id(self) -> str | None:
         """The GNU build ID note's bytes, in hex; None without one."""
         endian = self.lay.endian
-        for sec in self.sections:
-            if sec.type != SHT_NOTE or sec.size > MAX_NOTE_SECTION:
+        for sec in self.all_of(SHT_NOTE):
+            if sec.size > MAX_NOTE_SECTION:
                 continue
             data = self.view.bytes(sec.offset, sec.size, "note section")
             pos = 0

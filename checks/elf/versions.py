@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -106,6 +107,13 @@ def version_chain_size(view: ByteView, lay: Layout, at: int, entries: int, verde
     return end - at
 
 
+@lru_cache(maxsize=None)
+def _version_structs(endian: str) -> tuple[struct.Struct, struct.Struct, struct.Struct, struct.Struct]:
+    """Verdef, Verdaux, Verneed and Vernaux of one byte order, made once."""
+    return (struct.Struct(endian + "HHHHIII"), struct.Struct(endian + "II"), struct.Struct(endian + "HHIII"),
+            struct.Struct(endian + "IHHII"))
+
+
 def read_versions(view: ByteView, lay: Layout, table: SectionTable) -> Versions:
     """The version definitions and needs of a file with a .dynsym, by index (NO_VERSIONS
     without either table)."""
@@ -114,12 +122,8 @@ def read_versions(view: ByteView, lay: Layout, table: SectionTable) -> Versions:
     base: set[int] = set()
     needed: dict[int, tuple[str, str]] = {}
     mm = view.map()
-    end = lay.endian
-    verdef, vd_aux = struct.Struct(end + "HHHHIII"), struct.Struct(end + "II")
-    verneed, vn_aux = struct.Struct(end + "HHIII"), struct.Struct(end + "IHHII")
-    for sec in table.sections:
-        if sec.type not in (SHT_GNU_VERDEF, SHT_GNU_VERNEED):
-            continue
+    verdef, vd_aux, verneed, vn_aux = _version_structs(lay.endian)
+    for sec in table.all_of(SHT_GNU_VERDEF, SHT_GNU_VERNEED):
         what = TABLE_NAMES[sec.type]
         view.check_range(sec.offset, sec.size, what)
         if sec.info > MAX_VERSIONS:
