@@ -94,9 +94,18 @@ def is_shim_name(name: str) -> bool:
     """True for shim ABI, ``aoti_torch_x``, ``aoti_record_function_start`` or a stable C ABI
     ``torch_from_blob``, and any prefixed ``<p>aoti_torch_x``, ``<p>torch_from_blob``...; the
     ``aoti_torch_`` marker counts anywhere in the name (a mangled one too: see is_mangled)."""
-    if SHIM_MARK in name:
-        return True
-    return may_be_shim_name(name) and not is_mangled(name) and _split_at(name) is not None
+    known = _SHIM_NAME_ANSWERS.get(name)
+    if known is None:
+        known = SHIM_MARK in name or (may_be_shim_name(name) and not is_mangled(name) and _split_at(name) is not None)
+        if len(_SHIM_NAME_ANSWERS) < _ANSWERS_KEPT:
+            _SHIM_NAME_ANSWERS[name] = known
+    return known
+
+
+# is_shim_name's answers: the binding model and the rules ask it of each import four or five
+# times, and every blob imports the same names (libc's, the shim ABI's). Bounded.
+_SHIM_NAME_ANSWERS: dict[str, bool] = {}
+_ANSWERS_KEPT = 1 << 16
 
 
 # Every shim-ABI name holds one of these: shim_names' first test, and what a reader searches

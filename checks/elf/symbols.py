@@ -5,7 +5,7 @@ messages. A table answers membership, iteration and ``len`` without making a Sym
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from aoti_shim.checks.elf.layout import STB_GLOBAL, STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STV_DEFAULT, STV_PROTECTED
@@ -72,13 +72,10 @@ def pack_symbol(bind: int, type: int, visibility: int, defined: bool, versioned:
 
 
 def unpack_symbol(name: str, packed: int) -> Symbol:
+    # (name, bind, type, visibility, defined, versioned), positional: made for every import read.
     return Symbol(
-        name=name,
-        bind=(packed >> 4) & 0xF,
-        type=packed & 0xF,
-        visibility=(packed >> 8) & 0x3,
-        defined=bool(packed & DEFINED_BIT),
-        versioned=bool(packed & VERSIONED_BIT),
+        name, (packed >> 4) & 0xF, packed & 0xF, (packed >> 8) & 0x3, bool(packed & DEFINED_BIT),
+        bool(packed & VERSIONED_BIT),
     )
 
 
@@ -124,22 +121,40 @@ class SymbolTable(Mapping[str, Symbol]):
         return self._versym is not None
 
     def _entry_of(self, name: str, packed: int, versions: Versions) -> DynamicEntry:
-        index = packed >> INDEX_SHIFT
-        word = self._versym[index] if self._versym is not None and index < len(self._versym) else 1
-        if (word & 0x7FFF) >= 2:
-            packed |= VERSIONED_BIT
-        return entry_of_word(unpack_symbol(name, packed), index, word, versions)
+        return self._entries_of(((name, packed),), versions)[0]
+
+    def _entries_of(self, pairs: Iterable[tuple[str, int]], versions: Versions) -> list[DynamicEntry]:
+        """The entry of each (name, packed), in one loop: every import of every checked library
+        is made one, and a call per step of each cost more than the records."""
+        versym = self._versym
+        count = len(versym) if versym is not None else 0
+        out = []
+        for name, packed in pairs:
+            index = packed >> INDEX_SHIFT
+            word = versym[index] if versym is not None and index < count else 1
+            if (word & 0x7FFF) >= 2:
+                packed |= VERSIONED_BIT
+            symbol = Symbol(
+                name, (packed >> 4) & 0xF, packed & 0xF, (packed >> 8) & 0x3, bool(packed & DEFINED_BIT),
+                bool(packed & VERSIONED_BIT),
+            )  # unpack_symbol's, inline
+            out.append(entry_of_word(symbol, index, word, versions))
+        return out
 
     def entry(self, name: str, versions: Versions) -> DynamicEntry:
         """The (first) entry of ``name`` with its version."""
         return self._entry_of(name, self._packed[name], versions)
+
+    def entries_of(self, names: Iterable[str], versions: Versions) -> list[DynamicEntry]:
+        """:meth:`entry` of each of ``names``."""
+        return self._entries_of(zip(names, map(self._packed.__getitem__, names)), versions)
 
     def entries(self, name: str, versions: Versions) -> list[DynamicEntry]:
         """Every entry of ``name`` (one per version); empty when it has none."""
         packed = self._packed.get(name)
         if packed is None:
             return []
-        return [self._entry_of(name, p, versions) for p in (packed, *self._more.get(name, ()))]
+        return self._entries_of(((name, p) for p in (packed, *self._more.get(name, ()))), versions)
 
     def packed_items(self) -> Iterator[tuple[str, int]]:
         """(name, packed) pairs: binding in bits 4-7, type in bits 0-3, no Symbol made."""

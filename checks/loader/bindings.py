@@ -187,7 +187,7 @@ class Linked:
         were not read, and which imports bind lazily is unknown); ``local_references`` are its
         undefined symbols the loader binds to itself (ElfImage.local_references), ``unseen`` the
         .dynsym indexes of definitions its lookup never returns (ElfImage.unseen_definitions)."""
-        entries = tuple(imports.entry(n, versions) for n in sorted(imports))
+        entries = tuple(imports.entries_of(sorted(imports), versions))
         entries += tuple(e for e in local_references if e.symbol.name not in imports)
         return Linked(
             display=display,
