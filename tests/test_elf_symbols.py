@@ -7,6 +7,8 @@ from __future__ import annotations
 from array import array
 from pathlib import Path
 
+import pytest
+
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GLOBAL, STB_GNU_UNIQUE, STB_LOCAL, STB_WEAK, STT_FUNC, STT_OBJECT, STT_TLS
 from aoti_shim.checks.elf.symbols import INDEX_SHIFT, Symbol, SymbolTable, kind_text, pack_symbol, unpack_symbol
@@ -51,3 +53,32 @@ def test_every_version_of_a_name_is_an_entry(tmp_path: Path) -> None:
         entries = exports.entries("elf_versioned", image.versions())
         assert sorted((e.version, e.hidden) for e in entries) == [("ELF_1.0", True), ("ELF_2.0", False)]
         assert exports["elf_versioned"].versioned
+
+
+def test_symbols_written_out_init_is_the_dataclass_one() -> None:
+    # Symbol's __init__ is written out for speed: its parameters must stay its fields, and
+    # what it makes must be the frozen record the generated one made.
+    import dataclasses
+    import inspect
+
+    fields = [f.name for f in dataclasses.fields(Symbol)]
+    assert list(inspect.signature(Symbol.__init__).parameters)[1:] == fields
+    sym = Symbol("f", STB_WEAK, STT_FUNC, 3, True, False)
+    assert [getattr(sym, name) for name in fields] == ["f", STB_WEAK, STT_FUNC, 3, True, False]
+    assert sym == Symbol("f", STB_WEAK, STT_FUNC, 3, True, False) and hash(sym) == hash(dataclasses.replace(sym))
+    assert sym != dataclasses.replace(sym, versioned=True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sym.name = "g"  # type: ignore[misc]  # the point: it is frozen
+
+
+def test_entries_of_is_entry_of_each_name() -> None:
+    versym = array("H", [0, 1, 2, 0x8003])
+    table = SymbolTable(
+        {"a": pack_symbol(STB_GLOBAL, STT_FUNC, 0, True, False) | 1 << INDEX_SHIFT,
+         "b": pack_symbol(STB_GLOBAL, STT_OBJECT, 0, False, False) | 2 << INDEX_SHIFT,
+         "c": pack_symbol(STB_WEAK, STT_FUNC, 0, True, False) | 3 << INDEX_SHIFT},
+        versym,
+    )
+    names = ["c", "a", "b"]
+    assert table.entries_of(names, NO_VERSIONS) == [table.entry(n, NO_VERSIONS) for n in names]
+    assert [e.symbol.versioned for e in table.entries_of(names, NO_VERSIONS)] == [True, False, True]

@@ -15,7 +15,7 @@ from elftools.elf.gnuversions import GNUVerSymSection
 from aoti_shim.checks.elf.image import ElfImage
 from aoti_shim.checks.elf.layout import STB_GLOBAL, STT_FUNC, STV_DEFAULT
 from aoti_shim.checks.elf.symbols import Symbol
-from aoti_shim.checks.elf.versions import Versions, entry_of_word
+from aoti_shim.checks.elf.versions import DynamicEntry, Versions, entry_of_word
 from aoti_shim.checks.inputs import collect as inputs
 from compile_support import compile_shared
 
@@ -153,3 +153,19 @@ def test_an_imports_word_names_the_version_and_the_file_it_is_needed_from() -> N
 
 def test_a_known_index_is_one_defined_or_needed() -> None:
     assert [i for i in range(6) if _VERSIONS.known(i)] == [1, 2, 3, 4]
+
+
+def test_dynamic_entrys_written_out_init_is_the_dataclass_one() -> None:
+    import dataclasses
+    import inspect
+
+    fields = dataclasses.fields(DynamicEntry)
+    params = list(inspect.signature(DynamicEntry.__init__).parameters.values())[1:]
+    assert [(p.name, p.default) for p in params] == [
+        (f.name, inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default) for f in fields
+    ]
+    e = DynamicEntry(_symbol(False), 9, 4, "GLIBC_2.34", "libc.so.6")
+    assert (e.symbol, e.index, e.versym, e.version, e.version_file) == (_symbol(False), 9, 4, "GLIBC_2.34", "libc.so.6")
+    assert e == dataclasses.replace(e) and DynamicEntry(_symbol(False), 9, 4, None).version_file is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        e.index = 1  # type: ignore[misc]  # the point: it is frozen

@@ -199,3 +199,18 @@ def test_each_library_is_asked_a_name_once_and_each_import_bound_once() -> None:
     assert sorted(libc_asked) == ["aoti_torch_x", "malloc"] and ref_asked == ["aoti_torch_x"]
     again = list(process.resolve(bindings.every_import))
     assert all(b is a for a, b in zip(first, again)) and len(again) == 6
+
+
+def test_bindings_written_out_init_is_the_dataclass_one() -> None:
+    import dataclasses
+    import inspect
+
+    fields = [f.name for f in dataclasses.fields(bindings.Binding)]
+    assert list(inspect.signature(bindings.Binding.__init__).parameters)[1:] == fields
+    importer, definer = lib("libblob.so", MODEL), lib("libshims.so")
+    want, found = entry("myrt_f", defined=False), entry("myrt_f", defined=True)
+    b = bindings.Binding(importer, want, definer, found, "global")
+    assert [getattr(b, name) for name in fields] == [importer, want, definer, found, "global"]
+    assert (b.name, b == dataclasses.replace(b)) == ("myrt_f", True)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        b.scope = "none"  # type: ignore[misc]  # the point: it is frozen

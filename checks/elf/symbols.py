@@ -41,6 +41,13 @@ class Symbol:
     defined: bool
     versioned: bool
 
+    def __init__(self, name: str, bind: int, type: int, visibility: int, defined: bool, versioned: bool) -> None:
+        # Written out: the generated frozen __init__ sets each field through object.__setattr__
+        # (10k instructions a Symbol, callgrind), and every import of every library makes one.
+        fields = self.__dict__
+        fields["name"], fields["bind"], fields["type"] = name, bind, type
+        fields["visibility"], fields["defined"], fields["versioned"] = visibility, defined, versioned
+
     @property
     def bind_name(self) -> str:
         return BIND_NAMES.get(self.bind, str(self.bind))

@@ -69,6 +69,14 @@ class DynamicEntry:
     # For an import: the file its version is needed from (vn_file).
     version_file: str | None = None
 
+    def __init__(
+        self, symbol: Symbol, index: int, versym: int, version: str | None, version_file: str | None = None
+    ) -> None:
+        # Written out, as Symbol's: one per import of every library, and per definition asked.
+        fields = self.__dict__
+        fields["symbol"], fields["index"], fields["versym"] = symbol, index, versym
+        fields["version"], fields["version_file"] = version, version_file
+
     @property
     def version_index(self) -> int:
         return self.versym & 0x7FFF

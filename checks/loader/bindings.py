@@ -264,6 +264,15 @@ class Binding:
     # library: definer None, or the library itself for a protected one) or "none".
     scope: str
 
+    def __init__(
+        self, importer: Linked, entry: DynamicEntry, definer: Linked | None, definition: DynamicEntry | None,
+        scope: str,
+    ) -> None:
+        # Written out, as Symbol's (checks/elf/symbols.py): one per import of every library.
+        fields = self.__dict__
+        fields["importer"], fields["entry"], fields["definer"] = importer, entry, definer
+        fields["definition"], fields["scope"] = definition, scope
+
     @property
     def name(self) -> str:
         return self.entry.symbol.name
