@@ -91,3 +91,25 @@ def test_a_dynsym_that_links_badly_is_refused(kinds: Path) -> None:
             SectionTable(view, hdr.lay, bad).dynsym()
     finally:
         view.close()
+
+
+@pytest.mark.parametrize(("elf64", "big_endian"), [(True, False), (False, True)])
+def test_the_kept_header_fields_are_the_whole_headers(elf64: bool, big_endian: bool) -> None:
+    # The table keeps six fields of each header (Layout.shdr_key) and makes a Section when one
+    # is read: each is the whole header's (sh_type, sh_offset, sh_size, sh_link, sh_entsize, sh_info).
+    from elf_fixtures import SYNTH_SYMBOLS
+
+    data = synth_elf(SYNTH_SYMBOLS, elf64=elf64, big_endian=big_endian)
+    view = ByteView("synth", data, len(data), False)
+    hdr = elf_header(view)
+    sections, _ = section_headers(view, hdr)
+    whole = [hdr.lay.shdr.unpack_from(data, hdr.shoff + i * hdr.shentsize) for i in range(hdr.shnum)]
+    assert len(sections) == len(whole) > 3
+    assert list(sections) == [(r[1], r[4], r[5], r[6], r[9], r[7]) for r in whole]
+    assert sections[-1] is sections[len(whole) - 1] and sections[1:3] == list(sections)[1:3]
+    assert sections.types() == [r[1] for r in whole]
+    with pytest.raises(IndexError):
+        sections[len(whole)]
+    table = SectionTable(view, hdr.lay, sections)
+    assert table.dynsym_index == [r[1] for r in whole].index(SHT_DYNSYM)
+    assert table.all_of(SHT_STRTAB) == [s for s in list(sections) if s.type == SHT_STRTAB]

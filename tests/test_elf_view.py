@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aoti_shim.checks.elf.view import RELEASE_AFTER, ByteView
+from aoti_shim.checks.elf.view import READ_WHOLE_UP_TO, RELEASE_AFTER, ByteView
 from aoti_shim.errors import InputError
 from compile_support import compile_shared
 from elf_fixtures import SOURCES
@@ -75,3 +75,21 @@ def test_what_is_not_a_regular_elf_sized_file_is_refused(tmp_path: Path) -> None
         ByteView.open(str(fifo), "pipe")
     with pytest.raises(InputError, match="cannot open"):
         ByteView.open(str(tmp_path / "missing.so"), "missing")
+
+
+def test_a_small_file_is_read_whole_and_a_big_one_mapped(tmp_path: Path, tiny: Path) -> None:
+    # Up to READ_WHOLE_UP_TO a file is one read into bytes (no map, no page faults to unmap);
+    # past it, a read-only map. Either view reads the same bytes.
+    small = tiny.read_bytes()
+    assert len(small) <= READ_WHOLE_UP_TO
+    big = tmp_path / "big.so"
+    big.write_bytes(small + bytes(READ_WHOLE_UP_TO))
+    for path, data, mapped in ((tiny, small, False), (big, big.read_bytes(), True)):
+        view = ByteView.open(str(path), path.name)
+        try:
+            assert isinstance(view.data, bytes) is not mapped and view.size == len(data)
+            assert view.bytes(0, 64, "header") == data[:64] and view.bytes(len(data) - 8, 8, "tail") == data[-8:]
+            view.release(0, view.size)  # a no-op on bytes
+            assert view.bytes(0, 4, "magic") == b"\x7fELF"
+        finally:
+            view.close()

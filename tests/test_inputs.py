@@ -1473,3 +1473,24 @@ def test_a_wheel_is_listed_once_in_a_reading_and_afresh_after_it(libs, tmp_path,
     with open_wheel(str(wheel)) as after:  # the reading ended: listed afresh
         assert not after.listed_before and after.namelist() == names
     assert parses[-1] == str(wheel) and len(parses) == 4
+
+
+def test_named_files_real_paths_are_realpaths(libs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # collect resolves each named file's folder once per call and tests only the name for a
+    # link: what it gives must be os.path.realpath's answer, through linked folders and files,
+    # relative names and "..", and one file named twice is one input.
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "liba.so").write_bytes(next(iter(libs.values())))
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    (real / "libalias.so").symlink_to(real / "liba.so")
+    (real / "sub").mkdir()
+    monkeypatch.chdir(real / "sub")
+    names = [str(tmp_path / "linked" / "liba.so"), str(real / "libalias.so"), "../liba.so",
+             str(tmp_path / "linked" / "sub" / ".." / "libalias.so")]
+    for name in names:
+        with Workspace() as ws:
+            (art,) = collect([name], ws)
+            assert art.real_path == os.path.realpath(name) == str(real / "liba.so")
+    with Workspace() as ws:
+        assert len(collect(names, ws)) == 1

@@ -78,9 +78,11 @@ class SectionHeaders(Sequence[Section]):
     def __getitem__(self, index: int | slice) -> Section | list[Section]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self._raw)))]
+        if index < 0:
+            index += len(self._raw)  # (one Section for -1 and the last)
         made = self._made.get(index)
         if made is None:
-            sh_type, offset, size, link, info, entsize = self._raw[index]
+            sh_type, offset, size, link, info, entsize = self._raw[index]  # an IndexError past either end
             made = self._made[index] = Section(sh_type, offset, size, link, entsize, info)
         return made
 
