@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
-from functools import lru_cache
+from functools import cache
 from operator import itemgetter
 from typing import NamedTuple
 
@@ -84,7 +84,7 @@ class Layout(NamedTuple):
         return (self.endian == ">") != (sys.byteorder == "big")
 
 
-@lru_cache(maxsize=None)
+@cache
 def layout(elf_class: int, endian: str) -> Layout:
     """The struct formats of one class and byte order, made once a process (four layouts at
     most: a check of 128 blobs made them 128 times)."""

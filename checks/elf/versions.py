@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from functools import lru_cache
 from dataclasses import dataclass
+from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from aoti_shim.checks.elf.layout import (
@@ -115,7 +115,7 @@ def version_chain_size(view: ByteView, lay: Layout, at: int, entries: int, verde
     return end - at
 
 
-@lru_cache(maxsize=None)
+@cache
 def _version_structs(endian: str) -> tuple[struct.Struct, struct.Struct, struct.Struct, struct.Struct]:
     """Verdef, Verdaux, Verneed and Vernaux of one byte order, made once."""
     return (struct.Struct(endian + "HHHHIII"), struct.Struct(endian + "II"), struct.Struct(endian + "HHIII"),
