@@ -418,7 +418,11 @@ int launch_tile(const FusedPlan& p, cudaStream_t stream) {
   if (p.mask == nullptr && p.q_len >= 512) {
     if constexpr (D == 128) {
       if (p.q_len >= 1024) {
-        return kF32 ? launch_kernel<T, D, 2, 32, 8, false>(p, stream) : launch_kernel<T, D, 2, 64, 4, false>(p, stream);
+        if constexpr (kF32) {
+          return launch_kernel<T, D, 2, 32, 8, false>(p, stream);
+        } else {
+          return launch_kernel<T, D, 2, 64, 4, false>(p, stream);
+        }
       }
     } else if constexpr (D == 64) {
       return launch_kernel<T, D, 1, 128, 4, false>(p, stream);
@@ -509,8 +513,8 @@ int fused_attention(const FusedPlan& p, int device, void* stream) {
   const int cc = compute_capability(device);
   if (p.hopper && hopper_attention_takes(p, cc / 10, cc % 10)) {
     int status = hopper_attention(p, stream);
-    // A build without the sm_90a image (a CMAKE_CUDA_ARCHITECTURES of one's own) has no
-    // Hopper kernel to launch: the mma.sync kernel takes the call instead.
+    // No Hopper kernel with its body to launch (hopper_attention's check of the loaded
+    // image): the mma.sync kernel takes the call instead.
     if (status != cudaErrorNoKernelImageForDevice && status != cudaErrorInvalidDeviceFunction) {
       return status;
     }

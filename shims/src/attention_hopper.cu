@@ -388,13 +388,35 @@ __global__ void __launch_bounds__(128 * kGroups) hopper_pipelined_kernel(const F
 #endif
 }
 
+// Whether the image CUDA loads for this kernel has its body. The body exists only in sm_90a
+// code; flags of the build's own (CMAKE_CUDA_FLAGS with -arch=sm_90, say) can add a plain
+// sm_90 image beside it, whose empty kernel would launch, succeed and write nothing. Such an
+// image uses a handful of registers, the real one over a hundred. Asked once per kernel.
+bool has_body(const void* kernel, std::atomic<int>& known) {
+  int state = known.load(std::memory_order_relaxed);
+  if (state == 0) {
+    cudaFuncAttributes attributes{};
+    if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    state = attributes.numRegs >= 64 ? 1 : 2;
+    known.store(state, std::memory_order_relaxed);
+  }
+  return state == 1;
+}
+
 template <typename T, int D, int kGroups, int kBlockN>
 int launch_pipelined(const FusedPlan& p, cudaStream_t stream) {
   constexpr int kBlockM = 64 * kGroups;
   constexpr size_t smem = static_cast<size_t>(kBlockM + 6 * kBlockN) * D * 2;
+  auto kernel = hopper_pipelined_kernel<T, D, kGroups, kBlockN>;
+  static std::atomic<int> body{0};
+  if (!has_body(reinterpret_cast<const void*>(kernel), body)) {
+    return static_cast<int>(cudaErrorNoKernelImageForDevice);  // the mma.sync kernel takes the call
+  }
   static std::atomic<unsigned long long> opted_in{0};
-  return launch_attention(hopper_pipelined_kernel<T, D, kGroups, kBlockN>, p, kBlockM, 128 * kGroups, smem, opted_in,
-                          stream);
+  return launch_attention(kernel, p, kBlockM, 128 * kGroups, smem, opted_in, stream);
 }
 
 // The tile each head dim takes (hopper_attention_takes says where).

@@ -53,11 +53,10 @@ struct DeviceSwitch {
 
 struct StreamGuard {
   uint64_t id;
-  std::thread::id owner;  // the thread whose current stream it changed
   DeviceSwitch device;
   int32_t device_index = 0;
   void* stream = nullptr;
-  // The owner's live stream guards, a list: `outer` was made before this one, `inner` after.
+  // Its thread's live stream guards, a list: `outer` was made before this one, `inner` after.
   StreamGuard* outer = nullptr;
   StreamGuard* inner = nullptr;
 };
@@ -175,7 +174,6 @@ AOTITorchError aoti_torch_create_cuda_stream_guard(
     AOTISHIM_TRY(require_output(ret_guard, "ret_guard"));
     auto guard = std::make_unique<StreamGuard>();
     guard->id = next_guard_id.fetch_add(1, std::memory_order_relaxed);
-    guard->owner = std::this_thread::get_id();
     guard->device_index = device_index;
     guard->stream = stream;
     AOTISHIM_TRY(guard->device.move_to(device_index));
@@ -196,16 +194,22 @@ AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle handle)
   if (handle == nullptr) {
     return fail_format(AOTI_SHIM_E_NULL_HANDLE, "stream guard handle is null");
   }
-  if (reinterpret_cast<StreamGuard*>(handle)->owner != std::this_thread::get_id()) {
-    // Its stream is current on the creating thread, whose state this thread cannot
-    // reach: the guard stays alive, to be deleted where it was made.
+  // Only a guard in this thread's own list: one made on another thread has its stream current
+  // there, in state this thread cannot reach, and stays alive to be deleted where it was
+  // made. (Not by comparing thread ids: a thread that exited with a live guard may hand its
+  // id to a new thread, whose list the guard is not in.)
+  ThreadStreams& state = thread_streams;
+  const StreamGuard* live = state.innermost;
+  while (live != nullptr && live != reinterpret_cast<const StreamGuard*>(handle)) {
+    live = live->outer;
+  }
+  if (live == nullptr) {
     return fail_format(
         AOTI_SHIM_E_INVALID_ARGUMENT, "a CUDA stream guard must be deleted on the thread that created it");
   }
   std::unique_ptr<StreamGuard> guard(reinterpret_cast<StreamGuard*>(handle));
   cuda::forget_stream(guard->id);
   // Unlinked wherever it is in this thread's list (guards may be deleted out of order).
-  ThreadStreams& state = thread_streams;
   if (guard->inner != nullptr) {
     guard->inner->outer = guard->outer;
   } else {

@@ -232,6 +232,33 @@ TEST(cuda, stream_guards_and_allocation_streams) {
   CHECK_EQ(cudaStreamSynchronize(caller.stream), cudaSuccess);
 }
 
+// A thread that exits with a live stream guard may hand its thread id to the next thread
+// (glibc reuses thread descriptors): that thread's delete of the old guard is refused, and its
+// own guard stays current (a check by thread id took it, and unlinked the new thread's guard).
+TEST(cuda, a_guard_left_by_an_exited_thread_is_refused_on_a_later_one) {
+  require_gpu();
+  Stream left_stream;
+  Stream own_stream;
+  CUDAStreamGuardHandle left = nullptr;
+  AOTITorchError made = AOTI_SHIM_E_FAILURE;
+  std::thread([&] { made = aoti_torch_create_cuda_stream_guard(left_stream.stream, 0, &left); }).join();
+  CHECK_OK(made);
+  AOTITorchError own_made = AOTI_SHIM_E_FAILURE, refused = AOTI_SHIM_OK, own_deleted = AOTI_SHIM_E_FAILURE;
+  void* current = nullptr;
+  std::thread([&] {
+    CUDAStreamGuardHandle own = nullptr;
+    own_made = aoti_torch_create_cuda_stream_guard(own_stream.stream, 0, &own);
+    refused = aoti_torch_delete_cuda_stream_guard(left);
+    (void)aoti_torch_get_current_cuda_stream(0, &current);
+    own_deleted = aoti_torch_delete_cuda_stream_guard(own);
+  }).join();
+  CHECK_OK(own_made);
+  CHECK_EQ(refused, AOTI_SHIM_E_INVALID_ARGUMENT);
+  CHECK(current == own_stream.stream);
+  CHECK_OK(own_deleted);
+  // `left` stays alive: its thread is gone, and no other thread may delete it.
+}
+
 // Issue 38: a freed block waits for the next request of its size on its own stream,
 // known by the stream's CUDA id: a new stream (even one given the same handle back)
 // never gets a block another stream may still be using.
