@@ -185,7 +185,7 @@ def test_every_package_name_the_gpu_kit_imports_exists(path: Path) -> None:
 def test_the_attention_probe_compiles_without_a_gpu(tmp_path: Path) -> None:
     """docs/gpu/attention_probe.cu includes the shims' kernel source and names its launch
     template: a renamed file or template argument fails here, not on a borrowed GPU. One dtype,
-    compiled (not linked: CI has no static CUDA runtime) by the test env's nvcc wheels."""
+    compiled to PTX (not linked: CI has no static CUDA runtime) by the test env's nvcc wheels."""
     from cuda_support import wheels_root
     from script_support import load_script
 
