@@ -85,15 +85,17 @@ class Dims {
     }
     size_ = count;
   }
+  // Room first, then the old values go: a failed allocation leaves the Dims unchanged.
   void assign(size_t count, int64_t value) {
+    reserve(count);
     clear();
     resize(count, value);
   }
   template <typename It, typename = std::enable_if_t<!std::is_integral_v<It>>>
   void assign(It first, It last) {
     auto count = static_cast<size_t>(std::distance(first, last));
-    clear();
     reserve(count);
+    clear();
     // Through a local pointer, size_ set once: a store to data_[i] may alias size_ (an
     // unsigned long), which otherwise goes to memory and back on every element.
     int64_t* out = data_;
