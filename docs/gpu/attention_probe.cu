@@ -82,7 +82,8 @@ extern "C" int probe_attention(int variant, int dtype, const void* q, const void
   }
 }
 
-// The Hopper kernel's two products alone, for a wrong answer to be traced to one of them:
+// The Hopper kernel's two products alone (its own issue_scores and issue_values steps), for a
+// wrong answer to be traced to one of them:
 // S = Q K^T (128 x 128 from 128 query rows and 128 keys of D) and O = P V (128 x D from P, 128
 // x 128 float32, rounded as the kernel rounds it, and 128 value rows), row-major float32 out.
 namespace probe {
@@ -105,14 +106,7 @@ __global__ void __launch_bounds__(kThreads, 1) products(const T* q, const T* k, 
     __syncthreads();
     float acc[kBlockN / 2];
     for (int i = 0; i < kBlockN / 2; ++i) acc[i] = 0.0f;
-    hold(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      wgmma_ss<T>(acc, descriptor(sQ + group * 64 * 128 + (kk / 4) * kBlockM * 128 + (kk % 4) * 32, 16, 1024),
-                  descriptor(sK + (kk / 4) * kBlockN * 128 + (kk % 4) * 32, 16, 1024), kk > 0 ? 1 : 0);
-    }
-    wgmma_commit();
+    issue_scores<T, D, kBlockN>(acc, sQ + group * 64 * 128, kBlockM, sK);  // the shipped kernel's step
     wgmma_wait_all();
     hold(acc);
     for (int i = 0; i < kBlockN / 2; ++i) {
@@ -135,14 +129,7 @@ __global__ void __launch_bounds__(kThreads, 1) products(const T* q, const T* k, 
     }
     float acc[D / 2];
     for (int i = 0; i < D / 2; ++i) acc[i] = 0.0f;
-    constexpr uint32_t kLeading = kBlockN * 128, kStride = 1024;
-    hold(acc);
-    wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < kBlockN / 16; ++kk) {
-      wgmma_rs<T>(acc, a[kk], descriptor(sK + kk * 16 * 128, kLeading, kStride), 1);
-    }
-    wgmma_commit();
+    issue_values<T, D, kBlockN>(acc, a, sK);  // the shipped kernel's step
     wgmma_wait_all();
     hold(acc);
     for (int i = 0; i < D / 2; ++i) {
