@@ -7,16 +7,16 @@ using namespace aotishim;
 
 namespace {
 
-// What a new view and a wrapped blob are both given: a known dtype, a valid layout and
-// a non-negative storage offset.
+// What a new view and a wrapped blob are both given: a known dtype, a valid layout (and the
+// elements it spans) and a non-negative storage offset.
 AOTITorchError read_view_args(
     int32_t dtype, int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr, int64_t storage_offset,
-    size_t* element, Dims* sizes, Dims* strides) {
+    size_t* element, Dims* sizes, Dims* strides, int64_t* span) {
   *element = dtype_size(dtype);
   if (*element == 0) {
     return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
   }
-  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, sizes, strides));
+  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, sizes, strides, span));
   if (storage_offset < 0) {
     return fail_format(
         AOTI_SHIM_E_OUT_OF_BOUNDS, "storage offset %lld is negative", static_cast<long long>(storage_offset));
@@ -32,10 +32,9 @@ AOTITorchError new_view(
   size_t element = 0;
   // The layout is read straight into the view (freed if a check fails): no Dims moved.
   auto view = std::make_unique<Tensor>();
-  AOTISHIM_TRY(read_view_args(
-      dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &view->sizes, &view->strides));
   int64_t span = 0;
-  AOTISHIM_TRY(span_elements(view->sizes, view->strides, &span));
+  AOTISHIM_TRY(read_view_args(
+      dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &view->sizes, &view->strides, &span));
   if (span > 0) {
     int64_t end = 0;
     int64_t end_bytes = 0;
@@ -63,10 +62,10 @@ AOTITorchError from_blob(
   size_t element = 0;
   Dims sizes;
   Dims strides;
-  AOTISHIM_TRY(read_view_args(dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &sizes, &strides));
-  AOTISHIM_TRY(check_device(device_type, device_index));
   int64_t span = 0;
-  AOTISHIM_TRY(span_elements(sizes, strides, &span));
+  AOTISHIM_TRY(
+      read_view_args(dtype, ndim, sizes_ptr, strides_ptr, storage_offset, &element, &sizes, &strides, &span));
+  AOTISHIM_TRY(check_device(device_type, device_index));
   if (span > 0 && data == nullptr) {
     return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "data is null for a non-empty tensor");
   }
@@ -97,8 +96,9 @@ AOTITorchError empty(
   AOTISHIM_TRY(require_output(ret, "ret_new_tensor"));
   // As new_view: the layout is read straight into the tensor.
   auto tensor = std::make_unique<Tensor>();
-  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, &tensor->sizes, &tensor->strides));
-  AOTISHIM_TRY(allocate_tensor_storage(tensor.get(), dtype, device_type, device_index, pinned));
+  int64_t span = 0;
+  AOTISHIM_TRY(read_layout(ndim, sizes_ptr, strides_ptr, &tensor->sizes, &tensor->strides, &span));
+  AOTISHIM_TRY(allocate_tensor_storage(tensor.get(), span, dtype, device_type, device_index, pinned));
   *ret = to_handle(tensor.release());
   return AOTI_SHIM_OK;
 }

@@ -102,7 +102,7 @@ Dims contiguous_strides(const Dims& sizes) {
 }
 
 AOTITorchError read_layout(
-    int64_t ndim, const int64_t* sizes, const int64_t* strides, Dims* out_sizes, Dims* out_strides) {
+    int64_t ndim, const int64_t* sizes, const int64_t* strides, Dims* out_sizes, Dims* out_strides, int64_t* span) {
   if (ndim < 0) {
     return fail_format(AOTI_SHIM_E_NEGATIVE_RANK, "ndim %lld is negative", static_cast<long long>(ndim));
   }
@@ -140,8 +140,7 @@ AOTITorchError read_layout(
       return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "element count overflows int64");
     }
   }
-  int64_t span = 0;
-  return span_elements(new_sizes, new_strides, &span);
+  return span_elements(new_sizes, new_strides, span);
 }
 
 AOTITorchError span_elements(const Dims& sizes, const Dims& strides, int64_t* out) {
@@ -282,15 +281,13 @@ AOTITorchError allocate_storage(
 }
 
 AOTITorchError allocate_tensor_storage(
-    Tensor* tensor, int32_t dtype, int32_t device_type, int32_t device_index, bool pinned) {
+    Tensor* tensor, int64_t span, int32_t dtype, int32_t device_type, int32_t device_index, bool pinned) {
   size_t element = dtype_size(dtype);
   if (element == 0) {
     return fail_format(AOTI_SHIM_E_UNKNOWN_DTYPE, "dtype %d is not a known c10::ScalarType", dtype);
   }
   AOTISHIM_TRY(check_device(device_type, device_index));
-  int64_t span = 0;
   int64_t nbytes = 0;
-  AOTISHIM_TRY(span_elements(tensor->sizes, tensor->strides, &span));
   AOTISHIM_TRY(checked_bytes(span, element, &nbytes));
   AOTISHIM_TRY(allocate_storage(nbytes, device_type, device_index, pinned, &tensor->storage));
   tensor->dtype = dtype;
@@ -303,7 +300,9 @@ AOTITorchError new_tensor(
   auto tensor = std::make_unique<Tensor>();
   tensor->sizes = std::move(sizes);
   tensor->strides = std::move(strides);
-  AOTISHIM_TRY(allocate_tensor_storage(tensor.get(), dtype, device_type, device_index, pinned));
+  int64_t span = 0;
+  AOTISHIM_TRY(span_elements(tensor->sizes, tensor->strides, &span));
+  AOTISHIM_TRY(allocate_tensor_storage(tensor.get(), span, dtype, device_type, device_index, pinned));
   *out = std::move(tensor);
   return AOTI_SHIM_OK;
 }

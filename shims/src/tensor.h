@@ -167,10 +167,11 @@ inline char* Tensor::data() const {
 }
 
 // ---- layout checks ----
-// Validates ndim/sizes/strides; fills the Dims (contiguous strides when strides is null).
-// On failure they hold part of the layout: the caller drops them.
+// Validates ndim/sizes/strides; fills the Dims (contiguous strides when strides is null) and
+// *span, the elements the layout spans (span_elements: worked out here to check it, so a
+// caller need not again). On failure they hold part of the layout: the caller drops them.
 AOTITorchError read_layout(
-    int64_t ndim, const int64_t* sizes, const int64_t* strides, Dims* out_sizes, Dims* out_strides);
+    int64_t ndim, const int64_t* sizes, const int64_t* strides, Dims* out_sizes, Dims* out_strides, int64_t* span);
 Dims contiguous_strides(const Dims& sizes);
 // Whether a layout is a permutation of a contiguous one (torch's "non-overlapping and dense").
 bool non_overlapping_and_dense(const Tensor& t);
@@ -184,10 +185,10 @@ AOTITorchError check_device(int32_t device_type, int32_t device_index);
 // Allocates an owning storage of nbytes; CUDA memory comes from the current stream.
 AOTITorchError allocate_storage(
     int64_t nbytes, int32_t device_type, int32_t device_index, bool pinned, std::shared_ptr<Storage>* out);
-// Gives *tensor, its layout set, an owning storage of its span and `dtype`; on failure the
-// caller drops it (its storage is unset).
+// Gives *tensor, its layout set (spanning `span` elements), an owning storage of that span
+// and `dtype`; on failure the caller drops it (its storage is unset).
 AOTITorchError allocate_tensor_storage(
-    Tensor* tensor, int32_t dtype, int32_t device_type, int32_t device_index, bool pinned);
+    Tensor* tensor, int64_t span, int32_t dtype, int32_t device_type, int32_t device_index, bool pinned);
 // New owning tensor with the given layout; *out is set only on success. The layout is
 // taken by value: a caller done with its Dims moves them in (a heap one is not copied).
 AOTITorchError new_tensor(
