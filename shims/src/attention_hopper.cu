@@ -1,297 +1,28 @@
-// The Hopper attention forward kernel (issue 38), for compute capability 9.0 only (built for
+// The Hopper attention forward kernels (issue 38), for compute capability 9.0 only (built for
 // sm_90a: wgmma is an sm_90a instruction). The algorithm of attention_fused.cu (online softmax
 // over key tiles, scores never leave the chip, causal tiles past the diagonal never loaded)
-// with Hopper's warpgroup MMA instead of mma.sync:
-// - a CTA is one or two warpgroups of 64 query rows; key and value tiles, shared by them, are
-//   staged three deep by cp.async, in the 128-byte swizzle wgmma's shared-memory descriptors
-//   name;
-// - S = Q K^T reads both operands from shared memory by descriptor (no fragment loads into
-//   registers, which bound the mma.sync kernel), P V takes P from registers;
-// - the products overlap the softmax (FlashAttention-3's intra-warpgroup pipelining).
+// with Hopper's warpgroup MMA instead of mma.sync: S = Q K^T reads both operands from shared
+// memory by descriptor, P V takes P from registers, in the 128-byte swizzle (hopper_steps.cuh).
+// - The warp-specialised kernel (the one calls take): a producer warpgroup loads tiles by TMA
+//   into a ring of stages under mbarriers; two consumer warpgroups take turns on the tensor
+//   cores (FlashAttention-3's ping-pong); persistent, one CTA per SM.
+// - The pipelined kernel: its own threads load tiles by cp.async, three stages; the fallback
+//   where no tensor map can describe the operands, and the probe's reference.
 // The probabilities are rounded to the inputs' dtype for P V, as in the mma.sync kernel.
 #include "attention_hopper.h"
 
-#include "attention_device.cuh"
+#include "hopper_steps.cuh"
 
+#include <cuda.h>  // CUtensorMap and its enums; the encoder comes through cudart's entry point
 #include <math_constants.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace aotishim::kernels {
 namespace {
 
 using namespace device;
-
-
-// ---- wgmma (PTX ISA 8.0, sm_90a), float32 accumulators in the mma.sync C layout per warp ----
-// wgmma_ss: d (+)= A B with A (64 x 16) and B (16 x N) both K-major in shared memory;
-// wgmma_rs: d (+)= A B with A from registers (the mma.sync m16n8k16 A layout per warp) and B
-// (16 x N) N-major in shared memory. scale_d = 0 ignores d's old values.
-// The accumulators as asm operands, 8 at a time, and their names in the instruction.
-#define AOTISHIM_D8(i)                                                                                   \
-  "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), \
-      "+f"(d[i + 7])
-#define AOTISHIM_D32 AOTISHIM_D8(0), AOTISHIM_D8(8), AOTISHIM_D8(16), AOTISHIM_D8(24)
-#define AOTISHIM_D64 AOTISHIM_D32, AOTISHIM_D8(32), AOTISHIM_D8(40), AOTISHIM_D8(48), AOTISHIM_D8(56)
-#define AOTISHIM_R32 \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define AOTISHIM_R64 \
-  AOTISHIM_R32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-// d (+)= A B, m64nNk16, TY bf16 or f16; N/2 accumulators, then the operands numbered from N/2.
-// SS: a and b descriptors, scale_d (0: d's old values ignored).
-#define AOTISHIM_WGMMA_SS(N, TY, REGS, DLIST, A, B, S)                                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #S ", 0;\n"                                          \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " {" REGS "}, %" #A ", %" #B \
-               ", p, 1, 1, 0, 0;\n}\n"                                                                      \
-               : DLIST                                                                                    \
-               : "l"(a), "l"(b), "r"(scale_d))
-// RS: four A-fragment registers, the b descriptor (N-major: imm-trans-b 1), scale_d.
-#define AOTISHIM_WGMMA_RS(N, TY, REGS, DLIST, A0, A1, A2, A3, B, S)                                   \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #S ", 0;\n"                                          \
-               "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TY "." TY " {" REGS "}, {%" #A0 ", %" #A1 \
-               ", %" #A2 ", %" #A3 "}, %" #B ", p, 1, 1, 1;\n}\n"                                            \
-               : DLIST                                                                                    \
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d))
-
-template <typename T>
-__device__ inline void wgmma_ss(float (&d)[32], uint64_t a, uint64_t b, int scale_d) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    AOTISHIM_WGMMA_SS(64, "bf16", AOTISHIM_R32, AOTISHIM_D32, 32, 33, 34);
-  } else {
-    AOTISHIM_WGMMA_SS(64, "f16", AOTISHIM_R32, AOTISHIM_D32, 32, 33, 34);
-  }
-}
-template <typename T>
-__device__ inline void wgmma_ss(float (&d)[64], uint64_t a, uint64_t b, int scale_d) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    AOTISHIM_WGMMA_SS(128, "bf16", AOTISHIM_R64, AOTISHIM_D64, 64, 65, 66);
-  } else {
-    AOTISHIM_WGMMA_SS(128, "f16", AOTISHIM_R64, AOTISHIM_D64, 64, 65, 66);
-  }
-}
-template <typename T>
-__device__ inline void wgmma_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    AOTISHIM_WGMMA_RS(64, "bf16", AOTISHIM_R32, AOTISHIM_D32, 32, 33, 34, 35, 36, 37);
-  } else {
-    AOTISHIM_WGMMA_RS(64, "f16", AOTISHIM_R32, AOTISHIM_D32, 32, 33, 34, 35, 36, 37);
-  }
-}
-template <typename T>
-__device__ inline void wgmma_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t b, int scale_d) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    AOTISHIM_WGMMA_RS(128, "bf16", AOTISHIM_R64, AOTISHIM_D64, 64, 65, 66, 67, 68, 69);
-  } else {
-    AOTISHIM_WGMMA_RS(128, "f16", AOTISHIM_R64, AOTISHIM_D64, 64, 65, 66, 67, 68, 69);
-  }
-}
-
-__device__ inline void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ inline void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ inline void wgmma_wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-// cp.async's writes reach the async proxy wgmma reads shared memory through.
-__device__ inline void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-// Pins registers in place around an asynchronous wgmma: no read or write of them moves across.
-template <int N>
-__device__ inline void hold(float (&r)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    asm volatile("" : "+f"(r[i])::"memory");
-  }
-}
-// The same for A fragments a wgmma still reads: live, untouched, until this point.
-template <int N>
-__device__ inline void hold(uint32_t (&r)[N][4]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) {
-    asm volatile("" : "+r"(r[i][0]), "+r"(r[i][1]), "+r"(r[i][2]), "+r"(r[i][3])::"memory");
-  }
-}
-
-// A [rows][D] tile of 2-byte elements as D/64 column blocks of rows x 128 bytes, the 16-byte
-// chunk c of row r at chunk position (c % 8) ^ (r % 8): the 128-byte swizzle (blocks 1024-byte
-// aligned). It also keeps cp.async's stores and wgmma's reads free of bank conflicts.
-__device__ inline uint32_t swizzled(int r, int c, int rows) {
-  return static_cast<uint32_t>((c / 8) * rows * 128 + r * 128 + (((c % 8) ^ (r % 8)) << 4));
-}
-
-// Rows at or past `valid` are zero-filled (a zero value row times a zero probability: no NaN).
-template <int D, int Rows, int Threads>
-__device__ inline void load_swizzled(unsigned char* smem, const unsigned char* gmem, int64_t row_bytes, int valid,
-                                     int tid) {
-  constexpr int kChunks = D / 8;
-#pragma unroll
-  for (int i = tid; i < Rows * kChunks; i += Threads) {
-    const int r = i / kChunks, c = i % kChunks;
-    const bool ok = r < valid;
-    cp_async16(smem + swizzled(r, c, Rows), ok ? gmem + r * row_bytes + c * 16 : gmem, ok ? 16 : 0);
-  }
-}
-
-// A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
-// stride byte offsets (each in 16-byte units), the layout type in bits 62-63.
-__device__ inline uint64_t descriptor(const void* smem, uint32_t leading, uint32_t stride) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  return static_cast<uint64_t>((a & 0x3FFFF) >> 4) | (static_cast<uint64_t>((leading >> 4) & 0x3FFF) << 16) |
-         (static_cast<uint64_t>((stride >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
-}
-
-// ---- one warpgroup's steps (64 query rows): the products, the online softmax, the output ----
-
-// Where a CTA's operands are: the query tile's [b, h] base and the key/value [b, kv head] bases
-// (bytes), the row strides in bytes, and which (b, h, query tile) the CTA is.
-struct Operands {
-  const unsigned char* q;
-  const unsigned char* k;
-  const unsigned char* v;
-  int64_t q_row, k_row, v_row;
-  int64_t b, h;
-  int m0;  // the CTA's first query row
-};
-
-template <typename T>
-__device__ inline Operands operands(const FusedPlan& p, int block_m, int tiles, int64_t bh_count) {
-  Operands o;
-  // Heavy (late, for causal) query tiles first, as in the mma.sync kernel.
-  const int64_t linear = blockIdx.x;
-  const int tile = tiles - 1 - static_cast<int>(linear / bh_count);
-  const int64_t bh = linear % bh_count;
-  o.b = bh / p.heads;
-  o.h = bh % p.heads;
-  const int64_t kvh = o.h / (p.heads / p.kv_heads);
-  o.m0 = tile * block_m;
-  o.q_row = p.q_strides[2] * 2, o.k_row = p.k_strides[2] * 2, o.v_row = p.v_strides[2] * 2;
-  o.q = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.q) + o.b * p.q_strides[0] +
-                                               o.h * p.q_strides[1]) + o.m0 * o.q_row;
-  o.k = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.k) + o.b * p.k_strides[0] +
-                                               kvh * p.k_strides[1]);
-  o.v = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.v) + o.b * p.v_strides[0] +
-                                               kvh * p.v_strides[1]);
-  return o;
-}
-
-// Issues S = Q K^T for one warpgroup: its 64 query rows (at q_rows of a query tile of
-// block_m rows) against a key tile of BN rows; committed, not waited for.
-template <typename T, int D, int BN>
-__device__ inline void issue_scores(float (&s)[BN / 2], const unsigned char* q_rows, int block_m,
-                                    const unsigned char* keys) {
-  hold(s);
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk) {
-    const uint64_t da = descriptor(q_rows + (kk / 4) * block_m * 128 + (kk % 4) * 32, 16, 1024);
-    const uint64_t db = descriptor(keys + (kk / 4) * BN * 128 + (kk % 4) * 32, 16, 1024);
-    wgmma_ss<T>(s, da, db, kk > 0 ? 1 : 0);
-  }
-  wgmma_commit();
-}
-
-// Issues O += P V for one warpgroup (P: the previous softmax's A fragments, V a value tile
-// of BN rows, N-major: 64-column blocks BN * 128 bytes apart, 8-key groups 1024); committed.
-template <typename T, int D, int BN>
-__device__ inline void issue_values(float (&o)[D / 2], uint32_t (&pa)[BN / 16][4], const unsigned char* values) {
-  hold(o);
-  wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk) {
-    wgmma_rs<T>(o, pa[kk], descriptor(values + kk * 16 * 128, BN * 128, 1024), 1);
-  }
-  wgmma_commit();
-}
-
-// The online softmax of one key tile's scores (keys n0.., this thread's rows row_a and
-// row_a + 8): scale (base 2), the keys past the end and the causal cut, the running max and
-// sum; s becomes the unnormalised probabilities and corr what the output so far is to be
-// multiplied by.
-template <int BN>
-__device__ inline void softmax_step(float (&s)[BN / 2], const FusedPlan& p, int n0, int first_row, int row_a, int t,
-                                    float scale2, float (&row_max)[2], float (&row_sum)[2], float (&corr)[2]) {
-  constexpr int kS = BN / 2;
-  const int lk = static_cast<int>(p.k_len);
-  const bool edge = n0 + BN > lk || (p.causal && n0 + BN - 1 > first_row);
-#pragma unroll
-  for (int i = 0; i < kS; ++i) {
-    const int col = n0 + (i / 4) * 8 + 2 * t + (i & 1);
-    const int row = row_a + ((i & 2) ? 8 : 0);
-    float x = s[i] * scale2;
-    if (edge && (col >= lk || (p.causal && col > row))) {
-      x = -CUDART_INF_F;
-    }
-    s[i] = x;
-  }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float mx = row_max[r];
-#pragma unroll
-    for (int i = 0; i < kS / 4; ++i) {
-      mx = fmaxf(mx, fmaxf(s[4 * i + 2 * r], s[4 * i + 2 * r + 1]));
-    }
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-    const float base = mx == -CUDART_INF_F ? 0.0f : mx;  // a row masked out so far: exp2(-inf) = 0
-    corr[r] = fast_exp2(row_max[r] - base);
-    row_max[r] = mx;
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < kS / 4; ++i) {
-      s[4 * i + 2 * r] = fast_exp2(s[4 * i + 2 * r] - base);
-      s[4 * i + 2 * r + 1] = fast_exp2(s[4 * i + 2 * r + 1] - base);
-      sum += s[4 * i + 2 * r] + s[4 * i + 2 * r + 1];
-    }
-    row_sum[r] = row_sum[r] * corr[r] + sum;  // this thread's part; the quad sums at the end
-  }
-}
-
-template <int D>
-__device__ inline void rescale(float (&o)[D / 2], const float (&corr)[2]) {
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) {
-    o[4 * i] *= corr[0];
-    o[4 * i + 1] *= corr[0];
-    o[4 * i + 2] *= corr[1];
-    o[4 * i + 3] *= corr[1];
-  }
-}
-
-// P as wgmma A fragments: keys 16kk..16kk+15 are the score columns of n-blocks 2kk, 2kk+1.
-template <typename T, int BN>
-__device__ inline void to_fragments(const float (&s)[BN / 2], uint32_t (&pa)[BN / 16][4]) {
-#pragma unroll
-  for (int kk = 0; kk < BN / 16; ++kk) {
-    pa[kk][0] = pack2<T>(s[8 * kk], s[8 * kk + 1]);
-    pa[kk][1] = pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
-    pa[kk][2] = pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
-    pa[kk][3] = pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
-  }
-}
-
-// The output rows normalised, and their logsumexp (natural log) where the call wants it.
-template <typename T, int D>
-__device__ inline void write_rows(const FusedPlan& p, const Operands& at, const float (&o)[D / 2], int row_a, int t,
-                                  const float (&row_max)[2], const float (&row_sum)[2]) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    float sum = row_sum[r];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    const int row = row_a + 8 * r;
-    if (row >= p.q_len) {
-      continue;
-    }
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    T* orow = static_cast<T*>(p.out) + at.b * p.out_strides[0] + at.h * p.out_strides[1] + row * p.out_strides[2];
-#pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-      store2(orow + 8 * i + 2 * t, o[4 * i + 2 * r] * inv, o[4 * i + 2 * r + 1] * inv);
-    }
-    if (p.lse != nullptr && t == 0) {
-      p.lse[at.b * p.lse_strides[0] + at.h * p.lse_strides[1] + row * p.lse_strides[2]] =
-          sum > 0.0f ? (row_max[r] + log2f(sum)) * kLn2 : -CUDART_INF_F;
-    }
-  }
-}
 
 // ---- the kernels ----
 
@@ -388,6 +119,219 @@ __global__ void __launch_bounds__(128 * kGroups) hopper_pipelined_kernel(const F
 #endif
 }
 
+// ---- the warp-specialised kernel: TMA loads, mbarriers, two warpgroups in ping-pong ----
+
+// The shared memory of the warp-specialised kernel: the query tile, kStages key and value
+// tiles, then the barriers (dynamic shared memory only: a static part would move the 1024-byte
+// alignment the swizzle needs).
+template <int D, int kBlockN, int kStages>
+struct SpecialisedLayout {
+  static constexpr int kBlockM = 128;
+  static constexpr size_t kQBytes = kBlockM * D * 2, kTileBytes = kBlockN * D * 2;
+  static constexpr size_t kBarriers = 2 + 4 * kStages;  // query full and free; key/value full and free per stage
+  static constexpr size_t kBytes = kQBytes + 2 * kStages * kTileBytes + kBarriers * 8;
+};
+
+// Where work item `k` of this CTA is: CTA c takes items c, 2G - 1 - c, 2G + c, 4G - 1 - c, ...
+// of the heavy-first order (G CTAs), so that the CTA with the heaviest item of one round has
+// the lightest of the next.
+struct WorkItem {
+  int b, h, m0, n_tiles;
+};
+__device__ inline bool work_item(const FusedPlan& p, int k, int tiles, int64_t bh_count, int block_m, int block_n,
+                                 WorkItem& w) {
+  const int64_t g = gridDim.x;
+  const int64_t linear = static_cast<int64_t>(k) * g + (k % 2 == 0 ? blockIdx.x : g - 1 - blockIdx.x);
+  if (linear >= tiles * bh_count) {
+    return false;
+  }
+  const int tile = tiles - 1 - static_cast<int>(linear / bh_count);  // heavy (late, causal) tiles first
+  const int64_t bh = linear % bh_count;
+  w.b = static_cast<int>(bh / p.heads);
+  w.h = static_cast<int>(bh % p.heads);
+  w.m0 = tile * block_m;
+  const int lk = static_cast<int>(p.k_len);
+  const int n_end = p.causal ? min(lk, w.m0 + block_m) : lk;
+  w.n_tiles = (n_end + block_n - 1) / block_n;
+  return true;
+}
+
+// Two consumer warpgroups of 64 query rows and a producer warpgroup, persistent: one CTA per
+// SM takes work items (a query tile of one batch and head) until none is left. The producer's
+// one thread loads each item's query tile once the consumers' last S of the item before has
+// read the old one, and the key and value tiles kStages deep by TMA (the swizzle and the zero
+// rows past the end done by the copy engine), each tile's arrival on a barrier of its own;
+// consumers free a stage's keys when S has read them and its values when P V has. So the
+// next item's first tiles load while this one's last products and output run. The consumers
+// take turns issuing their products (FlashAttention-3's ping-pong): one warpgroup's softmax
+// runs while the other's products hold the tensor cores, and within a warpgroup S(j) and
+// P(j-1) V(j-1) overlap the softmax as in the pipelined kernel.
+template <typename T, int D, int kBlockN, int kStages>
+__global__ void __launch_bounds__(384, 1)
+    hopper_specialised_kernel(const __grid_constant__ CUtensorMap q_map, const __grid_constant__ CUtensorMap k_map,
+                              const __grid_constant__ CUtensorMap v_map, const FusedPlan p, int tiles,
+                              int64_t bh_count) {
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using L = SpecialisedLayout<D, kBlockN, kStages>;
+  constexpr int kBlockM = L::kBlockM;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  unsigned char* sQ = smem;
+  unsigned char* sK = sQ + L::kQBytes;
+  unsigned char* sV = sK + kStages * L::kTileBytes;
+  uint64_t* q_full = reinterpret_cast<uint64_t*>(sV + kStages * L::kTileBytes);
+  uint64_t* q_free = q_full + 1;
+  uint64_t* k_full = q_free + 1;
+  uint64_t* v_full = k_full + kStages;
+  uint64_t* k_free = v_full + kStages;
+  uint64_t* v_free = k_free + kStages;
+
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    barrier_init(q_full, 1);
+    barrier_init(q_free, 8);  // one arrival per consumer warp
+#pragma unroll
+    for (int i = 0; i < kStages; ++i) {
+      barrier_init(k_full + i, 1);
+      barrier_init(v_full + i, 1);
+      barrier_init(k_free + i, 8);
+      barrier_init(v_free + i, 8);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if (blockIdx.x == 0 && tid < p.zero_count) {
+    p.zeros[tid] = 0;
+  }
+  __syncthreads();
+
+  WorkItem w;
+  if (tid >= 256) {  // the producer warpgroup: one thread issues, the rest give their registers up
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (tid == 256) {
+      int loaded = 0;  // key/value tiles so far, over every item: the stage and its use
+      for (int k = 0; work_item(p, k, tiles, bh_count, kBlockM, kBlockN, w); ++k) {
+        const int kvh = static_cast<int>(w.h / (p.heads / p.kv_heads));
+        if (k > 0) {
+          barrier_wait(q_free, (k - 1) & 1);
+        }
+        barrier_expect(q_full, static_cast<uint32_t>(L::kQBytes));
+#pragma unroll
+        for (int c = 0; c < D / 64; ++c) {
+          tma_load(sQ + c * kBlockM * 128, &q_map, q_full, c * 64, w.m0, w.h, w.b);
+        }
+        for (int j = 0; j < w.n_tiles; ++j, ++loaded) {
+          const int stage = loaded % kStages, use = loaded / kStages;
+          if (use > 0) {
+            barrier_wait(k_free + stage, (use - 1) & 1);
+          }
+          barrier_expect(k_full + stage, static_cast<uint32_t>(L::kTileBytes));
+#pragma unroll
+          for (int c = 0; c < D / 64; ++c) {
+            tma_load(sK + stage * L::kTileBytes + c * kBlockN * 128, &k_map, k_full + stage, c * 64, j * kBlockN,
+                     kvh, w.b);
+          }
+          if (use > 0) {
+            barrier_wait(v_free + stage, (use - 1) & 1);
+          }
+          barrier_expect(v_full + stage, static_cast<uint32_t>(L::kTileBytes));
+#pragma unroll
+          for (int c = 0; c < D / 64; ++c) {
+            tma_load(sV + stage * L::kTileBytes + c * kBlockN * 128, &v_map, v_full + stage, c * 64, j * kBlockN,
+                     kvh, w.b);
+          }
+        }
+      }
+    }
+    return;
+  }
+  // The consumers take the registers the producer gave up (24 + 2 x 240 per thread in 64 Ki).
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+
+  const int group = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, t = lane % 4;
+  const unsigned char* q_rows = sQ + group * 64 * 128;
+  const float scale2 = p.scale * kLog2e;
+  auto release = [&](uint64_t* bar) {
+    if (lane == 0) {
+      barrier_arrive(bar);
+    }
+  };
+  auto keys = [&](int g) { return sK + (g % kStages) * L::kTileBytes; };
+  auto values = [&](int g) { return sV + (g % kStages) * L::kTileBytes; };
+  auto parity = [](int g) { return static_cast<uint32_t>((g / kStages) & 1); };
+
+  if (group == 1) {
+    turn_pass(group);  // warpgroup 0 issues first
+  }
+  float o[D / 2];
+  float row_max[2], row_sum[2], corr[2];
+  float s[kBlockN / 2];
+  uint32_t pa[kBlockN / 16][4];
+  int done = 0;  // key/value tiles consumed so far, over every item
+  for (int k = 0; work_item(p, k, tiles, bh_count, kBlockM, kBlockN, w); ++k) {
+    const int first_row = w.m0 + group * 64;
+    const int row_a = first_row + warp * 16 + lane / 4;
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) {
+      o[i] = 0.0f;
+    }
+    row_max[0] = row_max[1] = -CUDART_INF_F;
+    row_sum[0] = row_sum[1] = 0.0f;
+    const int last = done + w.n_tiles - 1;
+
+    barrier_wait(q_full, k & 1);
+    barrier_wait(k_full + done % kStages, parity(done));
+    turn_wait(group);
+    issue_scores<T, D, kBlockN>(s, q_rows, kBlockM, keys(done));
+    turn_pass(group);
+    wgmma_wait_all();
+    hold(s);
+    release(k_free + done % kStages);
+    if (w.n_tiles == 1) {
+      release(q_free);
+    }
+    softmax_step<kBlockN>(s, p, 0, first_row, row_a, t, scale2, row_max, row_sum, corr);
+    to_fragments<T, kBlockN>(s, pa);
+
+    for (int j = 1; j < w.n_tiles; ++j) {
+      const int g = done + j;
+      barrier_wait(k_full + g % kStages, parity(g));
+      barrier_wait(v_full + (g - 1) % kStages, parity(g - 1));
+      turn_wait(group);
+      issue_scores<T, D, kBlockN>(s, q_rows, kBlockM, keys(g));
+      rescale<D>(o, corr);  // by tile j - 1's softmax, while S(j) runs
+      issue_values<T, D, kBlockN>(o, pa, values(g - 1));
+      turn_pass(group);
+      asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // S(j) is in
+      hold(s);
+      release(k_free + g % kStages);
+      if (g == last) {
+        release(q_free);  // the item's last S has read the query tile
+      }
+      softmax_step<kBlockN>(s, p, j * kBlockN, first_row, row_a, t, scale2, row_max, row_sum, corr);
+      wgmma_wait_all();  // O += P(j-1) V(j-1) is in: its fragments are free again
+      hold(o);
+      hold(pa);
+      release(v_free + (g - 1) % kStages);
+      to_fragments<T, kBlockN>(s, pa);
+    }
+    barrier_wait(v_full + last % kStages, parity(last));
+    turn_wait(group);
+    rescale<D>(o, corr);
+    issue_values<T, D, kBlockN>(o, pa, values(last));
+    turn_pass(group);
+    wgmma_wait_all();
+    hold(o);
+    hold(pa);
+    release(v_free + last % kStages);
+    done = last + 1;
+    const Operands at{nullptr, nullptr, nullptr, 0, 0, 0, w.b, w.h, w.m0};
+    write_rows<T, D>(p, at, o, row_a, t, row_max, row_sum);
+  }
+  if (group == 0) {
+    turn_wait(0);  // warpgroup 1's last pass: every arrival at a turn barrier is taken
+  }
+#endif
+}
+
 // Whether the image CUDA loads for this kernel has its body. The body exists only in sm_90a
 // code; flags of the build's own (CMAKE_CUDA_FLAGS with -arch=sm_90, say) can add a plain
 // sm_90 image beside it, whose empty kernel would launch, succeed and write nothing. Such an
@@ -419,26 +363,132 @@ int launch_pipelined(const FusedPlan& p, cudaStream_t stream) {
   return launch_attention(kernel, p, kBlockM, 128 * kGroups, smem, opted_in, stream);
 }
 
+// cuTensorMapEncodeTiled, the driver's, through cudart's entry point (the shims link no
+// driver library); null where this driver has none.
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+EncodeTiled encode_tiled() {
+  static const EncodeTiled encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return static_cast<EncodeTiled>(nullptr);
+    }
+    return reinterpret_cast<EncodeTiled>(fn);
+  }();
+  return encode;
+}
+
+// A tensor map of one operand, [batch, heads, len, dim] with `strides` in elements over the
+// first three, boxes of 64 columns by `rows` rows in the 128-byte swizzle. False where the
+// driver refuses it (a stride TMA cannot step, say): the caller takes another kernel.
+bool tile_map(CUtensorMap* map, const void* base, int32_t dtype, int64_t batch, int64_t heads, int64_t len,
+              int64_t dim, const int64_t (&strides)[3], int rows) {
+  EncodeTiled encode = encode_tiled();
+  if (encode == nullptr) {
+    return false;
+  }
+  const cuuint64_t sizes[4] = {static_cast<cuuint64_t>(dim), static_cast<cuuint64_t>(len),
+                               static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
+  cuuint64_t steps[3] = {static_cast<cuuint64_t>(strides[2]) * 2, static_cast<cuuint64_t>(strides[1]) * 2,
+                         static_cast<cuuint64_t>(strides[0]) * 2};
+  // A dimension of one is never stepped over, but TMA still wants its stride aligned and
+  // nonzero: torch leaves such strides free (any value describes the tensor).
+  for (int i = 0; i < 3; ++i) {
+    if (sizes[i + 1] == 1) {
+      steps[i] = static_cast<cuuint64_t>(dim) * 2;
+    }
+  }
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(rows), 1, 1};
+  const cuuint32_t unit[4] = {1, 1, 1, 1};
+  return encode(map, dtype == 15 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+                const_cast<void*>(base), sizes, steps, box, unit, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+// The current device's SM count, asked of CUDA once per device (the persistent kernel's grid).
+int multiprocessors(int& count) {
+  static std::atomic<int> known[64] = {};
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) {
+    return static_cast<int>(e);
+  }
+  if (device < 64 && (count = known[device].load(std::memory_order_relaxed)) > 0) {
+    return 0;
+  }
+  e = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) {
+    return static_cast<int>(e);
+  }
+  if (device < 64) {
+    known[device].store(count, std::memory_order_relaxed);
+  }
+  return 0;
+}
+
+template <typename T, int D, int kBlockN, int kStages>
+int launch_specialised(const FusedPlan& p, cudaStream_t stream) {
+  using L = SpecialisedLayout<D, kBlockN, kStages>;
+  auto kernel = hopper_specialised_kernel<T, D, kBlockN, kStages>;
+  static std::atomic<int> body{0};
+  if (!has_body(reinterpret_cast<const void*>(kernel), body)) {
+    return static_cast<int>(cudaErrorNoKernelImageForDevice);
+  }
+  CUtensorMap maps[3];
+  if (!tile_map(&maps[0], p.q, p.dtype, p.batch, p.heads, p.q_len, D, p.q_strides, L::kBlockM) ||
+      !tile_map(&maps[1], p.k, p.dtype, p.batch, p.kv_heads, p.k_len, D, p.k_strides, kBlockN) ||
+      !tile_map(&maps[2], p.v, p.dtype, p.batch, p.kv_heads, p.k_len, D, p.v_strides, kBlockN)) {
+    return static_cast<int>(cudaErrorNoKernelImageForDevice);  // the pipelined kernel takes the call
+  }
+  static std::atomic<unsigned long long> opted_in{0};
+  int status = opt_in_shared_memory(reinterpret_cast<const void*>(kernel), L::kBytes, opted_in);
+  if (status != 0) {
+    return status;
+  }
+  const int tiles = static_cast<int>((p.q_len + L::kBlockM - 1) / L::kBlockM);
+  const int64_t bh = p.batch * p.heads;
+  int sms = 0;
+  status = multiprocessors(sms);
+  if (status != 0) {
+    return status;
+  }
+  const int64_t ctas = std::min<int64_t>(tiles * bh, sms);  // one per SM (its shared memory allows no second)
+  kernel<<<static_cast<unsigned>(ctas), 384, L::kBytes, stream>>>(maps[0], maps[1], maps[2], p, tiles, bh);
+  return static_cast<int>(cudaGetLastError());
+}
+
 // The tile each head dim takes (hopper_attention_takes says where).
 template <typename T>
 int launch_for(const FusedPlan& p, cudaStream_t stream) {
+  const int status =
+      p.head_dim == 64 ? launch_specialised<T, 64, 128, 2>(p, stream) : launch_specialised<T, 128, 128, 2>(p, stream);
+  if (status != cudaErrorNoKernelImageForDevice) {
+    return status;
+  }
+  // No tensor map for these operands, or no kernel body: the pipelined kernel needs neither TMA
+  // nor a producer.
   return p.head_dim == 64 ? launch_pipelined<T, 64, 1, 64>(p, stream) : launch_pipelined<T, 128, 2, 128>(p, stream);
 }
 
 }  // namespace
 
-// Where it is faster than the mma.sync kernel, by the probes of run19 to run21 on an H100
-// (the table in docs/gpu/attention.md), without a mask:
-// - head dim 64 from 512 query rows: one warpgroup, 64 keys per tile (0.0181 against 0.0212
-//   ms at (4, 16, 512, 64) causal, 0.0295 against 0.0370 at (2, 16, 1024, 64));
-// - head dim 128 from 1024 query rows: two warpgroups, 128 keys per tile (0.137 against the
-//   mma.sync kernel's 0.147 ms at (1, 32, 2048, 128) causal, 0.245 against 0.264 not causal).
-// Shorter calls stay on the mma.sync kernel (at (8, 16, 256, 128) 0.0223 against 0.0219).
+// Where it is faster than the mma.sync kernel, by the probe of run27 on an H100 (the table
+// in docs/gpu/attention.md), without a mask, from 256 query rows at head dims 64 and 128: the
+// warp-specialised kernel, 128 keys per tile, two stages, took 0.0133 against 0.0219 ms at
+// (4, 16, 512, 64) causal, 0.0740 against 0.166 at (1, 32, 2048, 128) and 0.0169 against
+// 0.0221 at (8, 16, 256, 128). Shorter calls stay on the mma.sync kernel, whose 16-row warps
+// waste less of a short query than a 128-row CTA does.
 bool hopper_attention_takes(const FusedPlan& p, int major, int minor) {
-  if (major != 9 || minor != 0 || (p.dtype != 5 && p.dtype != 15) || p.mask != nullptr) {
+  if (major != 9 || minor != 0 || (p.dtype != 5 && p.dtype != 15) || p.mask != nullptr || !(p.scale > 0.0f)) {
     return false;
   }
-  return (p.head_dim == 64 && p.q_len >= 512) || (p.head_dim == 128 && p.q_len >= 1024);
+  return (p.head_dim == 64 || p.head_dim == 128) && p.q_len >= 256;
 }
 
 int hopper_attention(const FusedPlan& p, void* stream) {

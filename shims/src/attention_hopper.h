@@ -1,8 +1,8 @@
-// The Hopper attention kernel (attention_hopper.cu, built for sm_90a only): wgmma tensor-core
-// products with both operands of Q K^T and the values of P V read from shared memory by
-// descriptor. fused_attention() tries it first; it takes the bfloat16 and float16 calls it
-// runs faster than the mma.sync kernel (hopper_attention_takes says which) on a device of
-// compute capability 9.0.
+// The Hopper attention kernels (attention_hopper.cu, built for sm_90a only): wgmma tensor-core
+// products fed by TMA, a producer warpgroup and two consumer warpgroups in ping-pong.
+// fused_attention() tries them first; they take the bfloat16 and float16 calls they run faster
+// than the mma.sync kernel (hopper_attention_takes says which) on a device of compute
+// capability 9.0.
 #pragma once
 
 #include "attention_fused.h"
