@@ -8,6 +8,7 @@
 namespace probe {
 using aotishim::kernels::FusedPlan;
 using namespace aotishim::kernels;
+using namespace aotishim::kernels::device;
 
 template <int D>
 int run_dim(int variant, const FusedPlan& p, cudaStream_t s) {
@@ -32,6 +33,20 @@ int run_dim(int variant, const FusedPlan& p, cudaStream_t s) {
           default: return launch_pipelined<PROBE_T, D, 2, 128>(p, s);
         }
       }
+    case 10:
+    case 11:
+    case 12:
+    case 13:
+      if constexpr (std::is_same_v<PROBE_T, float>) {
+        return -4;
+      } else {
+        switch (variant) {
+          case 10: return launch_specialised<PROBE_T, D, 128, 2>(p, s);
+          case 11: return launch_specialised<PROBE_T, D, 128, 3>(p, s);
+          case 12: return launch_specialised<PROBE_T, D, 64, 3>(p, s);
+          default: return launch_specialised<PROBE_T, D, 64, 5>(p, s);
+        }
+      }
     default: return -1;
   }
 }
@@ -41,7 +56,9 @@ int run_dim(int variant, const FusedPlan& p, cudaStream_t s) {
 extern "C" const char* probe_variant(int i) {
   static const char* names[] = {"mma 16x64 w4", "mma 32x64 w4", "mma 32x32 w4", "mma 16x64 w8", "mma 16x128 w4",
                                 "mma 32x32 w8", "wgmma 1 group x 64 keys", "wgmma 1 group x 128 keys",
-                                "wgmma 2 groups x 64 keys", "wgmma 2 groups x 128 keys"};
+                                "wgmma 2 groups x 64 keys", "wgmma 2 groups x 128 keys",
+                                "ws 128 keys x 2 stages", "ws 128 keys x 3 stages", "ws 64 keys x 3 stages",
+                                "ws 64 keys x 5 stages"};
   return i >= 0 && i < static_cast<int>(sizeof(names) / sizeof(names[0])) ? names[i] : nullptr;
 }
 

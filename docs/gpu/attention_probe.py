@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import os
 import subprocess
 import sys
 import tempfile
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -31,6 +33,7 @@ SHAPES = [(4, 16, 512, 64), (1, 32, 2048, 128), (2, 16, 1024, 64), (8, 16, 256, 
 # Also timed without the causal cut (the zoo's encoders).
 FULL = [(1, 32, 2048, 128), (4, 16, 512, 64)]
 P, I64 = ctypes.c_void_p, ctypes.c_int64
+HANG_S = 30
 
 
 def nvcc_command(out: Path, dtype: str, *, link: bool = True) -> list[str]:
@@ -107,8 +110,9 @@ def check_products(lib: ctypes.CDLL, dtype: torch.dtype, stream: int) -> None:
             print(f"# products {str(dtype)[6:]} E={e}: {name:26s} rc {rc}  error {err:.2e}")
 
 
-def time_case(lib: ctypes.CDLL, tiles: list[str], dtype: str, shape: tuple[int, ...], causal: bool, stream: int) -> None:
-    """One shape and dtype: torch's kernels, then every variant, with its error against float64."""
+def time_case(lib: ctypes.CDLL, tiles: list[str], chosen: list[int], dtype: str, shape: tuple[int, ...],
+              causal: bool, stream: int) -> None:
+    """One shape and dtype: torch's kernels, then each chosen variant, with its error against float64."""
     b, h, n, e = shape
     tdtype, code, _ = DTYPES[dtype]
     fn = lib.probe_attention
@@ -127,12 +131,19 @@ def time_case(lib: ctypes.CDLL, tiles: list[str], dtype: str, shape: tuple[int, 
     print(f"\n## {label}: torch " + ", ".join(f"{name} {t:.4f} ms" for name, t in theirs.items()))
     args = (code, P(q.data_ptr()), P(k.data_ptr()), P(v.data_ptr()), P(out.data_ptr()), None,
             ctypes.cast(dims, P), ctypes.cast(strides, P), e**-0.5, int(causal), P(stream))
-    for i, tile in enumerate(tiles):
+    for i in chosen:
+        tile = tiles[i]
+
         def call(i: int = i) -> None:
             rc = fn(i, *args)
             if rc != 0:
                 raise RuntimeError(f"probe_attention returned {rc}")
 
+        # A kernel that never finishes (a barrier nobody arrives at) would hang the process:
+        # end it with a line that names the variant instead.
+        watchdog = threading.Timer(HANG_S, lambda tile=tile: (print(f"   {tile:26s} hung: no finish in {HANG_S} s",
+                                                                    flush=True), os._exit(3)))
+        watchdog.start()
         try:
             out.zero_()
             call()
@@ -142,6 +153,8 @@ def time_case(lib: ctypes.CDLL, tiles: list[str], dtype: str, shape: tuple[int, 
         except RuntimeError as exc:
             print(f"   {tile:26s} {exc}")
             continue
+        finally:
+            watchdog.cancel()
         ratios = "  ".join(f"/{name} {t / tt:5.2f}" for name, tt in theirs.items())
         print(f"   {tile:26s} {t:.4f} ms  {flops / t / 1e9:6.1f} TFLOP/s  {ratios}  err {err:.2e}"
               f"{'  (best)' if t < best else ''}")
@@ -150,6 +163,8 @@ def time_case(lib: ctypes.CDLL, tiles: list[str], dtype: str, shape: tuple[int, 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtypes", default="bfloat16,float16,float32")
+    ap.add_argument("--variants", default="",
+                    help="comma-separated name prefixes of the variants to time (default: all)")
     ap.add_argument("--products-only", action="store_true",
                     help="only the Hopper kernel's two products (a fault there ends the process)")
     args = ap.parse_args()
@@ -164,8 +179,10 @@ def main() -> int:
             tiles.append(name.decode())
         print(f"# device: {torch.cuda.get_device_name()}; torch {torch.__version__}")
         print("# mma RxN wW: the mma.sync kernel (R query rows per warp, N keys per tile, W warps); "
-              "wgmma: the Hopper kernel")
+              "wgmma: the Hopper kernel; ws: its warp-specialised form (TMA, ping-pong)")
         stream = torch.cuda.current_stream().cuda_stream
+        wanted = [w.strip() for w in args.variants.split(",") if w.strip()]
+        chosen = [i for i, name in enumerate(tiles) if not wanted or any(name.startswith(w) for w in wanted)]
         for dtype in dtypes:
             if dtype != "float32":
                 check_products(libs[dtype], DTYPES[dtype][0], stream)
@@ -173,7 +190,7 @@ def main() -> int:
             return 0
         for shape, causal in [(s, True) for s in SHAPES] + [(s, False) for s in FULL]:
             for dtype in dtypes:
-                time_case(libs[dtype], tiles, dtype, shape, causal, stream)
+                time_case(libs[dtype], tiles, chosen, dtype, shape, causal, stream)
                 torch.cuda.empty_cache()
     return 0
 
