@@ -220,24 +220,20 @@ __global__ void __launch_bounds__(384, 1)
         }
         for (int j = 0; j < w.n_tiles; ++j, ++loaded) {
           const int stage = loaded % kStages, use = loaded / kStages;
-          if (use > 0) {
-            barrier_wait(k_free + stage, (use - 1) & 1);
-          }
-          barrier_expect(k_full + stage, static_cast<uint32_t>(L::kTileBytes));
+          // Keys, then values: each into its stage once the consumers freed its last use.
+          auto load = [&](uint64_t* free, uint64_t* full, unsigned char* tiles_of, const CUtensorMap* map) {
+            if (use > 0) {
+              barrier_wait(free + stage, (use - 1) & 1);
+            }
+            barrier_expect(full + stage, static_cast<uint32_t>(L::kTileBytes));
 #pragma unroll
-          for (int c = 0; c < D / 64; ++c) {
-            tma_load(sK + stage * L::kTileBytes + c * kBlockN * 128, &k_map, k_full + stage, c * 64, j * kBlockN,
-                     kvh, w.b);
-          }
-          if (use > 0) {
-            barrier_wait(v_free + stage, (use - 1) & 1);
-          }
-          barrier_expect(v_full + stage, static_cast<uint32_t>(L::kTileBytes));
-#pragma unroll
-          for (int c = 0; c < D / 64; ++c) {
-            tma_load(sV + stage * L::kTileBytes + c * kBlockN * 128, &v_map, v_full + stage, c * 64, j * kBlockN,
-                     kvh, w.b);
-          }
+            for (int c = 0; c < D / 64; ++c) {
+              tma_load(tiles_of + stage * L::kTileBytes + c * kBlockN * 128, map, full + stage, c * 64, j * kBlockN,
+                       kvh, w.b);
+            }
+          };
+          load(k_free, k_full, sK, &k_map);
+          load(v_free, v_full, sV, &v_map);
         }
       }
     }
