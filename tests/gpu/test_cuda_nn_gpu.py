@@ -519,11 +519,13 @@ def test_sdpa_fused_grouped_query_heads(shims: Shims, kind: str, dtype: torch.dt
 def test_sdpa_fused_long_sequence_tiles(
     shims: Shims, kind: str, dtype: torch.dtype, route: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Long sequences without a mask: route "any" takes the Hopper kernel on an H100/H200 for
-    16-bit calls (head dim 64 from 512 query rows, 128 from 1024) and the mma.sync kernel's
+    """Long sequences without a mask: route "any" takes the Hopper kernels on an H100/H200 for
+    16-bit calls (head dims 64 and 128 from 256 query rows) and the mma.sync kernel's
     long-sequence tiles for float32; route "mma" keeps every call on the mma.sync kernel and
     its tiles. Values and logsumexp against float64 math, causal and not, grouped-query heads,
-    a query length off the tile and a key length unlike it."""
+    a query length off the tile and a key length unlike it (shorter and longer), key and value
+    heads broadcast by a zero stride (a tensor map's stride of 0), and a negative scale (which
+    the Hopper kernels leave to the mma.sync kernel)."""
     if route == "mma":
         monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", "mma")
     torch.manual_seed(9)
@@ -532,10 +534,16 @@ def test_sdpa_fused_long_sequence_tiles(
         (1, 2, 2, 1024, 1300, 128, "bhle"),
         (2, 2, 1, 520, 520, 64, "blhe"),
         (1, 2, 2, 777, 600, 64, "bhle"),
+        (2, 4, 1, 300, 260, 64, "blhe"),
+        (1, 2, 2, 256, 700, 128, "bhle"),
     ]:
         q, k, v = qkv(b, hq, hk, lq, lk, e, e, dtype, layout)
         run_sdpa(shims, kind, q, k, v, causal=True, tag=f"long {lq}x{lk} e={e} causal")
         run_sdpa(shims, kind, q, k, v, causal=False, tag=f"long {lq}x{lk} e={e}")
+    q, k, v = qkv(1, 4, 1, 400, 400, 128, 128, dtype, "bhle")
+    k, v = k.expand(1, 4, 400, 128), v.expand(1, 4, 400, 128)
+    run_sdpa(shims, kind, q, k, v, causal=True, tag="key and value heads broadcast")
+    run_sdpa(shims, kind, q, k, v, causal=True, scale=-0.05, tag="negative scale")
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
