@@ -41,10 +41,10 @@ int run_dim(int variant, const FusedPlan& p, cudaStream_t s) {
         return -4;
       } else {
         switch (variant) {
-          case 10: return launch_specialised<PROBE_T, D, 128, 2>(p, s);
-          case 11: return launch_specialised<PROBE_T, D, 128, 3>(p, s);
-          case 12: return launch_specialised<PROBE_T, D, 64, 3>(p, s);
-          default: return launch_specialised<PROBE_T, D, 64, 5>(p, s);
+          case 10: return launch_specialised<PROBE_T, D, 128, 2>(p, 0, s);
+          case 11: return launch_specialised<PROBE_T, D, 128, 3>(p, 0, s);
+          case 12: return launch_specialised<PROBE_T, D, 64, 3>(p, 0, s);
+          default: return launch_specialised<PROBE_T, D, 64, 5>(p, 0, s);
         }
       }
     default: return -1;

@@ -512,7 +512,7 @@ int fused_attention(const FusedPlan& p, int device, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
   const int cc = compute_capability(device);
   if (p.hopper && hopper_attention_takes(p, cc / 10, cc % 10)) {
-    int status = hopper_attention(p, stream);
+    int status = hopper_attention(p, device, stream);
     // No Hopper kernel with its body to launch (hopper_attention's check of the loaded
     // image): the mma.sync kernel takes the call instead.
     if (status != cudaErrorNoKernelImageForDevice && status != cudaErrorInvalidDeviceFunction) {

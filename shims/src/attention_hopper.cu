@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 namespace aotishim::kernels {
 namespace {
@@ -207,7 +208,9 @@ __global__ void __launch_bounds__(384, 1)
   if (tid >= 256) {  // the producer warpgroup: one thread issues, the rest give their registers up
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     if (tid == 256) {
-      int loaded = 0;  // key/value tiles so far, over every item: the stage and its use
+      // Key/value tiles so far, over every item: the stage and its use. 64-bit: a CTA of a long
+      // call can load over 2^31 tiles.
+      int64_t loaded = 0;
       for (int k = 0; work_item(p, k, tiles, bh_count, kBlockM, kBlockN, w); ++k) {
         const int kvh = static_cast<int>(w.h / (p.heads / p.kv_heads));
         if (k > 0) {
@@ -219,7 +222,8 @@ __global__ void __launch_bounds__(384, 1)
           tma_load(sQ + c * kBlockM * 128, &q_map, q_full, c * 64, w.m0, w.h, w.b);
         }
         for (int j = 0; j < w.n_tiles; ++j, ++loaded) {
-          const int stage = loaded % kStages, use = loaded / kStages;
+          const int stage = static_cast<int>(loaded % kStages);
+          const int64_t use = loaded / kStages;
           // Keys, then values: each into its stage once the consumers freed its last use.
           auto load = [&](uint64_t* free, uint64_t* full, unsigned char* tiles_of, const CUtensorMap* map) {
             if (use > 0) {
@@ -250,9 +254,10 @@ __global__ void __launch_bounds__(384, 1)
       barrier_arrive(bar);
     }
   };
-  auto keys = [&](int g) { return sK + (g % kStages) * L::kTileBytes; };
-  auto values = [&](int g) { return sV + (g % kStages) * L::kTileBytes; };
-  auto parity = [](int g) { return static_cast<uint32_t>((g / kStages) & 1); };
+  auto slot = [](int64_t g) { return static_cast<int>(g % kStages); };
+  auto keys = [&](int64_t g) { return sK + slot(g) * L::kTileBytes; };
+  auto values = [&](int64_t g) { return sV + slot(g) * L::kTileBytes; };
+  auto parity = [](int64_t g) { return static_cast<uint32_t>((g / kStages) & 1); };
 
   if (group == 1) {
     turn_pass(group);  // warpgroup 0 issues first
@@ -261,7 +266,7 @@ __global__ void __launch_bounds__(384, 1)
   float row_max[2], row_sum[2], corr[2];
   float s[kBlockN / 2];
   uint32_t pa[kBlockN / 16][4];
-  int done = 0;  // key/value tiles consumed so far, over every item
+  int64_t done = 0;  // key/value tiles consumed so far, over every item (as `loaded`)
   for (int k = 0; work_item(p, k, tiles, bh_count, kBlockM, kBlockN, w); ++k) {
     const int first_row = w.m0 + group * 64;
     const int row_a = first_row + warp * 16 + lane / 4;
@@ -271,16 +276,16 @@ __global__ void __launch_bounds__(384, 1)
     }
     row_max[0] = row_max[1] = -CUDART_INF_F;
     row_sum[0] = row_sum[1] = 0.0f;
-    const int last = done + w.n_tiles - 1;
+    const int64_t last = done + w.n_tiles - 1;
 
     barrier_wait(q_full, k & 1);
-    barrier_wait(k_full + done % kStages, parity(done));
+    barrier_wait(k_full + slot(done), parity(done));
     turn_wait(group);
     issue_scores<T, D, kBlockN>(s, q_rows, kBlockM, keys(done));
     turn_pass(group);
     wgmma_wait_all();
     hold(s);
-    release(k_free + done % kStages);
+    release(k_free + slot(done));
     if (w.n_tiles == 1) {
       release(q_free);
     }
@@ -288,9 +293,9 @@ __global__ void __launch_bounds__(384, 1)
     to_fragments<T, kBlockN>(s, pa);
 
     for (int j = 1; j < w.n_tiles; ++j) {
-      const int g = done + j;
-      barrier_wait(k_full + g % kStages, parity(g));
-      barrier_wait(v_full + (g - 1) % kStages, parity(g - 1));
+      const int64_t g = done + j;
+      barrier_wait(k_full + slot(g), parity(g));
+      barrier_wait(v_full + slot(g - 1), parity(g - 1));
       turn_wait(group);
       issue_scores<T, D, kBlockN>(s, q_rows, kBlockM, keys(g));
       rescale<D>(o, corr);  // by tile j - 1's softmax, while S(j) runs
@@ -298,7 +303,7 @@ __global__ void __launch_bounds__(384, 1)
       turn_pass(group);
       asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");  // S(j) is in
       hold(s);
-      release(k_free + g % kStages);
+      release(k_free + slot(g));
       if (g == last) {
         release(q_free);  // the item's last S has read the query tile
       }
@@ -306,10 +311,10 @@ __global__ void __launch_bounds__(384, 1)
       wgmma_wait_all();  // O += P(j-1) V(j-1) is in: its fragments are free again
       hold(o);
       hold(pa);
-      release(v_free + (g - 1) % kStages);
+      release(v_free + slot(g - 1));
       to_fragments<T, kBlockN>(s, pa);
     }
-    barrier_wait(v_full + last % kStages, parity(last));
+    barrier_wait(v_full + slot(last), parity(last));
     turn_wait(group);
     rescale<D>(o, corr);
     issue_values<T, D, kBlockN>(o, pa, values(last));
@@ -317,7 +322,7 @@ __global__ void __launch_bounds__(384, 1)
     wgmma_wait_all();
     hold(o);
     hold(pa);
-    release(v_free + last % kStages);
+    release(v_free + slot(last));
     done = last + 1;
     const Operands at{nullptr, nullptr, nullptr, 0, 0, 0, w.b, w.h, w.m0};
     write_rows<T, D>(p, at, o, row_a, t, row_max, row_sum);
@@ -392,8 +397,8 @@ bool tile_map(CUtensorMap* map, const void* base, int32_t dtype, int64_t batch, 
                                static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
   cuuint64_t steps[3] = {static_cast<cuuint64_t>(strides[2]) * 2, static_cast<cuuint64_t>(strides[1]) * 2,
                          static_cast<cuuint64_t>(strides[0]) * 2};
-  // A dimension of one is never stepped over, but TMA still wants its stride aligned and
-  // nonzero: torch leaves such strides free (any value describes the tensor).
+  // A dimension of one is never stepped over, and torch leaves its stride free (any value
+  // describes the tensor): give it one TMA takes, a multiple of 16 bytes.
   for (int i = 0; i < 3; ++i) {
     if (sizes[i + 1] == 1) {
       steps[i] = static_cast<cuuint64_t>(dim) * 2;
@@ -407,30 +412,29 @@ bool tile_map(CUtensorMap* map, const void* base, int32_t dtype, int64_t batch, 
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-// The current device's SM count, asked of CUDA once per device (the persistent kernel's grid).
-int multiprocessors(int& count) {
+// The device's SM count, asked of CUDA once per device (the persistent kernel's grid).
+int multiprocessors(int device, int& count) {
   static std::atomic<int> known[64] = {};
-  int device = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e != cudaSuccess) {
-    return static_cast<int>(e);
-  }
-  if (device < 64 && (count = known[device].load(std::memory_order_relaxed)) > 0) {
+  if (device >= 0 && device < 64 && (count = known[device].load(std::memory_order_relaxed)) > 0) {
     return 0;
   }
-  e = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+  const cudaError_t e = cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) {
     return static_cast<int>(e);
   }
-  if (device < 64) {
+  if (device >= 0 && device < 64) {
     known[device].store(count, std::memory_order_relaxed);
   }
   return 0;
 }
 
 template <typename T, int D, int kBlockN, int kStages>
-int launch_specialised(const FusedPlan& p, cudaStream_t stream) {
+int launch_specialised(const FusedPlan& given, int device, cudaStream_t stream) {
   using L = SpecialisedLayout<D, kBlockN, kStages>;
+  FusedPlan p = given;
+  if (p.kv_heads > 1 && p.k_strides[1] == 0 && p.v_strides[1] == 0) {
+    p.kv_heads = 1;  // key and value heads broadcast by a zero stride (expand) are one head
+  }
   auto kernel = hopper_specialised_kernel<T, D, kBlockN, kStages>;
   static std::atomic<int> body{0};
   if (!has_body(reinterpret_cast<const void*>(kernel), body)) {
@@ -450,7 +454,7 @@ int launch_specialised(const FusedPlan& p, cudaStream_t stream) {
   const int tiles = static_cast<int>((p.q_len + L::kBlockM - 1) / L::kBlockM);
   const int64_t bh = p.batch * p.heads;
   int sms = 0;
-  status = multiprocessors(sms);
+  status = multiprocessors(device, sms);
   if (status != 0) {
     return status;
   }
@@ -461,9 +465,9 @@ int launch_specialised(const FusedPlan& p, cudaStream_t stream) {
 
 // The tile each head dim takes (hopper_attention_takes says where).
 template <typename T>
-int launch_for(const FusedPlan& p, cudaStream_t stream) {
-  const int status =
-      p.head_dim == 64 ? launch_specialised<T, 64, 128, 2>(p, stream) : launch_specialised<T, 128, 128, 2>(p, stream);
+int launch_for(const FusedPlan& p, int device, cudaStream_t stream) {
+  const int status = p.head_dim == 64 ? launch_specialised<T, 64, 128, 2>(p, device, stream)
+                                      : launch_specialised<T, 128, 128, 2>(p, device, stream);
   if (status != cudaErrorNoKernelImageForDevice) {
     return status;
   }
@@ -481,15 +485,20 @@ int launch_for(const FusedPlan& p, cudaStream_t stream) {
 // 0.0221 at (8, 16, 256, 128). Shorter calls stay on the mma.sync kernel, whose 16-row warps
 // waste less of a short query than a 128-row CTA does.
 bool hopper_attention_takes(const FusedPlan& p, int major, int minor) {
-  if (major != 9 || minor != 0 || (p.dtype != 5 && p.dtype != 15) || p.mask != nullptr || !(p.scale > 0.0f)) {
+  if (major != 9 || minor != 0 || (p.dtype != 5 && p.dtype != 15) || p.mask != nullptr) {
+    return false;
+  }
+  // The softmax folds the scale into its exponent (hopper_steps.cuh): positive, and finite in
+  // base-2 units.
+  if (!(p.scale > 0.0f) || !std::isfinite(p.scale * kLog2e)) {
     return false;
   }
   return (p.head_dim == 64 || p.head_dim == 128) && p.q_len >= 256;
 }
 
-int hopper_attention(const FusedPlan& p, void* stream) {
+int hopper_attention(const FusedPlan& p, int device, void* stream) {
   auto s = static_cast<cudaStream_t>(stream);
-  return p.dtype == 15 ? launch_for<__nv_bfloat16>(p, s) : launch_for<__half>(p, s);
+  return p.dtype == 15 ? launch_for<__nv_bfloat16>(p, device, s) : launch_for<__half>(p, device, s);
 }
 
 }  // namespace aotishim::kernels

@@ -13,7 +13,8 @@ namespace aotishim::kernels {
 // its dtype, head dim and mask, and the device's compute capability (`major`, `minor`).
 bool hopper_attention_takes(const FusedPlan& plan, int major, int minor);
 
-// Launches it on `stream`; returns the CUDA status of the launch (0: launched).
-int hopper_attention(const FusedPlan& plan, void* stream);
+// Launches it on `stream` of CUDA device `device` (the current one); returns the CUDA status
+// of the launch (0: launched).
+int hopper_attention(const FusedPlan& plan, int device, void* stream);
 
 }  // namespace aotishim::kernels

@@ -524,8 +524,8 @@ def test_sdpa_fused_long_sequence_tiles(
     long-sequence tiles for float32; route "mma" keeps every call on the mma.sync kernel and
     its tiles. Values and logsumexp against float64 math, causal and not, grouped-query heads,
     a query length off the tile and a key length unlike it (shorter and longer), key and value
-    heads broadcast by a zero stride (a tensor map's stride of 0), and a negative scale (which
-    the Hopper kernels leave to the mma.sync kernel)."""
+    heads broadcast by a zero stride (the Hopper kernel describes them as one head), and a
+    negative scale (which the Hopper kernels leave to the mma.sync kernel)."""
     if route == "mma":
         monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", "mma")
     torch.manual_seed(9)
