@@ -48,17 +48,16 @@ __global__ void __launch_bounds__(128 * kGroups) hopper_pipelined_kernel(const F
   if (blockIdx.x == 0 && tid < p.zero_count) {
     p.zeros[tid] = 0;
   }
-  const Operands at = operands<T>(p, kBlockM, tiles, bh_count);
+  const Operands at = operands<T>(p, kBlockM, kBlockN, tiles, bh_count);
   const int lq = static_cast<int>(p.q_len), lk = static_cast<int>(p.k_len);
-  const int n_end = p.causal ? min(lk, at.m0 + kBlockM) : lk;
-  const int n_tiles = (n_end + kBlockN - 1) / kBlockN;
+  const int m0 = at.tile.m0, n_tiles = at.tile.n_tiles;
   auto load = [&](int tile) {
     const int n0 = tile * kBlockN;
     load_swizzled<D, kBlockN, kThreads>(stage(tile), at.k + n0 * at.k_row, at.k_row, lk - n0, tid);
     load_swizzled<D, kBlockN, kThreads>(stage(tile) + kKVBytes, at.v + n0 * at.v_row, at.v_row, lk - n0, tid);
   };
 
-  load_swizzled<D, kBlockM, kThreads>(sQ, at.q, at.q_row, lq - at.m0, tid);
+  load_swizzled<D, kBlockM, kThreads>(sQ, at.q, at.q_row, lq - m0, tid);
   load(0);
   cp_async_commit();
   if (n_tiles > 1) {
@@ -66,7 +65,7 @@ __global__ void __launch_bounds__(128 * kGroups) hopper_pipelined_kernel(const F
   }
   cp_async_commit();
 
-  const int first_row = at.m0 + group * 64;            // this warpgroup's first row
+  const int first_row = m0 + group * 64;               // this warpgroup's first row
   const int row_a = first_row + warp * 16 + lane / 4;  // this thread's rows: row_a and row_a + 8
   const unsigned char* q_rows = sQ + group * 64 * 128;
   const float scale2 = p.scale * kLog2e;
@@ -116,7 +115,7 @@ __global__ void __launch_bounds__(128 * kGroups) hopper_pipelined_kernel(const F
   wgmma_wait_all();
   hold(o);
   cp_async_wait<0>();
-  write_rows<T, D>(p, at, o, row_a, t, row_max, row_sum);
+  write_rows<T, D>(p, at.tile, o, row_a, t, row_max, row_sum);
 #endif
 }
 
@@ -133,27 +132,17 @@ struct SpecialisedLayout {
   static constexpr size_t kBytes = kQBytes + 2 * kStages * kTileBytes + kBarriers * 8;
 };
 
-// Where work item `k` of this CTA is: CTA c takes items c, 2G - 1 - c, 2G + c, 4G - 1 - c, ...
-// of the heavy-first order (G CTAs), so that the CTA with the heaviest item of one round has
-// the lightest of the next.
-struct WorkItem {
-  int b, h, m0, n_tiles;
-};
+// Work item `k` of this CTA, false past the last: CTA c takes items c, 2G - 1 - c, 2G + c,
+// 4G - 1 - c, ... of the heavy-first order (G CTAs), so that the CTA with the heaviest item of
+// one round has the lightest of the next.
 __device__ inline bool work_item(const FusedPlan& p, int k, int tiles, int64_t bh_count, int block_m, int block_n,
-                                 WorkItem& w) {
+                                 QueryTile& w) {
   const int64_t g = gridDim.x;
   const int64_t linear = static_cast<int64_t>(k) * g + (k % 2 == 0 ? blockIdx.x : g - 1 - blockIdx.x);
   if (linear >= tiles * bh_count) {
     return false;
   }
-  const int tile = tiles - 1 - static_cast<int>(linear / bh_count);  // heavy (late, causal) tiles first
-  const int64_t bh = linear % bh_count;
-  w.b = static_cast<int>(bh / p.heads);
-  w.h = static_cast<int>(bh % p.heads);
-  w.m0 = tile * block_m;
-  const int lk = static_cast<int>(p.k_len);
-  const int n_end = p.causal ? min(lk, w.m0 + block_m) : lk;
-  w.n_tiles = (n_end + block_n - 1) / block_n;
+  w = query_tile(p, linear, tiles, bh_count, block_m, block_n);
   return true;
 }
 
@@ -204,7 +193,7 @@ __global__ void __launch_bounds__(384, 1)
   }
   __syncthreads();
 
-  WorkItem w;
+  QueryTile w;
   if (tid >= 256) {  // the producer warpgroup: one thread issues, the rest give their registers up
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     if (tid == 256) {
@@ -219,7 +208,8 @@ __global__ void __launch_bounds__(384, 1)
         barrier_expect(q_full, static_cast<uint32_t>(L::kQBytes));
 #pragma unroll
         for (int c = 0; c < D / 64; ++c) {
-          tma_load(sQ + c * kBlockM * 128, &q_map, q_full, c * 64, w.m0, w.h, w.b);
+          tma_load(sQ + c * kBlockM * 128, &q_map, q_full, c * 64, w.m0, static_cast<int>(w.h),
+                   static_cast<int>(w.b));
         }
         for (int j = 0; j < w.n_tiles; ++j, ++loaded) {
           const int stage = static_cast<int>(loaded % kStages);
@@ -233,7 +223,7 @@ __global__ void __launch_bounds__(384, 1)
 #pragma unroll
             for (int c = 0; c < D / 64; ++c) {
               tma_load(tiles_of + stage * L::kTileBytes + c * kBlockN * 128, map, full + stage, c * 64, j * kBlockN,
-                       kvh, w.b);
+                       kvh, static_cast<int>(w.b));
             }
           };
           load(k_free, k_full, sK, &k_map);
@@ -324,8 +314,7 @@ __global__ void __launch_bounds__(384, 1)
     hold(pa);
     release(v_free + slot(last));
     done = last + 1;
-    const Operands at{nullptr, nullptr, nullptr, 0, 0, 0, w.b, w.h, w.m0};
-    write_rows<T, D>(p, at, o, row_a, t, row_max, row_sum);
+    write_rows<T, D>(p, w, o, row_a, t, row_max, row_sum);
   }
   if (group == 0) {
     turn_wait(0);  // warpgroup 1's last pass: every arrival at a turn barrier is taken

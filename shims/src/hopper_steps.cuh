@@ -8,34 +8,50 @@
 
 namespace aotishim::kernels::device {
 
-// Where a CTA's operands are: the query tile's [b, h] base and the key/value [b, kv head] bases
-// (bytes), the row strides in bytes, and which (b, h, query tile) the CTA is.
+// One query tile of one batch and head: the `linear`-th in the heavy-first order (for causal,
+// the late tiles have the most keys), and how many key tiles of block_n its rows see. (The
+// mma.sync kernel in attention_fused.cu walks the same order by lines of its own.)
+struct QueryTile {
+  int64_t b, h;
+  int m0;       // its first query row
+  int n_tiles;  // key tiles up to the causal cut or the end
+};
+
+__device__ inline QueryTile query_tile(const FusedPlan& p, int64_t linear, int tiles, int64_t bh_count, int block_m,
+                                       int block_n) {
+  QueryTile q;
+  const int tile = tiles - 1 - static_cast<int>(linear / bh_count);
+  const int64_t bh = linear % bh_count;
+  q.b = bh / p.heads;
+  q.h = bh % p.heads;
+  q.m0 = tile * block_m;
+  const int lk = static_cast<int>(p.k_len);
+  const int n_end = p.causal ? min(lk, q.m0 + block_m) : lk;
+  q.n_tiles = (n_end + block_n - 1) / block_n;
+  return q;
+}
+
+// Where a CTA's operands are: its query tile, the query tile's [b, h] base and the key/value
+// [b, kv head] bases (bytes), and the row strides in bytes. One CTA per query tile.
 struct Operands {
+  QueryTile tile;
   const unsigned char* q;
   const unsigned char* k;
   const unsigned char* v;
   int64_t q_row, k_row, v_row;
-  int64_t b, h;
-  int m0;  // the CTA's first query row
 };
 
 template <typename T>
-__device__ inline Operands operands(const FusedPlan& p, int block_m, int tiles, int64_t bh_count) {
+__device__ inline Operands operands(const FusedPlan& p, int block_m, int block_n, int tiles, int64_t bh_count) {
   Operands o;
-  // Heavy (late, for causal) query tiles first, as in the mma.sync kernel.
-  const int64_t linear = blockIdx.x;
-  const int tile = tiles - 1 - static_cast<int>(linear / bh_count);
-  const int64_t bh = linear % bh_count;
-  o.b = bh / p.heads;
-  o.h = bh % p.heads;
-  const int64_t kvh = o.h / (p.heads / p.kv_heads);
-  o.m0 = tile * block_m;
+  o.tile = query_tile(p, blockIdx.x, tiles, bh_count, block_m, block_n);
+  const int64_t b = o.tile.b, h = o.tile.h, kvh = h / (p.heads / p.kv_heads);
   o.q_row = p.q_strides[2] * 2, o.k_row = p.k_strides[2] * 2, o.v_row = p.v_strides[2] * 2;
-  o.q = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.q) + o.b * p.q_strides[0] +
-                                               o.h * p.q_strides[1]) + o.m0 * o.q_row;
-  o.k = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.k) + o.b * p.k_strides[0] +
+  o.q = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.q) + b * p.q_strides[0] +
+                                               h * p.q_strides[1]) + o.tile.m0 * o.q_row;
+  o.k = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.k) + b * p.k_strides[0] +
                                                kvh * p.k_strides[1]);
-  o.v = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.v) + o.b * p.v_strides[0] +
+  o.v = reinterpret_cast<const unsigned char*>(static_cast<const T*>(p.v) + b * p.v_strides[0] +
                                                kvh * p.v_strides[1]);
   return o;
 }
@@ -138,7 +154,7 @@ __device__ inline void to_fragments(const float (&s)[BN / 2], uint32_t (&pa)[BN 
 
 // The output rows normalised, and their logsumexp (natural log) where the call wants it.
 template <typename T, int D>
-__device__ inline void write_rows(const FusedPlan& p, const Operands& at, const float (&o)[D / 2], int row_a, int t,
+__device__ inline void write_rows(const FusedPlan& p, const QueryTile& at, const float (&o)[D / 2], int row_a, int t,
                                   const float (&row_max)[2], const float (&row_sum)[2]) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
