@@ -170,6 +170,9 @@ def main() -> int:
     args = ap.parse_args()
     torch.manual_seed(0)
     dtypes = args.dtypes.split(",")
+    unknown = [d for d in dtypes if d not in DTYPES]
+    if unknown:
+        ap.error(f"--dtypes: {', '.join(unknown)} unknown (known: {', '.join(DTYPES)})")
     with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(len(dtypes)) as pool:
         libs = dict(zip(dtypes, pool.map(lambda d: build(Path(tmp), d), dtypes)))
         first = next(iter(libs.values()))
@@ -183,6 +186,9 @@ def main() -> int:
         stream = torch.cuda.current_stream().cuda_stream
         wanted = [w.strip() for w in args.variants.split(",") if w.strip()]
         chosen = [i for i, name in enumerate(tiles) if not wanted or any(name.startswith(w) for w in wanted)]
+        if not chosen:
+            print(f"attention_probe: --variants {args.variants!r} names none of: {', '.join(tiles)}", file=sys.stderr)
+            return 2
         for dtype in dtypes:
             if dtype != "float32":
                 check_products(libs[dtype], DTYPES[dtype][0], stream)
