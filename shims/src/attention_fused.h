@@ -33,9 +33,13 @@ struct FusedPlan {
   // that they cost no launch of their own; null: none. At most 4 words.
   uint64_t* zeros = nullptr;
   int32_t zero_count = 0;
-  // Whether the Hopper kernel (attention_hopper.h) may take the call where it can;
-  // AOTI_SHIM_ATTENTION_ROUTE=mma says no, to compare both kernels.
+  // Whether the Hopper kernels (attention_hopper.h) may take the call where they can;
+  // AOTI_SHIM_ATTENTION_ROUTE=mma says no, to compare the kernels.
   bool hopper = true;
+  // Whether the Hopper call may take the warp-specialised kernel (its operands described by
+  // TMA tensor maps); AOTI_SHIM_ATTENTION_ROUTE=pipelined says no, so that a test reaches the
+  // pipelined kernel, the fallback where the driver refuses a tensor map.
+  bool tensor_maps = true;
 };
 
 // Whether the fused kernel takes this call: dtype float32, float16 or bfloat16; head dim

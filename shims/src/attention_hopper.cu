@@ -455,10 +455,12 @@ int launch_specialised(const FusedPlan& given, int device, cudaStream_t stream) 
 // The tile each head dim takes (hopper_attention_takes says where).
 template <typename T>
 int launch_for(const FusedPlan& p, int device, cudaStream_t stream) {
-  const int status = p.head_dim == 64 ? launch_specialised<T, 64, 128, 2>(p, device, stream)
-                                      : launch_specialised<T, 128, 128, 2>(p, device, stream);
-  if (status != cudaErrorNoKernelImageForDevice) {
-    return status;
+  if (p.tensor_maps) {
+    const int status = p.head_dim == 64 ? launch_specialised<T, 64, 128, 2>(p, device, stream)
+                                        : launch_specialised<T, 128, 128, 2>(p, device, stream);
+    if (status != cudaErrorNoKernelImageForDevice) {
+      return status;
+    }
   }
   // No tensor map for these operands, or no kernel body: the pipelined kernel needs neither TMA
   // nor a producer.

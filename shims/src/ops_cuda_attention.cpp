@@ -181,14 +181,21 @@ AOTITorchError new_cuda(Dims sizes, Dims strides, int32_t dtype, int32_t device,
 
 // AOTI_SHIM_ATTENTION_ROUTE, read per call so that a test can compare the routes on the same
 // shapes: gemm sends every call down the GEMM route; mma keeps fused calls off the Hopper
-// kernel (the mma.sync kernel takes them).
-enum class Route { Any, Mma, Gemm };
+// kernels (the mma.sync kernel takes them); pipelined gives the Hopper calls to its pipelined
+// kernel, the fallback of operands no tensor map describes.
+enum class Route { Any, Mma, Gemm, Pipelined };
 Route forced_route() {
   const char* route = std::getenv("AOTI_SHIM_ATTENTION_ROUTE");
-  if (route != nullptr && std::strcmp(route, "gemm") == 0) {
+  if (route == nullptr) {
+    return Route::Any;
+  }
+  if (std::strcmp(route, "gemm") == 0) {
     return Route::Gemm;
   }
-  return route != nullptr && std::strcmp(route, "mma") == 0 ? Route::Mma : Route::Any;
+  if (std::strcmp(route, "mma") == 0) {
+    return Route::Mma;
+  }
+  return std::strcmp(route, "pipelined") == 0 ? Route::Pipelined : Route::Any;
 }
 
 // The fused kernel's plan for this call, or false where an operand's layout rules it out
@@ -242,6 +249,7 @@ AOTITorchError run(const Request& r, const Tensor& out, float* lse, const int64_
   if (route != Route::Gemm) {
     kernels::FusedPlan plan;
     plan.hopper = route != Route::Mma;
+    plan.tensor_maps = route != Route::Pipelined;
     plan.zeros = static_cast<uint64_t*>(zeros.data);
     plan.zero_count = static_cast<int32_t>(zeros.bytes / sizeof(uint64_t));
     double fused_scale = r.scale != nullptr ? *r.scale : 1.0 / std::sqrt(static_cast<double>(q.sizes[3]));

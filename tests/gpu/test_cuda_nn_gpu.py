@@ -514,20 +514,22 @@ def test_sdpa_fused_grouped_query_heads(shims: Shims, kind: str, dtype: torch.dt
             run_sdpa(shims, kind, q, k, v, mask=bias, tag=f"fused gqa {hq}/{hk} mask")
 
 
-@pytest.mark.parametrize("route", ["any", "mma"])
+@pytest.mark.parametrize("route", ["any", "mma", "pipelined"])
 @pytest.mark.parametrize("kind,dtype", FUSED_KINDS)
 def test_sdpa_fused_long_sequence_tiles(
     shims: Shims, kind: str, dtype: torch.dtype, route: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Long sequences without a mask: route "any" takes the Hopper kernels on an H100/H200 for
-    16-bit calls (head dims 64 and 128 from 256 query rows) and the mma.sync kernel's
-    long-sequence tiles for float32; route "mma" keeps every call on the mma.sync kernel and
-    its tiles. Values and logsumexp against float64 math, causal and not, grouped-query heads,
-    a query length off the tile and a key length unlike it (shorter and longer), key and value
-    heads broadcast by a zero stride (the Hopper kernel describes them as one head), and a
-    negative scale (which the Hopper kernels leave to the mma.sync kernel)."""
-    if route == "mma":
-        monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", "mma")
+    16-bit calls (head dims 64 and 128 from 256 query rows: the warp-specialised kernel) and
+    the mma.sync kernel's long-sequence tiles for float32; route "pipelined" gives those 16-bit
+    calls to the pipelined Hopper kernel (the fallback where the driver refuses a tensor map);
+    route "mma" keeps every call on the mma.sync kernel and its tiles. Values and logsumexp
+    against float64 math, causal and not, grouped-query heads, a query length off the tile and
+    a key length unlike it (shorter and longer), key and value heads broadcast by a zero stride
+    (the warp-specialised kernel describes them as one head), and a negative scale (which the
+    Hopper kernels leave to the mma.sync kernel)."""
+    if route != "any":
+        monkeypatch.setenv("AOTI_SHIM_ATTENTION_ROUTE", route)
     torch.manual_seed(9)
     for b, hq, hk, lq, lk, e, layout in [
         (1, 4, 2, 1100, 1100, 128, "blhe"),
