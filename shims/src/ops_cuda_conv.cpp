@@ -27,6 +27,7 @@
 // Inductor indexes it so): channels-last (2-D) or channels-last-3d (3-D) when the input or
 // the weight has channels-last strides and the dtype is not float64; contiguous otherwise,
 // 1-D convolutions included.
+#include "conv_direct.h"
 #include "cuda_api.h"
 #include "kernels_nn.h"
 #include "ops.h"
@@ -723,6 +724,9 @@ bool direct_depthwise(const Tensor& x, const Tensor& w, const Params& p, const T
 AOTITorchError run_depthwise(const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, bool channels_last,
                              const Tensor& out) {
   AOTISHIM_PROFILE_STEP("conv: direct depthwise kernel");
+  // The launch goes to the current device: the operands' one for the call.
+  cuda::DeviceScope scope;
+  AOTISHIM_TRY(scope.enter(out.device_index()));
   void* stream = current_stream(out.device_index());
   kernels::DepthwisePlan plan;
   plan.x = x.data();
@@ -751,6 +755,117 @@ AOTITorchError run_depthwise(const Tensor& x, const Tensor& w, const Tensor* bia
         "cuda_convolution bias kernel"));
   }
   return AOTI_SHIM_OK;
+}
+
+// AOTI_SHIM_CONV_ROUTE, read per call so that a test or a probe can compare the routes on the
+// same shapes: cudnn keeps every dense convolution on cuDNN; direct gives the direct kernel
+// every one it can take, whatever its size or dtype.
+enum class ConvRoute { Any, Cudnn, Direct };
+ConvRoute forced_conv_route() {
+  const char* route = std::getenv("AOTI_SHIM_CONV_ROUTE");
+  if (route == nullptr) {
+    return ConvRoute::Any;
+  }
+  if (std::strcmp(route, "cudnn") == 0) {
+    return ConvRoute::Cudnn;
+  }
+  return std::strcmp(route, "direct") == 0 ? ConvRoute::Direct : ConvRoute::Any;
+}
+
+// The furthest element a layout reaches, when every stride is non-negative; -1 otherwise.
+int64_t last_offset(const Tensor& t) {
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (t.strides[d] < 0) {
+      return -1;
+    }
+    last += (t.sizes[d] - 1) * t.strides[d];  // sizes are positive here: no empty operand
+  }
+  return last;
+}
+
+// The direct kernel (conv_direct.h) takes a dense (groups 1) 2-D forward convolution of
+// float32 by default, float64 and the half types when forced, whose every offset fits in
+// int32 and whose channels fill at least half a warp. By default only small float32 outputs
+// go there, where cuDNN's kernels, which split the work by output alone, leave most of the
+// GPU idle (ResNet-18 at batch 2 and 64x64, every convolution but the first: 7.3 to 133 us of
+// GPU time a call in cuDNN against 4.5 to 10.3 us, run33). Its lanes read an input channel
+// each, so how far "small" reaches depends on the layout (run33's ladder of shapes):
+// - channels-last input (channels adjacent): up to kDirectOutputs output elements;
+// - otherwise (each lane's load its own plane): up to kDirectPixels output pixels (N x P x Q)
+//   or kDirectSmallOutputs output elements; past that cuDNN's NCHW kernels win (ResNet-18's
+//   first stage, 512 pixels: 16.7 us in cuDNN against 23.4).
+// cuDNN's half types run on tensor cores, faster than this kernel at every shape measured.
+constexpr int64_t kDirectOutputs = int64_t(1) << 16;
+constexpr int64_t kDirectPixels = 128;
+constexpr int64_t kDirectSmallOutputs = 8192;
+constexpr int64_t kDirectMinChannels = 16;
+
+bool small_for_direct(const Tensor& x, const Tensor& out) {
+  const int64_t outputs = out.numel();
+  if (x.strides[1] == 1) {
+    return outputs <= kDirectOutputs;
+  }
+  return outputs <= kDirectSmallOutputs || out.sizes[0] * out.sizes[2] * out.sizes[3] <= kDirectPixels;
+}
+
+bool direct_dense(const Tensor& x, const Tensor& w, const Params& p, const Tensor& out, ConvRoute route) {
+  if (route == ConvRoute::Cudnn || x.dim() != 4 || p.transposed || p.spatial != 2 || p.groups != 1 || w.dim() != 4 ||
+      w.dtype != x.dtype || out.dtype != x.dtype || x.sizes[1] < kDirectMinChannels) {
+    return false;
+  }
+  if (route == ConvRoute::Any && (x.dtype != 6 || !small_for_direct(x, out))) {
+    return false;
+  }
+  if (x.dtype != 5 && x.dtype != 6 && x.dtype != 7 && x.dtype != 15) {
+    return false;
+  }
+  constexpr int64_t kInt32 = std::numeric_limits<int32_t>::max();
+  for (const Tensor* t : {&x, &w, &out}) {
+    const int64_t last = last_offset(*t);
+    if (last < 0 || last > kInt32 || t->numel() > kInt32) {
+      return false;
+    }
+  }
+  for (int d = 0; d < 2; ++d) {
+    // Every input row or column a tap computes lies within int32 (padding included).
+    const int64_t reach = p.stride[d] * out.sizes[2 + d] + p.dilation[d] * w.sizes[2 + d] + p.padding[d];
+    if (p.stride[d] > kInt32 || p.dilation[d] > kInt32 || p.padding[d] > kInt32 || reach > kInt32) {
+      return false;
+    }
+  }
+  return true;
+}
+
+AOTITorchError run_direct(const Tensor& x, const Tensor& w, const Tensor* bias, const Params& p, const Tensor& out) {
+  AOTISHIM_PROFILE_STEP("conv: direct kernel");
+  kernels::DirectConvPlan plan;
+  plan.x = x.data();
+  plan.w = w.data();
+  plan.out = out.data();
+  plan.dtype = x.dtype;
+  if (bias != nullptr) {
+    plan.bias = bias->data();
+    plan.bias_stride = bias->strides[0];
+  }
+  auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };  // in range: direct_dense
+  plan.batch = i32(x.sizes[0]), plan.in_channels = i32(x.sizes[1]), plan.in_h = i32(x.sizes[2]), plan.in_w = i32(x.sizes[3]);
+  plan.out_channels = i32(out.sizes[1]), plan.out_h = i32(out.sizes[2]), plan.out_w = i32(out.sizes[3]);
+  for (int d = 0; d < 4; ++d) {
+    plan.x_strides[d] = i32(x.strides[d]);
+    plan.w_strides[d] = i32(w.strides[d]);
+    plan.out_strides[d] = i32(out.strides[d]);
+  }
+  for (int d = 0; d < 2; ++d) {
+    plan.kernel[d] = i32(w.sizes[2 + d]);
+    plan.stride[d] = i32(p.stride[d]);
+    plan.padding[d] = i32(p.padding[d]);
+    plan.dilation[d] = i32(p.dilation[d]);
+  }
+  cuda::DeviceScope scope;  // the launch goes to the current device: the operands' one
+  AOTISHIM_TRY(scope.enter(out.device_index()));
+  return cuda::check_status(kernels::direct_conv2d(plan, current_stream(out.device_index())),
+                            "cuda_convolution direct kernel");
 }
 
 AOTITorchError run_cudnn(
@@ -952,6 +1067,8 @@ AOTITorchError convolution(const Tensor& x, const Tensor& w, const Tensor* bias,
     }
     if (direct_depthwise(x, w, p, *out)) {
       AOTISHIM_TRY(run_depthwise(x, w, bias, p, channels_last, *out));
+    } else if (direct_dense(x, w, p, *out, forced_conv_route())) {
+      AOTISHIM_TRY(run_direct(x, w, bias, p, *out));
     } else {
       AOTISHIM_TRY(run_cudnn(x, w, bias, p, channels_last, *out));
     }
