@@ -12,6 +12,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <climits>
+
 namespace aotishim::kernels {
 namespace {
 
@@ -82,7 +84,8 @@ __global__ void __launch_bounds__(32 * kMaxWarps) direct_conv(DirectConvPlan p, 
   const int pixels = p.batch * plane;
 
   // Each pixel's input offset at its window's top-left tap, and that tap's row and column;
-  // a pixel past the end gets a row no tap reaches (it reads zeros, its sums are dropped).
+  // a pixel past the end gets a row no tap reaches (INT_MIN plus a tap's offset stays
+  // negative, so it reads zeros; its sums are dropped).
   int base[kTilePixels], top[kTilePixels], left[kTilePixels];
 #pragma unroll
   for (int u = 0; u < kTilePixels; ++u) {
@@ -93,7 +96,7 @@ __global__ void __launch_bounds__(32 * kMaxWarps) direct_conv(DirectConvPlan p, 
       left[u] = (rest % p.out_w) * p.stride[1] - p.padding[1];
       base[u] = n * p.x_strides[0];
     } else {
-      top[u] = p.in_h;
+      top[u] = INT_MIN;
       left[u] = 0;
       base[u] = 0;
     }
@@ -109,6 +112,8 @@ __global__ void __launch_bounds__(32 * kMaxWarps) direct_conv(DirectConvPlan p, 
   for (int i = 0; i < kTile; ++i) {
     sums[i] = A(0);
   }
+  // x and w are read-only and apart from the output: __ldg reads them through the
+  // non-coherent path.
   const int chunks = (p.in_channels + 31) / 32;
   for (int chunk = warp; chunk < chunks; chunk += warps) {
     const int c = chunk * 32 + lane;
@@ -125,14 +130,14 @@ __global__ void __launch_bounds__(32 * kMaxWarps) direct_conv(DirectConvPlan p, 
         A wv[kTileK];
 #pragma unroll
         for (int t = 0; t < kTileK; ++t) {
-          wv[t] = w_row[t] >= 0 ? widen(wc[w_row[t] + tap]) : A(0);
+          wv[t] = w_row[t] >= 0 ? widen(__ldg(wc + w_row[t] + tap)) : A(0);
         }
 #pragma unroll
         for (int u = 0; u < kTilePixels; ++u) {
           const int ih = top[u] + dh, iw = left[u] + dw;
           const bool inside = static_cast<unsigned>(ih) < static_cast<unsigned>(p.in_h) &&
                               static_cast<unsigned>(iw) < static_cast<unsigned>(p.in_w);
-          const A xv = inside ? widen(xc[base[u] + ih * p.x_strides[2] + iw * p.x_strides[3]]) : A(0);
+          const A xv = inside ? widen(__ldg(xc + base[u] + ih * p.x_strides[2] + iw * p.x_strides[3])) : A(0);
 #pragma unroll
           for (int t = 0; t < kTileK; ++t) {
             sums[t * kTilePixels + u] = fma(wv[t], xv, sums[t * kTilePixels + u]);

@@ -13,15 +13,15 @@ namespace aotishim::kernels {
 
 // out[n, k, p, q] = bias[k] + sum over (c, r, s) of x[n, c, ih, iw] * w[k, c, r, s], with
 // ih = p * stride[0] - padding[0] + r * dilation[0] (iw likewise), taps outside x read as 0.
-// Sums in float (double for double); every offset any tensor's layout reaches fits in int32
-// (the caller checks: conv_direct_fits).
+// Sums in float (double for double); every offset any tensor's layout reaches, and every
+// stride, fits in int32 (the caller checks: direct_dense in ops_cuda_conv.cpp).
 struct DirectConvPlan {
   const void* x = nullptr;
   const void* w = nullptr;
   const void* bias = nullptr;  // null: none
   int64_t bias_stride = 1;
   void* out = nullptr;
-  int32_t dtype = 6;  // c10: 6, 7, 5 or 15, of all of them
+  int32_t dtype = 6;  // c10 ScalarType of x, w, bias and out: 6 float, 7 double, 5 half, 15 bfloat16
   int32_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;
   int32_t out_channels = 0, out_h = 0, out_w = 0;
   int32_t kernel[2] = {1, 1};

@@ -772,11 +772,12 @@ ConvRoute forced_conv_route() {
   return std::strcmp(route, "direct") == 0 ? ConvRoute::Direct : ConvRoute::Any;
 }
 
-// The furthest element a layout reaches, when every stride is non-negative; -1 otherwise.
+// The furthest element a layout reaches, when every stride lies in [0, INT32_MAX] (a size-1
+// dim's too: the kernel takes each stride as an int32); -1 otherwise.
 int64_t last_offset(const Tensor& t) {
   int64_t last = 0;
   for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.strides[d] < 0) {
+    if (t.strides[d] < 0 || t.strides[d] > std::numeric_limits<int32_t>::max()) {
       return -1;
     }
     last += (t.sizes[d] - 1) * t.strides[d];  // sizes are positive here: no empty operand
@@ -848,7 +849,7 @@ AOTITorchError run_direct(const Tensor& x, const Tensor& w, const Tensor* bias, 
     plan.bias = bias->data();
     plan.bias_stride = bias->strides[0];
   }
-  auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };  // in range: direct_dense
+  auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };  // sizes and strides: direct_dense bounds them
   plan.batch = i32(x.sizes[0]), plan.in_channels = i32(x.sizes[1]), plan.in_h = i32(x.sizes[2]), plan.in_w = i32(x.sizes[3]);
   plan.out_channels = i32(out.sizes[1]), plan.out_h = i32(out.sizes[2]), plan.out_w = i32(out.sizes[3]);
   for (int d = 0; d < 4; ++d) {

@@ -194,16 +194,19 @@ def test_conv_depthwise_direct_and_cudnn(shims: Shims, dtype: torch.dtype) -> No
 
 # Dense convolutions for the direct kernel (conv_direct.cu): ResNet-18's at the zoo's size, and
 # the edges: channels off the warp (40, 1000) and at its minimum (16), output channels off the
-# tile of 4, pixels off the tile of 8, rectangular kernels, stride, padding past the kernel,
-# dilation. (N, C, H, W, O, kernel, stride, padding, dilation)
+# tile of 4 and under it (3), pixels off the tile of 8 and under it (mobilenet's squeeze-excite
+# 1x1 at 1x1), rectangular kernels, unequal stride and dilation per dim with padding, padding
+# past the kernel. (N, C, H, W, O, kernel, stride, padding, dilation)
 DIRECT_CONVS = [
-    (2, 64, 16, 16, 64, (3, 3), 1, (1, 1), 1),
-    (2, 128, 8, 8, 256, (3, 3), 2, (1, 1), 1),
-    (2, 512, 2, 2, 512, (3, 3), 1, (1, 1), 1),
-    (2, 256, 4, 4, 512, (1, 1), 2, (0, 0), 1),
-    (1, 40, 5, 7, 6, (3, 1), 1, (2, 0), 1),
-    (3, 16, 9, 9, 5, (2, 3), 2, (0, 0), 2),
-    (1, 1000, 3, 3, 7, (3, 3), 1, (3, 3), 1),
+    (2, 64, 16, 16, 64, (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 128, 8, 8, 256, (3, 3), (2, 2), (1, 1), (1, 1)),
+    (2, 512, 2, 2, 512, (3, 3), (1, 1), (1, 1), (1, 1)),
+    (2, 256, 4, 4, 512, (1, 1), (2, 2), (0, 0), (1, 1)),
+    (2, 72, 1, 1, 24, (1, 1), (1, 1), (0, 0), (1, 1)),
+    (1, 32, 6, 6, 3, (3, 3), (1, 1), (1, 1), (1, 1)),
+    (1, 40, 5, 7, 6, (3, 1), (1, 1), (2, 0), (1, 1)),
+    (3, 16, 9, 9, 5, (2, 3), (2, 1), (1, 2), (2, 1)),
+    (1, 1000, 3, 3, 7, (3, 3), (1, 1), (3, 3), (1, 1)),
 ]
 
 
@@ -216,54 +219,83 @@ def direct_by_default(x: torch.Tensor, out: torch.Tensor) -> bool:
     return out.numel() <= 8192 or out.shape[0] * out.shape[2] * out.shape[3] <= 128
 
 
+def profiled_calls(shims: Shims, row: str) -> int:
+    """How many times the shims' profile has counted ``row`` (0 before the first)."""
+    read = shims.fn("aoti_shim_profile_read", ctypes.c_char_p, ctypes.c_size_t, P)
+    needed = ctypes.c_size_t()
+    shims.check(read(None, 0, ctypes.byref(needed)))
+    buf = ctypes.create_string_buffer(needed.value + 1024)
+    shims.check(read(buf, len(buf), ctypes.byref(needed)))
+    rows = dict(line.rsplit("\t", 2)[:2] for line in buf.value.decode().splitlines())
+    return int(rows.get(row, 0))
+
+
+def direct_cases(n, c, h, wd, o, k, dtype):
+    """(input, weight, bias) of one shape in the layouts a blob may pass: packed, a sliced input
+    with a strided bias, both channels-last, an input expanded over the batch (stride 0) with
+    an expanded bias, a sliced (unpacked) weight, and a channels-last weight under a contiguous
+    input."""
+    d = "cuda"
+    w = torch.randn(o, c, *k, device=d, dtype=dtype) / math.sqrt(c * k[0] * k[1])
+    wide_bias = torch.randn(o, 2, device=d, dtype=dtype)
+    x = torch.randn(n, c, h, wd, device=d, dtype=dtype)
+    sliced = torch.randn(n, c, 2 * h, wd + 1, device=d, dtype=dtype)[:, :, ::2, 1:]
+    expanded = torch.randn(1, c, h, wd, device=d, dtype=dtype).expand(n, c, h, wd)
+    w_sliced = (torch.randn(o, 2 * c, *k, device=d, dtype=dtype) / math.sqrt(c * k[0] * k[1]))[:, ::2]
+    return [
+        (x, w, None),
+        (sliced, w, wide_bias[:, 1]),
+        (x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last), wide_bias[:, 0]),
+        (expanded, w, torch.randn(1, device=d, dtype=dtype).expand(o)),
+        (x, w_sliced, None),
+        (x, w.to(memory_format=torch.channels_last), None),
+    ]
+
+
 @pytest.mark.parametrize("route", ["any", "direct", "cudnn"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
 def test_conv_direct_kernel(shims: Shims, dtype: torch.dtype, route: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Dense 2-D convolutions on each route (AOTI_SHIM_CONV_ROUTE: "any" gives the small
     float32 ones to the direct kernel, "direct" every one it can take, "cudnn" none), against
-    float64 math: both layouts, a sliced input and a strided bias (taken as they are, no copy),
-    bias or none. The direct kernel sums in a fixed order, so a second call is bitwise equal;
-    and the default route gives small float32 calls to it (bitwise equal to the forced one)."""
-    if route != "any":
+    float64 math, in the layouts of direct_cases (taken as they are: no copy). The profile
+    counts which route ran each call. The direct kernel sums in a fixed order: a second call
+    is bitwise equal."""
+    if route == "any":
+        monkeypatch.delenv("AOTI_SHIM_CONV_ROUTE", raising=False)
+    else:
         monkeypatch.setenv("AOTI_SHIM_CONV_ROUTE", route)
     tol = {torch.float32: 1e-5, torch.float64: 1e-13, torch.float16: 2e-3, torch.bfloat16: 1.6e-2}[dtype]
     torch.manual_seed(4)
-    d = "cuda"
-    for n, c, h, wd, o, k, stride, pad, dil in DIRECT_CONVS:
-        w = torch.randn(o, c, *k, device=d, dtype=dtype) / math.sqrt(c * k[0] * k[1])
-        wide_bias = torch.randn(o, 2, device=d, dtype=dtype)
-        x = torch.randn(n, c, h, wd, device=d, dtype=dtype)
-        sliced = torch.randn(n, c, 2 * h, wd + 1, device=d, dtype=dtype)[:, :, ::2, 1:]
-        cases = [(x, w, None), (sliced, w, wide_bias[:, 1])]
-        if dtype != torch.float64:  # float64 outputs stay contiguous
-            cases.append((x.to(memory_format=torch.channels_last), w.to(memory_format=torch.channels_last),
-                          wide_bias[:, 0]))
-        geometry = ([stride] * 2, list(pad), [dil] * 2)
-        for i, (xi, wi, bi) in enumerate(cases):
-            tag = f"direct {route} {dtype} {n, c, h, wd, o, k} case {i}"
-            want = F.conv2d(xi.double(), wi.double(), bi.double() if bi is not None else None, *geometry)
-            runs = []
-            for _ in range(2):
-                code, out = conv_shim(shims, xi, wi, bi, *geometry, False, [0, 0], 1)
-                shims.check(code)
-                runs.append(shims.torch_view(out))
-                shims.delete(out)
-            got = runs[0]
-            like = F.conv2d(xi, wi, bi, *geometry)
-            assert got.shape == like.shape and got.stride() == like.stride(), (tag, got.stride(), like.stride())
-            scale = float(want.abs().max()) or 1.0
-            err = float((got.double() - want).abs().max())
-            WORST[f"conv direct {dtype}"] = max(WORST.get(f"conv direct {dtype}", 0.0), err / scale)
-            assert err <= tol * scale, (tag, err, scale)
-            if route == "direct":
-                assert torch.equal(runs[0], runs[1]), tag
-            if route == "any" and dtype == torch.float32 and direct_by_default(xi, like):
-                monkeypatch.setenv("AOTI_SHIM_CONV_ROUTE", "direct")
-                code, out = conv_shim(shims, xi, wi, bi, *geometry, False, [0, 0], 1)
-                shims.check(code)
-                assert torch.equal(shims.torch_view(out), got), tag
-                shims.delete(out)
-                monkeypatch.delenv("AOTI_SHIM_CONV_ROUTE")
+    enable = shims.fn("aoti_shim_profile_enable", I32, P)
+    was = I32()
+    shims.check(enable(1, ctypes.byref(was)))
+    try:
+        for n, c, h, wd, o, k, stride, pad, dil in DIRECT_CONVS:
+            geometry = (list(stride), list(pad), list(dil))
+            for i, (xi, wi, bi) in enumerate(direct_cases(n, c, h, wd, o, k, dtype)):
+                tag = f"direct {route} {dtype} {n, c, h, wd, o, k} case {i}"
+                want = F.conv2d(xi.double(), wi.double(), bi.double() if bi is not None else None, *geometry)
+                like = F.conv2d(xi, wi, bi, *geometry)
+                small = dtype == torch.float32 and direct_by_default(xi, like)
+                direct = route == "direct" or (route == "any" and small)
+                before = profiled_calls(shims, "conv: direct kernel")
+                runs = []
+                for _ in range(2):
+                    code, out = conv_shim(shims, xi, wi, bi, *geometry, False, [0, 0], 1)
+                    shims.check(code)
+                    runs.append(shims.torch_view(out))
+                    shims.delete(out)
+                assert profiled_calls(shims, "conv: direct kernel") - before == (2 if direct else 0), tag
+                got = runs[0]
+                assert got.shape == like.shape and got.stride() == like.stride(), (tag, got.stride(), like.stride())
+                scale = float(want.abs().max()) or 1.0
+                err = float((got.double() - want).abs().max())
+                WORST[f"conv direct {dtype}"] = max(WORST.get(f"conv direct {dtype}", 0.0), err / scale)
+                assert err <= tol * scale, (tag, err, scale)
+                if direct:
+                    assert torch.equal(runs[0], runs[1]), tag
+    finally:
+        shims.check(enable(was.value, None))
 
 
 def test_conv_every_argument(shims: Shims) -> None:
