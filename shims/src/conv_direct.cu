@@ -8,6 +8,8 @@
 // shapes alone: the same inputs give the same bits on every run.
 #include "conv_direct.h"
 
+#include "element_arith.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -23,41 +25,6 @@ constexpr int kTile = kTileK * kTilePixels;  // one partial sum per lane after t
 static_assert(kTile == 32, "the reduce-scatter leaves one tile element per lane");
 constexpr int kMaxWarps = 8;
 
-template <typename T>
-struct Acc {
-  using type = float;
-};
-template <>
-struct Acc<double> {
-  using type = double;
-};
-
-template <typename T>
-__device__ inline typename Acc<T>::type widen(T v) {
-  return static_cast<typename Acc<T>::type>(v);
-}
-template <>
-__device__ inline float widen<__half>(__half v) {
-  return __half2float(v);
-}
-template <>
-__device__ inline float widen<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-
-template <typename T>
-__device__ inline T narrow(typename Acc<T>::type v) {
-  return static_cast<T>(v);
-}
-template <>
-__device__ inline __half narrow<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ inline __nv_bfloat16 narrow<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
 // Folds 2 * half sums per lane with the lane `bit` apart: each keeps the half its bit picks.
 template <int kHalf, typename A>
 __device__ inline void fold(A (&sums)[kTile], int lane, int bit) {
@@ -72,7 +39,7 @@ __device__ inline void fold(A (&sums)[kTile], int lane, int bit) {
 
 template <typename T>
 __global__ void __launch_bounds__(32 * kMaxWarps) direct_conv(DirectConvPlan p, int pixel_tiles) {
-  using A = typename Acc<T>::type;
+  using A = typename Arith<T>::type;
   const T* x = static_cast<const T*>(p.x);
   const T* w = static_cast<const T*>(p.w);
   const int lane = threadIdx.x & 31;
@@ -130,14 +97,14 @@ __global__ void __launch_bounds__(32 * kMaxWarps) direct_conv(DirectConvPlan p, 
         A wv[kTileK];
 #pragma unroll
         for (int t = 0; t < kTileK; ++t) {
-          wv[t] = w_row[t] >= 0 ? widen(wc[w_row[t] + tap]) : A(0);
+          wv[t] = w_row[t] >= 0 ? to_acc(wc[w_row[t] + tap]) : A(0);
         }
 #pragma unroll
         for (int u = 0; u < kTilePixels; ++u) {
           const int ih = top[u] + dh, iw = left[u] + dw;
           const bool inside = static_cast<unsigned>(ih) < static_cast<unsigned>(p.in_h) &&
                               static_cast<unsigned>(iw) < static_cast<unsigned>(p.in_w);
-          const A xv = inside ? widen(xc[base[u] + ih * p.x_strides[2] + iw * p.x_strides[3]]) : A(0);
+          const A xv = inside ? to_acc(xc[base[u] + ih * p.x_strides[2] + iw * p.x_strides[3]]) : A(0);
 #pragma unroll
           for (int t = 0; t < kTileK; ++t) {
             sums[t * kTilePixels + u] = fma(wv[t], xv, sums[t * kTilePixels + u]);
@@ -170,12 +137,12 @@ __global__ void __launch_bounds__(32 * kMaxWarps) direct_conv(DirectConvPlan p, 
     return;
   }
   if (p.bias != nullptr) {
-    total += widen(static_cast<const T*>(p.bias)[k * p.bias_stride]);
+    total += to_acc(static_cast<const T*>(p.bias)[k * p.bias_stride]);
   }
   const int n = j / plane, rest = j % plane;
   const int offset = n * p.out_strides[0] + k * p.out_strides[1] + (rest / p.out_w) * p.out_strides[2] +
                      (rest % p.out_w) * p.out_strides[3];
-  static_cast<T*>(p.out)[offset] = narrow<T>(total);
+  static_cast<T*>(p.out)[offset] = from_acc<T>(total);
 }
 
 template <typename T>

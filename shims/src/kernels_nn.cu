@@ -3,6 +3,8 @@
 // cuda_bf16.h (in the nvidia-cuda-runtime wheel's headers).
 #include "kernels_nn.h"
 
+#include "element_arith.cuh"
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -107,31 +109,6 @@ __global__ void softmax_rows(SoftmaxPlan plan) {
         total > 0.0f ? m + logf(total) : -CUDART_INF_F;
   }
 }
-
-// Each element type's arithmetic type: float for the 16-bit ones (and float), double for
-// double; to_acc widens, from_acc rounds back to nearest.
-template <typename T>
-struct Arith {
-  using type = float;
-};
-template <>
-struct Arith<double> {
-  using type = double;
-};
-
-__device__ inline float to_acc(float v) { return v; }
-__device__ inline double to_acc(double v) { return v; }
-__device__ inline float to_acc(__half v) { return __half2float(v); }
-__device__ inline float to_acc(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ inline T from_acc(typename Arith<T>::type v) {
-  return v;  // float and double: already the type
-}
-template <>
-__device__ inline __half from_acc<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ inline __nv_bfloat16 from_acc<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 template <typename T>
 __global__ void channel_bias(T* out, const T* bias, int64_t bias_stride, int64_t numel, int64_t channels, int64_t inner) {
