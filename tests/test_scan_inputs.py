@@ -221,6 +221,29 @@ def test_an_editable_finder_points_at_its_source_tree(tmp_path: Path, consumer: 
     assert dist["editable"] is True and [lib["path"] for lib in dist["libraries"]] == [str(source / "_fancy.so")]
 
 
+def test_a_virtual_environment_inside_an_editable_source_tree_is_not_its_libraries(
+    tmp_path: Path, consumer: Path
+) -> None:
+    """A flat-layout editable install's .pth names the project's root, where a developer's
+    venv often sits (``project/.venv``): that is another environment, whose libraries are not
+    the project's, at any depth below the root (``.venv`` right under it, ``tools/env`` deeper)."""
+    project = tmp_path / "project"
+    (project / "flat").mkdir(parents=True)
+    (project / "flat" / "_flat.so").write_bytes(consumer.read_bytes())
+    for venv in (project / ".venv", project / "tools" / "env"):
+        (venv / "lib" / "site-packages" / "other").mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / "lib" / "site-packages" / "other" / "_other.so").write_bytes(consumer.read_bytes())
+    site = _site(tmp_path / "env", {"__editable__.flat-1.0.pth": f"{project}\n".encode()}, name="flat")
+    (site / "flat-1.0.dist-info" / "direct_url.json").write_text(
+        '{"url": "file:///project", "dir_info": {"editable": true}}'
+    )
+    done = _scan(str(site), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    (dist,) = json.loads(done.stdout)["distributions"]
+    assert [lib["path"] for lib in dist["libraries"]] == [str(project / "flat" / "_flat.so")]
+
+
 def test_hostile_names_are_printed_safely(tmp_path: Path, consumer: Path) -> None:
     """A distribution's name and a library's path are anyone's bytes: escape sequences and
     newlines are shown escaped in text and GitHub output, and JSON stays valid."""

@@ -485,6 +485,11 @@ def _walk(root: str, *, skip: frozenset[str] = frozenset()) -> Iterator[str]:
         except OSError as e:
             raise InputError(f"{folder}: cannot list folder: {e.strerror or e}") from None
         names = [entry.name for entry in entries]
+        # A virtual environment below the walked folder, at any depth (a flat-layout editable
+        # project's .venv sits right under its root), is another environment. Its pyvenv.cfg
+        # is among the names just listed: a stat only where one is.
+        if depth and "pyvenv.cfg" in names and os.path.exists(os.path.join(folder, "pyvenv.cfg")):
+            continue
         try:
             folders = list(map(_IS_FOLDER, entries))  # no syscall where the folder gave d_type
         except OSError as e:
@@ -493,8 +498,6 @@ def _walk(root: str, *, skip: frozenset[str] = frozenset()) -> Iterator[str]:
             name = entry.name
             if name in _SKIPPED_DIRS or name.endswith((".dist-info", ".egg-info")) or entry.path in skip:
                 continue
-            if depth and os.path.exists(os.path.join(entry.path, "pyvenv.cfg")):
-                continue  # a virtual environment inside a source tree is another environment
             stack.append((entry.path, depth + 1))
         # Only the names _may_be_elf keeps reach Python code: a torch install has 27k files.
         keep = set(_elf_candidates(names))
