@@ -226,13 +226,17 @@ def test_a_virtual_environment_inside_an_editable_source_tree_is_not_its_librari
 ) -> None:
     """A flat-layout editable install's .pth names the project's root, where a developer's
     venv often sits (``project/.venv``): that is another environment, whose libraries are not
-    the project's, at any depth below the root (``.venv`` right under it, ``tools/env`` deeper)."""
+    the project's, at any depth below the root (``.venv`` right under it, ``tools/env`` deeper),
+    and so is a conda environment (``conda-meta``, ``conda create -p ./conda``)."""
     project = tmp_path / "project"
     (project / "flat").mkdir(parents=True)
     (project / "flat" / "_flat.so").write_bytes(consumer.read_bytes())
-    for venv in (project / ".venv", project / "tools" / "env"):
+    for venv in (project / ".venv", project / "tools" / "env", project / "conda"):
         (venv / "lib" / "site-packages" / "other").mkdir(parents=True)
-        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        if venv.name == "conda":
+            (venv / "conda-meta").mkdir()
+        else:
+            (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
         (venv / "lib" / "site-packages" / "other" / "_other.so").write_bytes(consumer.read_bytes())
     site = _site(tmp_path / "env", {"__editable__.flat-1.0.pth": f"{project}\n".encode()}, name="flat")
     (site / "flat-1.0.dist-info" / "direct_url.json").write_text(

@@ -87,6 +87,7 @@ LAZY_IMPORTS: dict[tuple[str, str], str] = {
     ("aoti_shim.checks.check.command", "aoti_shim.checks.inputs.collect"): "--wheel only",
     ("aoti_shim.checks.check.command", "aoti_shim.checks.loader.roles"): "--wheel only",
     ("aoti_shim.checks.scan.command", "aoti_shim.checks.formats.scan"): "`scan --help` needs no formats",
+    ("aoti_shim.checks.scan.command", "aoti_shim.checks.scan.environment"): "`scan --help` needs no reader",
     ("aoti_shim.checks.formats", "aoti_shim.checks.formats.json_report"): "a text report loads no other format",
     ("aoti_shim.checks.formats", "aoti_shim.checks.formats.sarif"): "a text report loads no other format",
     ("aoti_shim.checks.formats", "aoti_shim.checks.formats.github"): "a text report loads no other format",

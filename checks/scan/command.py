@@ -55,17 +55,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(run=run)
 
 
-# What marks the folder an environment lives in: a venv's, a conda environment's.
-_ROOT_MARKS = ("pyvenv.cfg", "conda-meta")
-
-
 def environment_root(site_folder: str) -> str:
     """The environment a site folder belongs to: the nearest folder above it (a venv's
     ``lib/pythonX.Y/site-packages`` is three below) that holds a venv's or conda's mark; the
     site folder itself when none does (a system Python's: its prefix is not ours to guard)."""
+    # Here, not at the top: `scan --help` imports no reader (the run has imported it by now).
+    from aoti_shim.checks.scan.environment import ENVIRONMENT_MARKS
+
     folder = os.path.realpath(site_folder)
     for candidate in (folder, *_parents(folder)[:4]):
-        if any(os.path.exists(os.path.join(candidate, mark)) for mark in _ROOT_MARKS):
+        if any(os.path.exists(os.path.join(candidate, mark)) for mark in ENVIRONMENT_MARKS):
             return candidate
     return folder
 

@@ -51,6 +51,8 @@ _SEPARATORS = re.compile(r"[-_.]+")
 
 # Folders whose files no RECORD lists and that hold no loaded library.
 _SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".tox", ".nox", "node_modules"})
+# What marks the folder an environment lives in: a venv's, a conda environment's.
+ENVIRONMENT_MARKS = ("pyvenv.cfg", "conda-meta")
 # Enough for the ELF header and the program headers of anything a linker writes.
 _FIRST_BYTES = 4096
 # What a linker script named libX.so starts with (GNU ld's INPUT/GROUP files).
@@ -485,10 +487,10 @@ def _walk(root: str, *, skip: frozenset[str] = frozenset()) -> Iterator[str]:
         except OSError as e:
             raise InputError(f"{folder}: cannot list folder: {e.strerror or e}") from None
         names = [entry.name for entry in entries]
-        # A virtual environment below the walked folder, at any depth (a flat-layout editable
-        # project's .venv sits right under its root), is another environment. Its pyvenv.cfg
-        # is among the names just listed: a stat only where one is.
-        if depth and "pyvenv.cfg" in names and os.path.exists(os.path.join(folder, "pyvenv.cfg")):
+        # An environment below the walked folder, at any depth (a flat-layout editable
+        # project's .venv sits right under its root), is another environment. Its mark is
+        # among the names just listed: a stat only where one is.
+        if depth and any(m in names and os.path.exists(os.path.join(folder, m)) for m in ENVIRONMENT_MARKS):
             continue
         try:
             folders = list(map(_IS_FOLDER, entries))  # no syscall where the folder gave d_type
