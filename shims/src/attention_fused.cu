@@ -53,16 +53,14 @@ __device__ inline void load_tile(T* smem, const T* gmem, int64_t row_stride, int
 }
 
 __device__ inline void ldmatrix_x4(uint32_t (&r)[4], const void* p) {
-  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
+               : "r"(shared_address(p)));
 }
 __device__ inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* p) {
-  unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
+               : "r"(shared_address(p)));
 }
 
 // d += a (16x16, row) * b (16x8, col), float32 accumulate.

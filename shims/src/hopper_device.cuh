@@ -122,16 +122,13 @@ __device__ inline void load_swizzled(unsigned char* smem, const unsigned char* g
 // A shared-memory matrix descriptor with the 128-byte swizzle: start address, leading and
 // stride byte offsets (each in 16-byte units), the layout type in bits 62-63.
 __device__ inline uint64_t descriptor(const void* smem, uint32_t leading, uint32_t stride) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t a = shared_address(smem);
   return static_cast<uint64_t>((a & 0x3FFFF) >> 4) | (static_cast<uint64_t>((leading >> 4) & 0x3FFF) << 16) |
          (static_cast<uint64_t>((stride >> 4) & 0x3FFF) << 32) | (uint64_t{1} << 62);
 }
 
 // ---- mbarriers, TMA, named barriers ----
 
-__device__ inline uint32_t shared_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
 __device__ inline void barrier_init(uint64_t* bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(shared_address(bar)), "r"(count));
 }
