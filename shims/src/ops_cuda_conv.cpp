@@ -810,15 +810,14 @@ bool small_for_direct(const Tensor& x, const Tensor& out) {
   return outputs <= kDirectSmallOutputs || out.sizes[0] * out.sizes[2] * out.sizes[3] <= kDirectPixels;
 }
 
+// After check_arguments: the weight has the input's rank, every operand its dtype (one the
+// kernel takes), and p.spatial is the input's rank less two.
 bool direct_dense(const Tensor& x, const Tensor& w, const Params& p, const Tensor& out, ConvRoute route) {
-  if (route == ConvRoute::Cudnn || x.dim() != 4 || p.transposed || p.spatial != 2 || p.groups != 1 || w.dim() != 4 ||
-      w.dtype != x.dtype || out.dtype != x.dtype || x.sizes[1] < kDirectMinChannels) {
+  if (route == ConvRoute::Cudnn || p.spatial != 2 || p.transposed || p.groups != 1 ||
+      x.sizes[1] < kDirectMinChannels) {
     return false;
   }
   if (route == ConvRoute::Any && (x.dtype != 6 || !small_for_direct(x, out))) {
-    return false;
-  }
-  if (x.dtype != 5 && x.dtype != 6 && x.dtype != 7 && x.dtype != 15) {
     return false;
   }
   constexpr int64_t kInt32 = std::numeric_limits<int32_t>::max();
