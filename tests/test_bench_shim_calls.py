@@ -63,3 +63,19 @@ def test_a_missing_anchor_is_a_one_line_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("shim_calls: error:"), done.stderr
     assert "missing.so: no such library" in done.stderr
+
+
+def test_cuda_loops_need_the_anchors_cuda_stream_guard(tmp_path: Path) -> None:
+    # libtorch's stream guard lives in libtorch_cuda.so: a CPU library as the CUDA anchor is
+    # refused by name, in one line, before any loop runs (on any machine, GPU or not).
+    from aoti_shim.torch_location import locate
+
+    where = locate()
+    assert where is not None
+    done = subprocess.run(
+        [sys.executable, str(BENCH), "--device", "cuda", "--torch-lib", str(where.lib / "libtorch_cpu.so")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("shim_calls: error: the driver failed:")
+    assert "aoti_torch_create_cuda_stream_guard" in done.stderr
