@@ -279,12 +279,10 @@ AOTITorchError fetch_to_host(const Tensor& src, void* stream, std::unique_ptr<Te
 AOTITorchError source_waits_for_copy(
     const Tensor& src, int32_t src_device, void* src_stream, int32_t copy_device, void* copy_stream) {
   AOTISHIM_TRY(cuda::stream_wait(src_device, src_stream, copy_device, copy_stream));
-  void* block_stream = nullptr;
   // A part of a shared block (Storage::parent) is freed with the block, on the block's stream.
   const Storage& owning = src.storage->parent ? *src.storage->parent : *src.storage;
-  if (owning.owner == Owner::Device && cuda::block_stream(owning.data, &block_stream) &&
-      block_stream != src_stream) {
-    AOTISHIM_TRY(cuda::stream_wait(src_device, block_stream, copy_device, copy_stream));
+  if (owning.owner == Owner::Device && owning.block.stream != src_stream) {
+    AOTISHIM_TRY(cuda::stream_wait(src_device, owning.block.stream, copy_device, copy_stream));
   }
   return AOTI_SHIM_OK;
 }

@@ -14,18 +14,29 @@ enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice };
 AOTITorchError device_count(int32_t* out);
 AOTITorchError get_device(int32_t* out);
 AOTITorchError set_device(int32_t index);
-// Device memory of `device`, ordered on `stream` (a stream of that device; null: its
-// legacy default stream). Needs no particular current device.
+// ---- device memory (block_cache.cpp) ----
+// A block of device memory as its owner keeps it (a tensor's storage): freeing it then
+// needs no lookup.
+struct Block {
+  void* ptr = nullptr;
+  void* stream = nullptr;    // where it was allocated, and where it is freed
+  uint64_t stream_key = 0;   // the block cache's key for that stream when it was allocated
+  size_t size = 0;           // the bytes it holds, rounded up
+  int32_t device = 0;
+};
+// A block of at least nbytes of `device`'s memory, ordered on `stream` (a stream of that
+// device; null: its legacy default stream). Needs no particular current device.
+AOTITorchError allocate_block(size_t nbytes, int32_t device, void* stream, Block* out);
+// Frees a block of allocate_block, ordered on the stream it was allocated on (kept for reuse
+// on that stream where it can be).
+AOTITorchError release_block(const Block& block);
+// The same for a caller that keeps only the pointer (raw_alloc, raw_delete): the library
+// keeps the record. A pointer it did not hand out is freed on `stream` of `device`.
 AOTITorchError malloc_async(void** ptr, size_t nbytes, int32_t device, void* stream);
-// Frees a block on the stream it was allocated on; a block this library did not
-// allocate is freed on `stream` of `device`.
 AOTITorchError free_async(void* ptr, int32_t device, void* stream);
-// The stream a block of this library was allocated on (and is freed on), in *stream;
-// false when the pointer is not the start of one of its blocks.
-bool block_stream(const void* ptr, void** stream);
 // The stream guards' memo (issue 38): while a CUDA stream guard lives on this thread, the
 // block cache reads its stream's CUDA id and capture state once (at the first allocation or
-// free on it) instead of on every call; cuda_api.cpp says why that is safe. Deleting the
+// free on it) instead of on every call; block_cache.cpp says why that is safe. Deleting the
 // guard forgets it; guards may be deleted in any order.
 void remember_stream(uint64_t guard_id, int32_t device, void* stream) noexcept;
 void forget_stream(uint64_t guard_id) noexcept;

@@ -237,10 +237,9 @@ Storage::~Storage() {
       (void)cuda::host_free(data);
       break;
     case Owner::Device:
-      // Stream-ordered free on the stream the block came from (the allocator knows it;
-      // the device's current stream is only for a block it does not know). No device
-      // switch here: a block kept for reuse needs no CUDA call at all.
-      (void)cuda::free_async(data, device_index, current_stream(device_index));
+      // Stream-ordered free on the stream the block came from. No device switch here: a
+      // block kept for reuse needs no CUDA call at all.
+      (void)cuda::release_block(block);
       break;
   }
 }
@@ -270,9 +269,9 @@ AOTITorchError allocate_storage(
     }
   } else {
     if (nbytes > 0) {
-      void* ptr = nullptr;
-      AOTISHIM_TRY(cuda::malloc_async(&ptr, static_cast<size_t>(nbytes), device_index, current_stream(device_index)));
-      storage->data = ptr;
+      AOTISHIM_TRY(cuda::allocate_block(
+          static_cast<size_t>(nbytes), device_index, current_stream(device_index), &storage->block));
+      storage->data = storage->block.ptr;
       storage->owner = Owner::Device;
     }
   }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "aoti_shim/shim.h"
+#include "cuda_api.h"
 #include "dims.h"
 
 #include <cstdint>
@@ -29,6 +30,9 @@ struct Storage {
   int32_t device_type = kCPU;
   int32_t device_index = 0;
   Owner owner = Owner::None;
+  // Owner::Device: the block cache's record of the block (data is its ptr), so that freeing
+  // it needs no lookup.
+  cuda::Block block;
   // Set where this storage is a part of another's block (Owner::None): the block lives
   // while any part does (the attention ops' philox seed and offset share one allocation).
   std::shared_ptr<Storage> parent;

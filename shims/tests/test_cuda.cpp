@@ -3,7 +3,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -477,4 +479,98 @@ TEST(cuda, nested_guards_keep_and_drop_their_own_memo) {
   CHECK_OK(aoti_torch_get_current_cuda_stream(0, &current));
   CHECK(current == nullptr);
   CHECK_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+// ---- a thread's own idle blocks (issue 38): freed small blocks wait first in a list of the
+// freeing thread, taken back by its next allocations with no lock; the shared cache gets a
+// list's oldest block when the list is full, and the whole list when its thread exits.
+namespace {
+
+// A 1-dim float32 tensor of `floats` on the current stream: its block, freed (kept idle).
+void* block_of(int64_t floats) {
+  Owned t = empty({floats}, {1}, kFloat32, kCUDA, 0);
+  return data_of<void>(t);
+}
+
+// Sizes of a distinct rounded block each (the cache rounds to 512 bytes: 128 floats).
+int64_t floats_of_size(int i) { return 128 * (i + 1); }
+
+}  // namespace
+
+TEST(cuda, a_threads_idle_blocks_go_to_the_shared_cache_when_it_exits) {
+  require_gpu();
+  Stream s;
+  // The harness's checks are the main thread's: the thread only records what it saw.
+  void* freed_by_thread = nullptr;
+  void* taken_back = nullptr;
+  std::thread([&] {
+    CUDAStreamGuardHandle guard = nullptr;
+    if (aoti_torch_create_cuda_stream_guard(s.stream, 0, &guard) == AOTI_SHIM_OK) {
+      freed_by_thread = block_of(1000);
+      taken_back = block_of(1000);
+      (void)aoti_torch_delete_cuda_stream_guard(guard);
+    }
+  }).join();
+  CHECK(freed_by_thread != nullptr);
+  CHECK(taken_back == freed_by_thread);  // its own list, taken back
+  CUDAStreamGuardHandle guard = guard_on(s.stream);
+  CHECK(block_of(1000) == freed_by_thread);  // handed to the shared cache as the thread ended
+  CHECK_OK(aoti_torch_delete_cuda_stream_guard(guard));
+  CHECK_EQ(cudaStreamSynchronize(s.stream), cudaSuccess);
+}
+
+TEST(cuda, a_full_thread_list_hands_its_oldest_block_to_the_shared_cache) {
+  require_gpu();
+  Stream s;
+  constexpr int kBlocks = 17;  // one more than a thread's list holds
+  void* freed[kBlocks] = {};
+  std::mutex step;
+  std::condition_variable changed;
+  bool freed_all = false;
+  bool looked = false;
+  std::thread other([&] {
+    CUDAStreamGuardHandle guard = nullptr;
+    if (aoti_torch_create_cuda_stream_guard(s.stream, 0, &guard) == AOTI_SHIM_OK) {
+      std::vector<AtenTensorHandle> live(kBlocks, nullptr);
+      for (int i = 0; i < kBlocks; ++i) {
+        int64_t size = floats_of_size(i), stride = 1;
+        if (aoti_torch_empty_strided(1, &size, &stride, kFloat32, kCUDA, 0, &live[i]) == AOTI_SHIM_OK) {
+          (void)aoti_torch_get_data_ptr(live[i], &freed[i]);
+        }
+      }
+      // In order: the first is the oldest in the list when the last arrives.
+      for (AtenTensorHandle t : live) {
+        (void)aoti_torch_delete_tensor_object(t);
+      }
+    }
+    {
+      std::unique_lock<std::mutex> lock(step);
+      freed_all = true;
+      changed.notify_all();
+      changed.wait(lock, [&] { return looked; });  // alive while the main thread looks
+    }
+    if (guard != nullptr) {
+      (void)aoti_torch_delete_cuda_stream_guard(guard);
+    }
+  });
+  {
+    std::unique_lock<std::mutex> lock(step);
+    changed.wait(lock, [&] { return freed_all; });
+  }
+  for (void* block : freed) {
+    CHECK(block != nullptr);
+  }
+  CUDAStreamGuardHandle guard = guard_on(s.stream);
+  CHECK(block_of(floats_of_size(0)) == freed[0]);  // evicted to the shared cache
+  for (int i = 1; i < kBlocks; ++i) {
+    CHECK(block_of(floats_of_size(i)) != freed[i]);  // still in the other thread's own list
+  }
+  CHECK_OK(aoti_torch_delete_cuda_stream_guard(guard));
+  {
+    std::lock_guard<std::mutex> lock(step);
+    looked = true;
+  }
+  changed.notify_all();
+  other.join();
+  CHECK_EQ(cudaStreamSynchronize(s.stream), cudaSuccess);
 }
