@@ -102,9 +102,15 @@ def test_cpu_group(shim_test_binary: Path, group: str, expected: int) -> None:
     assert result.skipped == 0, result.output
 
 
-# The cuda group: 14 tests for one GPU (4 of them the stream guards' memo, 1 a guard left by an
-# exited thread), and 2 that need two (test_two_gpus.cpp).
-CUDA_TESTS, TWO_GPU_TESTS = 16, 2
+# The cuda group, counted from its sources: the tests for one GPU (test_cuda.cpp) and those that
+# need two (test_two_gpus.cpp). A test the binary loses, or gains unbuilt, fails here.
+def _cuda_tests_in(name: str) -> int:
+    text = (Path(__file__).resolve().parents[1] / "shims" / "tests" / name).read_text(encoding="utf-8")
+    return sum(line.startswith("TEST(cuda,") for line in text.splitlines())
+
+
+TWO_GPU_TESTS = _cuda_tests_in("test_two_gpus.cpp")
+CUDA_TESTS = _cuda_tests_in("test_cuda.cpp") + TWO_GPU_TESTS
 
 
 def test_cuda_group(shim_test_binary: Path) -> None:
