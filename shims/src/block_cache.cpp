@@ -104,12 +104,34 @@ struct KnownStream {
   int32_t device;
   bool read;
 };
-struct ThreadBlock {
-  void* ptr;
+
+// What an idle block is reused for, in both caches: a request on the same stream key, of
+// the same rounded size, on the same device.
+struct IdleKey {
   uint64_t stream_key;
   size_t size;
-  int32_t device;
+  int device;
+  bool operator==(const IdleKey& other) const {
+    return stream_key == other.stream_key && size == other.size && device == other.device;
+  }
 };
+
+struct IdleKeyHash {
+  size_t operator()(const IdleKey& k) const {
+    uint64_t h = k.stream_key * 0x9E3779B97F4A7C15ull;
+    h ^= (static_cast<uint64_t>(k.size) << 8) | static_cast<uint64_t>(k.device & 0xff);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
+IdleKey key_of(const Block& block) { return IdleKey{block.stream_key, block.size, block.device}; }
+
+// A block idle in a thread's own list.
+struct ThreadBlock {
+  void* ptr;
+  IdleKey key;
+};
+
 // Guards nested deeper than this are not remembered: their streams are asked per call.
 constexpr int kMaxKnownStreams = 8;
 // Plain data, so a thread's first use runs no constructor, and one thread_local, so a
@@ -144,24 +166,15 @@ uint64_t stream_key(ThreadAllocator& mine, int32_t device, void* stream) {
   return ask_stream_key(stream);
 }
 
+// Takes the i-th block out of this thread's list, keeping the rest in the order freed.
+void drop_thread_block(ThreadAllocator& mine, int i) {
+  for (int j = i + 1; j < mine.block_count; ++j) {
+    mine.blocks[j - 1] = mine.blocks[j];
+  }
+  --mine.block_count;
+}
+
 // ---- the shared cache ----
-
-struct IdleKey {
-  uint64_t stream_key;
-  size_t size;
-  int device;
-  bool operator==(const IdleKey& other) const {
-    return stream_key == other.stream_key && size == other.size && device == other.device;
-  }
-};
-
-struct IdleKeyHash {
-  size_t operator()(const IdleKey& k) const {
-    uint64_t h = k.stream_key * 0x9E3779B97F4A7C15ull;
-    h ^= (static_cast<uint64_t>(k.size) << 8) | static_cast<uint64_t>(k.device & 0xff);
-    return static_cast<size_t>(h ^ (h >> 29));
-  }
-};
 
 struct BlockCache {
   std::mutex mutex;
@@ -252,8 +265,7 @@ void hand_back_idle(void* block, const IdleKey& key) {
 // blocks of kMaxThreadBlock bytes each.
 void release_idle(BlockCache& c, ThreadAllocator& mine, cudaMemPool_t pool) {
   for (int i = 0; i < mine.block_count; ++i) {
-    const ThreadBlock& held = mine.blocks[i];
-    hand_back_idle(held.ptr, IdleKey{held.stream_key, held.size, held.device});
+    hand_back_idle(mine.blocks[i].ptr, mine.blocks[i].key);
   }
   mine.block_count = 0;
   for (auto& [key, blocks] : c.idle) {
@@ -276,7 +288,7 @@ AOTITorchError take_shared(BlockCache& c, ThreadAllocator& mine, Block* out) {
   if (out->stream_key != kUncachedStream) {
     // Empty lists stay in the map: erasing and re-creating one per allocation and free
     // cost two heap operations a pair.
-    auto idle = c.idle.find(IdleKey{out->stream_key, out->size, out->device});
+    auto idle = c.idle.find(key_of(*out));
     if (idle != c.idle.end() && !idle->second.empty()) {
       profile::count("alloc: block reused from the shared cache");
       out->ptr = idle->second.back();
@@ -319,7 +331,7 @@ bool keep_shared(BlockCache& c, void* block, const IdleKey& key) noexcept {
 
 // A freed block kept by the shared cache, or freed on its stream (the caller holds the mutex).
 AOTITorchError give_shared(BlockCache& c, const Block& block, bool cacheable) {
-  if (cacheable && keep_shared(c, block.ptr, IdleKey{block.stream_key, block.size, block.device})) {
+  if (cacheable && keep_shared(c, block.ptr, key_of(block))) {
     return AOTI_SHIM_OK;
   }
   AOTISHIM_PROFILE_STEP("alloc: cudaFreeAsync");
@@ -333,14 +345,10 @@ AOTITorchError give_shared(BlockCache& c, const Block& block, bool cacheable) {
 // never come back, still takes new ones.
 void evict_oldest(BlockCache& c, ThreadAllocator& mine) {
   const ThreadBlock& oldest = mine.blocks[0];
-  IdleKey key{oldest.stream_key, oldest.size, oldest.device};
-  if (!keep_shared(c, oldest.ptr, key)) {
-    hand_back_idle(oldest.ptr, key);
+  if (!keep_shared(c, oldest.ptr, oldest.key)) {
+    hand_back_idle(oldest.ptr, oldest.key);
   }
-  for (int j = 1; j < mine.block_count; ++j) {
-    mine.blocks[j - 1] = mine.blocks[j];
-  }
-  --mine.block_count;
+  drop_thread_block(mine, 0);
 }
 
 // At a thread's exit: its idle blocks to the shared cache (a C++ thread_local destructor,
@@ -356,8 +364,7 @@ struct ThreadExit {
     BlockCache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
     for (int i = 0; i < mine.block_count; ++i) {
-      const ThreadBlock& held = mine.blocks[i];
-      (void)keep_shared(c, held.ptr, IdleKey{held.stream_key, held.size, held.device});
+      (void)keep_shared(c, mine.blocks[i].ptr, mine.blocks[i].key);
     }
     mine.block_count = 0;
   }
@@ -375,16 +382,13 @@ AOTITorchError allocate_block(size_t nbytes, int32_t device, void* stream, Block
   ThreadAllocator& mine = thread_allocator;
   *out = Block{nullptr, stream, stream_key(mine, device, stream), rounded(nbytes), device};
   if (out->stream_key != kUncachedStream) {
+    const IdleKey wanted = key_of(*out);
     // The most recently freed first: its memory is the likeliest still in the GPU's L2.
     for (int i = mine.block_count - 1; i >= 0; --i) {
-      ThreadBlock& held = mine.blocks[i];
-      if (held.stream_key == out->stream_key && held.size == out->size && held.device == device) {
+      if (mine.blocks[i].key == wanted) {
         profile::count("alloc: block reused from this thread's list");
-        out->ptr = held.ptr;
-        for (int j = i + 1; j < mine.block_count; ++j) {
-          mine.blocks[j - 1] = mine.blocks[j];
-        }
-        --mine.block_count;
+        out->ptr = mine.blocks[i].ptr;
+        drop_thread_block(mine, i);
         return AOTI_SHIM_OK;
       }
     }
@@ -409,7 +413,7 @@ AOTITorchError release_block(const Block& block) {
     if (!mine.exit_hooked) {
       hook_thread_exit(mine);
     }
-    mine.blocks[mine.block_count++] = ThreadBlock{block.ptr, block.stream_key, block.size, block.device};
+    mine.blocks[mine.block_count++] = ThreadBlock{block.ptr, key_of(block)};
     profile::count("alloc: block kept in this thread's list");
     return AOTI_SHIM_OK;
   }
