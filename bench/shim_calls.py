@@ -50,6 +50,7 @@ from pathlib import Path
 
 from aoti_shim.checks.abi.prefix import given_or_built
 from aoti_shim.errors import AotiShimError, UsageError
+from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
 from aoti_shim.torch_location import locate
 
 # The loops, in the driver's order and the table's, with the table's words for each.
@@ -337,6 +338,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str]) -> int:
+    # SIGTERM unwinds as Ctrl-C does: subprocess.run kills the driver, the temp folder goes.
+    with sigterm_as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     args = _parse(argv)
     try:
         if args.iterations < 1 or args.rounds < 1:
@@ -350,6 +357,12 @@ def main(argv: list[str]) -> int:
     except AotiShimError as e:
         print(f"shim_calls: error: {e}", file=sys.stderr)
         return e.exit_code
+    except Terminated:
+        print("shim_calls: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:
+        print("shim_calls: interrupted", file=sys.stderr)
+        return 130
     print(render(summarize(samples, [s.label for s in sets]), sets, args.device, args.iterations, args.rounds))
     return 0
 

@@ -79,3 +79,41 @@ def test_cuda_loops_need_the_anchors_cuda_stream_guard(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("shim_calls: error: the driver failed:")
     assert "aoti_torch_create_cuda_stream_guard" in done.stderr
+
+
+def test_sigterm_mid_run_stops_the_driver_and_leaves_no_folder(tmp_path: Path) -> None:
+    # A run cut short (a GPU call's `timeout`, say) must not leave its driver looping on, nor
+    # its temp folder behind: SIGTERM unwinds as Ctrl-C does.
+    import os
+    import signal
+    import time
+
+    bench = subprocess.Popen(
+        [sys.executable, str(BENCH), "--iterations", "50000000", "--rounds", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("aoti-shim-calls-*/shim_calls_driver")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    driver = next(iter(tmp_path.glob("aoti-shim-calls-*/shim_calls_driver")), None)
+    assert driver is not None, "the driver was never built"
+
+    def driver_running() -> bool:
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            try:
+                if cmdline.read_bytes().startswith(os.fsencode(str(driver))):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    while not driver_running() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert driver_running(), "the driver never started"
+    bench.send_signal(signal.SIGTERM)
+    _, err = bench.communicate(timeout=60)
+    assert bench.returncode == 128 + signal.SIGTERM, err
+    assert err == "shim_calls: terminated\n"
+    assert not driver_running()
+    assert not list(tmp_path.glob("aoti-shim-calls-*"))
