@@ -50,7 +50,7 @@ from pathlib import Path
 
 from aoti_shim.checks.abi.prefix import given_or_built
 from aoti_shim.errors import AotiShimError, UsageError
-from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
+from aoti_shim.signals import interrupted, sigterm_as_interrupt
 from aoti_shim.torch_location import locate
 
 # The loops, in the driver's order and the table's, with the table's words for each.
@@ -357,12 +357,8 @@ def _main(argv: list[str]) -> int:
     except AotiShimError as e:
         print(f"shim_calls: error: {e}", file=sys.stderr)
         return e.exit_code
-    except Terminated:
-        print("shim_calls: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print("shim_calls: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return interrupted("shim_calls", e)
     print(render(summarize(samples, [s.label for s in sets]), sets, args.device, args.iterations, args.rounds))
     return 0
 

@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from aoti_shim import __version__
 from aoti_shim.errors import EXIT_TOOL_ERROR, EXIT_USAGE, AotiShimError
-from aoti_shim.signals import EXIT_TERMINATED, Terminated, sigterm_as_interrupt
+from aoti_shim.signals import interrupted, sigterm_as_interrupt
 
 # Each subcommand and the module that registers it, in --help order. A command line that
 # names one is parsed by a parser holding only that one: the others' modules (scan's
@@ -247,9 +247,5 @@ def _main(argv: Sequence[str] | None) -> int:
         silence_stdout()  # the interpreter's last flush must not fail again, with a traceback
         note(f"aoti-shim: error: cannot write to standard output: {e.strerror or e}")
         return EXIT_TOOL_ERROR
-    except Terminated:
-        print("aoti-shim: terminated", file=sys.stderr)
-        return EXIT_TERMINATED
-    except KeyboardInterrupt:
-        print("aoti-shim: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        return interrupted("aoti-shim", e)

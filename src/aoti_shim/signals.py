@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from types import FrameType
@@ -19,6 +20,13 @@ EXIT_TERMINATED = 128 + signal.SIGTERM
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived; raised where the interpreter was, like KeyboardInterrupt."""
+
+
+def interrupted(tool: str, interrupt: KeyboardInterrupt) -> int:
+    """A command's last words on Ctrl-C or SIGTERM: one line on stderr, and its exit code."""
+    terminated = isinstance(interrupt, Terminated)
+    print(f"{tool}: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+    return EXIT_TERMINATED if terminated else 128 + signal.SIGINT
 
 
 def _raise_terminated(signum: int, frame: FrameType | None) -> None:
