@@ -8,8 +8,9 @@ times, per round, tight loops of:
   ``delete_tensor_object``;
 - ``_reinterpret_tensor`` (a 2-dim view at an offset of a live tensor) + ``delete_tensor_object``;
 - ``get_data_ptr`` of a live tensor;
-- with ``--device cuda`` also one run's fixed cost: ``create_cuda_stream_guard`` + one
-  ``empty_strided`` + its delete + ``delete_cuda_stream_guard``.
+- with ``--device cuda`` also a stream guard alone (``create_cuda_stream_guard`` +
+  ``delete_cuda_stream_guard``) and one run's fixed cost: a guard + one ``empty_strided`` + its
+  delete + the guard's delete (the first tensor of a guard asks CUDA about its stream).
 
 ``--device cpu`` (the default) makes CPU tensors; ``--device cuda`` makes device 0's tensors
 inside a CUDA stream guard on a non-blocking stream of the driver's own, as a compiled model's
@@ -58,9 +59,10 @@ CALLS = {
     "empty": "empty_strided + delete_tensor_object",
     "reinterpret": "_reinterpret_tensor + delete_tensor_object",
     "data_ptr": "get_data_ptr",
+    "guard": "stream guard + guard delete",
     "run": "stream guard + empty_strided + delete + guard delete",
 }
-# Where the tensors live; a CPU run has no stream guard, so no "run" loop.
+# Where the tensors live; a CPU run has no stream guard, so no "guard" or "run" loop.
 DEVICES = ("cpu", "cuda")
 ANCHOR = "libtorch"
 
@@ -162,6 +164,8 @@ static double run(const Shims* s, int call, long n) {
         die(s->label, "_reinterpret_tensor + delete failed");
     } else if (call == 2) {
       if (s->data_ptr(s->base, &h) != 0 || h == NULL) die(s->label, "get_data_ptr failed");
+    } else if (call == 3) {
+      if (s->guard(stream, 0, &g) != 0 || s->guard_delete(g) != 0) die(s->label, "stream guard + guard delete failed");
     } else if (s->guard(stream, 0, &g) != 0 || s->empty(2, kSizes, kStrides, 6, device_type, 0, &h) != 0 ||
                s->del(h) != 0 || s->guard_delete(g) != 0) {
       die(s->label, "stream guard + empty_strided + delete + guard delete failed");
@@ -174,10 +178,10 @@ static double run(const Shims* s, int call, long n) {
    On CUDA every loop runs inside a stream guard of its set on the driver's stream (the run
    loop's guard is a second one inside it, as a model's is inside its runtime's). */
 int main(int argc, char** argv) {
-  static const char* kCalls[4] = {"empty", "reinterpret", "data_ptr", "run"};
+  static const char* kCalls[5] = {"empty", "reinterpret", "data_ptr", "guard", "run"};
   if (argc < 7 || (argc - 4) % 3 != 0) die("driver", "usage: driver DEVICE ITERATIONS ROUNDS (LABEL PATH PREFIX)...");
   device_type = strcmp(argv[1], "cuda") == 0 ? 1 : 0;
-  int calls = device_type == 1 ? 4 : 3;
+  int calls = device_type == 1 ? 5 : 3;
   long iterations = atol(argv[2]);
   int rounds = atoi(argv[3]), sets = (argc - 4) / 3;
   Shims* all = calloc((size_t)sets, sizeof(Shims));
