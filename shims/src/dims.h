@@ -106,6 +106,13 @@ class Dims {
   }
 
   void assign(std::initializer_list<int64_t> values) { assign(values.begin(), values.end()); }
+  // Sized to `count` with its values left for the caller to write through the pointer
+  // returned: a reader that checks values as it copies them touches each once.
+  int64_t* overwrite(size_t count) {
+    reserve(count);
+    size_ = count;
+    return data_;
+  }
 
   friend bool operator==(const Dims& a, const Dims& b) noexcept {
     return a.size_ == b.size_ && (a.size_ == 0 || std::memcmp(a.data_, b.data_, a.size_ * sizeof(int64_t)) == 0);

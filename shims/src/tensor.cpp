@@ -101,6 +101,35 @@ Dims contiguous_strides(const Dims& sizes) {
   return strides;
 }
 
+namespace {
+
+// The first of a layout's faults, in the order they are reported.
+AOTITorchError layout_fault(int64_t negative_size_dim, const int64_t* sizes, int64_t negative_stride_dim,
+                            const int64_t* strides, bool numel_overflow) {
+  if (negative_size_dim >= 0) {
+    return fail_format(
+        AOTI_SHIM_E_NEGATIVE_SIZE, "size %lld of dim %lld is negative",
+        static_cast<long long>(sizes[negative_size_dim]), static_cast<long long>(negative_size_dim));
+  }
+  if (negative_stride_dim >= 0) {
+    return fail_format(
+        AOTI_SHIM_E_NEGATIVE_STRIDE, "stride %lld of dim %lld is negative",
+        static_cast<long long>(strides[negative_stride_dim]), static_cast<long long>(negative_stride_dim));
+  }
+  if (numel_overflow) {
+    return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "element count overflows int64");
+  }
+  return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "tensor span overflows int64");
+}
+
+}  // namespace
+
+// One pass over the caller's arrays: each value is checked as it is copied, and the element
+// count and span are summed on the way. Checking the copies afterwards read back what had
+// just been stored, and those loads were a quarter of an empty_strided + delete pair's time
+// (perf, 16x16 float32). The element count must fit int64 even where the span is small (zero
+// strides); overflow builtins, not a division per dim (a 64-bit idiv per dim was a third of
+// this function's time).
 AOTITorchError read_layout(
     int64_t ndim, const int64_t* sizes, const int64_t* strides, Dims* out_sizes, Dims* out_strides, int64_t* span) {
   if (ndim < 0) {
@@ -110,37 +139,60 @@ AOTITorchError read_layout(
     return fail_format(AOTI_SHIM_E_NULL_ARGUMENT, "sizes is null for ndim %lld", static_cast<long long>(ndim));
   }
   // Filled in place: a caller's Dims are its own locals, dropped when this fails.
-  Dims& new_sizes = *out_sizes;
-  Dims& new_strides = *out_strides;
-  new_sizes.assign(sizes, sizes + ndim);
-  for (int64_t d = 0; d < ndim; ++d) {
-    if (new_sizes[d] < 0) {
-      return fail_format(
-          AOTI_SHIM_E_NEGATIVE_SIZE, "size %lld of dim %lld is negative", static_cast<long long>(new_sizes[d]),
-          static_cast<long long>(d));
-    }
-  }
-  if (strides == nullptr) {
-    new_strides = contiguous_strides(new_sizes);
-  } else {
-    new_strides.assign(strides, strides + ndim);
-    for (int64_t d = 0; d < ndim; ++d) {
-      if (new_strides[d] < 0) {
-        return fail_format(
-            AOTI_SHIM_E_NEGATIVE_STRIDE, "stride %lld of dim %lld is negative",
-            static_cast<long long>(new_strides[d]), static_cast<long long>(d));
-      }
-    }
-  }
-  // numel must fit int64 even when the span is small (zero strides). The overflow builtin,
-  // not a division per dim: a 64-bit idiv was a third of this function's time.
+  const auto rank = static_cast<size_t>(ndim);
+  int64_t* new_sizes = out_sizes->overwrite(rank);
+  int64_t* new_strides = out_strides->overwrite(rank);
+  int64_t negative_size_dim = -1;
+  int64_t negative_stride_dim = -1;
   int64_t numel = 1;
-  for (int64_t size : new_sizes) {
-    if (__builtin_mul_overflow(numel, size, &numel)) {
-      return fail_format(AOTI_SHIM_E_SIZE_OVERFLOW, "element count overflows int64");
+  bool numel_overflow = false;
+  if (strides == nullptr) {
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t size = sizes[d];
+      new_sizes[d] = size;
+      if (size < 0 && negative_size_dim < 0) {
+        negative_size_dim = static_cast<int64_t>(d);
+      }
+      numel_overflow |= __builtin_mul_overflow(numel, size, &numel);
     }
+    if (negative_size_dim >= 0 || numel_overflow) {
+      return layout_fault(negative_size_dim, sizes, -1, nullptr, numel_overflow);
+    }
+    // Contiguous: the running product is at most numel unless a size is zero, when it may
+    // wrap (unsigned, so defined) and the span is 0 whatever the strides.
+    uint64_t running = 1;
+    for (size_t d = rank; d-- > 0;) {
+      new_strides[d] = static_cast<int64_t>(running);
+      running *= new_sizes[d] > 1 ? static_cast<uint64_t>(new_sizes[d]) : 1;
+    }
+    *span = numel;  // a contiguous layout spans its elements exactly (0 where a size is 0)
+    return AOTI_SHIM_OK;
   }
-  return span_elements(new_sizes, new_strides, span);
+  int64_t reach = 1;
+  bool reach_overflow = false;
+  bool empty = false;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t size = sizes[d];
+    const int64_t stride = strides[d];
+    new_sizes[d] = size;
+    new_strides[d] = stride;
+    if (size < 0 && negative_size_dim < 0) {
+      negative_size_dim = static_cast<int64_t>(d);
+    }
+    if (stride < 0 && negative_stride_dim < 0) {
+      negative_stride_dim = static_cast<int64_t>(d);
+    }
+    numel_overflow |= __builtin_mul_overflow(numel, size, &numel);
+    empty |= size == 0;
+    int64_t step = 0;
+    reach_overflow |= __builtin_mul_overflow(size - 1, stride, &step);
+    reach_overflow |= __builtin_add_overflow(reach, step, &reach);
+  }
+  if (negative_size_dim >= 0 || negative_stride_dim >= 0 || numel_overflow || (reach_overflow && !empty)) {
+    return layout_fault(negative_size_dim, sizes, negative_stride_dim, strides, numel_overflow);
+  }
+  *span = empty ? 0 : reach;
+  return AOTI_SHIM_OK;
 }
 
 AOTITorchError span_elements(const Dims& sizes, const Dims& strides, int64_t* out) {
