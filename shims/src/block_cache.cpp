@@ -188,6 +188,16 @@ struct ThreadAllocator {
 };
 thread_local ThreadAllocator thread_allocator = {};
 
+// This thread's allocator state, its address looked up once per call. A dlopened library's
+// thread_local is reached through __tls_get_addr, and GCC calls it again at each use rather
+// than keep the address in a register (31 call sites in allocate_block, one per step of its
+// searches); the empty asm hides where the pointer came from, so it is kept.
+ThreadAllocator& this_thread_allocator() {
+  ThreadAllocator* mine = &thread_allocator;
+  asm("" : "+r"(mine));
+  return *mine;
+}
+
 // The stream's key in the cache: legacy, its CUDA id, or kUncachedStream; from the
 // innermost live guard of this thread on that stream where there is one.
 uint64_t stream_key(ThreadAllocator& mine, int32_t device, void* stream) {
@@ -400,7 +410,7 @@ struct ThreadExit {
   ThreadExit(const ThreadExit&) = delete;
   ThreadExit& operator=(const ThreadExit&) = delete;
   ~ThreadExit() {
-    ThreadAllocator& mine = thread_allocator;
+    ThreadAllocator& mine = this_thread_allocator();
     mine.exited = true;
     BlockCache& c = cache();
     std::lock_guard<std::mutex> lock(c.mutex);
@@ -420,7 +430,7 @@ void hook_thread_exit(ThreadAllocator& mine) {
 }  // namespace
 
 AOTITorchError allocate_block(size_t nbytes, int32_t device, void* stream, Block* out) {
-  ThreadAllocator& mine = thread_allocator;
+  ThreadAllocator& mine = this_thread_allocator();
   *out = Block{nullptr, stream, stream_key(mine, device, stream), rounded(nbytes), device};
   if (out->stream_key != kUncachedStream) {
     const IdleKey wanted = key_of(*out);
@@ -440,7 +450,7 @@ AOTITorchError allocate_block(size_t nbytes, int32_t device, void* stream, Block
 }
 
 AOTITorchError release_block(const Block& block) {
-  ThreadAllocator& mine = thread_allocator;
+  ThreadAllocator& mine = this_thread_allocator();
   // Reused on its stream only while that stream is the one it was allocated on: not a
   // destroyed stream's recycled handle, not a stream being captured since.
   bool cacheable =
@@ -498,7 +508,7 @@ AOTITorchError free_async(void* ptr, int32_t device, void* stream) {
 }
 
 void remember_stream(uint64_t guard_id, int32_t device, void* stream) noexcept {
-  ThreadAllocator& mine = thread_allocator;
+  ThreadAllocator& mine = this_thread_allocator();
   if (mine.stream_count < kMaxKnownStreams && !is_legacy(stream)) {
     // Read lazily, at the first allocation or free: a guard whose run allocates nothing
     // asks nothing.
@@ -507,7 +517,7 @@ void remember_stream(uint64_t guard_id, int32_t device, void* stream) noexcept {
 }
 
 void forget_stream(uint64_t guard_id) noexcept {
-  ThreadAllocator& mine = thread_allocator;
+  ThreadAllocator& mine = this_thread_allocator();
   for (int i = 0; i < mine.stream_count; ++i) {
     if (mine.streams[i].guard_id == guard_id) {
       for (int j = i + 1; j < mine.stream_count; ++j) {
