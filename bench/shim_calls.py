@@ -53,6 +53,7 @@ from aoti_shim.checks.abi.prefix import given_or_built
 from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.signals import interrupted, sigterm_as_interrupt
 from aoti_shim.torch_location import locate
+from c_build import build_c
 
 # The loops, in the driver's order and the table's, with the table's words for each.
 CALLS = {
@@ -236,17 +237,7 @@ class Row:
 
 def compile_driver(folder: Path, compiler: str) -> Path:
     """The driver, built by ``compiler`` in ``folder``."""
-    source, binary = folder / "shim_calls_driver.c", folder / "shim_calls_driver"
-    source.write_text(DRIVER, encoding="utf-8")
-    try:
-        done = subprocess.run([compiler, "-O2", "-o", str(binary), str(source), "-ldl"],
-                              capture_output=True, text=True, timeout=120)
-    except OSError as e:
-        raise UsageError(f"cannot run the C compiler {compiler!r}: {e.strerror}") from None
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        raise AotiShimError(f"{compiler} could not build the driver: {last}")
-    return binary
+    return build_c(DRIVER, folder, "shim_calls_driver", compiler, "the driver", ["-ldl"])
 
 
 def run_driver(driver: Path, device: str, sets: list[ShimSet], iterations: int, rounds: int) -> list[Sample]:

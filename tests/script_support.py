@@ -10,7 +10,10 @@ from types import ModuleType
 
 def load_script(path: Path, name: str) -> ModuleType:
     """``path`` imported under ``name`` (registered in sys.modules: dataclasses resolve their
-    annotations through it)."""
+    annotations through it). Its folder goes on sys.path, as when it runs as a script, so
+    that it imports its siblings (bench/c_build.py, say)."""
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
