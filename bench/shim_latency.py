@@ -31,7 +31,9 @@ the per-inference table of calls and host time per shim function (only calls mad
 the blob inside the timed window are counted). The shims' share is printed raw (the total
 over the profiled mean inference) and net of the profile's own cost (the clock reads and
 counter updates inside the spans it times, calibrated on ``aoti_shim_profile_probe`` in the
-same process) over (a)'s mean inference with the profile off.
+same process) over (a)'s mean inference with the profile off. Then, for ``--sample-seconds``,
+(a) again with the profile off under the host sampler (bench/host_sampler.py): the share of
+its samples whose stack holds a frame of the shim library, measured with nothing in the shims.
 
 Then an allocation micro-benchmark: ``empty_strided`` + ``delete_tensor_object`` pairs
 per second through each shim set, in interleaved rounds with a per-round ratio and its
@@ -67,6 +69,7 @@ from typing import Any
 
 from aoti_shim.errors import AotiShimError, UsageError
 from aoti_shim.smoke.report import STREAM_DEFAULT, STREAM_LABELS, STREAM_NEW, STREAM_NONE
+from host_sampler import HostSampler, SampledShare
 
 # How the libtorch-linked twin differs from the smoke's compile: only this option.
 LIBTORCH_OPTIONS = {"aot_inductor.link_libtorch": True}
@@ -180,6 +183,10 @@ class BenchSettings:
     # included, passes a stream of its own made current ("new", what runtimes pass), or
     # the legacy default stream, a null pointer ("default"); "none" on the CPU.
     stream: str = "none"
+    # The host sampler (bench/host_sampler.py): seconds of (a) per model with its windows
+    # open (0: not sampled), and the mean time between samples.
+    sample_seconds: float = 2.0
+    sample_interval_us: float = 50.0
 
 
 @dataclass(frozen=True)
@@ -203,6 +210,8 @@ class ModelResult:
     profiled_mean_us: float = float("nan")  # the profiled runs' mean latency: the table's shares
     unprofiled_mean_us: float = float("nan")  # (a)'s mean latency, profile off: the net share's base
     profile_net_us: float = float("nan")  # the shim total less the profile's own cost (ProfileCost.net_us)
+    sampled: SampledShare | None = None  # (a)'s samples with a frame of the shim library, profile off
+    sampled_inferences: int = 0
     torch_loader: Latency | None = None
     torch_loader_note: str = ""
     error: str = ""
@@ -611,7 +620,7 @@ class GraphReplay:
 
 def measure_model(
     settings: BenchSettings, model: str, ours_api: Any, torch_api: Any, profile: ProfileApi | None,
-    keep: contextlib.ExitStack, progress: Callable[[str], None],
+    sampler: HostSampler | None, keep: contextlib.ExitStack, progress: Callable[[str], None],
 ) -> ModelResult:
     import torch
 
@@ -729,6 +738,9 @@ def measure_model(
                     for name, calls, nanos in profile.read()
                 ]
                 profile.reset()
+            if sampler is not None:
+                result.sampled, result.sampled_inferences = sample_shims(settings, sampler, containers[OURS],
+                                                                         ours_api, inputs)
         finally:
             for replay in graphs:
                 replay.close()
@@ -741,6 +753,22 @@ def measure_model(
     if settings.torch_loader and twin is not None:
         result.torch_loader, result.torch_loader_note = torch_loader_latency(settings, twin)
     return result
+
+
+def sample_shims(settings: BenchSettings, sampler: HostSampler, container: Any, api: Any,
+                 inputs: list[Any]) -> tuple[SampledShare, int]:
+    """(a), profile off, for ``settings.sample_seconds`` with the sampler's window open around
+    each run: the share of its samples in the shim library, and how many runs it took."""
+    variant = BlobVariant(api, container, inputs, settings.device,
+                          around=(lambda: sampler.window(1), lambda: sampler.window(0)))
+    sampler.start(settings.shim_library, settings.sample_interval_us)
+    try:
+        deadline = time.perf_counter() + settings.sample_seconds
+        while time.perf_counter() < deadline:
+            variant.sample(0, 20)
+    finally:
+        share = sampler.stop()
+    return share, variant.runs
 
 
 # ---------------------------------------------------------------- torch's own loader
@@ -937,13 +965,23 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
     ours_api, torch_api = ShimApi(shims, settings.prefix), ShimApi(libtorch, "")
     profile = ProfileApi(shims, settings.prefix)
     report.header["shim profile ABI"] = "yes" if profile.available else "no"
+    sampler = None
+    if settings.sample_seconds > 0:
+        try:
+            sampler = HostSampler(settings.work_dir, os.environ.get("CC", "cc"))
+            report.header["host sampler"] = (f"one sample every {settings.sample_interval_us:.0f} us on average, "
+                                             f"{settings.sample_seconds:g} s of (a) per model")
+        except AotiShimError as e:
+            report.header["host sampler"] = f"not run: {e}"
     with contextlib.ExitStack() as keep:
         for model in settings.models:
             progress(f"{model}: compile (cached after the first time) and measure")
             began = time.perf_counter()
             try:
                 with caller_stream(settings):
-                    report.models.append(measure_model(settings, model, ours_api, torch_api, profile, keep, progress))
+                    report.models.append(
+                        measure_model(settings, model, ours_api, torch_api, profile, sampler, keep, progress)
+                    )
             except AotiShimError as e:
                 report.models.append(ModelResult(model=model, error=str(e)))
             # Each row as soon as it is measured: a run cut short still shows what it had.
@@ -1051,11 +1089,21 @@ def render(report: BenchReport) -> str:
     return "\n".join(lines)
 
 
-def render_profile(m: ModelResult, cost: ProfileCost | None) -> list[str]:
-    """A model's profile table (raw shares: of the profiled mean inference) and the shims'
-    share net of the profile's own cost."""
-    if not m.profile:
+def render_sampled(m: ModelResult) -> list[str]:
+    """The shims' share as the host sampler saw it, the profile's net share's independent check."""
+    if m.sampled is None:
         return []
+    low, high = m.sampled.interval()
+    return [f"  shims' share, sampled: {100 * m.sampled.share:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%] "
+            f"({m.sampled.in_library} of {m.sampled.samples} samples of (a), profile off, had a frame of the shim "
+            f"library; {m.sampled_inferences} inferences; 95% interval)"]
+
+
+def render_profile(m: ModelResult, cost: ProfileCost | None) -> list[str]:
+    """A model's profile table (raw shares: of the profiled mean inference), the shims' share
+    net of the profile's own cost, and the sampled share."""
+    if not m.profile:
+        return ["", f"shim profile, {m.model}: not run", *render_sampled(m)] if m.sampled else []
     per_inference = m.profiled_mean_us
     lines = ["", f"shim profile, {m.model}: per inference of (a), means over {m.profiled_inferences} profiled "
                  f"inferences (mean inference {per_inference:.1f} us with the profile on)",
@@ -1065,7 +1113,7 @@ def render_profile(m: ModelResult, cost: ProfileCost | None) -> list[str]:
         lines.append(f"  {row.name:<52} {row.calls_per_inference:7.2f} {row.us_per_inference:8.2f} {share:14.1f}%")
     if cost is None:
         lines.append("  net of the profile's own cost: not measured (the library has no aoti_shim_profile_probe)")
-        return lines
+        return lines + render_sampled(m)
     total = next((r for r in m.profile if r.name == TOTAL_ROW), None)
     raw = 100.0 * total.us_per_inference / per_inference if total else float("nan")
     net = 100.0 * m.profile_net_us / m.unprofiled_mean_us if m.unprofiled_mean_us else float("nan")
@@ -1075,7 +1123,7 @@ def render_profile(m: ModelResult, cost: ProfileCost | None) -> list[str]:
     lines.append(f"  net = the total less, per inference, each outermost call x {cost.outermost_ns:.0f} ns, "
                  f"each nested scope x {cost.nested_ns:.0f} ns, each counted event x {cost.count_ns:.0f} ns: the "
                  f"profile's own cost, timed on an empty probe in this process ({cost.probe_calls} calls per figure)")
-    return lines
+    return lines + render_sampled(m)
 
 
 def to_json(report: BenchReport) -> dict[str, Any]:
@@ -1115,6 +1163,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--stream", choices=(STREAM_NEW, STREAM_DEFAULT),
                    help="CUDA: the stream every run passes: new (a stream of its own made current, the default, what "
                    "runtimes pass) or default (the legacy default stream, a null pointer), as the smoke's --stream")
+    p.add_argument("--sample-seconds", type=float, default=2.0,
+                   help="seconds of (a) per model under the host sampler, the profile's independent check (0: none)")
     p.add_argument("--json", type=Path, help="also write the results as JSON")
     p.add_argument("--compile-libtorch-worker", metavar="REQUEST", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -1142,6 +1192,8 @@ def main(argv: list[str]) -> int:
 
         if args.device == "cuda" and not torch.cuda.is_available():
             raise UsageError("--device cuda: torch sees no CUDA device")
+        if args.sample_seconds < 0 or not math.isfinite(args.sample_seconds):
+            raise UsageError("--sample-seconds must be 0 or more")
         if args.rounds < 2 or args.iterations < 1 or args.warmup < 0:
             raise UsageError("--rounds must be at least 2 (an interval needs rounds), --iterations at least 1")
         library = args.shims.resolve() if args.shims else shim_library()
@@ -1164,6 +1216,7 @@ def main(argv: list[str]) -> int:
                 torch_loader=args.torch_loader,
                 compile=args.compile,
                 stream=stream_of(args.device, args.stream),
+                sample_seconds=args.sample_seconds,
             )
             report = run_bench(settings, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True))
         finally:
