@@ -58,3 +58,14 @@ def test_a_library_not_loaded_is_one_error(sampler_module: ModuleType, tmp_path:
     sampler = sampler_module.HostSampler(tmp_path, "cc")
     with pytest.raises(AotiShimError, match="not loaded in this process"):
         sampler.start(tmp_path / "libnowhere.so", 100.0)
+
+
+def test_the_interval_is_wilsons_and_a_share_of_nothing_is_undefined(sampler_module: ModuleType) -> None:
+    # 30 of 1000: Wilson's 95% interval is [2.11%, 4.25%] (a normal one would be [1.94%, 4.06%]).
+    low, high = sampler_module.SampledShare(30, 1000).interval()
+    assert (round(low, 4), round(high, 4)) == (0.0211, 0.0425)
+    # None of 1000: the interval still has width, it does not collapse onto 0.
+    low, high = sampler_module.SampledShare(0, 1000).interval()
+    assert low < 1e-12 and 0.0037 < high < 0.0039
+    empty = sampler_module.SampledShare(0, 0)
+    assert empty.share != empty.share and all(x != x for x in empty.interval())  # NaN
