@@ -61,7 +61,7 @@ int main() {
   unsigned long long id = 0;
   line("cudaStreamIsCapturing", median_ns([&] { sink += cudaStreamIsCapturing(stream, &status); }));
   line("cudaStreamGetId", median_ns([&] { sink += cudaStreamGetId(stream, &id); }));
-  line("cudaStreamIsCapturing + cudaStreamGetId (the shims' ask)", median_ns([&] {
+  line("cudaStreamIsCapturing + cudaStreamGetId (the shims' ask before run39)", median_ns([&] {
          sink += cudaStreamIsCapturing(stream, &status) + cudaStreamGetId(stream, &id);
        }));
   int device = 0;
@@ -75,7 +75,7 @@ int main() {
     int cu_status = 0;
     line("cuStreamIsCapturing (driver entry point)", median_ns([&] { sink += cu_is_capturing(stream, &cu_status); }));
     line("cuStreamGetId (driver entry point)", median_ns([&] { sink += cu_get_id(stream, &id); }));
-    line("cuStreamIsCapturing + cuStreamGetId", median_ns([&] {
+    line("cuStreamIsCapturing + cuStreamGetId (the shims' ask)", median_ns([&] {
            sink += cu_is_capturing(stream, &cu_status) + cu_get_id(stream, &id);
          }));
   }

@@ -96,7 +96,7 @@ const DriverQueries& driver_queries() {
 // has no entry point or answers an error (no current context on this thread, say), the
 // runtime answers.
 uint64_t ask_stream_key(void* stream) {
-  AOTISHIM_PROFILE_STEP("cuda: cudaStreamIsCapturing + cudaStreamGetId");
+  AOTISHIM_PROFILE_STEP("cuda: the stream's capture state and id");
   const DriverQueries& driver = driver_queries();
   int driver_status = 0;
   unsigned long long id = 0;

@@ -317,7 +317,7 @@ TEST(cuda, device_guards) {
 namespace {
 
 // The profile row of the CUDA queries the block cache makes about a stream.
-constexpr const char* kStreamQueries = "cuda: cudaStreamIsCapturing + cudaStreamGetId";
+constexpr const char* kStreamQueries = "cuda: the stream's capture state and id";
 
 // How many times the shims asked CUDA a stream's capture state and id while body ran.
 template <typename Body>
