@@ -150,6 +150,30 @@ def test_the_gpu_script_rehearses_its_tests_on_the_cpu(tmp_path: Path) -> None:
     assert "skipped: fewer than two GPUs (0 visible)" in tests_log
 
 
+def test_the_gpu_script_stops_first_when_the_wheels_were_not_carried(tmp_path: Path) -> None:
+    # run40 (docs/gpu/results-2026-12-06): a device call without carry=[".whl"] ran six minutes
+    # of steps that each failed at LIEF's rewrite. A python3 without LIEF, no wheels: stop at once.
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("AOTI_SHIM_")},
+        "PATH": f"{bare / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AOTI_SHIM_GPU_DEVICE": "cuda",
+        "AOTI_SHIM_GPU_WHEELS": str(tmp_path / "no-wheels"),
+        "AOTI_SHIM_GPU_SITE": str(tmp_path / "site"),
+        "AOTI_SHIM_GPU_WORK": str(tmp_path / "work"),
+        "AOTI_SHIM_GPU_CACHE": str(tmp_path / "cache"),
+        "OUT": str(tmp_path / "out"),
+    }
+    done = subprocess.run(["bash", str(REPO / "docs" / "gpu" / "run_h200.sh"), "core"],
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith("stopped before any step: no lief wheel in ") and done.stderr.count("\n") == 1
+    run_log = (tmp_path / "out" / "00_run.log").read_text()
+    assert "stopped before any step" in run_log and "# summary" not in run_log
+    assert not (tmp_path / "site").exists()  # nothing installed
+
+
 def _package_imports(tree: ast.AST) -> list[tuple[str, str | None]]:
     """(module, name or None) for every ``from aoti_shim... import name`` and ``import aoti_shim...``."""
     out: list[tuple[str, str | None]] = []

@@ -35,6 +35,7 @@ SITE=${AOTI_SHIM_GPU_SITE:-/tmp/site}    # carried wheels and aoti-shim are inst
 WORK=${AOTI_SHIM_GPU_WORK:-/tmp/aoti-shim-gpu-work}
 CACHE=${AOTI_SHIM_GPU_CACHE:-/tmp/aoti-shim-gpu-cache}  # the smoke compile cache, shared by every step
 DEVICE=${AOTI_SHIM_GPU_DEVICE:-cuda}  # cpu: a rehearsal of the whole script on a machine without a GPU
+WHEELS=${AOTI_SHIM_GPU_WHEELS:-$REPO/.whl}  # the carried wheels (the device call's carry=[".whl"])
 START=$(date +%s)
 mkdir -p "$OUT" "$WORK" "$CACHE"
 RUN_LOG=$OUT/00_run.log
@@ -74,11 +75,23 @@ EOF
 install_wheels() {
   # The carried wheels: lief, pyelftools, scikit-build-core 1.1.2, nvidia-cuda-crt.
   # A CPU rehearsal without .whl/ runs with a venv's python3 first on PATH instead.
-  if ! ls "$REPO"/.whl/*.whl > /dev/null 2>&1; then
-    echo "no carried wheels in $REPO/.whl: nothing to install"
+  if ! ls "$WHEELS"/*.whl > /dev/null 2>&1; then
+    echo "no carried wheels in $WHEELS: nothing to install"
     return 0
   fi
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$REPO"/.whl/*.whl
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$WHEELS"/*.whl
+}
+
+# A GPU machine has no network: without the carried wheels (or a python3 that has LIEF and
+# pyelftools already) every binary-route step fails at its rewrite, minutes in. Stop first.
+wheels_or_stop() {
+  if [ "$DEVICE" != cuda ] || ls "$WHEELS"/lief-*.whl > /dev/null 2>&1 ||
+     python3 -c "import lief, elftools" > /dev/null 2>&1; then
+    return 0
+  fi
+  echo "stopped before any step: no lief wheel in $WHEELS and python3 cannot import lief and elftools;" \
+       "carry the wheels (the device call's carry=[\".whl\"])" | tee -a "$RUN_LOG" >&2
+  exit 2
 }
 
 install_aoti_shim() {
@@ -246,6 +259,7 @@ PHASES=${*:-core bf16}
 cd "$WORK" || exit 1
 header >> "$RUN_LOG" 2>&1
 echo "phases: $PHASES, time budget ${BUDGET_S}s" >> "$RUN_LOG"
+wheels_or_stop
 export PYTHONPATH=$SITE:$REPO/docs/gpu
 export PYTHONUNBUFFERED=1
 # Few GEMM autotuning candidates: compile minutes, not kernel speed, are what this run is short of.
