@@ -60,8 +60,14 @@ AOTITorchError plan_copy(const Tensor& dst, const Tensor& src, CopyPlan* plan) {
           static_cast<long long>(d), static_cast<long long>(size));
     }
     sizes.push_back(size);
-    dst_strides.push_back(dst.strides[d] * dst_element);
-    src_strides.push_back(src_stride * src_element);
+    // Wrapping, not signed: an empty tensor's strides may be anything (a zero size beside
+    // sizes whose product passes INT64_MAX); a non-empty one's bytes fit its storage.
+    dst_strides.push_back(static_cast<int64_t>(static_cast<uint64_t>(dst.strides[d]) * dst_element));
+    src_strides.push_back(static_cast<int64_t>(static_cast<uint64_t>(src_stride) * src_element));
+  }
+  if (dst.numel() == 0) {
+    *plan = CopyPlan{};  // nothing to copy: every caller returns before it iterates
+    return AOTI_SHIM_OK;
   }
   // Merge dim i into dim i+1 when stepping over i+1 entirely equals one step of i in both tensors.
   CopyPlan merged;

@@ -93,10 +93,12 @@ bool non_overlapping_and_dense(const Tensor& t) {
 
 Dims contiguous_strides(const Dims& sizes) {
   Dims strides(sizes.size());
-  int64_t running = 1;
+  // Unsigned, as read_layout's: beside a zero size the product of the others may pass
+  // INT64_MAX (the tensor is empty, so no stride is ever used to reach an element).
+  uint64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = running;
-    running *= sizes[i] > 1 ? sizes[i] : 1;
+    strides[i] = static_cast<int64_t>(running);
+    running *= sizes[i] > 1 ? static_cast<uint64_t>(sizes[i]) : 1;
   }
   return strides;
 }
@@ -184,9 +186,13 @@ AOTITorchError read_layout(
     }
     numel_overflow |= __builtin_mul_overflow(numel, size, &numel);
     empty |= size == 0;
-    int64_t step = 0;
-    reach_overflow |= __builtin_mul_overflow(size - 1, stride, &step);
-    reach_overflow |= __builtin_add_overflow(reach, step, &reach);
+    // Only a positive size reaches: an empty layout spans nothing and a negative size is
+    // refused whatever its span (and INT64_MIN - 1 would overflow).
+    if (size > 0) {
+      int64_t step = 0;
+      reach_overflow |= __builtin_mul_overflow(size - 1, stride, &step);
+      reach_overflow |= __builtin_add_overflow(reach, step, &reach);
+    }
   }
   if (negative_size_dim >= 0 || negative_stride_dim >= 0 || numel_overflow || (reach_overflow && !empty)) {
     return layout_fault(negative_size_dim, sizes, negative_stride_dim, strides, numel_overflow);
