@@ -9,7 +9,14 @@ the independent measure: a timer of the thread's own (``timer_create``, ``SIGEV_
 its stack (``backtrace``, which unwinds through the signal frame) looking for a return
 address inside the library's executable segments. A sample counts only while the window is
 open, so the share is over the timed runs alone. Its cost, a few microseconds a sample,
-falls outside every interrupted frame, so it slows the thread without moving the share.
+falls on whatever it interrupted, in proportion to the samples there, so it slows the thread
+without moving the share. A thread waiting for a CPU is not sampled: the samples due meanwhile
+come as one when it runs again, where it stopped, so the share is of the time it ran (on a
+busy machine, code that waits longer for its CPU reads smaller than its wall time).
+
+The unwinder must be safe in a signal handler: libgcc 12 or later with glibc 2.35 or later
+(``_dl_find_object``), as on the GPU machine and CI's; older ones walk ``dl_iterate_phdr``
+and a shared cache that a signal can interrupt mid-update.
 
 The helper is C built at run time (bench/c_build.py), loaded into the bench's own process.
 """
@@ -25,12 +32,15 @@ from pathlib import Path
 from aoti_shim.errors import AotiShimError
 from c_build import build_c
 
-# A frame of the library this deep or less from the interrupted one counts; the shims' own
-# calls go a few frames down (into libc, the loader, the CUDA driver).
-STACK_FRAMES = 12
+# Return addresses walked per sample, the handler's own two (it and the signal trampoline)
+# among them: the shims' own calls go a few frames down (into libc, the loader, the driver).
+STACK_FRAMES = 16
+# Below this mean interval the handler's own time can use up the thread: it never gets on.
+MIN_INTERVAL_US = 10.0
 
 SAMPLER = r"""
 #define _GNU_SOURCE
+#include <errno.h>
 #include <execinfo.h>
 #include <limits.h>
 #include <link.h>
@@ -52,6 +62,7 @@ static long mean_ns;
 static unsigned long long seed = 0x9E3779B97F4A7C15ull;
 static struct sigaction previous;
 static int signal_number;
+static int started;
 
 /* The next expiry, a uniform step in [mean/2, 3*mean/2] after the last one was due (a fixed
    period could lock onto a loop's). Due times do not move with the handler's own time or
@@ -76,6 +87,7 @@ static void rearm(void) {
 
 static void on_sample(int sig, siginfo_t* info, void* context) {
   (void)sig; (void)info; (void)context;
+  int saved_errno = errno; /* the interrupted code may be between a call and its errno read */
   if (window_open) {
     void* frames[kFrames];
     int n = backtrace(frames, kFrames);
@@ -88,6 +100,7 @@ static void on_sample(int sig, siginfo_t* info, void* context) {
     }
   }
   rearm();
+  errno = saved_errno;
 }
 
 static const char* wanted;
@@ -107,8 +120,9 @@ static int add_ranges(struct dl_phdr_info* info, size_t size, void* found) {
   return 1;
 }
 
-/* 0 ok; 1 the library is not loaded; 2 no timer or signal. */
+/* 0 ok; 1 the library is not loaded; 2 no timer or signal; 3 already sampling. */
 int sampler_start(const char* real_path, long mean_interval_ns) {
+  if (started) return 3;
   int found = 0;
   wanted = real_path;
   ranges = 0;
@@ -136,6 +150,7 @@ int sampler_start(const char* real_path, long mean_interval_ns) {
     return 2;
   }
   due_ns = 0;
+  started = 1;
   rearm();
   return 0;
 }
@@ -146,8 +161,10 @@ void sampler_read(long* in_lib, long* all) { *in_lib = in_library; *all = sample
 
 void sampler_stop(void) {
   window_open = 0;
+  if (!started) return; /* no timer of ours: timer id 0 may be someone else's */
   timer_delete(timer);
   sigaction(signal_number, &previous, NULL);
+  started = 0;
 }
 """
 
@@ -164,7 +181,9 @@ class SampledShare:
         return self.in_library / self.samples if self.samples else math.nan
 
     def interval(self) -> tuple[float, float]:
-        """Wilson's 95% interval for the share (sound near 0, where the normal one is not)."""
+        """Wilson's 95% interval for the share (sound near 0, where the normal one is not).
+        It takes the samples as independent; samples of one inference are not quite, so it
+        is the interval of an ideal sampler, narrower than the spread between runs."""
         n, z = self.samples, 1.959964
         if n == 0:
             return math.nan, math.nan
@@ -181,7 +200,10 @@ class HostSampler:
     def __init__(self, folder: Path, compiler: str) -> None:
         built = build_c(SAMPLER.replace("FRAMES", str(STACK_FRAMES)), folder, "host_sampler.so", compiler,
                         "the host sampler", ["-shared", "-fPIC", "-lrt"])
-        self._lib = ctypes.CDLL(str(built))
+        try:
+            self._lib = ctypes.CDLL(str(built))
+        except OSError as e:
+            raise AotiShimError(f"the host sampler built but does not load: {e}") from None
         self._lib.sampler_start.argtypes = [ctypes.c_char_p, ctypes.c_long]
         self._lib.sampler_start.restype = ctypes.c_int
         self._lib.sampler_window.argtypes = [ctypes.c_int]
@@ -194,9 +216,13 @@ class HostSampler:
 
     def start(self, library: Path, mean_interval_us: float) -> None:
         """Samples this thread from now on, looking for frames of ``library`` (loaded already)."""
+        if not mean_interval_us >= MIN_INTERVAL_US:
+            raise AotiShimError(f"a mean interval of {mean_interval_us} us is under {MIN_INTERVAL_US:g} us")
         code = self._lib.sampler_start(os.fsencode(os.path.realpath(library)), int(mean_interval_us * 1000))
         if code == 1:
             raise AotiShimError(f"{library}: not loaded in this process, so it cannot be sampled")
+        if code == 3:
+            raise AotiShimError("the host sampler is sampling already: stop it first")
         if code != 0:
             raise AotiShimError("the host sampler could not set up its timer or signal")
 

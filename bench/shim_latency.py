@@ -80,6 +80,7 @@ CONFIDENCE = 0.95
 
 # Variant keys, in the order of the table.
 OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN, PROFILED = "a", "b", "b'", "c", "g", "g'", "a+prof"
+SAMPLED = "a+sampled"  # a note's key only: the sampled runs are not a timed variant
 LABELS = {
     OURS: "(a) ours",
     SAME: "(b) libtorch's shims, same blob",
@@ -88,6 +89,7 @@ LABELS = {
     GRAPH: "(g) CUDA-graph replay of (b)",
     GRAPH_TWIN: "(g') CUDA-graph replay of (b')",
     PROFILED: "(a) with the shim profile on",
+    SAMPLED: "(a) under the host sampler",
 }
 # The ratios reported per model: numerator, denominator.
 # (g)/(g'): the same shims' kernel floors of the two compiles, i.e. whether their kernels differ.
@@ -739,8 +741,11 @@ def measure_model(
                 ]
                 profile.reset()
             if sampler is not None:
-                result.sampled, result.sampled_inferences = sample_shims(settings, sampler, containers[OURS],
-                                                                         ours_api, inputs)
+                try:
+                    result.sampled, result.sampled_inferences = sample_shims(settings, sampler, containers[OURS],
+                                                                             ours_api, inputs)
+                except AotiShimError as e:  # the row keeps what it measured; the note says why
+                    result.notes[SAMPLED] = str(e)
         finally:
             for replay in graphs:
                 replay.close()
@@ -1092,7 +1097,7 @@ def render(report: BenchReport) -> str:
 def render_sampled(m: ModelResult) -> list[str]:
     """The shims' share as the host sampler saw it, the profile's net share's independent check."""
     if m.sampled is None:
-        return []
+        return []  # a failure is among the model's notes
     low, high = m.sampled.interval()
     return [f"  shims' share, sampled: {100 * m.sampled.share:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%] "
             f"({m.sampled.in_library} of {m.sampled.samples} samples of (a), profile off, had a frame of the shim "
