@@ -15,7 +15,7 @@ come as one when it runs again, where it stopped, so the share is of the time it
 busy machine, code that waits longer for its CPU reads smaller than its wall time).
 
 The unwinder must be safe in a signal handler: libgcc 12 or later with glibc 2.35 or later
-(``_dl_find_object``), as on the GPU machine and CI's; older ones walk ``dl_iterate_phdr``
+(``_dl_find_object``), as in CI (glibc 2.36, libgcc 12); older ones walk ``dl_iterate_phdr``
 and a shared cache that a signal can interrupt mid-update.
 
 The helper is C built at run time (bench/c_build.py), loaded into the bench's own process.
