@@ -91,15 +91,24 @@ bool non_overlapping_and_dense(const Tensor& t) {
   return true;
 }
 
-Dims contiguous_strides(const Dims& sizes) {
-  Dims strides(sizes.size());
-  // Unsigned, as read_layout's: beside a zero size the product of the others may pass
-  // INT64_MAX (the tensor is empty, so no stride is ever used to reach an element).
+namespace {
+
+// The contiguous strides of `rank` sizes into `strides`. Unsigned: beside a zero size the
+// product of the others may pass INT64_MAX (the tensor is empty, so no stride is ever used
+// to reach an element); otherwise it is at most the element count.
+void fill_contiguous_strides(const int64_t* sizes, size_t rank, int64_t* strides) {
   uint64_t running = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
+  for (size_t i = rank; i-- > 0;) {
     strides[i] = static_cast<int64_t>(running);
     running *= sizes[i] > 1 ? static_cast<uint64_t>(sizes[i]) : 1;
   }
+}
+
+}  // namespace
+
+Dims contiguous_strides(const Dims& sizes) {
+  Dims strides(sizes.size());
+  fill_contiguous_strides(sizes.data(), sizes.size(), strides.data());
   return strides;
 }
 
@@ -160,13 +169,7 @@ AOTITorchError read_layout(
     if (negative_size_dim >= 0 || numel_overflow) {
       return layout_fault(negative_size_dim, sizes, -1, nullptr, numel_overflow);
     }
-    // Contiguous: the running product is at most numel unless a size is zero, when it may
-    // wrap (unsigned, so defined) and the span is 0 whatever the strides.
-    uint64_t running = 1;
-    for (size_t d = rank; d-- > 0;) {
-      new_strides[d] = static_cast<int64_t>(running);
-      running *= new_sizes[d] > 1 ? static_cast<uint64_t>(new_sizes[d]) : 1;
-    }
+    fill_contiguous_strides(new_sizes, rank, new_strides);
     *span = numel;  // a contiguous layout spans its elements exactly (0 where a size is 0)
     return AOTI_SHIM_OK;
   }
