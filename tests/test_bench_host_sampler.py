@@ -6,8 +6,6 @@ clock_gettime). The split is timed first, without the sampler, from the same cal
 from __future__ import annotations
 
 import ctypes
-import shutil
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,12 +14,12 @@ from types import ModuleType
 import pytest
 
 from aoti_shim.errors import AotiShimError
+from compile_support import compile_shared, compiler
 from script_support import load_script
 
 REPO = Path(__file__).resolve().parents[1]
 BUSY = REPO / "fixtures" / "bench" / "busy.c"
 TARGET_READS, OTHER_READS = 12_000, 28_000  # about 0.3 and 0.7 ms
-needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +29,7 @@ def sampler_module() -> ModuleType:
 
 def _library(tmp_path: Path, name: str) -> ctypes.CDLL:
     out = tmp_path / name
-    subprocess.run(["cc", "-O1", "-shared", "-fPIC", "-o", str(out), str(BUSY)], check=True)
+    compile_shared(BUSY, out)
     lib = ctypes.CDLL(str(out))
     lib.spin.argtypes, lib.spin.restype = [ctypes.c_long], ctypes.c_long
     return lib
@@ -47,12 +45,11 @@ def _fastest(call: Callable[[int], object], reads: int) -> float:
     return best
 
 
-@needs_cc
 def test_the_share_is_the_time_spent_in_the_library_and_below_it(sampler_module: ModuleType, tmp_path: Path) -> None:
     target, other = _library(tmp_path, "libtarget.so"), _library(tmp_path, "libother.so")
     in_target, in_other = _fastest(target.spin, TARGET_READS), _fastest(other.spin, OTHER_READS)
     truth = in_target / (in_target + in_other)
-    sampler = sampler_module.HostSampler(tmp_path, "cc")
+    sampler = sampler_module.HostSampler(tmp_path, compiler("c"))
     sampler.start(tmp_path / "libtarget.so", 50.0)
     try:
         deadline = time.monotonic() + 1.5
@@ -70,9 +67,8 @@ def test_the_share_is_the_time_spent_in_the_library_and_below_it(sampler_module:
     assert abs(got.share - truth) < 0.03 and low < got.share < high, (got, truth)
 
 
-@needs_cc
 def test_a_library_not_loaded_is_one_error(sampler_module: ModuleType, tmp_path: Path) -> None:
-    sampler = sampler_module.HostSampler(tmp_path, "cc")
+    sampler = sampler_module.HostSampler(tmp_path, compiler("c"))
     with pytest.raises(AotiShimError, match="not loaded in this process"):
         sampler.start(tmp_path / "libnowhere.so", 100.0)
 
@@ -88,10 +84,9 @@ def test_the_interval_is_wilsons_and_a_share_of_nothing_is_undefined(sampler_mod
     assert empty.share != empty.share and all(x != x for x in empty.interval())  # NaN
 
 
-@needs_cc
 def test_a_second_start_and_a_too_short_interval_are_refused(sampler_module: ModuleType, tmp_path: Path) -> None:
     _library(tmp_path, "libtarget.so")
-    sampler = sampler_module.HostSampler(tmp_path, "cc")
+    sampler = sampler_module.HostSampler(tmp_path, compiler("c"))
     sampler.stop()  # never started: nothing to stop, and no timer of someone else's deleted
     with pytest.raises(AotiShimError, match="under 10 us"):
         sampler.start(tmp_path / "libtarget.so", 3.0)
