@@ -104,8 +104,8 @@ static void on_sample(int sig, siginfo_t* info, void* context) {
 }
 
 static const char* wanted;
-static int add_ranges(struct dl_phdr_info* info, size_t size, void* found) {
-  (void)size;
+static int add_ranges(struct dl_phdr_info* info, size_t size, void* unused) {
+  (void)size; (void)unused;
   char real[PATH_MAX];
   if (info->dlpi_name == NULL || info->dlpi_name[0] == '\0' || realpath(info->dlpi_name, real) == NULL) return 0;
   if (strcmp(real, wanted) != 0) return 0;
@@ -116,18 +116,16 @@ static int add_ranges(struct dl_phdr_info* info, size_t size, void* found) {
     range_hi[ranges] = range_lo[ranges] + ph->p_memsz;
     ++ranges;
   }
-  *(int*)found = 1;
   return 1;
 }
 
 /* 0 ok; 1 the library is not loaded; 2 no timer or signal; 3 already sampling. */
 int sampler_start(const char* real_path, long mean_interval_ns) {
   if (started) return 3;
-  int found = 0;
   wanted = real_path;
   ranges = 0;
-  dl_iterate_phdr(add_ranges, &found);
-  if (!found || ranges == 0) return 1;
+  dl_iterate_phdr(add_ranges, NULL);
+  if (ranges == 0) return 1; /* not loaded, or no code to be found in */
   void* warm[4];
   backtrace(warm, 4); /* loads the unwinder now, not inside the first handler */
   mean_ns = mean_interval_ns > 1 ? mean_interval_ns : 2;
