@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any
 
 from aoti_shim.errors import AotiShimError, UsageError
+from aoti_shim.signals import interrupted, sigterm_as_interrupt
 from aoti_shim.smoke.report import STREAM_DEFAULT, STREAM_LABELS, STREAM_NEW, STREAM_NONE
 from host_sampler import HostSampler, SampledShare
 
@@ -1186,6 +1187,13 @@ def shims_prefix(library: Path, given: str | None) -> str:
 
 
 def main(argv: list[str]) -> int:
+    # SIGTERM (the GPU kit's `timeout`) unwinds as Ctrl-C does: the sampler stops, the loaded
+    # blobs close and the work folder goes.
+    with sigterm_as_interrupt():
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     args = _parse(argv)
     if args.compile_libtorch_worker:
         return libtorch_compile_worker(args.compile_libtorch_worker)
@@ -1229,6 +1237,8 @@ def main(argv: list[str]) -> int:
     except AotiShimError as e:
         print(f"shim_latency: error: {e}", file=sys.stderr)
         return e.exit_code
+    except KeyboardInterrupt as e:
+        return interrupted("shim_latency", e)
     print(render(report))
     if args.json is not None:
         args.json.write_text(json.dumps(to_json(report), indent=2, default=str) + "\n")

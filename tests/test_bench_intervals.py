@@ -124,3 +124,29 @@ def test_an_empty_entry_point_nets_to_about_nothing(bench: ModuleType) -> None:
         net.append(cost.net_us(rows))
     profile.reset()
     assert abs(statistics.median(net)) < 0.35 * statistics.median(raw), (raw, net, cost)
+
+
+def test_sigterm_mid_run_is_one_line_and_leaves_no_work_folder(tmp_path: Path) -> None:
+    # The GPU kit runs the bench under `timeout`, which sends SIGTERM: the run must stop as
+    # Ctrl-C stops it (its work folder, where the sampler is built, removed), not die leaving it.
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    bench = subprocess.Popen(
+        [sys.executable, str(BENCH), "--device", "cpu", "--model", "mlp", "--rounds", "2", "--iterations", "2",
+         "--no-twin", "--cache-dir", str(tmp_path / "cache")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("aoti-shim-bench-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp_path.glob("aoti-shim-bench-*")), "the bench never made its work folder"
+    time.sleep(2)  # into the compile
+    bench.send_signal(signal.SIGTERM)
+    _, err = bench.communicate(timeout=120)
+    assert bench.returncode == 128 + signal.SIGTERM, err
+    assert err.splitlines()[-1] == "shim_latency: terminated", err
+    assert not list(tmp_path.glob("aoti-shim-bench-*"))
