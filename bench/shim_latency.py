@@ -15,7 +15,11 @@ then the prefixed shim library), the latency of one inference through:
 - (c) eager torch, the module the blob was compiled from;
 - (g) on CUDA, CUDA-graph replay of (b)'s blob: the same kernels with no host work per
   kernel, the floor a shim path can approach; (g') the same for the twin, so that
-  (g)/(g') shows whether the two compiles' kernels differ.
+  (g)/(g') shows whether the two compiles' kernels differ;
+- (p) with ``--peer-shims LIB``: the same blob, its imports renamed to that library's
+  prefix, driven with its tensors: another runtime's shims (ExecuTorch's, say), built
+  prefixed, as the anchor a runtime team would pick instead of ours. A peer that fails a
+  run (one that refuses the legacy default stream, say) leaves a note, not a failed row.
 
 Every variant runs in each of many interleaved rounds (the order rotates per round);
 each round gives one median per variant and so one ratio per pair; a ratio is reported
@@ -81,6 +85,7 @@ CONFIDENCE = 0.95
 
 # Variant keys, in the order of the table.
 OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN, PROFILED = "a", "b", "b'", "c", "g", "g'", "a+prof"
+PEER = "p"
 SAMPLED = "a+sampled"  # a note's key only: the sampled runs are not a timed variant
 LABELS = {
     OURS: "(a) ours",
@@ -91,10 +96,13 @@ LABELS = {
     GRAPH_TWIN: "(g') CUDA-graph replay of (b')",
     PROFILED: "(a) with the shim profile on",
     SAMPLED: "(a) under the host sampler",
+    PEER: "(p) a peer's shims, same blob",
 }
 # The ratios reported per model: numerator, denominator.
 # (g)/(g'): the same shims' kernel floors of the two compiles, i.e. whether their kernels differ.
 RATIO_PAIRS = ((OURS, SAME), (OURS, TWIN), (OURS, EAGER), (OURS, GRAPH), (GRAPH, GRAPH_TWIN), (PROFILED, OURS))
+# With a peer: ours against it, and it against libtorch's shims.
+PEER_PAIRS = ((OURS, PEER), (PEER, SAME))
 
 
 # ---------------------------------------------------------------- statistics
@@ -166,6 +174,15 @@ def round_ratios(rounds: list[dict[str, float]], top: str, bottom: str) -> list[
 
 
 @dataclass(frozen=True)
+class Peer:
+    """Another runtime's prefixed shim library, the (p) variant."""
+
+    library: Path
+    prefix: str
+    name: str
+
+
+@dataclass(frozen=True)
 class BenchSettings:
     device: str
     models: tuple[str, ...]
@@ -190,6 +207,7 @@ class BenchSettings:
     # open (0: not sampled), and the mean time between samples.
     sample_seconds: float = 2.0
     sample_interval_us: float = 50.0
+    peer: Peer | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +277,8 @@ def header(settings: BenchSettings) -> dict[str, str]:
         "shims": str(settings.shim_library),
         "rounds": f"{settings.rounds} x {settings.iterations} timed runs (+{settings.warmup} warm-up) per variant",
     }
+    if settings.peer is not None:
+        info["peer (p)"] = f"{settings.peer.name}: {settings.peer.library}, prefix {settings.peer.prefix}"
     if settings.device == "cuda":
         info["device_name"] = torch.cuda.get_device_name(0)
         info["cuda (torch)"] = str(torch.version.cuda)
@@ -332,6 +352,15 @@ def compile_ours(settings: BenchSettings, model: str) -> Compiled:
     out = settings.work_dir / f"{art.model_name}.{settings.device}.{settings.prefix}so"
     rewrite_imports(RewriteSettings(blob=art.blob, prefix=settings.prefix, output=out))
     return Compiled(out, art.io_file, _kernel_dir(art.directory, settings.device), art.directory, art.blob)
+
+
+def rename_for_peer(settings: BenchSettings, original: Path, model_name: str, peer: Peer) -> Path:
+    """(p)'s blob: (b)'s, its imports renamed to the peer's prefix as (a)'s are to ours."""
+    from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
+
+    out = settings.work_dir / f"{model_name}.{settings.device}.{peer.prefix}so"
+    rewrite_imports(RewriteSettings(blob=original, prefix=peer.prefix, output=out))
+    return out
 
 
 def _libtorch_key(model: str, device: str) -> str:
@@ -624,6 +653,7 @@ class GraphReplay:
 def measure_model(
     settings: BenchSettings, model: str, ours_api: Any, torch_api: Any, profile: ProfileApi | None,
     sampler: HostSampler | None, keep: contextlib.ExitStack, progress: Callable[[str], None],
+    peer_api: Any | None = None,
 ) -> ModelResult:
     import torch
 
@@ -666,20 +696,48 @@ def measure_model(
     }
     if twin is not None:
         blobs[TWIN] = (load(twin.blob), torch_api, twin.kernel_dir)
+    if peer_api is not None and settings.peer is not None and a.original is not None:
+        try:
+            peer_blob = load(rename_for_peer(settings, a.original, case.name, settings.peer))
+            blobs[PEER] = (peer_blob, peer_api, a.kernel_dir)
+        except AotiShimError as e:  # a peer that lacks a name the blob imports, say
+            result.notes[PEER] = f"its blob did not load: {e}"
     containers: dict[str, Any] = {}
     graphs: list[GraphReplay] = []
+
+    def drop_peer(why: str) -> None:
+        # The peer is an anchor, not the subject: its failure is a note, the row stands.
+        result.notes[PEER] = why
+        del blobs[PEER]
+        if PEER in containers:
+            with contextlib.suppress(AotiShimError):
+                containers.pop(PEER).close()
+
     with torch.inference_mode():
         try:
-            for key, (blob, _, kernel_dir) in blobs.items():
-                containers[key] = Container(blob.library, settings.device, kernel_dir)
+            for key, (blob, _, kernel_dir) in list(blobs.items()):
+                try:
+                    containers[key] = Container(blob.library, settings.device, kernel_dir)
+                except AotiShimError as e:
+                    if key != PEER:
+                        raise
+                    drop_peer(f"its container failed: {e}")
             # Correctness first: every blob must give eager's answer.
             failures = []
-            for key, (_, api, _) in blobs.items():
+            for key, (_, api, _) in list(blobs.items()):
                 once = RunSettings(device=settings.device, warmup=0, iterations=1, stream=settings.stream)
-                first = run_container(api, containers[key], inputs, once)
+                try:
+                    first = run_container(api, containers[key], inputs, once)
+                except AotiShimError as e:
+                    if key != PEER:
+                        raise
+                    drop_peer(f"its first run failed: {e}")
+                    continue
                 cmp = compare(first.outputs, io["expected"])
                 result.max_abs[key] = cmp.max_abs
-                if not cmp.within_tolerance:
+                if key == PEER and not cmp.within_tolerance:
+                    drop_peer(f"outside tolerance: {cmp.detail}")
+                elif not cmp.within_tolerance:
                     failures.append(f"{LABELS[key]}: {cmp.detail}")
             variants: dict[str, Callable[[int, int], list[float]]] = {}
             for key, (_, api, _) in blobs.items():
@@ -753,7 +811,7 @@ def measure_model(
             for c in containers.values():
                 c.close()
     result.latency = {k: Latency.of(v) for k, v in samples.items()}
-    for top, bottom in RATIO_PAIRS:
+    for top, bottom in RATIO_PAIRS + PEER_PAIRS:
         if top in result.latency and bottom in result.latency:
             result.ratios[f"{top}/{bottom}"] = Interval.of(round_ratios(per_round, top, bottom))
     if settings.torch_loader and twin is not None:
@@ -953,6 +1011,20 @@ def caller_stream(settings: BenchSettings) -> Iterator[None]:
     torch.cuda.synchronize()
 
 
+def load_peer(peer: Peer) -> Any:
+    """The peer's library, global after ours (its blob binds to it by its prefix alone)."""
+    from aoti_shim.smoke.runner import ShimApi
+
+    try:
+        library = ctypes.CDLL(str(peer.library), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
+    except OSError as e:
+        raise UsageError(f"--peer-shims {peer.library}: cannot be loaded: {e}") from None
+    try:
+        return ShimApi(library, peer.prefix)
+    except AotiShimError as e:
+        raise UsageError(f"--peer-shims {peer.library}: {e}") from None
+
+
 def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> BenchReport:
     import torch
 
@@ -969,6 +1041,7 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
     torch.backends.cudnn.allow_tf32 = False
     shims = ctypes.CDLL(str(settings.shim_library), mode=os.RTLD_GLOBAL | os.RTLD_NOW)
     ours_api, torch_api = ShimApi(shims, settings.prefix), ShimApi(libtorch, "")
+    peer_api = load_peer(settings.peer) if settings.peer is not None else None
     profile = ProfileApi(shims, settings.prefix)
     report.header["shim profile ABI"] = "yes" if profile.available else "no"
     sampler = None
@@ -986,7 +1059,8 @@ def run_bench(settings: BenchSettings, progress: Callable[[str], None]) -> Bench
             try:
                 with caller_stream(settings):
                     report.models.append(
-                        measure_model(settings, model, ours_api, torch_api, profile, sampler, keep, progress)
+                        measure_model(settings, model, ours_api, torch_api, profile, sampler, keep, progress,
+                                      peer_api)
                     )
             except AotiShimError as e:
                 report.models.append(ModelResult(model=model, error=str(e)))
@@ -1016,21 +1090,30 @@ def _us(lat: Latency | None) -> str:
     return f"{lat.median_us:8.1f}" if lat else f"{'-':>8}"
 
 
+TABLE_KEYS = (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN)
+
+
 def render_row(m: ModelResult) -> str:
     if OURS not in m.latency:
         return f"{m.model:<10} FAILED: {m.error}"
-    cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN))
-    return (f"{m.model:<10} {cells}  (a)/(b) {m.interval(OURS, SAME).render()}"
+    cells = " ".join(_us(m.latency.get(k)) for k in TABLE_KEYS + ((PEER,) if PEER in m.latency else ()))
+    peer = f"  (a)/(p) {m.interval(OURS, PEER).render()}" if PEER in m.latency else ""
+    return (f"{m.model:<10} {cells}  (a)/(b) {m.interval(OURS, SAME).render()}{peer}"
             + (f"  FAIL: {m.error}" if m.error else ""))
+
+
+def _pair_name(top: str, bottom: str) -> str:
+    return "profile on/off" if (top, bottom) == (PROFILED, OURS) else f"({top})/({bottom})"
 
 
 def render(report: BenchReport) -> str:
     lines = ["# shim latency benchmark"]
     lines += [f"{k}: {v}" for k, v in report.header.items()]
     lines.append("")
-    lines.append(
-        "variants: " + "; ".join(f"{LABELS[k]}" for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN, PROFILED))
-    )
+    peered = any(PEER in m.latency for m in report.models)
+    keys = TABLE_KEYS + ((PEER,) if peered else ())
+    pairs = RATIO_PAIRS + (PEER_PAIRS if peered else ())
+    lines.append("variants: " + "; ".join(f"{LABELS[k]}" for k in TABLE_KEYS + (PROFILED,) + keys[len(TABLE_KEYS):]))
     done = [m for m in report.models if OURS in m.latency]
     if done:
         m0 = done[0]
@@ -1040,26 +1123,23 @@ def render(report: BenchReport) -> str:
                      f"({BOOTSTRAP_RESAMPLES} resamples of the rounds)")
     lines.append("")
     lines.append("one inference, median microseconds")
-    head = (f"{'model':<10} {'(a)':>8} {'(b)':>8} {TWIN.join('()'):>8} {'(c)':>8} {'(g)':>8} {GRAPH_TWIN.join('()'):>8}"
-            "   p90 (a) / (b)")
+    head = f"{'model':<10} " + " ".join(f"{k.join('()'):>8}" for k in keys) + "   p90 (a) / (b)"
     lines += [head, "-" * len(head)]
     for m in report.models:
         if OURS not in m.latency:
             lines.append(f"{m.model:<10} FAILED: {m.error}")
             continue
-        cells = " ".join(_us(m.latency.get(k)) for k in (OURS, SAME, TWIN, EAGER, GRAPH, GRAPH_TWIN))
+        cells = " ".join(_us(m.latency.get(k)) for k in keys)
         p90 = f"{m.latency[OURS].p90_us:.1f} / {m.latency[SAME].p90_us:.1f}" if SAME in m.latency else "-"
         lines.append(f"{m.model:<10} {cells}   {p90}")
     lines.append("")
     lines.append(f"ratios, {CONFIDENCE:.0%} confidence interval (below 1: (a) is faster)")
-    names = [f"{'(' + t + ')'}/({b})" for t, b in RATIO_PAIRS]
-    names[-1] = "profile on/off"
-    head = f"{'model':<10} " + " ".join(f"{n:>24}" for n in names)
+    head = f"{'model':<10} " + " ".join(f"{_pair_name(t, b):>24}" for t, b in pairs)
     lines += [head, "-" * len(head)]
     for m in report.models:
         if OURS not in m.latency:
             continue
-        lines.append(f"{m.model:<10} " + " ".join(f"{m.interval(t, b).render():>24}" for t, b in RATIO_PAIRS))
+        lines.append(f"{m.model:<10} " + " ".join(f"{m.interval(t, b).render():>24}" for t, b in pairs))
     for m in report.models:
         for key, note in m.notes.items():
             lines.append(f"  {m.model}: {LABELS[key]} not measured: {note}")
@@ -1171,19 +1251,39 @@ def _parse(argv: list[str]) -> argparse.Namespace:
                    "runtimes pass) or default (the legacy default stream, a null pointer), as the smoke's --stream")
     p.add_argument("--sample-seconds", type=float, default=2.0,
                    help="seconds of (a) per model under the host sampler, the profile's independent check (0: none)")
+    p.add_argument("--peer-shims", type=Path, metavar="LIB",
+                   help="(p): another runtime's prefixed shim library, the same blob renamed to its prefix")
+    p.add_argument("--peer-prefix", help="the peer's prefix (default: read from the library)")
+    p.add_argument("--peer-name", help="the peer's name in the report (default: the library's file name)")
     p.add_argument("--json", type=Path, help="also write the results as JSON")
     p.add_argument("--compile-libtorch-worker", metavar="REQUEST", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
 
-def shims_prefix(library: Path, given: str | None) -> str:
-    """``--prefix`` when given, else the prefix ``library`` was built with."""
+def shims_prefix(library: Path, given: str | None, option: str = "--prefix") -> str:
+    """``option``'s value when given, else the prefix ``library`` was built with."""
     from aoti_shim.checks.abi.prefix import given_or_built
 
     found = given_or_built(given, library)
     if not found:
-        raise UsageError(f"{library}: exports no prefixed aoti_torch_* names; give --prefix")
+        raise UsageError(f"{library}: exports no prefixed aoti_torch_* names; give {option}")
     return found
+
+
+def peer_of(args: argparse.Namespace, our_prefix: str) -> Peer | None:
+    """(p)'s library from ``--peer-shims``: a file, with a prefix other than ours."""
+    if args.peer_shims is None:
+        if args.peer_prefix or args.peer_name:
+            raise UsageError("--peer-prefix and --peer-name need --peer-shims")
+        return None
+    library = args.peer_shims.resolve()
+    if not library.is_file():
+        raise UsageError(f"--peer-shims {args.peer_shims}: no such file")
+    prefix = shims_prefix(library, args.peer_prefix, "--peer-prefix")
+    if prefix == our_prefix:
+        raise UsageError(f"--peer-shims {args.peer_shims}: its prefix {prefix!r} is ours too; "
+                         "each blob binds by its prefix, so the two need different ones")
+    return Peer(library=library, prefix=prefix, name=args.peer_name or library.name)
 
 
 def main(argv: list[str]) -> int:
@@ -1210,6 +1310,8 @@ def _main(argv: list[str]) -> int:
         if args.rounds < 2 or args.iterations < 1 or args.warmup < 0:
             raise UsageError("--rounds must be at least 2 (an interval needs rounds), --iterations at least 1")
         library = args.shims.resolve() if args.shims else shim_library()
+        prefix = shims_prefix(library, args.prefix)
+        peer = peer_of(args, prefix)
         work_dir = Path(tempfile.mkdtemp(prefix="aoti-shim-bench-"))
         try:
             settings = BenchSettings(
@@ -1217,7 +1319,7 @@ def _main(argv: list[str]) -> int:
                 models=tuple(args.model) or DEFAULT_MODELS,
                 cache_dir=(args.cache_dir or default_cache_dir()).resolve(),
                 work_dir=work_dir,
-                prefix=shims_prefix(library, args.prefix),
+                prefix=prefix,
                 shim_library=library,
                 rounds=args.rounds,
                 iterations=args.iterations,
@@ -1230,6 +1332,7 @@ def _main(argv: list[str]) -> int:
                 compile=args.compile,
                 stream=stream_of(args.device, args.stream),
                 sample_seconds=args.sample_seconds,
+                peer=peer,
             )
             report = run_bench(settings, lambda m: print(f"bench: {m}", file=sys.stderr, flush=True))
         finally:

@@ -204,9 +204,15 @@ bench_latency() {
   # allocation pairs. The slow compile (block) last: a bench cut short still printed its
   # first rows. JSON into the artefacts tarball (the 8 files back are taken). Arguments
   # go to the bench: the runs pass a stream of their own unless "--stream default".
+  # AOTI_SHIM_PEER_SHIMS (and AOTI_SHIM_PEER_NAME): another runtime's prefixed shim library,
+  # built before the kit runs, as the bench's (p) (issue 38: ExecuTorch's, the peer anchor).
+  local peer=()
+  if [ -n "${AOTI_SHIM_PEER_SHIMS:-}" ]; then
+    peer=(--peer-shims "$AOTI_SHIM_PEER_SHIMS" --peer-name "${AOTI_SHIM_PEER_NAME:-peer}")
+  fi
   python3 "$REPO/bench/shim_latency.py" --device "$DEVICE" --cache-dir "$CACHE" \
     --model mlp --model convnet --model block --rounds "${AOTI_SHIM_BENCH_ROUNDS:-40}" \
-    --iterations "${AOTI_SHIM_BENCH_ITERATIONS:-40}" --json "$WORK/bench.json" "$@"
+    --iterations "${AOTI_SHIM_BENCH_ITERATIONS:-40}" --json "$WORK/bench.json" "${peer[@]}" "$@"
 }
 
 bench_latency_zoo() {
