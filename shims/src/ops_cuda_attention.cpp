@@ -184,7 +184,8 @@ AOTITorchError new_cuda(Dims sizes, Dims strides, int32_t dtype, int32_t device,
 // kernels (the mma.sync kernel takes them); pipelined gives the Hopper calls to its pipelined
 // kernel, the fallback of operands no tensor map describes.
 enum class Route { Any, Mma, Gemm, Pipelined };
-Route forced_route() {
+// Unused in a build without CUDA, as fused_plan below.
+[[maybe_unused]] Route forced_route() {
   const char* route = std::getenv("AOTI_SHIM_ATTENTION_ROUTE");
   if (route == nullptr) {
     return Route::Any;
@@ -201,7 +202,7 @@ Route forced_route() {
 // The fused kernel's plan for this call, or false where an operand's layout rules it out
 // here (a last dim that is not unit-stride, value and query head dims that differ);
 // fused_attention_takes() has the kernel's own conditions.
-bool fused_plan(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides, double scale,
+[[maybe_unused]] bool fused_plan(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides, double scale,
                 kernels::FusedPlan* plan) {
   const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
   if (v.sizes[3] != q.sizes[3]) {

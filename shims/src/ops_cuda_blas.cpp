@@ -141,7 +141,8 @@ Batch describe(const Tensor& t) {
 
 // How cuBLAS (column-major) sees the transpose of row-major matrix x: as x's storage
 // read column-major, with op N (rows contiguous) or op T (columns contiguous).
-bool as_cublas_transposed(const Batch& x, int* op, int64_t* ld) {
+// Unused in a build without CUDA, as contiguous_copy below.
+[[maybe_unused]] bool as_cublas_transposed(const Batch& x, int* op, int64_t* ld) {
   if (x.col_stride == 1 && x.row_stride >= std::max<int64_t>(x.cols, 1)) {
     *op = 0;  // N: x^T is cols x rows column-major with leading dimension row_stride
     *ld = x.row_stride;
@@ -157,7 +158,7 @@ bool as_cublas_transposed(const Batch& x, int* op, int64_t* ld) {
 
 const char* kWhere = "cuBLAS GEMM";
 
-AOTITorchError contiguous_copy(const Tensor& t, std::unique_ptr<Tensor>* out) {
+[[maybe_unused]] AOTITorchError contiguous_copy(const Tensor& t, std::unique_ptr<Tensor>* out) {
   AOTISHIM_TRY(new_tensor(t.sizes, contiguous_strides(t.sizes), t.dtype, t.device_type(), t.device_index(), false, out));
   return copy_tensor(**out, t, true);
 }

@@ -26,6 +26,7 @@ AOTITorchError aoti_torch_cuda_radix_sort_u32(const uint32_t* keys_in, uint32_t*
     void* on = stream != nullptr ? stream : current_stream(device);
     return cuda::check_status(kernels::radix_sort_u32(keys_in, keys_out, count, on), "cub::DeviceRadixSort::SortKeys");
 #else
+    (void)stream;
     return fail_format(AOTI_SHIM_E_CUDA_UNAVAILABLE, "aoti_torch_cuda_radix_sort_u32: aoti_shim was built without CUDA");
 #endif
   });
