@@ -252,7 +252,7 @@ gpu_test_steps() {
     "$REPO/tests/gpu/test_cuda_nn_gpu.py" -k "sdpa or speed"
 }
 
-export REPO OUT SITE WORK CACHE DEVICE
+export REPO OUT SITE WORK CACHE DEVICE WHEELS
 export -f install_wheels install_aoti_shim shim_unit_tests snapshot_torch pack_artefacts smoke_f32 bf16_smoke
 export -f two_gpu_tests bench_latency bench_latency_zoo cuda_kernel_tests
 
