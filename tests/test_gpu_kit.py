@@ -237,3 +237,50 @@ def test_the_stream_query_probe_compiles_without_a_gpu(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "cudaStreamGetId" in subprocess.run(["nm", str(out)], capture_output=True, text=True, check=True).stdout
+
+
+def test_the_prewarm_script_loads_the_bench_from_anywhere(tmp_path: Path) -> None:
+    # run43: prewarm.py loaded bench/shim_latency.py by path, and the bench had come to import
+    # its sibling host_sampler.py; every compile of the GPU run's first phase failed at import.
+    code = ("import runpy, sys; m = runpy.run_path(sys.argv[1], run_name='prewarm_under_test'); "
+            "print(m['_bench_module']().HostSampler.__name__)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run([sys.executable, "-c", code, str(REPO / "docs" / "gpu" / "prewarm.py")], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "HostSampler", done.stderr
+
+
+def _kit_functions(text: str) -> dict[str, str]:
+    """Each shell function of a kit script, name to body: from its `name() {` line to the next
+    line that is `}`, or a one-line `name() { ...; }`."""
+    found = {m.group(1): m.group(2) for m in re.finditer(r"(?m)^(\w+)\(\) \{\n(.*?)^\}", text, re.S)}
+    found |= {m.group(1): m.group(2) for m in re.finditer(r"(?m)^(\w+)\(\) \{ (.*) \}$", text)}
+    return found
+
+
+STEP_SCRIPTS = sorted(p.name for p in (REPO / "docs" / "gpu").glob("*.sh") if "export -f" in p.read_text())
+
+
+@pytest.mark.parametrize("script", STEP_SCRIPTS)
+def test_every_variable_a_step_reads_from_the_script_is_exported(script: str) -> None:
+    # Each step runs its function in a child bash (`export -f`): a variable the script sets but
+    # does not export is empty there. run42: WHEELS was not exported, so the wheel install
+    # installed nothing, exited 0, and every binary-route step failed later at LIEF's import.
+    text = (REPO / "docs" / "gpu" / script).read_text(encoding="utf-8")
+    functions = _kit_functions(text)
+    if "docs/gpu/steps.sh" in text:  # sourced: its functions are the script's too
+        functions |= _kit_functions((REPO / "docs" / "gpu" / "steps.sh").read_text(encoding="utf-8"))
+    exported_functions = {n for line in re.findall(r"(?m)^export -f (.*)$", text) for n in line.split()}
+    assert exported_functions and exported_functions <= set(functions), exported_functions - set(functions)
+    set_at_top = set(re.findall(r"(?m)^([A-Z_][A-Z0-9_]*)=", text))
+    exported = {n for line in re.findall(r"(?m)^export ([A-Z_][A-Z0-9_ ]*)$", text) for n in line.split()}
+    exported |= set(re.findall(r"(?m)^export ([A-Z_][A-Z0-9_]*)=", text))
+    missing = {}
+    for name in sorted(exported_functions):
+        body = functions[name]
+        local = set(re.findall(r"\blocal\s+(?:-\w+\s+)?([A-Za-z_]\w*)", body))
+        read = set(re.findall(r"\$\{?([A-Z_][A-Z0-9_]*)", body))
+        unseen = (read & set_at_top) - exported - local
+        if unseen:
+            missing[name] = sorted(unseen)
+    assert set_at_top and not missing, missing

@@ -26,6 +26,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _bench_module():
+    # The bench imports its sibling host_sampler.py: its folder must be on the path, as it is
+    # when the bench runs as a script.
+    if str(REPO / "bench") not in sys.path:
+        sys.path.insert(0, str(REPO / "bench"))
     spec = importlib.util.spec_from_file_location("shim_latency", REPO / "bench" / "shim_latency.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
