@@ -1278,7 +1278,7 @@ def peer_of(args: argparse.Namespace, our_prefix: str) -> Peer | None:
         return None
     library = args.peer_shims.resolve()
     if not library.is_file():
-        raise UsageError(f"--peer-shims {args.peer_shims}: no such file")
+        raise UsageError(f"--peer-shims {args.peer_shims}: " + ("not a file" if library.exists() else "no such file"))
     prefix = shims_prefix(library, args.peer_prefix, "--peer-prefix")
     if prefix == our_prefix:
         raise UsageError(f"--peer-shims {args.peer_shims}: its prefix {prefix!r} is ours too; "

@@ -100,6 +100,7 @@ def test_a_peer_that_cannot_take_the_blob_is_a_note_not_a_failed_row(smoke_cache
     ("options", "message"),
     [
         (("--peer-shims", "/no/such/libpeer.so"), "--peer-shims /no/such/libpeer.so: no such file"),
+        (("--peer-shims", "/"), "--peer-shims /: not a file"),
         (("--peer-name", "x"), "--peer-prefix and --peer-name need --peer-shims"),
         (("--peer-shims", "{ours}"), "is ours too"),
         (("--peer-shims", "{ours}", "--peer-prefix", "aotishim_"), "is ours too"),
