@@ -202,8 +202,8 @@ enum class Route { Any, Mma, Gemm, Pipelined };
 // The fused kernel's plan for this call, or false where an operand's layout rules it out
 // here (a last dim that is not unit-stride, value and query head dims that differ);
 // fused_attention_takes() has the kernel's own conditions.
-[[maybe_unused]] bool fused_plan(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides, double scale,
-                kernels::FusedPlan* plan) {
+[[maybe_unused]] bool fused_plan(const Request& r, const Tensor& out, float* lse, const int64_t* lse_strides,
+                                 double scale, kernels::FusedPlan* plan) {
   const Tensor &q = *r.q, &k = *r.k, &v = *r.v;
   if (v.sizes[3] != q.sizes[3]) {
     return false;
