@@ -341,26 +341,25 @@ def _kernel_dir(directory: Path, device: str) -> str | None:
     return str(directory / kernel_dir) if kernel_dir else None
 
 
+def renamed_blob(settings: BenchSettings, original: Path, model_name: str, prefix: str) -> Path:
+    """(b)'s blob with its imports renamed to ``prefix``, in the work folder: (a)'s with ours,
+    (p)'s with the peer's."""
+    from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
+
+    out = settings.work_dir / f"{model_name}.{settings.device}.{prefix}so"
+    rewrite_imports(RewriteSettings(blob=original, prefix=prefix, output=out))
+    return out
+
+
 def compile_ours(settings: BenchSettings, model: str) -> Compiled:
     """(a): the smoke pipeline's compile (cached with it), then its binary route; the
     unrenamed blob is (b)."""
     from aoti_shim.smoke.compile import CompileRequest, compile_cached
-    from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
 
     request = CompileRequest(model=model, device=settings.device, route="binary", compile=settings.compile)
     art = compile_cached(request, settings.cache_dir)
-    out = settings.work_dir / f"{art.model_name}.{settings.device}.{settings.prefix}so"
-    rewrite_imports(RewriteSettings(blob=art.blob, prefix=settings.prefix, output=out))
+    out = renamed_blob(settings, art.blob, art.model_name, settings.prefix)
     return Compiled(out, art.io_file, _kernel_dir(art.directory, settings.device), art.directory, art.blob)
-
-
-def rename_for_peer(settings: BenchSettings, original: Path, model_name: str, peer: Peer) -> Path:
-    """(p)'s blob: (b)'s, its imports renamed to the peer's prefix as (a)'s are to ours."""
-    from aoti_shim.smoke.rewrite import RewriteSettings, rewrite_imports
-
-    out = settings.work_dir / f"{model_name}.{settings.device}.{peer.prefix}so"
-    rewrite_imports(RewriteSettings(blob=original, prefix=peer.prefix, output=out))
-    return out
 
 
 def _libtorch_key(model: str, device: str) -> str:
@@ -698,7 +697,7 @@ def measure_model(
         blobs[TWIN] = (load(twin.blob), torch_api, twin.kernel_dir)
     if peer_api is not None and settings.peer is not None and a.original is not None:
         try:
-            peer_blob = load(rename_for_peer(settings, a.original, case.name, settings.peer))
+            peer_blob = load(renamed_blob(settings, a.original, case.name, settings.peer.prefix))
             blobs[PEER] = (peer_blob, peer_api, a.kernel_dir)
         except AotiShimError as e:  # a peer that lacks a name the blob imports, say
             result.notes[PEER] = f"its blob did not load: {e}"
@@ -1111,9 +1110,10 @@ def render(report: BenchReport) -> str:
     lines += [f"{k}: {v}" for k, v in report.header.items()]
     lines.append("")
     peered = any(PEER in m.latency for m in report.models)
-    keys = TABLE_KEYS + ((PEER,) if peered else ())
+    peer_keys = (PEER,) if peered else ()
+    keys = TABLE_KEYS + peer_keys
     pairs = RATIO_PAIRS + (PEER_PAIRS if peered else ())
-    lines.append("variants: " + "; ".join(f"{LABELS[k]}" for k in TABLE_KEYS + (PROFILED,) + keys[len(TABLE_KEYS):]))
+    lines.append("variants: " + "; ".join(f"{LABELS[k]}" for k in TABLE_KEYS + (PROFILED,) + peer_keys))
     done = [m for m in report.models if OURS in m.latency]
     if done:
         m0 = done[0]
